@@ -1,0 +1,115 @@
+"""The ``skilldeck`` command line.
+
+Each subcommand is a thin layer over the library: parse arguments, call one public function,
+print the outcome with rich. Messages go to stderr so that stdio transports and ``--json``
+output on stdout stay clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import anyio
+from rich.console import Console
+
+from skilldeck.errors import SkilldeckError
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skilldeck", description="MCP capability discovery: serve, find and load Agent Skills over MCP."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
+    serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
+    serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    serve.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills per skills/list page")
+    serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
+    serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
+    return parser
+
+
+def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
+    from skilldeck.server.app import create_server, serve_http, serve_stdio
+    from skilldeck.server.catalog import CatalogDiff
+
+    server, extension = create_server(*args.paths, name=args.name, page_size=args.page_size)
+    for problem in extension.problems:
+        err.print(f"[yellow]refused[/] {problem}", highlight=False, soft_wrap=True)
+    count = len(extension.catalog)
+    where = ", ".join(args.paths)
+
+    def on_reload(diff: CatalogDiff) -> None:
+        if diff:
+            err.print(
+                f"reloaded: {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
+                f"({len(extension.catalog)} skills)",
+                highlight=False,
+            )
+            for problem in extension.problems:
+                err.print(f"[yellow]refused[/] {problem}", highlight=False, soft_wrap=True)
+
+    if args.http is None:
+        err.print(f"skilldeck: serving {count} skills from {where} over stdio", highlight=False)
+        anyio.run(lambda: serve_stdio(server, extension, watch=args.watch, on_reload=on_reload))
+        return EXIT_OK
+
+    host, port = args.http
+
+    def on_ready(url: str) -> None:
+        watching = " (watching for changes)" if args.watch else ""
+        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}", highlight=False)
+
+    anyio.run(
+        lambda: serve_http(
+            server, extension, host=host, port=port, path=args.path, watch=args.watch, on_reload=on_reload,
+            on_ready=on_ready,
+        )
+    )
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``skilldeck`` console script; returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    err = Console(stderr=True)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.command == "serve":
+            return _cmd_serve(args, err)
+    except SkilldeckError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_USAGE  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+"""The server side: publish Agent Skills over the MCP Skills extension.
+
+``catalog`` and ``dynamic`` are sans-I/O; ``sources`` reads folders; ``extension`` and ``app``
+adapt to the MCP SDK.
+"""
+
+from skilldeck.server.app import create_server, serve_http, serve_stdio, watch_and_reload
+from skilldeck.server.catalog import Catalog, CatalogDiff, StaticSkill
+from skilldeck.server.dynamic import DynamicSkill, SkillRequest
+from skilldeck.server.extension import EXTENSION_ID, SkillsExtension, SkillsMiddleware
+from skilldeck.server.sources import DirectorySource, LoadResult
+
+__all__ = [
+    "EXTENSION_ID",
+    "Catalog",
+    "CatalogDiff",
+    "DirectorySource",
+    "DynamicSkill",
+    "LoadResult",
+    "SkillRequest",
+    "SkillsExtension",
+    "SkillsMiddleware",
+    "StaticSkill",
+    "create_server",
+    "serve_http",
+    "serve_stdio",
+    "watch_and_reload",
+]

@@ -1,0 +1,130 @@
+"""Ready-made skills servers: build an ``MCPServer`` with the extension wired in, and run it.
+
+:func:`create_server` is the one-liner behind ``skilldeck serve``; :func:`serve_stdio` and
+:func:`serve_http` run it, optionally reloading when the folders change (``--watch``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from skilldeck.server.catalog import CatalogDiff
+from skilldeck.server.dynamic import DynamicSkill
+from skilldeck.server.extension import SkillsExtension
+from skilldeck.server.sources import DirectorySource
+
+__all__ = ["create_server", "serve_http", "serve_stdio", "watch_and_reload"]
+
+logger = logging.getLogger(__name__)
+
+
+def create_server(
+    *sources: DirectorySource | DynamicSkill | str | os.PathLike[str],
+    name: str = "skilldeck",
+    instructions: str | None = None,
+    **extension_options: Any,
+) -> tuple[MCPServer[Any], SkillsExtension]:
+    """An ``MCPServer`` serving skills from folders (paths) and dynamic skills.
+
+    Extra keyword arguments go to :class:`SkillsExtension` (``page_size``, ``ttl_ms``, ...).
+    Returns the server and its extension (for ``reload()`` and ``problems``).
+    """
+    folders = [s for s in sources if isinstance(s, str | os.PathLike)]
+    others = [s for s in sources if isinstance(s, DirectorySource | DynamicSkill)]
+    resolved: list[DirectorySource | DynamicSkill] = list(others)
+    if folders:
+        resolved.insert(0, DirectorySource(*folders))
+    extension = SkillsExtension(*resolved, **extension_options)
+    server: MCPServer[Any] = MCPServer(
+        name,
+        instructions=instructions,
+        extensions=[extension],
+        middleware=[extension.middleware],
+        subscriptions=extension.subscriptions,
+    )
+    return server, extension
+
+
+def _watched_roots(extension: SkillsExtension) -> list[Path]:
+    return [root for source in extension._directories for root in source.roots]
+
+
+async def watch_and_reload(
+    extension: SkillsExtension, on_reload: Callable[[CatalogDiff], None] | None = None, *, debounce_ms: int = 200
+) -> None:
+    """Reload ``extension`` whenever a file under its folders changes (runs until cancelled)."""
+    from watchfiles import awatch
+
+    roots = _watched_roots(extension)
+    if not roots:
+        return
+    async for _changes in awatch(*roots, debounce=debounce_ms, recursive=True):
+        diff = await extension.reload()
+        if on_reload is not None:
+            on_reload(diff)
+
+
+async def serve_stdio(
+    server: MCPServer[Any],
+    extension: SkillsExtension,
+    *,
+    watch: bool = False,
+    on_reload: Callable[[CatalogDiff], None] | None = None,
+) -> None:
+    """Serve over stdio until the client closes the stream."""
+    async with anyio.create_task_group() as tg:
+        if watch:
+            tg.start_soon(watch_and_reload, extension, on_reload)
+        await server.run_stdio_async()
+        tg.cancel_scope.cancel()
+
+
+async def serve_http(
+    server: MCPServer[Any],
+    extension: SkillsExtension,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    watch: bool = False,
+    on_reload: Callable[[CatalogDiff], None] | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    uv = uvicorn.Server(config)
+
+    async with anyio.create_task_group() as tg:
+        if watch:
+            tg.start_soon(watch_and_reload, extension, on_reload)
+
+        async def _announce() -> None:
+            while not uv.started:
+                await anyio.sleep(0.02)
+            if on_ready is not None:
+                bound = uv.servers[0].sockets[0].getsockname() if uv.servers else (host, port)
+                on_ready(f"http://{_host_for_url(host)}:{bound[1]}{path}")
+
+        tg.start_soon(_announce)
+        await uv.serve()
+        tg.cancel_scope.cancel()
+
+
+def _host_for_url(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def describe_problems(extension: SkillsExtension) -> Sequence[str]:
+    """One line per refused skill or file: ``path: reason``."""
+    return [str(p) for p in extension.problems]

@@ -1,0 +1,283 @@
+"""The served catalog: an immutable snapshot of every skill a server publishes. Sans-I/O.
+
+A :class:`Catalog` is built once from the skills its sources loaded (bytes already in memory) and
+answers the extension's questions — list a page, get an entry, find a file, list a directory —
+without touching the filesystem or the network. Reloading builds a new catalog and swaps it in
+whole, so a listing, a manifest and the bytes served always come from the same snapshot.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from skilldeck.errors import NotServedError, SkillError
+from skilldeck.server.dynamic import DynamicSkill
+from skilldeck.skill.manifest import SkillEntry
+from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SKILL_MD, directory_uri, file_uri, mime_type_for
+
+__all__ = ["Catalog", "CatalogDiff", "DirectoryChild", "SkillFile", "StaticSkill", "children_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFile:
+    """One served file: its URI, type and the exact bytes its digest covers."""
+
+    uri: str
+    path: str
+    mime_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class StaticSkill:
+    """A skill whose files were snapshotted at load: ``files`` maps ``/`` paths (relative to the skill root) to bytes."""
+
+    skill_path: str
+    entry: SkillEntry
+    files: Mapping[str, bytes]
+    origin: str = ""
+    """Where it was loaded from (a folder), for reports."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryChild:
+    """A direct child of a directory resource, as ``resources/directory/read`` lists it."""
+
+    uri: str
+    name: str
+    mime_type: str
+    size: int | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire: dict[str, object] = {"uri": self.uri, "name": self.name, "mimeType": self.mime_type}
+        if self.size is not None:
+            wire["size"] = self.size
+        return wire
+
+
+@dataclass(frozen=True)
+class CatalogDiff:
+    """What a reload changed, by skill URI."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def _encode_cursor(after: str) -> str:
+    return base64.urlsafe_b64encode(after.encode("utf-8")).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        return base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        raise NotServedError(f"invalid cursor {cursor[:80]!r}: pass back a nextCursor exactly as received") from None
+
+
+def _page(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str], str | None]:
+    """Keyset pagination over sorted ``keys``: stable when the list changes between pages."""
+    start = 0
+    if cursor is not None:
+        after = _decode_cursor(cursor)
+        # bisect: first key strictly greater than `after`
+        lo, hi = 0, len(keys)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if keys[mid] <= after:
+                lo = mid + 1
+            else:
+                hi = mid
+        start = lo
+    page = keys[start : start + limit]
+    next_cursor = _encode_cursor(page[-1]) if start + limit < len(keys) and page else None
+    return page, next_cursor
+
+
+def children_of(prefix: str, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> list[DirectoryChild]:
+    """Direct children of the directory ``prefix`` (a ``/`` path, ``""`` for the top) among file ``paths``.
+
+    URIs are ``skill://`` URIs of the full paths; sorted by name, folders and files alike.
+    """
+    base = f"{prefix}/" if prefix else ""
+    found: dict[str, DirectoryChild] = {}
+    for path in paths:
+        if not path.startswith(base):
+            continue
+        rest = path[len(base) :]
+        head, sep, _ = rest.partition("/")
+        full = base + head
+        skill_path, _, file_path = full.rpartition("/")
+        if sep:
+            found.setdefault(head, DirectoryChild(uri=directory_uri(full), name=head, mime_type=DIRECTORY_MIME_TYPE))
+        else:
+            uri = file_uri(skill_path, file_path) if skill_path else directory_uri(file_path)
+            found[head] = DirectoryChild(
+                uri=uri, name=head, mime_type=mime_type_for(head), size=None if sizes is None else sizes.get(path)
+            )
+    return [found[name] for name in sorted(found)]
+
+
+class Catalog:
+    """Everything one server publishes, frozen at one moment.
+
+    Static skills are indexed by the URI of every file and every folder (prefix folders such as
+    ``skill://acme/billing`` included); dynamic skills by their root, rendered per request.
+    """
+
+    def __init__(
+        self,
+        static: Iterable[StaticSkill] = (),
+        dynamic: Iterable[DynamicSkill] = (),
+        problems: Iterable[SkillError] = (),
+    ) -> None:
+        self._problems = list(problems)
+        self._entries: dict[str, SkillEntry] = {}
+        self._static: dict[str, StaticSkill] = {}
+        self._dynamic: dict[str, DynamicSkill] = {}
+        self._files: dict[str, SkillFile] = {}
+        full_paths: dict[str, int] = {}
+        for skill in static:
+            if skill.entry.uri in self._entries:
+                self._problems.append(
+                    SkillError("served twice; only the first is kept", path=skill.origin, rule="duplicate-path")
+                )
+                continue
+            self._entries[skill.entry.uri] = skill.entry
+            self._static[skill.entry.uri] = skill
+            for rel, data in skill.files.items():
+                uri = file_uri(skill.skill_path, rel)
+                self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
+                full_paths[f"{skill.skill_path}/{rel}"] = len(data)
+        dynamic_roots: list[str] = []
+        for dyn in dynamic:
+            if dyn.entry.uri in self._entries:
+                self._problems.append(
+                    SkillError("served twice; only the first is kept", path=dyn.skill_path, rule="duplicate-path")
+                )
+                continue
+            self._entries[dyn.entry.uri] = dyn.entry
+            self._dynamic[directory_uri(dyn.skill_path)] = dyn
+            dynamic_roots.append(dyn.skill_path)
+        self._order = sorted(self._entries)
+        self._sizes = full_paths
+        # Every folder of the namespace: the top segments, prefixes, skill roots and subfolders.
+        self._directories: set[str] = set()
+        for path in [*full_paths, *(f"{root}/{SKILL_MD}" for root in dynamic_roots)]:
+            parts = path.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                self._directories.add("/".join(parts[:i]))
+        self._directory_uris = {directory_uri(d): d for d in self._directories}
+        self._dynamic_root_paths = dynamic_roots
+
+    # -- what is served ---------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[SkillEntry]:
+        """Every entry, in URI order."""
+        return [self._entries[uri] for uri in self._order]
+
+    @property
+    def problems(self) -> list[SkillError]:
+        """Skills and files that were refused at load, each with its path and reason."""
+        return list(self._problems)
+
+    @property
+    def files(self) -> list[SkillFile]:
+        """Every static file, in URI order."""
+        return [self._files[uri] for uri in sorted(self._files)]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def static_skill(self, uri: str) -> StaticSkill | None:
+        return self._static.get(uri)
+
+    # -- the extension's questions -----------------------------------------------------------
+
+    def list_page(self, cursor: str | None, limit: int) -> tuple[list[SkillEntry], str | None]:
+        """One page of entries after ``cursor``; entries are never split across pages.
+
+        Raises:
+            NotServedError: ``cursor`` is not one this server handed out.
+        """
+        uris, next_cursor = _page(self._order, cursor, limit)
+        return [self._entries[uri] for uri in uris], next_cursor
+
+    def get(self, uri: str) -> SkillEntry:
+        """The entry of the skill whose ``SKILL.md`` is at ``uri``.
+
+        Raises:
+            NotServedError: no skill is served at ``uri``.
+        """
+        entry = self._entries.get(uri)
+        if entry is None:
+            raise NotServedError(f"No skill is served at {uri}", uri=uri)
+        return entry
+
+    def static_file(self, uri: str) -> SkillFile | None:
+        """The static file served at ``uri``, if any."""
+        return self._files.get(uri)
+
+    def dynamic_skill_for(self, uri: str) -> tuple[DynamicSkill, str] | None:
+        """The dynamic skill owning ``uri`` and the file's path inside it, or ``None``."""
+        for root, dyn in self._dynamic.items():
+            if uri.startswith(root + "/"):
+                return dyn, uri[len(root) + 1 :]
+        return None
+
+    def dynamic_root(self, uri: str) -> tuple[DynamicSkill, str] | None:
+        """For a directory URI at or inside a dynamic skill: the skill and the folder path inside it."""
+        for root, dyn in self._dynamic.items():
+            if uri == root:
+                return dyn, ""
+            if uri.startswith(root + "/"):
+                return dyn, uri[len(root) + 1 :]
+        return None
+
+    def is_directory(self, uri: str) -> bool:
+        return uri in self._directory_uris
+
+    def directory_children(self, uri: str) -> list[DirectoryChild]:
+        """Direct children of the static directory resource at ``uri`` (prefix folders included).
+
+        Raises:
+            NotServedError: ``uri`` is not a directory this server serves.
+        """
+        path = self._directory_uris.get(uri)
+        if path is None:
+            raise NotServedError(self._not_a_directory(uri), uri=uri)
+        return children_of(path, self._sizes.keys(), self._sizes) + [
+            DirectoryChild(uri=directory_uri(root), name=root.rsplit("/", 1)[-1], mime_type=DIRECTORY_MIME_TYPE)
+            for root in self._dynamic_root_paths
+            if root.rpartition("/")[0] == path
+        ]
+
+    def _not_a_directory(self, uri: str) -> str:
+        if uri in self._files or self.dynamic_skill_for(uri) is not None:
+            return f"{uri} is not a directory resource"
+        return f"No directory is served at {uri}"
+
+    @staticmethod
+    def page_children(
+        children: list[DirectoryChild], cursor: str | None, limit: int
+    ) -> tuple[list[DirectoryChild], str | None]:
+        """One page of directory children, keyed by URI like :meth:`list_page`."""
+        by_uri = {child.uri: child for child in children}
+        keys, next_cursor = _page(sorted(by_uri), cursor, limit)
+        return [by_uri[k] for k in keys], next_cursor
+
+    def diff(self, newer: Catalog) -> CatalogDiff:
+        """What changed from this catalog to ``newer``."""
+        old, new = self._entries, newer._entries
+        return CatalogDiff(
+            added=tuple(sorted(set(new) - set(old))),
+            removed=tuple(sorted(set(old) - set(new))),
+            changed=tuple(sorted(u for u in set(old) & set(new) if old[u].to_wire() != new[u].to_wire())),
+        )

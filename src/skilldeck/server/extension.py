@@ -1,0 +1,362 @@
+"""The Skills extension (``io.modelcontextprotocol/skills``) on the MCP SDK's ``Extension`` API.
+
+Use it inside any ``MCPServer``::
+
+    from mcp.server.mcpserver import MCPServer
+    from skilldeck.server import DirectorySource, SkillsExtension
+
+    skills = SkillsExtension(DirectorySource("skills/"))
+    server = MCPServer(
+        "docs",
+        extensions=[skills],               # skills/list, skills/get, resources/directory/read
+        middleware=[skills.middleware],    # resources/read + resources/list of skill files
+        subscriptions=skills.subscriptions,  # list_changed events on 2026-07-28 sessions
+    )
+
+Why a middleware as well as the extension: the SDK's ``Extension`` contributes *new* methods and a
+fixed set of resources at construction, but skill files change on :meth:`SkillsExtension.reload`
+and ``resources/read`` is a core method an extension may not bind. The middleware is the SDK's
+public seam for that: it answers ``resources/read`` for the skill files of the current snapshot,
+adds them to ``resources/list``, passes every other request through untouched, and keeps note of
+legacy sessions so they can be told when the catalog changes. The extension's own handlers refuse
+to run without it, with an error saying how to register it.
+
+Legacy (2025-11-25) clients: the SDK drops ``capabilities.extensions`` from the legacy
+``initialize`` reply (that schema has no such field), so the middleware mirrors the declaration
+under ``capabilities.experimental["io.modelcontextprotocol/skills"]``, the one place a 2025-11-25
+reply can carry it. skilldeck's host reads either; all methods are served in both eras.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+from urllib.parse import unquote
+
+import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, SubscriptionBus
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, PaginatedRequestParams, RequestParams
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skilldeck.errors import NotServedError, SkilldeckError, SourceError
+from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of
+from skilldeck.server.dynamic import DynamicSkill, SkillRequest
+from skilldeck.server.sources import DirectorySource, load_all
+from skilldeck.skill.uri import SKILL_MD, file_uri, is_text_mime_type, mime_type_for
+
+__all__ = ["EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+EXTENSION_ID = "io.modelcontextprotocol/skills"
+
+_IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
+
+_MISSING_MIDDLEWARE = (
+    "skilldeck's SkillsExtension is registered without its middleware, so skill files cannot be read. "
+    "Construct the server as MCPServer(..., extensions=[skills], middleware=[skills.middleware], "
+    "subscriptions=skills.subscriptions), or use skilldeck.server.create_server()."
+)
+
+
+class ListSkillsParams(PaginatedRequestParams):
+    """``skills/list`` params: an optional cursor."""
+
+
+class GetSkillParams(RequestParams):
+    """``skills/get`` params: the URI of a skill's ``SKILL.md``."""
+
+    uri: str
+
+
+class ReadDirectoryParams(PaginatedRequestParams):
+    """``resources/directory/read`` params: a directory URI and an optional cursor."""
+
+    uri: str
+
+
+def _invalid(exc: NotServedError) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": exc.uri} if exc.uri else None)
+
+
+class SkillsExtension(Extension):
+    """Serve Agent Skills through the MCP Skills extension.
+
+    Args:
+        sources: :class:`DirectorySource` folders and :class:`DynamicSkill` objects.
+        page_size: entries per ``skills/list`` page (entries are never split).
+        directory_page_size: children per ``resources/directory/read`` page.
+        ttl_ms, cache_scope: the ``CacheableResult`` hints on ``skills/list``, ``skills/get`` and
+            skill-file reads.
+        list_files: add every skill file to ``resources/list`` (``SKILL.md`` entries carry the
+            skill's name and description); set ``False`` for very large catalogs.
+        subscriptions: the ``subscriptions/listen`` bus to publish catalog changes on; pass the
+            same bus to ``MCPServer(subscriptions=...)``. One is created when omitted.
+    """
+
+    identifier = EXTENSION_ID
+
+    def __init__(
+        self,
+        *sources: DirectorySource | DynamicSkill,
+        page_size: int = 50,
+        directory_page_size: int = 200,
+        ttl_ms: int = 60_000,
+        cache_scope: Literal["public", "private"] = "public",
+        list_files: bool = True,
+        subscriptions: SubscriptionBus | None = None,
+    ) -> None:
+        if page_size < 1 or directory_page_size < 1:
+            raise SourceError("page sizes must be at least 1", rule="page-size")
+        if ttl_ms < 0:
+            raise SourceError("ttl_ms must be >= 0", rule="ttl")
+        self._directories = [s for s in sources if isinstance(s, DirectorySource)]
+        self._dynamic = [s for s in sources if isinstance(s, DynamicSkill)]
+        unknown = [s for s in sources if not isinstance(s, DirectorySource | DynamicSkill)]
+        if unknown:
+            raise SourceError(f"not a skill source: {unknown[0]!r} (use DirectorySource or DynamicSkill)")
+        self.page_size = page_size
+        self.directory_page_size = directory_page_size
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+        self.list_files = list_files
+        self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
+        self.middleware = SkillsMiddleware(self)
+        self._legacy_sessions: dict[int, ServerSession] = {}
+        self._catalog = self._build_catalog()
+
+    # -- catalog ----------------------------------------------------------------------------------
+
+    def _build_catalog(self) -> Catalog:
+        loaded = load_all(self._directories)
+        return Catalog(loaded.skills, self._dynamic, loaded.problems)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The snapshot being served now."""
+        return self._catalog
+
+    @property
+    def problems(self) -> list[SkilldeckError]:
+        """What the last load refused (path and reason each)."""
+        return list(self._catalog.problems)
+
+    async def reload(self) -> CatalogDiff:
+        """Re-read every source, swap in the new snapshot, and tell connected clients if anything changed.
+
+        2026-07-28 sessions hear a ``resources`` list-changed event on ``subscriptions/listen``;
+        legacy sessions get ``notifications/resources/list_changed``.
+        """
+        newer = await anyio.to_thread.run_sync(self._build_catalog)
+        diff = self._catalog.diff(newer)
+        self._catalog = newer
+        if diff:
+            await self.notify_changed()
+        return diff
+
+    async def notify_changed(self) -> None:
+        """Tell every connected client that the catalog changed (both eras)."""
+        await self.subscriptions.publish(ResourcesListChanged())
+        for session in list(self._legacy_sessions.values()):
+            try:
+                await session.send_resource_list_changed()
+            except Exception:  # a gone session must not stop the others
+                logger.debug("dropping a legacy session that could not be notified", exc_info=True)
+                self._legacy_sessions.pop(id(session), None)
+
+    def _remember_legacy_session(self, session: ServerSession) -> None:
+        if len(self._legacy_sessions) >= 10_000:  # bounded: forget the oldest
+            self._legacy_sessions.pop(next(iter(self._legacy_sessions)))
+        self._legacy_sessions[id(session)] = session
+
+    # -- Extension API ------------------------------------------------------------------------------
+
+    def settings(self) -> dict[str, Any]:
+        return {"directoryRead": True}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (
+            MethodBinding("skills/list", ListSkillsParams, self._list_skills),
+            MethodBinding("skills/get", GetSkillParams, self._get_skill),
+            MethodBinding("resources/directory/read", ReadDirectoryParams, self._read_directory),
+        )
+
+    def _cache_fields(self) -> dict[str, Any]:
+        return {"ttlMs": self.ttl_ms, "cacheScope": self.cache_scope}
+
+    @staticmethod
+    def _require_middleware() -> None:
+        if not _IN_MIDDLEWARE.get():
+            raise MCPError(code=INTERNAL_ERROR, message=_MISSING_MIDDLEWARE)
+
+    async def _list_skills(self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams) -> HandlerResult:
+        self._require_middleware()
+        try:
+            entries, next_cursor = self._catalog.list_page(params.cursor, self.page_size)
+        except NotServedError as exc:
+            raise _invalid(exc) from None
+        result: dict[str, Any] = {
+            "resultType": "complete",
+            "skills": [e.to_wire() for e in entries],
+            **self._cache_fields(),
+        }
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def _get_skill(self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> HandlerResult:
+        self._require_middleware()
+        try:
+            entry = self._catalog.get(params.uri)
+        except NotServedError as exc:
+            raise _invalid(exc) from None
+        return {"resultType": "complete", "skill": entry.to_wire(), **self._cache_fields()}
+
+    async def _read_directory(self, ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams) -> HandlerResult:
+        self._require_middleware()
+        catalog = self._catalog
+        try:
+            dynamic = catalog.dynamic_root(params.uri)
+            if dynamic is not None:
+                skill, encoded = dynamic
+                folder = unquote(encoded)
+                files = await skill.render(_skill_request(ctx))
+                if folder in files:
+                    raise NotServedError(f"{params.uri} is not a directory resource", uri=params.uri)
+                if folder and not any(p.startswith(folder + "/") for p in files):
+                    raise NotServedError(f"No directory is served at {params.uri}", uri=params.uri)
+                full = {f"{skill.skill_path}/{p}": len(d) for p, d in files.items()}
+                children = children_of(f"{skill.skill_path}/{folder}" if folder else skill.skill_path, full, full)
+            else:
+                children = catalog.directory_children(params.uri)
+            page, next_cursor = Catalog.page_children(children, params.cursor, self.directory_page_size)
+        except NotServedError as exc:
+            raise _invalid(exc) from None
+        result: dict[str, Any] = {"resultType": "complete", "resources": [c.to_wire() for c in page]}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    # -- what the middleware serves ------------------------------------------------------------------
+
+    async def read_file(self, uri: str, request: SkillRequest) -> SkillFile | None:
+        """The file served at ``uri`` for this request, or ``None`` if no skill serves it."""
+        catalog = self._catalog
+        found = catalog.static_file(uri)
+        if found is not None:
+            return found
+        dynamic = catalog.dynamic_skill_for(uri)
+        if dynamic is None:
+            return None
+        skill, _rel = dynamic
+        files = await skill.render(request)
+        for path, data in files.items():
+            if file_uri(skill.skill_path, path) == uri:
+                return SkillFile(uri=uri, path=path, mime_type=mime_type_for(path), data=data)
+        return None
+
+    def listed_resources(self) -> list[dict[str, Any]]:
+        """``resources/list`` entries for every static skill file (wire form)."""
+        if not self.list_files:
+            return [self._skill_md_resource(e.uri, e.frontmatter) for e in self._catalog.entries]
+        out: list[dict[str, Any]] = []
+        entries = {e.uri: e for e in self._catalog.entries}
+        for f in self._catalog.files:
+            entry = entries.get(f.uri) if f.path.endswith(SKILL_MD) else None
+            if entry is not None:
+                out.append({**self._skill_md_resource(f.uri, entry.frontmatter), "size": len(f.data)})
+            else:
+                out.append(
+                    {"uri": f.uri, "name": f.path.rsplit("/", 1)[-1], "mimeType": f.mime_type, "size": len(f.data)}
+                )
+        listed = {r["uri"] for r in out}
+        out.extend(self._skill_md_resource(e.uri, e.frontmatter) for e in self._catalog.entries if e.uri not in listed)
+        return out
+
+    @staticmethod
+    def _skill_md_resource(uri: str, frontmatter: Any) -> dict[str, Any]:
+        return {
+            "uri": uri,
+            "name": str(frontmatter["name"]),
+            "description": str(frontmatter["description"]),
+            "mimeType": "text/markdown",
+        }
+
+
+def _skill_request(ctx: ServerRequestContext[Any, Any]) -> SkillRequest:
+    meta = dict(ctx.meta) if ctx.meta else {}
+    return SkillRequest(protocol_version=ctx.protocol_version, meta=meta)
+
+
+def file_contents(file: SkillFile) -> dict[str, Any]:
+    """``resources/read`` contents for a skill file: text when the type is textual and the bytes are UTF-8."""
+    if is_text_mime_type(file.mime_type):
+        try:
+            return {"uri": file.uri, "mimeType": file.mime_type, "text": file.data.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return {"uri": file.uri, "mimeType": file.mime_type, "blob": base64.b64encode(file.data).decode("ascii")}
+
+
+class SkillsMiddleware:
+    """The ``ServerMiddleware`` half of :class:`SkillsExtension` (see the module docs)."""
+
+    def __init__(self, extension: SkillsExtension) -> None:
+        self._ext = extension
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        token = _IN_MIDDLEWARE.set(True)
+        try:
+            method = ctx.method
+            if method == "resources/read":
+                return await self._read(ctx, call_next)
+            if method == "resources/list":
+                return self._add_listed(ctx, await call_next(ctx))
+            if method == "initialize":
+                return self._mirror_declaration(await call_next(ctx))
+            if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                self._ext._remember_legacy_session(ctx.session)
+            return await call_next(ctx)
+        finally:
+            _IN_MIDDLEWARE.reset(token)
+
+    async def _read(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if not isinstance(uri, str):
+            return await call_next(ctx)
+        try:
+            found = await self._ext.read_file(uri, _skill_request(ctx))
+        except SkilldeckError as exc:
+            logger.warning("rendering %s failed: %s", uri, exc)
+            raise MCPError(code=INTERNAL_ERROR, message=f"could not render {uri}") from None
+        if found is None:
+            return await call_next(ctx)
+        result = {"resultType": "complete", "contents": [file_contents(found)], **self._ext._cache_fields()}
+        # Shaped by the negotiated version's schema: legacy replies drop the 2026-only fields.
+        return serialize_server_result("resources/read", ctx.protocol_version, result)
+
+    def _add_listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
+        if not isinstance(result, dict) or result.get("nextCursor"):
+            return result
+        return {**result, "resources": [*result.get("resources", []), *self._ext.listed_resources()]}
+
+    def _mirror_declaration(self, result: HandlerResult) -> HandlerResult:
+        if not isinstance(result, dict):
+            return result
+        capabilities = dict(result.get("capabilities") or {})
+        experimental = dict(capabilities.get("experimental") or {})
+        experimental[EXTENSION_ID] = self._ext.settings()
+        capabilities["experimental"] = experimental
+        resources = dict(capabilities.get("resources") or {})
+        resources["listChanged"] = True  # reload() sends notifications/resources/list_changed
+        capabilities["resources"] = resources
+        return {**result, "capabilities": capabilities}

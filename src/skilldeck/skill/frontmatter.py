@@ -1,0 +1,353 @@
+"""``SKILL.md`` frontmatter: split, parse, validate, render. Pure functions, no I/O.
+
+The one rule for turning YAML into JSON
+---------------------------------------
+The Skills extension publishes a skill's frontmatter "rendered verbatim as a JSON object", and
+hosts compare it field by field with what they parse from the file. Both sides must therefore
+read the YAML the same way, and the JSON must say exactly what the author wrote. skilldeck reads
+frontmatter as **YAML 1.2 with the core schema** (what the reference JavaScript tooling does),
+and refuses what has no JSON form instead of changing it:
+
+* plain scalars resolve as in the YAML 1.2 core schema: ``null``/``~``/empty, ``true``/``false``
+  (in their three spellings), decimal, ``0o`` octal and ``0x`` hex integers, and decimal floats.
+  **Everything else is a string, exactly as written**: ``2025-01-31`` stays ``"2025-01-31"``,
+  ``yes`` stays ``"yes"``, ``1.0.3`` stays ``"1.0.3"``.
+* refused, with an error naming the field: ``.inf`` and ``.nan`` (JSON has no such numbers),
+  explicit tags other than the core ones (``!!binary``, ``!!timestamp``, ``!!set``, ...),
+  mapping keys that are not strings, duplicate keys, and anchors/aliases (they also guard hosts
+  against alias bombs from hostile servers).
+
+:func:`render_frontmatter` writes YAML under the same rule, quoting every string that would
+otherwise be read back as something else, so dynamic skills round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from skilldeck.errors import FrontmatterError
+
+__all__ = [
+    "MAX_COMPATIBILITY_LENGTH",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_FRONTMATTER_BYTES",
+    "MAX_NAME_LENGTH",
+    "NAME_PATTERN",
+    "ParsedSkillMd",
+    "load_yaml_mapping",
+    "parse_skill_md",
+    "render_frontmatter",
+    "render_skill_md",
+    "validate_frontmatter",
+    "validate_name",
+]
+
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1024
+MAX_COMPATIBILITY_LENGTH = 500
+MAX_FRONTMATTER_BYTES = 64 * 1024
+"""Frontmatter is a header, not a document: anything larger is refused before YAML sees it."""
+
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+"""Agent Skills ``name``: lowercase letters, digits and single inner hyphens."""
+
+_FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+
+# YAML 1.2 core schema, https://yaml.org/spec/1.2.2/#1032-tag-resolution
+_CORE_RESOLVERS: list[tuple[str, re.Pattern[str], str]] = [
+    (_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), "~nN"),
+    (_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    (_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), "-+0123456789"),
+    (
+        _FLOAT,
+        re.compile(
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+        ),
+        "-+.0123456789",
+    ),
+]
+
+
+def _install_core_resolvers(cls: Any) -> None:
+    cls.yaml_implicit_resolvers = {}
+    for tag, pattern, first in _CORE_RESOLVERS:
+        for ch in first:
+            cls.yaml_implicit_resolvers.setdefault(ch, []).append((tag, pattern))
+    # The empty plain scalar resolves to null.
+    cls.yaml_implicit_resolvers.setdefault("", []).append((_NULL, _CORE_RESOLVERS[0][1]))
+
+
+class _CoreLoader(yaml.SafeLoader):
+    """A safe loader speaking the YAML 1.2 core schema and refusing what JSON cannot hold."""
+
+    yaml_constructors: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class-level registry
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            raise FrontmatterError(
+                f"YAML aliases (*{event.anchor}) are not allowed in frontmatter; write the value out in full",
+                rule="yaml-alias",
+            )
+        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
+        if not isinstance(node, MappingNode):
+            raise FrontmatterError("expected a mapping", rule="yaml-type")
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise FrontmatterError(
+                    f"mapping key {key!r} (line {key_node.start_mark.line + 1}) is not a string; quote it",
+                    rule="yaml-key",
+                )
+            if key in result:
+                raise FrontmatterError(
+                    f"duplicate key {key!r} (line {key_node.start_mark.line + 1}); each key may appear once",
+                    rule="yaml-duplicate-key",
+                )
+            result[key] = self.construct_object(value_node, deep=True)
+        return result
+
+
+_install_core_resolvers(_CoreLoader)
+
+
+def _construct_str(loader: _CoreLoader, node: Node) -> str:
+    return str(loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+def _construct_null(loader: _CoreLoader, node: Node) -> None:
+    return None
+
+
+def _construct_bool(loader: _CoreLoader, node: Node) -> bool:
+    return str(loader.construct_scalar(node)).lower() == "true"  # type: ignore[arg-type]
+
+
+def _construct_int(loader: _CoreLoader, node: Node) -> int:
+    text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
+    try:
+        if text.startswith(("0o", "0x")):
+            return int(text, 0)
+        return int(text, 10)
+    except ValueError:
+        raise FrontmatterError(
+            f"{text!r} (line {node.start_mark.line + 1}) is not an integer", rule="yaml-type"
+        ) from None
+
+
+def _construct_float(loader: _CoreLoader, node: Node) -> float:
+    text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
+    value = math.inf if text.lstrip("+-").startswith(".") and text[-1] in "fFnN" else float(text)
+    if math.isinf(value) or math.isnan(value):
+        raise FrontmatterError(
+            f"{text!r} (line {node.start_mark.line + 1}) has no JSON form; quote it if you mean the text",
+            rule="yaml-no-json-form",
+        )
+    return value
+
+
+def _construct_seq(loader: _CoreLoader, node: Node) -> list[Any]:
+    if not isinstance(node, SequenceNode):
+        raise FrontmatterError("expected a sequence", rule="yaml-type")
+    return [loader.construct_object(child, deep=True) for child in node.value]
+
+
+def _construct_map(loader: _CoreLoader, node: Node) -> dict[str, Any]:
+    return loader.construct_mapping(node, deep=True)
+
+
+def _refuse_tag(loader: _CoreLoader, node: Node) -> Any:
+    raise FrontmatterError(
+        f"the YAML tag {node.tag} (line {node.start_mark.line + 1}) has no JSON form; "
+        "use a plain or quoted value instead",
+        rule="yaml-no-json-form",
+    )
+
+
+for _tag, _fn in {
+    _STR: _construct_str,
+    _NULL: _construct_null,
+    _BOOL: _construct_bool,
+    _INT: _construct_int,
+    _FLOAT: _construct_float,
+    _SEQ: _construct_seq,
+    _MAP: _construct_map,
+    None: _refuse_tag,
+}.items():
+    _CoreLoader.add_constructor(_tag, _fn)
+
+
+class _CoreDumper(yaml.SafeDumper):
+    """Writes YAML that :class:`_CoreLoader` reads back to the same JSON value.
+
+    It quotes every string that *either* YAML 1.2 or YAML 1.1 would read as something else
+    (``yes``, ``2025-01-31``, ``0o17``), so hosts on either kind of parser see a string.
+    """
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012
+
+
+_install_core_resolvers(_CoreDumper)
+for _first, _resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items():
+    _CoreDumper.yaml_implicit_resolvers.setdefault(_first, []).extend(_resolvers)
+
+
+def load_yaml_mapping(text: str, *, path: str | None = None) -> dict[str, Any]:
+    """Parse YAML text under the one rule above; the top level must be a mapping.
+
+    Raises:
+        FrontmatterError: malformed YAML, a value with no JSON form, or a non-mapping top level.
+    """
+    if len(text.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+        raise FrontmatterError(
+            f"frontmatter is larger than {MAX_FRONTMATTER_BYTES} bytes; move long content into the body",
+            path=path,
+            rule="frontmatter-size",
+        )
+    try:
+        value = yaml.load(text, Loader=_CoreLoader)
+    except FrontmatterError as exc:
+        raise FrontmatterError(exc.reason, path=path, rule=exc.rule) from None
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"frontmatter is not valid YAML: {exc}", path=path, rule="yaml-syntax") from None
+    if not isinstance(value, dict):
+        raise FrontmatterError(
+            "frontmatter must be a YAML mapping (key: value lines)", path=path, rule="frontmatter-mapping"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ParsedSkillMd:
+    """A ``SKILL.md`` split into its frontmatter (as JSON-ready data) and its markdown body."""
+
+    frontmatter: dict[str, Any]
+    body: str
+
+
+def parse_skill_md(text: str, *, path: str | None = None) -> ParsedSkillMd:
+    """Split ``SKILL.md`` text into frontmatter and body and parse the frontmatter.
+
+    Only the syntax is checked here; :func:`validate_frontmatter` applies the Agent Skills rules.
+
+    Raises:
+        FrontmatterError: no leading ``---`` block, or YAML that breaks the one rule.
+    """
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        raise FrontmatterError(
+            "SKILL.md must begin with YAML frontmatter between two '---' lines", path=path, rule="frontmatter-missing"
+        )
+    return ParsedSkillMd(frontmatter=load_yaml_mapping(match.group(1), path=path), body=text[match.end() :])
+
+
+def validate_name(name: object) -> list[str]:
+    """Problems with a skill ``name`` under the Agent Skills naming rules (empty when valid)."""
+    if not isinstance(name, str) or not name:
+        return ["'name' is required and must be a non-empty string"]
+    problems = []
+    if len(name) > MAX_NAME_LENGTH:
+        problems.append(f"'name' is {len(name)} characters; the limit is {MAX_NAME_LENGTH}")
+    if not NAME_PATTERN.match(name):
+        problems.append(
+            f"'name' {name!r} must use only lowercase letters, digits and single hyphens, "
+            "not starting or ending with a hyphen"
+        )
+    return problems
+
+
+def validate_frontmatter(
+    frontmatter: dict[str, Any], *, directory_name: str | None = None, path: str | None = None
+) -> None:
+    """Apply the Agent Skills specification's rules to parsed frontmatter.
+
+    ``directory_name`` is the skill folder's name, which ``name`` must equal. Unknown fields are
+    allowed (they pass through to hosts unchanged).
+
+    Raises:
+        FrontmatterError: listing every rule broken, the first one as ``rule``.
+    """
+    problems: list[tuple[str, str]] = [("name", p) for p in validate_name(frontmatter.get("name"))]
+    name = frontmatter.get("name")
+    if directory_name is not None and isinstance(name, str) and name and name != directory_name:
+        problems.append(("name-directory", f"'name' {name!r} must equal its folder name {directory_name!r}"))
+    description = frontmatter.get("description")
+    if not isinstance(description, str) or not description.strip():
+        problems.append(("description", "'description' is required and must be a non-empty string"))
+    elif len(description) > MAX_DESCRIPTION_LENGTH:
+        problems.append(
+            ("description", f"'description' is {len(description)} characters; the limit is {MAX_DESCRIPTION_LENGTH}")
+        )
+    if "license" in frontmatter and not isinstance(frontmatter["license"], str):
+        problems.append(("license", "'license' must be a string"))
+    if "compatibility" in frontmatter:
+        compatibility = frontmatter["compatibility"]
+        if not isinstance(compatibility, str) or not compatibility:
+            problems.append(("compatibility", "'compatibility' must be a non-empty string"))
+        elif len(compatibility) > MAX_COMPATIBILITY_LENGTH:
+            problems.append(
+                (
+                    "compatibility",
+                    f"'compatibility' is {len(compatibility)} characters; the limit is {MAX_COMPATIBILITY_LENGTH}",
+                )
+            )
+    if "metadata" in frontmatter:
+        metadata = frontmatter["metadata"]
+        if not isinstance(metadata, dict):
+            problems.append(("metadata", "'metadata' must be a mapping of string keys to string values"))
+        else:
+            for key, value in metadata.items():
+                if not isinstance(value, str):
+                    problems.append(
+                        ("metadata", f"'metadata.{key}' must be a string (quote it, e.g. \"{_plain(value)}\")")
+                    )
+    if "allowed-tools" in frontmatter and not isinstance(frontmatter["allowed-tools"], str):
+        problems.append(
+            ("allowed-tools", "'allowed-tools' must be one space-separated string, e.g. 'Read Bash(git:*)'")
+        )
+    if problems:
+        raise FrontmatterError("; ".join(p for _, p in problems), path=path, rule=problems[0][0])
+
+
+def _plain(value: object) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def render_frontmatter(frontmatter: dict[str, Any]) -> str:
+    """YAML text for ``frontmatter`` that :func:`load_yaml_mapping` reads back unchanged."""
+    text = yaml.dump(
+        frontmatter, Dumper=_CoreDumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 16
+    )
+    if load_yaml_mapping(text) != frontmatter:  # pragma: no cover - a guard on PyYAML's emitter
+        raise FrontmatterError("frontmatter does not round-trip through YAML", rule="yaml-round-trip")
+    return text
+
+
+def render_skill_md(frontmatter: dict[str, Any], body: str) -> str:
+    """A complete ``SKILL.md``: the frontmatter block, then ``body``."""
+    return f"---\n{render_frontmatter(frontmatter)}---\n{body}"
