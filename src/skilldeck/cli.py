@@ -84,7 +84,13 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     anyio.run(
         lambda: serve_http(
-            server, extension, host=host, port=port, path=args.path, watch=args.watch, on_reload=on_reload,
+            server,
+            extension,
+            host=host,
+            port=port,
+            path=args.path,
+            watch=args.watch,
+            on_reload=on_reload,
             on_ready=on_ready,
         )
     )
@@ -95,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skilldeck`` console script; returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -110,7 +110,7 @@ async def serve_http(
             tg.start_soon(watch_and_reload, extension, on_reload)
 
         async def _announce() -> None:
-            while not uv.started:
+            while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
                 await anyio.sleep(0.02)
             if on_ready is not None:
                 bound = uv.servers[0].sockets[0].getsockname() if uv.servers else (host, port)

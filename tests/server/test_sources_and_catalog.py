@@ -1,0 +1,236 @@
+"""Loading skill folders (adversarial cases included) and the catalog built from them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from skilldeck.errors import NotServedError, SourceError
+from skilldeck.server.catalog import Catalog
+from skilldeck.server.dynamic import DynamicSkill
+from skilldeck.server.sources import DirectorySource
+from skilldeck.skill.manifest import MAX_SKILL_BYTES, digest_of
+
+from .helpers import write_skill
+
+
+def _catalog(*roots: Path, **kwargs: object) -> Catalog:
+    loaded = DirectorySource(*roots, **kwargs).load()  # type: ignore[arg-type]
+    return Catalog(loaded.skills, (), loaded.problems)
+
+
+def test_examples_load_without_problems(examples_dir: Path) -> None:
+    catalog = _catalog(examples_dir)
+    assert catalog.problems == []
+    uris = [e.uri for e in catalog.entries]
+    assert "skill://acme/billing/refunds/SKILL.md" in uris
+    assert "skill://code-review/security-review/SKILL.md" in uris  # nested skills are published flat
+    enclosing = catalog.get("skill://code-review/SKILL.md")
+    assert not isinstance(enclosing.resources, str)
+    # Completeness: the enclosing skill lists the nested skill's files too.
+    assert "skill://code-review/security-review/SKILL.md" in {r.uri for r in enclosing.resources}
+
+
+def test_manifest_matches_bytes_snapshotted_at_load(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "alpha", files={"notes.md": "v1\n"})
+    catalog = _catalog(tmp_path)
+    (folder / "notes.md").write_text("changed on disk\n")
+    served = catalog.static_file("skill://alpha/notes.md")
+    assert served is not None
+    assert served.data == b"v1\n"
+    entry = catalog.get("skill://alpha/SKILL.md")
+    assert not isinstance(entry.resources, str)
+    assert {r.uri: r.digest for r in entry.resources}["skill://alpha/notes.md"] == digest_of(b"v1\n")
+
+
+def test_root_that_is_itself_a_skill(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "solo")
+    catalog = _catalog(folder)
+    assert [e.uri for e in catalog.entries] == ["skill://solo/SKILL.md"]
+
+
+def test_prefix_is_prepended(tmp_path: Path) -> None:
+    write_skill(tmp_path, "billing/refunds")
+    catalog = _catalog(tmp_path, prefix="acme")
+    assert [e.uri for e in catalog.entries] == ["skill://acme/billing/refunds/SKILL.md"]
+
+
+def test_bad_skills_are_refused_with_path_and_rule_and_others_still_served(tmp_path: Path) -> None:
+    write_skill(tmp_path, "good")
+    bad_name = tmp_path / "mismatch"
+    bad_name.mkdir()
+    (bad_name / "SKILL.md").write_text("---\nname: other-name\ndescription: d\n---\n")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("---\nname: broken\ndescription: [unclosed\n---\n")
+    nofm = tmp_path / "nofm"
+    nofm.mkdir()
+    (nofm / "SKILL.md").write_text("# just markdown\n")
+    catalog = _catalog(tmp_path)
+    assert [e.uri for e in catalog.entries] == ["skill://good/SKILL.md"]
+    by_rule = {p.rule: str(p) for p in catalog.problems}
+    assert "name-directory" in by_rule
+    assert str(bad_name / "SKILL.md") in by_rule["name-directory"]
+    assert "must equal its folder name 'mismatch'" in by_rule["name-directory"]
+    assert "yaml-syntax" in by_rule
+    assert str(broken / "SKILL.md") in by_rule["yaml-syntax"]
+    assert "frontmatter-missing" in by_rule
+    assert str(nofm / "SKILL.md") in by_rule["frontmatter-missing"]
+
+
+def test_oversize_skill_is_refused_naming_skill_and_limit(tmp_path: Path) -> None:
+    write_skill(tmp_path, "small")
+    big = write_skill(tmp_path, "big")
+    chunk = b"x" * (4 * 1024 * 1024)
+    for i in range(5):  # 20 MiB in files of 4 MiB, each under the per-file check
+        (big / f"part{i}.bin").write_bytes(chunk)
+    catalog = _catalog(tmp_path)
+    assert [e.uri for e in catalog.entries] == ["skill://small/SKILL.md"]
+    (problem,) = catalog.problems
+    assert problem.rule == "limit-size"
+    assert str(big) in str(problem)
+    assert "16 MiB" in str(problem)
+
+
+def test_too_many_files_is_refused(tmp_path: Path) -> None:
+    many = write_skill(tmp_path, "many")
+    for i in range(512):
+        (many / f"f{i:03}.txt").write_text("x")
+    (problem,) = _catalog(tmp_path).problems
+    assert problem.rule == "limit-files"
+    assert "512" in str(problem)
+
+
+def test_single_file_over_limit_is_refused_before_reading(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "sparse")
+    with open(folder / "huge.bin", "wb") as fh:  # sparse: size without the bytes
+        fh.truncate(MAX_SKILL_BYTES + 1)
+    catalog = _catalog(tmp_path)
+    assert catalog.static_file("skill://sparse/huge.bin") is None
+    assert any(p.rule == "limit-size" and "huge.bin" in str(p) for p in catalog.problems)
+
+
+def test_symlink_escaping_the_root_is_refused_and_leaks_nothing(tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOP SECRET")
+    root = tmp_path / "skills"
+    folder = write_skill(root, "leaky", files={"ok.md": "fine"})
+    os.symlink(secret, folder / "secret.txt")
+    os.symlink(secret.parent, folder / "outdir")
+    catalog = _catalog(root)
+    entry = catalog.get("skill://leaky/SKILL.md")
+    assert not isinstance(entry.resources, str)
+    assert {r.uri for r in entry.resources} == {"skill://leaky/SKILL.md", "skill://leaky/ok.md"}
+    assert catalog.static_file("skill://leaky/secret.txt") is None
+    assert all(b"TOP SECRET" not in f.data for f in catalog.files)
+    rules = {p.rule for p in catalog.problems}
+    assert {"symlink-escape", "symlink-folder"} <= rules
+
+
+def test_symlink_inside_the_root_is_served(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "linked", files={"real.md": "real"})
+    os.symlink(folder / "real.md", folder / "alias.md")
+    catalog = _catalog(tmp_path)
+    served = catalog.static_file("skill://linked/alias.md")
+    assert served is not None
+    assert served.data == b"real"
+
+
+def test_special_and_dangling_files_are_refused(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "odd")
+    os.mkfifo(folder / "pipe")
+    os.symlink(folder / "missing.md", folder / "dangling.md")
+    catalog = _catalog(tmp_path)
+    assert catalog.get("skill://odd/SKILL.md")
+    rules = {p.rule: str(p) for p in catalog.problems}
+    assert "special-file" in rules
+    assert "pipe" in rules["special-file"]
+    assert "unreadable" in rules
+    assert "dangling.md" in rules["unreadable"]
+
+
+def test_missing_root_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="is not a folder"):
+        DirectorySource(tmp_path / "nope")
+
+
+def test_same_skill_path_from_two_roots_keeps_the_first(tmp_path: Path) -> None:
+    write_skill(tmp_path / "a", "dup", description="first")
+    write_skill(tmp_path / "b", "dup", description="second")
+    catalog = _catalog(tmp_path / "a", tmp_path / "b")
+    assert catalog.get("skill://dup/SKILL.md").description == "first"
+    assert [p.rule for p in catalog.problems] == ["duplicate-path"]
+
+
+def test_ignored_names_are_not_files(tmp_path: Path) -> None:
+    write_skill(tmp_path, "clean", files={".git/config": "x", "__pycache__/a.pyc": b"\0", "keep.md": "k"})
+    entry = _catalog(tmp_path).get("skill://clean/SKILL.md")
+    assert not isinstance(entry.resources, str)
+    assert {r.uri for r in entry.resources} == {"skill://clean/SKILL.md", "skill://clean/keep.md"}
+
+
+def test_pagination_is_stable_and_rejects_forged_cursors(tmp_path: Path) -> None:
+    for i in range(7):
+        write_skill(tmp_path, f"s{i}")
+    catalog = _catalog(tmp_path)
+    seen, cursor = [], None
+    while True:
+        page, cursor = catalog.list_page(cursor, 3)
+        assert len(page) <= 3
+        seen.extend(e.uri for e in page)
+        if cursor is None:
+            break
+    assert seen == sorted(seen)
+    assert len(seen) == len(set(seen)) == 7
+    with pytest.raises(NotServedError, match="invalid cursor"):
+        catalog.list_page("!!not-base64!!", 3)
+
+
+def test_directories_cover_prefixes_skill_roots_and_subfolders(examples_dir: Path) -> None:
+    catalog = _catalog(examples_dir)
+    top = {c.name: c.mime_type for c in catalog.directory_children("skill://acme")}
+    assert top == {"billing": "inode/directory"}
+    refunds = {c.name: c.mime_type for c in catalog.directory_children("skill://acme/billing/refunds")}
+    assert refunds["examples"] == "inode/directory"
+    assert refunds["SKILL.md"] == "text/markdown"
+    regional = catalog.directory_children("skill://pdf-forms/templates")
+    assert {c.uri for c in regional} >= {
+        "skill://pdf-forms/templates/regional",
+        "skill://pdf-forms/templates/invoice.md",
+    }
+    with pytest.raises(NotServedError, match="is not a directory resource"):
+        catalog.directory_children("skill://pdf-forms/SKILL.md")
+    with pytest.raises(NotServedError, match="No directory"):
+        catalog.directory_children("skill://pdf-forms/nope")
+
+
+def test_diff_reports_added_removed_changed(tmp_path: Path) -> None:
+    write_skill(tmp_path, "keep")
+    write_skill(tmp_path, "change")
+    write_skill(tmp_path, "gone")
+    before = _catalog(tmp_path)
+    (tmp_path / "change" / "new.md").write_text("new file")
+    (tmp_path / "gone" / "SKILL.md").unlink()
+    write_skill(tmp_path, "fresh")
+    diff = before.diff(_catalog(tmp_path))
+    assert diff.added == ("skill://fresh/SKILL.md",)
+    assert diff.removed == ("skill://gone/SKILL.md",)
+    assert diff.changed == ("skill://change/SKILL.md",)
+
+
+def test_dynamic_skill_entry_and_duplicate_paths(tmp_path: Path) -> None:
+    write_skill(tmp_path, "reports/daily")
+    loaded = DirectorySource(tmp_path).load()
+    dyn = DynamicSkill("reports/daily", description="generated", body=lambda r: "x")
+    other = DynamicSkill("reports/weekly", description="generated", body=lambda r: "x")
+    catalog = Catalog(loaded.skills, [dyn, other])
+    assert catalog.get("skill://reports/weekly/SKILL.md").resources == "dynamic"
+    assert [p.rule for p in catalog.problems] == ["duplicate-path"]
+
+
+def test_dynamic_skill_validates_its_frontmatter() -> None:
+    with pytest.raises(SourceError, match="lowercase"):
+        DynamicSkill("reports/Daily", description="x", body=lambda r: "")

@@ -1,0 +1,151 @@
+"""The one YAML-to-JSON rule and the Agent Skills frontmatter rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from skilldeck.errors import FrontmatterError
+from skilldeck.skill.frontmatter import (
+    load_yaml_mapping,
+    parse_skill_md,
+    render_frontmatter,
+    render_skill_md,
+    validate_frontmatter,
+)
+
+
+def test_core_schema_scalars_resolve_as_yaml_1_2() -> None:
+    data = load_yaml_mapping(
+        "a: true\nb: False\nc: ~\nd:\ne: 012\nf: 0o17\ng: 0x1F\nh: 1.5\ni: -2e3\nj: .5\n"
+        "k: yes\nl: 2025-01-31\nm: 1.0.3\nn: 1_000\no: on\n"
+    )
+    assert data == {
+        "a": True,
+        "b": False,
+        "c": None,
+        "d": None,
+        "e": 12,
+        "f": 15,
+        "g": 31,
+        "h": 1.5,
+        "i": -2000.0,
+        "j": 0.5,
+        # YAML 1.1 would have changed these; under the rule they stay the text the author wrote.
+        "k": "yes",
+        "l": "2025-01-31",
+        "m": "1.0.3",
+        "n": "1_000",
+        "o": "on",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("x: .inf", "yaml-no-json-form"),
+        ("x: -.Inf", "yaml-no-json-form"),
+        ("x: .NaN", "yaml-no-json-form"),
+        ("x: 1e999", "yaml-no-json-form"),
+        ("x: !!binary aGk=", "yaml-no-json-form"),
+        ("x: !!timestamp 2020-01-01", "yaml-no-json-form"),
+        ("x: !!set {a: null}", "yaml-no-json-form"),
+        ("x: !!python/object:os.system ls", "yaml-no-json-form"),
+        ("1: a", "yaml-key"),
+        ("true: a", "yaml-key"),
+        ("a: 1\na: 2", "yaml-duplicate-key"),
+        ("a: &x [1]\nb: *x", "yaml-alias"),
+        ("- a\n- b", "frontmatter-mapping"),
+        ("a: [b", "yaml-syntax"),
+    ],
+)
+def test_values_without_json_form_are_refused_not_changed(text: str, rule: str) -> None:
+    with pytest.raises(FrontmatterError) as info:
+        load_yaml_mapping(text, path="x/SKILL.md")
+    assert info.value.rule == rule
+    assert str(info.value).startswith("x/SKILL.md: ")
+
+
+def test_alias_bomb_is_refused_before_expansion() -> None:
+    bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: [*c, *c, *c]\n"
+    with pytest.raises(FrontmatterError, match="aliases"):
+        load_yaml_mapping(bomb)
+
+
+def test_oversize_frontmatter_is_refused() -> None:
+    with pytest.raises(FrontmatterError) as info:
+        load_yaml_mapping("a: '" + "x" * 70_000 + "'")
+    assert info.value.rule == "frontmatter-size"
+
+
+def test_parse_splits_frontmatter_and_body_and_tolerates_bom_and_crlf() -> None:
+    parsed = parse_skill_md("\ufeff---\r\nname: a\r\ndescription: d\r\n---\r\n# Title\r\nbody\r\n")
+    assert parsed.frontmatter == {"name": "a", "description": "d"}
+    assert parsed.body == "# Title\r\nbody\r\n"
+
+
+@pytest.mark.parametrize("text", ["no frontmatter", "--- \nname: a\n", "\n---\nname: a\n---\n", ""])
+def test_missing_frontmatter_is_an_error(text: str) -> None:
+    with pytest.raises(FrontmatterError) as info:
+        parse_skill_md(text)
+    assert info.value.rule == "frontmatter-missing"
+
+
+def _valid(**extra: object) -> dict[str, object]:
+    return {"name": "pdf-forms", "description": "Fill PDF forms.", **extra}
+
+
+def test_valid_frontmatter_passes_with_unknown_fields_kept() -> None:
+    fm = _valid(license="MIT", metadata={"v": "1"}, compatibility="py3", **{"allowed-tools": "Read Bash(git:*)"})
+    fm["future-field"] = {"nested": [1, 2]}
+    validate_frontmatter(fm, directory_name="pdf-forms")
+
+
+@pytest.mark.parametrize(
+    ("fm", "rule", "fragment"),
+    [
+        ({"description": "d"}, "name", "'name' is required"),
+        (_valid(name="PDF"), "name", "lowercase"),
+        (_valid(name="-a"), "name", "lowercase"),
+        (_valid(name="a--b"), "name", "lowercase"),
+        (_valid(name="a" * 65), "name", "limit is 64"),
+        (_valid(name="other"), "name-directory", "must equal its folder name 'pdf-forms'"),
+        ({"name": "pdf-forms"}, "description", "'description' is required"),
+        (_valid(description="x" * 1025), "description", "limit is 1024"),
+        (_valid(compatibility="x" * 501), "compatibility", "limit is 500"),
+        (_valid(metadata={"version": 1.2}), "metadata", "'metadata.version' must be a string"),
+        (_valid(metadata=["a"]), "metadata", "mapping"),
+        (_valid(**{"allowed-tools": ["Read"]}), "allowed-tools", "space-separated"),
+        (_valid(license=3), "license", "must be a string"),
+    ],
+)
+def test_rule_violations_name_the_rule(fm: dict[str, object], rule: str, fragment: str) -> None:
+    with pytest.raises(FrontmatterError) as info:
+        validate_frontmatter(fm, directory_name="pdf-forms", path="pdf-forms/SKILL.md")
+    assert info.value.rule == rule
+    assert fragment in str(info.value)
+    assert "pdf-forms/SKILL.md" in str(info.value)
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    with pytest.raises(FrontmatterError) as info:
+        validate_frontmatter({"name": "Bad", "description": ""}, directory_name="bad")
+    message = str(info.value)
+    assert "lowercase" in message
+    assert "description" in message
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["yes", "no", "on", "2025-01-31", "0o17", "012", "1.5", "-3", "true", "null", "~", "", "a: b", "- x", "#c", "x\ny"],
+)
+def test_render_quotes_strings_that_would_read_back_as_something_else(value: str) -> None:
+    fm = {"name": "a", "description": value, "metadata": {"k": value}}
+    assert load_yaml_mapping(render_frontmatter(fm)) == fm
+
+
+def test_render_skill_md_round_trips_through_parse() -> None:
+    fm = {"name": "daily", "description": "Daily report", "metadata": {"when": "2025-01-31"}, "n": 3, "f": 0.25}
+    text = render_skill_md(fm, "# Daily\n")
+    parsed = parse_skill_md(text)
+    assert parsed.frontmatter == fm
+    assert parsed.body == "# Daily\n"
