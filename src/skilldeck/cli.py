@@ -48,7 +48,16 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills per skills/list page")
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
+
+    sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
     return parser
+
+
+def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
+    from skilldeck.demo import run_demo
+
+    anyio.run(lambda: run_demo(Console(soft_wrap=False)))
+    return EXIT_OK
 
 
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
@@ -108,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _cmd_serve(args, err)
+        if args.command == "demo":
+            return _cmd_demo(args, err)
     except SkilldeckError as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         return 1

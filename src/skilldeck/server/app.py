@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -29,6 +29,7 @@ def create_server(
     *sources: DirectorySource | DynamicSkill | str | os.PathLike[str],
     name: str = "skilldeck",
     instructions: str | None = None,
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
     **extension_options: Any,
 ) -> tuple[MCPServer[Any], SkillsExtension]:
     """An ``MCPServer`` serving skills from folders (paths) and dynamic skills.
@@ -48,6 +49,7 @@ def create_server(
         extensions=[extension],
         middleware=[extension.middleware],
         subscriptions=extension.subscriptions,
+        log_level=log_level,
     )
     return server, extension
 
