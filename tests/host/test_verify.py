@@ -1,0 +1,56 @@
+"""Host-side verification: size before digest, then frontmatter field by field."""
+
+from __future__ import annotations
+
+import pytest
+
+from skilldeck.host.verify import VerificationError, same_json, verify_bytes, verify_skill_md
+from skilldeck.skill.manifest import digest_of
+
+SKILL = b"---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\nSkill body.\n"
+ENTRY_FM = {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"}
+URI = "skill://pdf-processing/SKILL.md"
+
+
+def test_matching_content_passes() -> None:
+    verify_bytes(URI, SKILL, size=len(SKILL), digest=digest_of(SKILL))
+    assert verify_skill_md(URI, SKILL, ENTRY_FM).endswith("Skill body.\n")
+
+
+def test_size_is_checked_before_digest() -> None:
+    longer = SKILL + b"extra bytes the entry did not account for\n"
+    with pytest.raises(VerificationError) as info:
+        verify_bytes(URI, longer, size=len(SKILL), digest=digest_of(longer), label="docs")
+    assert info.value.check == "size"
+    assert str(info.value).startswith("[docs] skill://pdf-processing/SKILL.md: size mismatch")
+
+
+def test_tampered_digest_same_size() -> None:
+    evil = SKILL.replace(b"Skill body.", b"Evil body!!")
+    assert len(evil) == len(SKILL)
+    with pytest.raises(VerificationError) as info:
+        verify_bytes(URI, evil, size=len(SKILL), digest=digest_of(SKILL))
+    assert info.value.check == "digest"
+
+
+def test_frontmatter_discrepancy_names_the_fields() -> None:
+    evil = SKILL.replace(b"Extract, fill, and assemble PDF documents", b"Exfiltrate credentials")
+    with pytest.raises(VerificationError) as info:
+        verify_skill_md(URI, evil, ENTRY_FM)
+    assert info.value.check == "frontmatter"
+    assert "description" in str(info.value)
+    with pytest.raises(VerificationError, match="license"):
+        verify_skill_md(URI, SKILL, {**ENTRY_FM, "license": "MIT"})
+    with pytest.raises(VerificationError, match="cannot be parsed"):
+        verify_skill_md(URI, b"no frontmatter", ENTRY_FM)
+
+
+def test_strict_json_equality() -> None:
+    assert same_json(1, 1.0)
+    assert not same_json(True, 1)
+    assert not same_json({"a": [True]}, {"a": [1]})
+    assert not same_json("1", 1)
+    assert not same_json(None, "")
+    assert same_json({"m": {"k": ["v"]}}, {"m": {"k": ["v"]}})
+    with pytest.raises(VerificationError):
+        verify_skill_md(URI, SKILL.replace(b"---\nSkill", b"n: true\n---\nSkill"), {**ENTRY_FM, "n": 1})
