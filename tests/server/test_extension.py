@@ -395,3 +395,23 @@ async def test_stdio_watch_reload_notifies_legacy_client(tmp_path: Path) -> None
         with anyio.fail_after(15):
             await got.wait()
         await check_listed(wire, ["skill://one/SKILL.md", "skill://two/SKILL.md"])
+
+
+@pytest.mark.anyio
+async def test_closed_legacy_sessions_are_forgotten(tmp_path: Path) -> None:
+    write_skill(tmp_path, "one")
+    server, ext = create_server(tmp_path)
+    async with anyio.create_task_group() as tg:
+        ready: list[str] = []
+        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append))
+        with anyio.fail_after(10):
+            while not ready:
+                await anyio.sleep(0.02)
+        for _ in range(5):
+            async with connect(ready[0], "legacy") as wire:
+                await wire.list_skills()
+                assert ext.legacy_session_count >= 1
+        with anyio.fail_after(5):
+            while ext.legacy_session_count:
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()

@@ -173,9 +173,28 @@ class SkillsExtension(Extension):
                 self._legacy_sessions.pop(id(session), None)
 
     def _remember_legacy_session(self, session: ServerSession) -> None:
-        if len(self._legacy_sessions) >= 10_000:  # bounded: forget the oldest
+        """Keep one session per live legacy connection, forgotten when the connection closes.
+
+        The SDK builds a ``ServerSession`` per request, so the session must be tied to its
+        connection's lifetime: the connection's ``exit_stack`` is the SDK's documented place for
+        per-connection cleanup from middleware. (It is reached through the session until the SDK's
+        pending context rework exposes the connection on the request context.)
+        """
+        connection = getattr(session, "_connection", None)
+        key = id(connection if connection is not None else session)
+        if key in self._legacy_sessions:
+            return
+        if len(self._legacy_sessions) >= 10_000:  # a hard bound even if a transport never cleans up
             self._legacy_sessions.pop(next(iter(self._legacy_sessions)))
-        self._legacy_sessions[id(session)] = session
+        self._legacy_sessions[key] = session
+        exit_stack = getattr(connection, "exit_stack", None)
+        if exit_stack is not None:
+            exit_stack.callback(self._legacy_sessions.pop, key, None)
+
+    @property
+    def legacy_session_count(self) -> int:
+        """Legacy (2025-11-25) connections that will be told of catalog changes."""
+        return len(self._legacy_sessions)
 
     # -- Extension API ------------------------------------------------------------------------------
 
