@@ -51,6 +51,12 @@ async def check_core_path(wire: SkillsWire, expected_version: str) -> None:
     """List, get and read every file of every listed skill, verifying digests, sizes and frontmatter."""
     assert wire.client.protocol_version == expected_version
     assert declared_skills_settings(wire.client) == {"directoryRead": True}
+    caps = wire.client.server_capabilities
+    assert caps.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+    if expected_version == "2025-11-25":  # mirrored for legacy clients that only read `experimental`
+        assert caps.experimental == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+        assert caps.resources is not None
+        assert caps.resources.list_changed is True
     assert wire.client.server_capabilities.resources is not None
     entries = await list_all(wire)
     assert len(entries) == 8

@@ -22,9 +22,10 @@ legacy sessions so they can be told when the catalog changes. The extension's ow
 to run without it, with an error saying how to register it.
 
 Legacy (2025-11-25) clients: the SDK drops ``capabilities.extensions`` from the legacy
-``initialize`` reply (that schema has no such field), so the middleware mirrors the declaration
-under ``capabilities.experimental["io.modelcontextprotocol/skills"]``, the one place a 2025-11-25
-reply can carry it. skilldeck's host reads either; all methods are served in both eras.
+``initialize`` reply (that schema names no such field), so the middleware puts the declaration
+back: under ``capabilities.extensions`` (the 2025-11-25 schema keeps capabilities open to
+additional keys) and mirrored under ``capabilities.experimental["io.modelcontextprotocol/skills"]``
+for clients that only look there. All methods are served in both eras.
 """
 
 from __future__ import annotations
@@ -372,6 +373,11 @@ class SkillsMiddleware:
         if not isinstance(result, dict):
             return result
         capabilities = dict(result.get("capabilities") or {})
+        # The 2025-11-25 schema leaves ServerCapabilities open ("not a closed set"), so the
+        # declaration can stand where 2026 hosts look for it as well as under `experimental`.
+        extensions = dict(capabilities.get("extensions") or {})
+        extensions[EXTENSION_ID] = self._ext.settings()
+        capabilities["extensions"] = extensions
         experimental = dict(capabilities.get("experimental") or {})
         experimental[EXTENSION_ID] = self._ext.settings()
         capabilities["experimental"] = experimental
