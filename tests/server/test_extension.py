@@ -36,6 +36,19 @@ async def connect(target: Any, mode: str, **kwargs: Any) -> AsyncIterator[Skills
         yield SkillsWire(client)
 
 
+@asynccontextmanager
+async def running_http(server: MCPServer[Any], ext: SkillsExtension) -> AsyncIterator[str]:
+    """Serve on a free loopback port for the duration of the block; yields the URL."""
+    async with anyio.create_task_group() as tg:
+        ready: list[str] = []
+        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append))
+        with anyio.fail_after(10):
+            while not ready:
+                await anyio.sleep(0.02)
+        yield ready[0]
+        tg.cancel_scope.cancel()
+
+
 async def list_all(wire: SkillsWire) -> list[dict[str, Any]]:
     entries, cursor = [], None
     for _ in range(100):
@@ -335,22 +348,15 @@ async def test_reload_notifies_legacy_session_over_http(tmp_path: Path) -> None:
         if isinstance(message, ServerNotification) and message.method == "notifications/resources/list_changed":
             got.set()
 
-    async with anyio.create_task_group() as tg:
-        ready: list[str] = []
-        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append))
-        with anyio.fail_after(10):
-            while not ready:
-                await anyio.sleep(0.02)
-        async with connect(ready[0], "legacy", message_handler=on_message) as wire:
-            await check_listed(wire, ["skill://one/SKILL.md"])
-            (tmp_path / "one" / "extra.md").write_text("new")
-            diff = await ext.reload()
-            assert diff.changed == ("skill://one/SKILL.md",)
-            with anyio.fail_after(5):
-                await got.wait()
-            entry = (await wire.get_skill("skill://one/SKILL.md"))["skill"]
-            assert "skill://one/extra.md" in {r["uri"] for r in entry["resources"]}
-        tg.cancel_scope.cancel()
+    async with running_http(server, ext) as url, connect(url, "legacy", message_handler=on_message) as wire:
+        await check_listed(wire, ["skill://one/SKILL.md"])
+        (tmp_path / "one" / "extra.md").write_text("new")
+        diff = await ext.reload()
+        assert diff.changed == ("skill://one/SKILL.md",)
+        with anyio.fail_after(5):
+            await got.wait()
+        entry = (await wire.get_skill("skill://one/SKILL.md"))["skill"]
+        assert "skill://one/extra.md" in {r["uri"] for r in entry["resources"]}
 
 
 async def check_listed(wire: SkillsWire, uris: list[str]) -> None:
@@ -361,15 +367,8 @@ async def check_listed(wire: SkillsWire, uris: list[str]) -> None:
 @pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
 async def test_http_core_path_both_eras(examples_dir: Path, mode: str, version: str) -> None:
     server, ext = create_server(examples_dir, page_size=3)
-    async with anyio.create_task_group() as tg:
-        ready: list[str] = []
-        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append))
-        with anyio.fail_after(10):
-            while not ready:
-                await anyio.sleep(0.02)
-        async with connect(ready[0], mode) as wire:
-            await check_core_path(wire, version)
-        tg.cancel_scope.cancel()
+    async with running_http(server, ext) as url, connect(url, mode) as wire:
+        await check_core_path(wire, version)
 
 
 @pytest.mark.anyio
@@ -407,17 +406,11 @@ async def test_stdio_watch_reload_notifies_legacy_client(tmp_path: Path) -> None
 async def test_closed_legacy_sessions_are_forgotten(tmp_path: Path) -> None:
     write_skill(tmp_path, "one")
     server, ext = create_server(tmp_path)
-    async with anyio.create_task_group() as tg:
-        ready: list[str] = []
-        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append))
-        with anyio.fail_after(10):
-            while not ready:
-                await anyio.sleep(0.02)
+    async with running_http(server, ext) as url:
         for _ in range(5):
-            async with connect(ready[0], "legacy") as wire:
+            async with connect(url, "legacy") as wire:
                 await wire.list_skills()
                 assert ext.legacy_session_count >= 1
         with anyio.fail_after(5):
             while ext.legacy_session_count:
                 await anyio.sleep(0.05)
-        tg.cancel_scope.cancel()

@@ -143,28 +143,24 @@ class Catalog:
         self._dynamic: dict[str, DynamicSkill] = {}
         self._files: dict[str, SkillFile] = {}
         full_paths: dict[str, int] = {}
-        for skill in static:
-            if skill.entry.uri in self._entries:
-                self._problems.append(
-                    SkillError("served twice; only the first is kept", path=skill.origin, rule="duplicate-path")
-                )
-                continue
-            self._entries[skill.entry.uri] = skill.entry
-            self._static[skill.entry.uri] = skill
-            for rel, data in skill.files.items():
-                uri = file_uri(skill.skill_path, rel)
-                self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
-                full_paths[f"{skill.skill_path}/{rel}"] = len(data)
         dynamic_roots: list[str] = []
-        for dyn in dynamic:
-            if dyn.entry.uri in self._entries:
+        for item in [*static, *dynamic]:
+            if item.entry.uri in self._entries:
+                origin = item.origin if isinstance(item, StaticSkill) else item.skill_path
                 self._problems.append(
-                    SkillError("served twice; only the first is kept", path=dyn.skill_path, rule="duplicate-path")
+                    SkillError("served twice; only the first is kept", path=origin, rule="duplicate-path")
                 )
                 continue
-            self._entries[dyn.entry.uri] = dyn.entry
-            self._dynamic[directory_uri(dyn.skill_path)] = dyn
-            dynamic_roots.append(dyn.skill_path)
+            self._entries[item.entry.uri] = item.entry
+            if isinstance(item, DynamicSkill):
+                self._dynamic[directory_uri(item.skill_path)] = item
+                dynamic_roots.append(item.skill_path)
+                continue
+            self._static[item.entry.uri] = item
+            for rel, data in item.files.items():
+                uri = file_uri(item.skill_path, rel)
+                self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
+                full_paths[f"{item.skill_path}/{rel}"] = len(data)
         self._order = sorted(self._entries)
         self._sizes = full_paths
         # Every folder of the namespace: the top segments, prefixes, skill roots and subfolders.
