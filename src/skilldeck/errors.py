@@ -14,6 +14,7 @@ Every error is a :class:`SkilldeckError`, so callers can catch the whole family 
 from __future__ import annotations
 
 __all__ = [
+    "EntryError",
     "FrontmatterError",
     "NotServedError",
     "PeerError",
@@ -71,3 +72,12 @@ class PeerError(SkilldeckError):
     def __init__(self, message: str, *, label: str | None = None) -> None:
         super().__init__(f"[{label}] {message}" if label else message)
         self.label = label
+
+
+class EntryError(PeerError):
+    """A skill entry from a server that a host must not load (malformed, incomplete, over the limits)."""
+
+    def __init__(self, message: str, *, uri: str | None = None, label: str | None = None) -> None:
+        super().__init__(f"{uri}: {message}" if uri else message, label=label)
+        self.uri = uri
+        self.reason = message

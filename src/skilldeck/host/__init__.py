@@ -1,0 +1,70 @@
+"""The host side: connect to many MCP servers, keep their skills apart by origin, load them verified.
+
+``registry``, ``verify`` and ``loader`` are the sans-I/O core (the loader reaches the network
+only through a :class:`SkillIndex`); ``connect``, ``discover``, ``wire`` and ``index`` adapt the
+MCP SDK; ``approvals`` and ``cache`` own the host's files.
+"""
+
+from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
+from skilldeck.host.cache import ContentCache
+from skilldeck.host.config import (
+    ConfigError,
+    HttpServer,
+    InProcessServer,
+    ServerSpec,
+    StdioServer,
+    load_config,
+    parse_config,
+)
+from skilldeck.host.connect import Connected, Connections, Failure
+from skilldeck.host.discover import DiscoveryReport, ListingLimits, discover
+from skilldeck.host.host import Host, NotApproved
+from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
+from skilldeck.host.loader import (
+    BudgetExceeded,
+    CrossOriginRead,
+    DynamicSkillRefused,
+    LoadedSkill,
+    SkillChanged,
+    SkillLoader,
+)
+from skilldeck.host.registry import AmbiguousName, Collision, Registry, SkillRecord, ToolRecord, UnknownSkill
+from skilldeck.host.verify import VerificationError
+
+__all__ = [
+    "AmbiguousName",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "Approver",
+    "BudgetExceeded",
+    "Collision",
+    "ConfigError",
+    "Connected",
+    "Connections",
+    "ContentCache",
+    "CrossOriginRead",
+    "DiscoveryReport",
+    "DynamicSkillRefused",
+    "Failure",
+    "Host",
+    "HttpServer",
+    "InProcessServer",
+    "ListingLimits",
+    "LoadedSkill",
+    "LocalIndex",
+    "NotApproved",
+    "Registry",
+    "ServerSpec",
+    "SkillChanged",
+    "SkillIndex",
+    "SkillLoader",
+    "SkillRecord",
+    "StdioServer",
+    "ToolRecord",
+    "UnknownSkill",
+    "VerificationError",
+    "WireIndex",
+    "discover",
+    "load_config",
+    "parse_config",
+]

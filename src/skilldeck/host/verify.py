@@ -38,6 +38,7 @@ class VerificationError(PeerError):
         super().__init__(f"{uri}: {message}", label=label)
         self.uri = uri
         self.check = check
+        self.reason = message
 
 
 def verify_bytes(uri: str, data: bytes, *, size: int, digest: str, label: str | None = None) -> None:

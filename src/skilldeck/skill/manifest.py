@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skilldeck.errors import SkillLimitError
+from skilldeck.errors import EntryError, SkillLimitError
 from skilldeck.skill.uri import SKILL_MD, file_uri
 
 __all__ = [
@@ -20,11 +20,13 @@ __all__ = [
     "DYNAMIC",
     "MAX_RESOURCES_PER_SKILL",
     "MAX_SKILL_BYTES",
+    "EntryError",
     "SkillEntry",
     "SkillResource",
     "build_entry",
     "check_limits",
     "digest_of",
+    "entry_from_wire",
 ]
 
 MAX_RESOURCES_PER_SKILL = 512
@@ -124,3 +126,70 @@ def build_entry(skill_path: str, frontmatter: Mapping[str, Any], files: Mapping[
         for path in ordered
     )
     return SkillEntry(uri=file_uri(skill_path), frontmatter=dict(frontmatter), resources=resources)
+
+
+def entry_from_wire(raw: object) -> SkillEntry:
+    """Validate a ``Skill`` entry as a server sent it, for a host that must not trust it.
+
+    Checks everything checkable from the entry alone: the URI ends in ``/SKILL.md`` and its last
+    segment is ``frontmatter.name`` (a valid skill name); ``description`` is present;
+    ``resources`` is ``"dynamic"`` or a complete list of well-formed ``{uri, digest, size}``
+    triples inside the skill, each once, ``SKILL.md`` included; and the per-skill limits.
+
+    Raises:
+        EntryError: with the reason the entry must not be loaded.
+    """
+    from skilldeck.skill.frontmatter import validate_name
+    from skilldeck.skill.uri import skill_name_from_uri, skill_root_uri
+
+    if not isinstance(raw, dict):
+        raise EntryError("entry is not an object")
+    uri = raw.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise EntryError("entry has no uri")
+    root = skill_root_uri(uri)
+    if root is None:
+        raise EntryError(f"uri {uri!r} does not end in /SKILL.md", uri=uri)
+    frontmatter = raw.get("frontmatter")
+    if not isinstance(frontmatter, dict):
+        raise EntryError("frontmatter is missing or not an object", uri=uri)
+    name = frontmatter.get("name")
+    problems = validate_name(name)
+    if problems:
+        raise EntryError("; ".join(problems), uri=uri)
+    if skill_name_from_uri(uri) != name:
+        raise EntryError(f"the uri's last segment is not the skill name {name!r}", uri=uri)
+    description = frontmatter.get("description")
+    if not isinstance(description, str) or not description:
+        raise EntryError("frontmatter.description is missing or empty", uri=uri)
+    resources = raw.get("resources", None)
+    if resources == DYNAMIC:
+        return SkillEntry(uri=uri, frontmatter=frontmatter, resources=DYNAMIC)
+    if not isinstance(resources, list):
+        raise EntryError('resources must be a list of files or "dynamic"', uri=uri)
+    if len(resources) > MAX_RESOURCES_PER_SKILL:
+        raise EntryError(f"{len(resources)} files, over the limit of {MAX_RESOURCES_PER_SKILL}", uri=uri)
+    parsed: list[SkillResource] = []
+    seen: set[str] = set()
+    for item in resources:
+        if not isinstance(item, dict):
+            raise EntryError("a resources item is not an object", uri=uri)
+        r_uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
+        if not isinstance(r_uri, str) or not (r_uri == uri or r_uri.startswith(root + "/")):
+            raise EntryError(f"resource {r_uri!r} is outside the skill {root}", uri=uri)
+        if "/../" in r_uri + "/" or "/./" in r_uri + "/":
+            raise EntryError(f"resource {r_uri!r} has dot segments", uri=uri)
+        if r_uri in seen:
+            raise EntryError(f"resource {r_uri!r} is listed twice", uri=uri)
+        if not isinstance(digest, str) or not DIGEST_PATTERN.match(digest):
+            raise EntryError(f"resource {r_uri!r} has a malformed digest", uri=uri)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise EntryError(f"resource {r_uri!r} has no valid size", uri=uri)
+        seen.add(r_uri)
+        parsed.append(SkillResource(uri=r_uri, digest=digest, size=size))
+    if uri not in seen:
+        raise EntryError("resources does not list the skill's own SKILL.md", uri=uri)
+    total = sum(r.size for r in parsed)
+    if total > MAX_SKILL_BYTES:
+        raise EntryError(f"{total} bytes in all, over the limit of {MAX_SKILL_BYTES} (16 MiB)", uri=uri)
+    return SkillEntry(uri=uri, frontmatter=frontmatter, resources=tuple(parsed))

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 
+from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
 from skilldeck.errors import SkilldeckError
 
 __all__ = ["main"]
@@ -50,6 +52,7 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
 
     sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
+    add_host_commands(sub)
     return parser
 
 
@@ -66,7 +69,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     server, extension = create_server(*args.paths, name=args.name, page_size=args.page_size)
     for problem in extension.problems:
-        err.print(f"[yellow]refused[/] {problem}", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     count = len(extension.catalog)
     where = ", ".join(args.paths)
 
@@ -78,7 +81,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
                 highlight=False,
             )
             for problem in extension.problems:
-                err.print(f"[yellow]refused[/] {problem}", highlight=False, soft_wrap=True)
+                err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
 
     if args.http is None:
         err.print(f"skilldeck: serving {count} skills from {where} over stdio", highlight=False)
@@ -109,7 +112,13 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skilldeck`` console script; returns the exit code."""
     parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] | None = None
+    if argv and argv[0] in ("skills", "load"):
+        argv, command = split_command(argv)
     args = parser.parse_args(argv)
+    if command is not None and args.command == "load" and args.server and not args.skill:
+        args.skill, args.server = args.server, None  # `load SKILL-URI -- COMMAND ARGS`
     err = Console(stderr=True, soft_wrap=True)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -119,14 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_serve(args, err)
         if args.command == "demo":
             return _cmd_demo(args, err)
+        if args.command == "skills":
+            return run_skills(args, command, err)
+        if args.command == "load":
+            return run_load(args, command, err)
     except SkilldeckError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     except KeyboardInterrupt:
         return 130
     parser.error(f"unknown command {args.command!r}")
     return EXIT_USAGE  # pragma: no cover
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

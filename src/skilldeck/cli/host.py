@@ -1,0 +1,307 @@
+"""``skilldeck skills`` and ``skilldeck load``: the host side on the command line.
+
+SERVER is a URL (streamable HTTP), a label from ``--config``, or a stdio command after ``--``::
+
+    skilldeck skills --config mcp.json
+    skilldeck skills http://127.0.0.1:8000/mcp --json
+    skilldeck load http://127.0.0.1:8000/mcp skill://pdf-forms/SKILL.md --file references/FORMS.md
+    skilldeck load --all-files -- skilldeck serve examples/skills
+
+Exit codes say what failed: 0 ok, 1 bad input or configuration, 3 a server unreachable,
+4 verification failed (size, digest, frontmatter, unlisted file), 5 byte budget exceeded,
+6 refused (dynamic skill without ``--allow-dynamic``, cross-origin read, not approved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from skilldeck.errors import SkilldeckError
+from skilldeck.host import (
+    ApprovalStore,
+    BudgetExceeded,
+    ConfigError,
+    ContentCache,
+    CrossOriginRead,
+    DynamicSkillRefused,
+    Host,
+    NotApproved,
+    ServerSpec,
+    VerificationError,
+    load_config,
+)
+from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
+from skilldeck.host.loader import LoadedSkill
+
+__all__ = ["add_host_commands", "run_load", "run_skills"]
+
+EXIT_OK = 0
+EXIT_INPUT = 1
+EXIT_UNREACHABLE = 3
+EXIT_VERIFICATION = 4
+EXIT_BUDGET = 5
+EXIT_REFUSED = 6
+
+
+def _home() -> Path:
+    if env := os.environ.get("SKILLDECK_HOME"):
+        return Path(env)
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "skilldeck"
+
+
+def add_host_commands(sub: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop / Cursor format)")
+    common.add_argument("--json", action="store_true", help="print JSON on stdout")
+    common.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per server to connect")
+    common.add_argument(
+        "--home", type=Path, default=None, help="state folder (approvals, cache); default $SKILLDECK_HOME"
+    )
+
+    skills = sub.add_parser("skills", parents=[common], help="list skill and tool cards per server")
+    skills.add_argument("server", nargs="?", metavar="SERVER", help="URL or --config label (or '-- COMMAND ARGS')")
+
+    load = sub.add_parser(
+        "load", parents=[common], help="load one skill, verified, and print it tagged with its origin"
+    )
+    load.add_argument("server", nargs="?", metavar="SERVER", help="URL or --config label (or '-- COMMAND ARGS')")
+    load.add_argument("skill", nargs="?", metavar="SKILL-URI", help="skill URI or name (default: the first listed)")
+    load.add_argument("--file", action="append", default=[], metavar="REL", help="also read this supporting file")
+    load.add_argument("--all-files", action="store_true", help="also read every listed supporting file")
+    load.add_argument("--yes", action="store_true", help="approve the skill (and its allowed-tools) for this run")
+    load.add_argument("--allow-dynamic", action="store_true", help="load generated skills, which cannot be verified")
+
+
+def _specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSpec]:
+    if command:
+        return [spec_for_target(command, timeout=args.timeout)]
+    configured = load_config(args.config, timeout=args.timeout) if args.config else []
+    if args.server is None:
+        if not configured:
+            raise ConfigError("name a SERVER (a URL, a --config label, or '-- COMMAND ARGS') or pass --config FILE")
+        return configured
+    for spec in configured:
+        if spec.label == args.server:
+            return [spec]
+    if args.server.startswith(("http://", "https://")):
+        return [spec_for_target(args.server, timeout=args.timeout)]
+    known = ", ".join(s.label for s in configured) or "none (no --config)"
+    raise ConfigError(f"{args.server!r} is neither a URL nor a configured label (labels: {known})")
+
+
+# -- skills -------------------------------------------------------------------------------------------
+
+
+async def _skills(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
+    specs = _specs(args, command)
+    async with Host(specs) as host:
+        data: dict[str, Any] = {"servers": [], "collisions": [str(c) for c in host.registry.collisions()]}
+        for spec in specs:
+            label = spec.label
+            failure = host.failures.get(label)
+            report = host.report.servers.get(label)
+            server: dict[str, Any] = {"label": label, "transport": spec.kind}
+            if failure is not None or report is None:
+                server.update(status="unreachable", error=failure.reason if failure else "not connected")
+            else:
+                server.update(
+                    status="connected",
+                    protocolVersion=report.protocol_version,
+                    skillsExtension=report.skills_declared,
+                    skills=[
+                        {"name": host.registry.qualified_name(r), **r.entry.to_wire()}
+                        for r in host.registry.skills
+                        if r.label == label
+                    ],
+                    tools=[dict(t.tool) for t in host.registry.tools(label)],
+                    rejected=[{"uri": r.uri, "reason": r.reason} for r in report.rejected],
+                    notes=report.notes,
+                )
+            data["servers"].append(server)
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        _print_cards(data, out, err)
+    return EXIT_UNREACHABLE if any(s["status"] != "connected" for s in data["servers"]) else EXIT_OK
+
+
+def _card(text: str, limit: int = 110) -> str:
+    first = text.strip().split("\n")[0]
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _print_cards(data: dict[str, Any], out: Console, err: Console) -> None:
+    for server in data["servers"]:
+        if server["status"] != "connected":
+            err.print(
+                f"[red]✗ {escape(server['label'])}[/] ({server['transport']}): {escape(server['error'])}",
+                highlight=False,
+            )
+            continue
+        ext = "skills extension" if server["skillsExtension"] else "no skills extension"
+        out.print(
+            f"[bold]{escape(server['label'])}[/] ({server['transport']}, {server['protocolVersion']}, {ext}): "
+            f"{len(server['skills'])} skills, {len(server['tools'])} tools",
+            highlight=False,
+        )
+        if server["skills"]:
+            table = Table(show_edge=False, pad_edge=False)
+            table.add_column("skill")
+            table.add_column("description")
+            table.add_column("files", justify="right")
+            for s in server["skills"]:
+                files = "dynamic" if isinstance(s["resources"], str) else str(len(s["resources"]))
+                table.add_row(escape(s["name"]), escape(_card(str(s["frontmatter"]["description"]))), files)
+            out.print(table)
+        if server["tools"]:
+            table = Table(show_edge=False, pad_edge=False)
+            table.add_column("tool")
+            table.add_column("description")
+            for t in server["tools"]:
+                table.add_row(escape(f"{server['label']}/{t['name']}"), escape(_card(str(t.get("description") or ""))))
+            out.print(table)
+        for r in server["rejected"]:
+            detail = f"{server['label']}: {r['uri']}: {r['reason']}"
+            err.print(f"[yellow]rejected[/] {escape(detail)}", highlight=False)
+        for note in server["notes"]:
+            err.print(f"[yellow]note[/] {escape(server['label'] + ': ' + note)}", highlight=False)
+    for collision in data["collisions"]:
+        err.print(f"[yellow]collision[/] {escape(collision)}", highlight=False)
+
+
+# -- load ---------------------------------------------------------------------------------------------
+
+
+async def _load(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
+    specs = _specs(args, command)
+    if len(specs) != 1:
+        raise ConfigError("load needs exactly one SERVER")
+    spec = specs[0]
+    home = args.home or _home()
+    approvals = ApprovalStore(home / "approvals.json")
+    host = Host(specs, approvals=approvals, cache=ContentCache(home / "cache"), allow_dynamic=args.allow_dynamic)
+    async with host:
+        if spec.label in host.failures:
+            err.print(
+                f"[red]unreachable[/] {escape(spec.label + ': ' + host.failures[spec.label].reason)}", highlight=False
+            )
+            return EXIT_UNREACHABLE
+        if args.skill:
+            if "://" in args.skill:
+                record = await host.record_for_uri(spec.label, args.skill)
+            else:
+                record = host.registry.resolve(args.skill if "/" in args.skill else f"{spec.label}/{args.skill}")
+        else:
+            listed = [r for r in host.registry.skills if r.label == spec.label]
+            if not listed:
+                err.print(f"{spec.label} lists no skills; name one by URI", highlight=False)
+                return EXIT_INPUT
+            record = listed[0]
+        loaded = await host.load(record)
+        granted = _settle_approval(host, loaded, args, err)
+        files: list[tuple[str, bytes]] = []
+        references = list(args.file)
+        if args.all_files:
+            references += [u for u in loaded.listed_files() if u != loaded.uri and u not in references]
+        for reference in references:
+            files.append((host.loader(spec.label).resolve(loaded, reference), await host.read(loaded, reference)))
+    _print_loaded(loaded, files, granted, args.json, out)
+    return EXIT_OK
+
+
+def _settle_approval(host: Host, loaded: LoadedSkill, args: argparse.Namespace, err: Console) -> list[str]:
+    requested = loaded.entry.frontmatter.get("allowed-tools")
+    if loaded.origin != "mcp" or host.approvals.allows_tools(loaded.label, loaded.entry):
+        return host.allowed_tools(loaded)
+    if args.yes:
+        host.approvals.approve(loaded.label, loaded.entry, allowed_tools=True)
+    elif isinstance(requested, str) and sys.stdin.isatty():
+        answer = input(f"{loaded.label}: {loaded.uri} asks for allowed-tools '{requested}'. Grant? [y/N] ")
+        if answer.strip().lower() in ("y", "yes"):
+            host.approvals.approve(loaded.label, loaded.entry, allowed_tools=True)
+    elif isinstance(requested, str):
+        err.print(f"note: allowed-tools '{requested}' ignored (not approved; pass --yes to grant)", highlight=False)
+    return host.allowed_tools(loaded)
+
+
+def _print_loaded(
+    loaded: LoadedSkill, files: list[tuple[str, bytes]], granted: list[str], as_json: bool, out: Console
+) -> None:
+    if as_json:
+        payload = {
+            "server": loaded.label,
+            "origin": loaded.origin,
+            "uri": loaded.uri,
+            "verified": loaded.verified,
+            "entry": loaded.entry.to_wire(),
+            "content": loaded.text,
+            "allowedTools": granted,
+            "files": [_file_json(uri, data) for uri, data in files],
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    print(loaded.tagged())
+    for uri, data in files:
+        try:
+            print(loaded.tagged(data.decode("utf-8"), uri=uri))
+        except UnicodeDecodeError:
+            print(loaded.tagged(f"[{len(data)} bytes of binary content]", uri=uri))
+
+
+def _file_json(uri: str, data: bytes) -> dict[str, Any]:
+    try:
+        return {"uri": uri, "size": len(data), "text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        import base64
+
+        return {"uri": uri, "size": len(data), "blob": base64.b64encode(data).decode("ascii")}
+
+
+# -- entry points ---------------------------------------------------------------------------------------
+
+
+def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
+    out = Console(soft_wrap=True)
+    try:
+        return int(anyio.run(lambda: coro_fn(args, command, out, err)))
+    except VerificationError as exc:
+        err.print(f"[red]verification failed[/] ({exc.check}): {escape(str(exc))}", highlight=False)
+        return EXIT_VERIFICATION
+    except BudgetExceeded as exc:
+        err.print(f"[red]budget exceeded[/]: {escape(str(exc))}", highlight=False)
+        return EXIT_BUDGET
+    except (DynamicSkillRefused, CrossOriginRead, NotApproved) as exc:
+        err.print(f"[red]refused[/]: {escape(str(exc))}", highlight=False)
+        return EXIT_REFUSED
+    except SkilldeckError as exc:
+        err.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
+        return EXIT_INPUT
+
+
+def run_skills(args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
+    return _run(_skills, args, command, err)
+
+
+def run_load(args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
+    return _run(_load, args, command, err)
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """Split ``argv`` at the first ``--``: skilldeck's own arguments, and a stdio server command."""
+    argv = list(argv)
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, None

@@ -1,0 +1,182 @@
+"""Labelled connections to many MCP servers at once: the host's SDK adapter for transports.
+
+:class:`Connections` opens every configured server in parallel, each in a task of its own that
+keeps the SDK ``Client`` open until the host closes. A server that fails to start, crashes, or
+does not finish the handshake within its timeout is reported with the reason; the others go on.
+Negotiation is the SDK's ``mode="auto"``: 2026-07-28 when the server speaks it, else the
+2025-11-25 handshake.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
+from skilldeck.host.wire import SkillsWire, declared_skills_settings
+
+__all__ = ["Connected", "Connections", "Failure"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Connected:
+    """An open, negotiated session with one server."""
+
+    spec: ServerSpec
+    client: Client
+    wire: SkillsWire
+    skills: dict[str, Any] | None
+    """The server's Skills extension settings, ``None`` when it did not declare the extension."""
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def protocol_version(self) -> str:
+        return self.client.protocol_version
+
+    @property
+    def directory_read(self) -> bool:
+        return bool(self.skills and self.skills.get("directoryRead") is True)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A server that could not be used, and why."""
+
+    label: str
+    reason: str
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
+        if inner:
+            return _describe(inner[0])
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
+
+
+def _client_for(spec: ServerSpec, read_timeout: float | None) -> Client:
+    transport = spec.transport
+    target: Any
+    if isinstance(transport, StdioServer):
+        env = {**os.environ, **transport.env} if transport.env else None
+        target = StdioServerParameters(command=transport.command, args=list(transport.args), env=env, cwd=transport.cwd)
+    elif isinstance(transport, HttpServer):
+        if transport.headers:
+            import httpx2
+
+            http_client = httpx2.AsyncClient(headers=dict(transport.headers), follow_redirects=False)
+            target = streamable_http_client(transport.url, http_client=http_client)
+        else:
+            target = transport.url
+    elif isinstance(transport, InProcessServer):
+        target = transport.server
+    else:  # pragma: no cover - ServerSpec's type forbids it
+        raise TypeError(f"unknown transport {transport!r}")
+    return Client(target, mode="auto", read_timeout_seconds=read_timeout, cache=None)
+
+
+class Connections:
+    """Open labelled sessions with many servers; use as ``async with Connections(specs) as conns``.
+
+    Args:
+        specs: the servers, each with its host-assigned label (labels must be unique).
+        read_timeout: seconds to wait for any single response once connected.
+    """
+
+    def __init__(self, specs: Iterable[ServerSpec], *, read_timeout: float | None = 60.0) -> None:
+        self.specs = list(specs)
+        labels = [s.label for s in self.specs]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            from skilldeck.host.config import ConfigError
+
+            raise ConfigError(f"server labels must be unique; repeated: {', '.join(duplicates)}")
+        self.read_timeout = read_timeout
+        self.connected: dict[str, Connected] = {}
+        self.failures: dict[str, Failure] = {}
+        self._close = anyio.Event()
+        self._tg: TaskGroup | None = None
+
+    async def __aenter__(self) -> Connections:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            await self._open_all()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close.set()
+        assert self._tg is not None
+        try:
+            await self._tg.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            # The task group wraps the body's own exception; let the caller see it unwrapped.
+            if exc is not None and all(e is exc for e in group.exceptions):
+                return
+            raise
+
+    async def _open_all(self) -> None:
+        assert self._tg is not None
+        settled: list[anyio.Event] = []
+        for spec in self.specs:
+            done = anyio.Event()
+            settled.append(done)
+            self._tg.start_soon(self._hold, spec, done)
+        for done in settled:
+            await done.wait()
+
+    async def _hold(self, spec: ServerSpec, done: anyio.Event) -> None:
+        """Connect, publish the session, keep it open until the host closes; report any failure."""
+        scope = anyio.CancelScope()
+        watch = anyio.CancelScope()
+
+        async def watchdog() -> None:
+            with watch:
+                await anyio.sleep(spec.timeout)
+                if not done.is_set():
+                    self.failures[spec.label] = Failure(spec.label, f"no answer within {spec.timeout:g}s (timed out)")
+                    done.set()  # report now; the process is torn down in the background
+                    scope.cancel()
+
+        async with anyio.create_task_group() as guard:
+            guard.start_soon(watchdog)
+            with scope:
+                try:
+                    client = _client_for(spec, self.read_timeout)
+                    async with client:
+                        settings = declared_skills_settings(client)
+                        self.connected[spec.label] = Connected(spec, client, SkillsWire(client), settings)
+                        done.set()
+                        watch.cancel()
+                        await self._close.wait()
+                except Exception as exc:
+                    if spec.label not in self.connected:
+                        self.failures.setdefault(spec.label, Failure(spec.label, _describe(exc)))
+                    else:
+                        logger.warning("server %r failed: %s", spec.label, _describe(exc))
+                        self.connected.pop(spec.label, None)
+                        self.failures[spec.label] = Failure(spec.label, f"connection lost: {_describe(exc)}")
+            done.set()
+            watch.cancel()

@@ -1,0 +1,129 @@
+"""Discovery: page every connected server's ``skills/list`` and ``tools/list`` into the registry.
+
+Listings are paged under caps (pages and entries per server); a server that pages forever or
+repeats a cursor is stopped and reported, and what was read so far is kept. ``skills/list`` is
+called only on servers that declared the Skills extension. Nothing here reads a skill file:
+discovery never prefetches content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+
+from skilldeck.host.connect import Connected, Connections
+from skilldeck.host.registry import Registry, Rejection
+from skilldeck.host.wire import SkillsWire
+
+__all__ = ["DiscoveryReport", "ListingLimits", "ServerReport", "discover", "page_skills", "page_tools"]
+
+
+@dataclass(frozen=True)
+class ListingLimits:
+    """Caps on what one server's listing may make the host read."""
+
+    max_pages: int = 100
+    max_entries: int = 10_000
+
+
+@dataclass
+class ServerReport:
+    """What discovery found on one server."""
+
+    label: str
+    protocol_version: str
+    skills_declared: bool
+    skills: int = 0
+    tools: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Caps hit and listing errors, in words."""
+
+
+@dataclass
+class DiscoveryReport:
+    servers: dict[str, ServerReport] = field(default_factory=dict)
+
+
+async def _page(fetch: Any, what: str, limits: ListingLimits) -> tuple[list[Any], str | None]:
+    items: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for page_number in range(1, limits.max_pages + 1):
+        page_items, cursor = await fetch(cursor)
+        items.extend(page_items)
+        if len(items) > limits.max_entries:
+            return items[: limits.max_entries], f"{what} stopped at the cap of {limits.max_entries} entries"
+        if not cursor:
+            return items, None
+        if cursor in seen:
+            return items, f"{what} repeated a cursor on page {page_number}; stopped"
+        seen.add(cursor)
+    return items, f"{what} still had more after {limits.max_pages} pages (the cap); stopped"
+
+
+async def page_skills(wire: SkillsWire, limits: ListingLimits) -> tuple[list[Any], str | None]:
+    """All ``skills/list`` entries (raw) under the caps, and a note when a cap stopped the paging."""
+
+    async def fetch(cursor: str | None) -> tuple[list[Any], str | None]:
+        result = await wire.list_skills(cursor)
+        skills = result.get("skills")
+        next_cursor = result.get("nextCursor")
+        return (skills if isinstance(skills, list) else []), (next_cursor if isinstance(next_cursor, str) else None)
+
+    return await _page(fetch, "skills/list", limits)
+
+
+async def page_tools(connected: Connected, limits: ListingLimits) -> tuple[list[dict[str, Any]], str | None]:
+    """All tools (as MCP ``Tool`` JSON) under the caps."""
+
+    async def fetch(cursor: str | None) -> tuple[list[Any], str | None]:
+        result = await connected.client.list_tools(cursor=cursor)
+        tools = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in result.tools]
+        return tools, result.next_cursor
+
+    return await _page(fetch, "tools/list", limits)
+
+
+def _reason(exc: Exception) -> str:
+    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+
+
+async def _discover_one(connected: Connected, registry: Registry, limits: ListingLimits, report: ServerReport) -> None:
+    if connected.client.server_capabilities.tools is not None:
+        try:
+            tools, note = await page_tools(connected, limits)
+            registry.set_tools(connected.label, tools)
+            report.tools = len(tools)
+            if note:
+                report.notes.append(note)
+        except Exception as exc:
+            report.notes.append(f"tools/list failed: {_reason(exc)}")
+    if connected.skills is None:
+        return
+    try:
+        entries, note = await page_skills(connected.wire, limits)
+    except Exception as exc:
+        report.notes.append(f"skills/list failed: {_reason(exc)}")
+        return
+    if note:
+        report.notes.append(note)
+    report.rejected = registry.add_listing(connected.label, entries)
+    report.skills = len(entries) - len(report.rejected)
+
+
+async def discover(
+    connections: Connections, registry: Registry, limits: ListingLimits | None = None
+) -> DiscoveryReport:
+    """List skills and tools of every connected server, in parallel, into ``registry``."""
+    limits = limits or ListingLimits()
+    report = DiscoveryReport()
+    async with anyio.create_task_group() as tg:
+        for label, connected in connections.connected.items():
+            server_report = ServerReport(label, connected.protocol_version, connected.skills is not None)
+            report.servers[label] = server_report
+            tg.start_soon(_discover_one, connected, registry, limits, server_report)
+    return report

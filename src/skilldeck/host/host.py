@@ -1,0 +1,188 @@
+"""The host facade: connect, discover, load — the pieces of ``skilldeck.host`` wired together.
+
+::
+
+    async with Host(load_config("mcp.json"), approvals=ApprovalStore(path), cache=ContentCache(dir)) as host:
+        for record in host.registry.skills: ...
+        loaded = await host.load(host.registry.resolve("docs/pdf-processing"))
+        data = await host.read(loaded, "references/FORMS.md")
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+
+from skilldeck.errors import SkilldeckError
+from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
+from skilldeck.host.cache import ContentCache
+from skilldeck.host.config import ServerSpec
+from skilldeck.host.connect import Connections, Failure
+from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover
+from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
+from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
+from skilldeck.host.registry import Registry, SkillRecord
+from skilldeck.skill.manifest import entry_from_wire
+
+__all__ = ["Host", "NotApproved"]
+
+
+class NotApproved(SkilldeckError):
+    """The user (or the approval callback) declined the skill."""
+
+
+class Host:
+    """Many labelled servers (and optional local skill folders) behind one registry and loader set.
+
+    Args:
+        servers: the servers to connect to.
+        local: folders of skills installed on the host (origin ``local``).
+        approvals: where approvals persist (in memory when omitted).
+        approver: asked before a skill is loaded when ``require_approval`` is set, and whenever a
+            grant (``allowed-tools``) is requested; returns whether the user approves.
+        require_approval: ask before loading any MCP-served skill not approved for its content.
+        cache: an on-demand cache of verified content.
+        budget_bytes: what one server may make the host download.
+        allow_dynamic: load ``"dynamic"`` skills (unverifiable) instead of refusing them.
+    """
+
+    def __init__(
+        self,
+        servers: Iterable[ServerSpec] = (),
+        *,
+        local: Sequence[str | os.PathLike[str]] = (),
+        approvals: ApprovalStore | None = None,
+        approver: Approver | None = None,
+        require_approval: bool = False,
+        cache: ContentCache | None = None,
+        budget_bytes: int = DEFAULT_BUDGET,
+        allow_dynamic: bool = False,
+        limits: ListingLimits | None = None,
+        read_timeout: float | None = 60.0,
+    ) -> None:
+        self.connections = Connections(servers, read_timeout=read_timeout)
+        self.registry = Registry()
+        self.approvals = approvals or ApprovalStore()
+        self.approver = approver
+        self.require_approval = require_approval
+        self.cache = cache
+        self.budget_bytes = budget_bytes
+        self.allow_dynamic = allow_dynamic
+        self.limits = limits or ListingLimits()
+        self.report = DiscoveryReport()
+        self._local = [LocalIndex(*local)] if local else []
+        self._loaders: dict[str, SkillLoader] = {}
+
+    async def __aenter__(self) -> Host:
+        await self.connections.__aenter__()
+        try:
+            await self.refresh()
+        except BaseException:
+            await self.connections.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.connections.__aexit__(exc_type, exc, tb)
+
+    @property
+    def failures(self) -> dict[str, Failure]:
+        return self.connections.failures
+
+    async def refresh(self) -> DiscoveryReport:
+        """Re-list every server (and local folder) into a fresh registry."""
+        self.registry = Registry()
+        self.report = await discover(self.connections, self.registry, self.limits)
+        for index in self._local:
+            entries, _ = await index.entries()
+            rejected = self.registry.add_listing(index.label, entries, origin="local")
+            self.report.servers[index.label] = ServerReport(
+                index.label, "local", True, skills=len(entries) - len(rejected), rejected=rejected
+            )
+        return self.report
+
+    def index(self, label: str) -> SkillIndex:
+        for local in self._local:
+            if local.label == label:
+                return local
+        connected = self.connections.connected.get(label)
+        if connected is None:
+            reason = self.failures.get(label)
+            raise SkilldeckError(f"server {label!r} is not connected" + (f": {reason.reason}" if reason else ""))
+        return WireIndex(connected, self.limits)
+
+    def loader(self, label: str) -> SkillLoader:
+        if label not in self._loaders:
+            self._loaders[label] = SkillLoader(
+                self.index(label), budget_bytes=self.budget_bytes, allow_dynamic=self.allow_dynamic, cache=self.cache
+            )
+        return self._loaders[label]
+
+    async def record_for_uri(self, label: str, uri: str) -> SkillRecord:
+        """A skill known only by URI (e.g. a pointer in server instructions), confirmed with ``skills/get``."""
+        existing = self.registry.get(label, uri)
+        if existing is not None:
+            return existing
+        entry = entry_from_wire(await self.index(label).get_entry(uri))
+        record = SkillRecord(label, entry, origin=self.index(label).origin)
+        self.registry.add(record)
+        return record
+
+    async def _ask(self, record: SkillRecord, changed: bool) -> bool:
+        if self.approver is None:
+            return False
+        allowed = record.entry.frontmatter.get("allowed-tools")
+        answer = self.approver(
+            ApprovalRequest(record.label, record.entry, allowed if isinstance(allowed, str) else None, changed)
+        )
+        return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+
+    async def approve(self, record: SkillRecord, *, allowed_tools: bool = False) -> None:
+        self.approvals.approve(record.label, record.entry, allowed_tools=allowed_tools)
+
+    async def load(self, record: SkillRecord) -> LoadedSkill:
+        """Load one skill, verified; asks for approval first when ``require_approval`` is set.
+
+        Raises:
+            NotApproved: approval was required and not given.
+            VerificationError, BudgetExceeded, DynamicSkillRefused: see :class:`SkillLoader`.
+        """
+        if record.origin == "mcp" and self.require_approval:
+            status = self.approvals.status(record.label, record.entry)
+            if status != "approved":
+                if not await self._ask(record, changed=status == "changed"):
+                    raise NotApproved(f"{record.label}: {record.entry.uri} was not approved")
+                self.approvals.approve(record.label, record.entry)
+        return await self.loader(record.label).load(record.entry)
+
+    def allowed_tools(self, loaded: LoadedSkill) -> list[str]:
+        """The ``allowed-tools`` grant in effect: local skills' as written; MCP skills' only if explicitly approved."""
+        value = loaded.entry.frontmatter.get("allowed-tools")
+        if not isinstance(value, str):
+            return []
+        if loaded.origin == "mcp" and not self.approvals.allows_tools(loaded.label, loaded.entry):
+            return []
+        return value.split()
+
+    async def read(self, loaded: LoadedSkill, reference: str, *, via: str | None = None) -> bytes:
+        """Read a supporting file of ``loaded`` from the skill's own server.
+
+        ``via`` names the server the read would go to; a different one than the skill's is refused
+        (a skill from one server must never cause a read on another).
+        """
+        if via is not None and via != loaded.label:
+            raise CrossOriginRead(
+                f"{loaded.uri} comes from {loaded.label!r}; reading {reference!r} through {via!r} is refused"
+            )
+        return await self.loader(loaded.label).read(loaded, reference)
+
+    def remove_server(self, label: str) -> None:
+        """Forget a server: its registry entries, approvals and cached content."""
+        self.registry.remove_server(label)
+        self.approvals.remove_server(label)
+        if self.cache is not None:
+            self.cache.remove_server(label)

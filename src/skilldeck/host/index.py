@@ -1,0 +1,110 @@
+"""The ``SkillIndex`` port: where a host's skills come from, behind one small interface.
+
+Two adapters: :class:`WireIndex` (a connected MCP server, origin ``"mcp"``) and
+:class:`LocalIndex` (skill folders installed on the host, origin ``"local"``, under the reserved
+label ``local``). The loader and the registry see only the port, so local and MCP-served skills
+go through the same verification and are never confused: the origin travels with every record.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import anyio.to_thread
+from mcp.shared.exceptions import MCPError
+
+from skilldeck.errors import NotServedError, PeerError
+from skilldeck.host.connect import Connected
+from skilldeck.host.discover import ListingLimits, page_skills
+from skilldeck.host.registry import LOCAL_LABEL
+from skilldeck.server.catalog import Catalog
+from skilldeck.server.sources import DirectorySource
+
+__all__ = ["LocalIndex", "ReadFailed", "SkillIndex", "WireIndex"]
+
+
+class ReadFailed(PeerError):
+    """The origin did not return the bytes asked for (an error answer or no content)."""
+
+
+@runtime_checkable
+class SkillIndex(Protocol):
+    """A source of skill entries and bytes, bound to one origin."""
+
+    label: str
+    origin: Literal["mcp", "local"]
+
+    async def entries(self) -> tuple[list[Any], str | None]:
+        """Every raw entry, and a note when a cap stopped the listing."""
+        ...
+
+    async def get_entry(self, uri: str) -> Any:
+        """The current raw entry of one skill (``skills/get``)."""
+        ...
+
+    async def read(self, uri: str) -> bytes:
+        """The raw bytes at ``uri``."""
+        ...
+
+
+class WireIndex:
+    """A connected MCP server as a :class:`SkillIndex`."""
+
+    origin: Literal["mcp"] = "mcp"
+
+    def __init__(self, connected: Connected, limits: ListingLimits | None = None) -> None:
+        self.connected = connected
+        self.label = connected.label
+        self.limits = limits or ListingLimits()
+
+    async def entries(self) -> tuple[list[Any], str | None]:
+        if self.connected.skills is None:
+            return [], None
+        return await page_skills(self.connected.wire, self.limits)
+
+    async def get_entry(self, uri: str) -> Any:
+        try:
+            return (await self.connected.wire.get_skill(uri)).get("skill")
+        except MCPError as exc:
+            raise ReadFailed(f"skills/get {uri} failed: {exc.error.message}", label=self.label) from None
+
+    async def read(self, uri: str) -> bytes:
+        try:
+            data, _ = await self.connected.wire.read_bytes(uri)
+        except MCPError as exc:
+            raise ReadFailed(f"resources/read {uri} failed: {exc.error.message}", label=self.label) from None
+        return data
+
+
+class LocalIndex:
+    """Skill folders on the host as a :class:`SkillIndex` (label ``local``, origin ``local``)."""
+
+    origin: Literal["local"] = "local"
+
+    def __init__(self, *roots: str | os.PathLike[str], label: str = LOCAL_LABEL) -> None:
+        self.source = DirectorySource(*roots)
+        self.label = label
+        self._catalog: Catalog | None = None
+
+    async def _load(self) -> Catalog:
+        if self._catalog is None:
+            loaded = await anyio.to_thread.run_sync(self.source.load)
+            self._catalog = Catalog(loaded.skills, (), loaded.problems)
+        return self._catalog
+
+    async def entries(self) -> tuple[list[Any], str | None]:
+        catalog = await self._load()
+        return [e.to_wire() for e in catalog.entries], None
+
+    async def get_entry(self, uri: str) -> Any:
+        try:
+            return (await self._load()).get(uri).to_wire()
+        except NotServedError as exc:
+            raise ReadFailed(str(exc), label=self.label) from None
+
+    async def read(self, uri: str) -> bytes:
+        found = (await self._load()).static_file(uri)
+        if found is None:
+            raise ReadFailed(f"no local file {uri}", label=self.label)
+        return found.data
