@@ -14,6 +14,7 @@ import inspect
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
+from urllib.parse import unquote
 
 from skilldeck.errors import SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
@@ -24,7 +25,9 @@ from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
 from skilldeck.host.registry import Registry, SkillRecord
+from skilldeck.server.catalog import children_of
 from skilldeck.skill.manifest import entry_from_wire
+from skilldeck.skill.uri import skill_root_uri
 
 __all__ = ["Host", "NotApproved"]
 
@@ -179,6 +182,26 @@ class Host:
                 f"{loaded.uri} comes from {loaded.label!r}; reading {reference!r} through {via!r} is refused"
             )
         return await self.loader(loaded.label).read(loaded, reference)
+
+    async def list_directory(self, loaded: LoadedSkill, folder: str = "") -> list[dict[str, object]]:
+        """The direct children of a folder of a loaded skill (``""`` for its root).
+
+        For a skill with a manifest the answer comes from the held entry alone, so a file the
+        server added since cannot appear. For a dynamic skill it is a live
+        ``resources/directory/read``, sent only to a server that declared ``directoryRead``.
+        """
+        root = skill_root_uri(loaded.uri) or ""
+        target = self.loader(loaded.label).resolve(loaded, folder) if folder else root
+        if not isinstance(loaded.entry.resources, str):
+            prefix = unquote(target.split("://", 1)[1])
+            paths = {unquote(r.uri.split("://", 1)[1]): r.size for r in loaded.entry.resources}
+            return [c.to_wire() for c in children_of(prefix, paths, paths)]
+        connected = self.connections.connected.get(loaded.label)
+        if connected is None or not connected.directory_read:
+            raise SkilldeckError(f"{loaded.label} did not declare directoryRead; its folders cannot be listed")
+        result = await connected.wire.read_directory(target)
+        children = result.get("resources")
+        return [c for c in children if isinstance(c, dict)] if isinstance(children, list) else []
 
     def remove_server(self, label: str) -> None:
         """Forget a server: its registry entries, approvals and cached content."""

@@ -9,43 +9,20 @@ go through the same verification and are never confused: the origin travels with
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import anyio.to_thread
 from mcp.shared.exceptions import MCPError
 
-from skilldeck.errors import NotServedError, PeerError
+from skilldeck.errors import NotServedError
 from skilldeck.host.connect import Connected
 from skilldeck.host.discover import ListingLimits, page_skills
+from skilldeck.host.port import ReadFailed, SkillIndex
 from skilldeck.host.registry import LOCAL_LABEL
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.sources import DirectorySource
 
 __all__ = ["LocalIndex", "ReadFailed", "SkillIndex", "WireIndex"]
-
-
-class ReadFailed(PeerError):
-    """The origin did not return the bytes asked for (an error answer or no content)."""
-
-
-@runtime_checkable
-class SkillIndex(Protocol):
-    """A source of skill entries and bytes, bound to one origin."""
-
-    label: str
-    origin: Literal["mcp", "local"]
-
-    async def entries(self) -> tuple[list[Any], str | None]:
-        """Every raw entry, and a note when a cap stopped the listing."""
-        ...
-
-    async def get_entry(self, uri: str) -> Any:
-        """The current raw entry of one skill (``skills/get``)."""
-        ...
-
-    async def read(self, uri: str) -> bytes:
-        """The raw bytes at ``uri``."""
-        ...
 
 
 class WireIndex:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from skilldeck.errors import EntryError, PeerError, SkilldeckError
 from skilldeck.host.cache import ContentCache
-from skilldeck.host.index import SkillIndex
+from skilldeck.host.port import SkillIndex
 from skilldeck.host.verify import VerificationError, verify_bytes, verify_skill_md
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import MAX_SKILL_BYTES, SkillEntry, SkillResource, entry_from_wire

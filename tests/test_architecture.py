@@ -1,0 +1,73 @@
+"""The sans-I/O core stays free of the MCP SDK, and imports point one way."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "skilldeck"
+
+PURE = [
+    "skill/frontmatter.py",
+    "skill/manifest.py",
+    "skill/uri.py",
+    "server/catalog.py",
+    "server/dynamic.py",
+    "host/registry.py",
+    "host/verify.py",
+    "host/loader.py",
+    "host/port.py",
+    "host/approvals.py",
+    "host/cache.py",
+]
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def closure(module_file: str) -> set[str]:
+    """Every skilldeck module reachable by imports from ``module_file``, plus external roots."""
+    seen: set[str] = set()
+    todo = [SRC / module_file]
+    external: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:  # type: ignore[comparison-overlap]
+            continue
+        seen.add(path)  # type: ignore[arg-type]
+        for name in imported_modules(path):
+            if name.startswith("skilldeck."):
+                rel = name.removeprefix("skilldeck.").replace(".", "/")
+                candidate = SRC / f"{rel}.py"
+                todo.append(candidate if candidate.exists() else SRC / rel / "__init__.py")
+            else:
+                external.add(name.split(".")[0])
+    return external
+
+
+@pytest.mark.parametrize("module_file", PURE)
+def test_core_modules_never_import_the_sdk(module_file: str) -> None:
+    external = closure(module_file)
+    assert not {"mcp", "mcp_types", "starlette", "uvicorn", "httpx2"} & external, external
+
+
+def test_skill_layer_imports_nothing_above_it() -> None:
+    for path in (SRC / "skill").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.server", "skilldeck.host", "skilldeck.cli")), (path, name)
+
+
+def test_server_never_imports_host_or_cli() -> None:
+    for path in (SRC / "server").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.host", "skilldeck.cli", "skilldeck.demo")), (path, name)
