@@ -1,0 +1,39 @@
+"""Selection: cards, ranking, deciding (or abstaining), projection and the tool gate. Pure, no I/O.
+
+Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain data.
+"""
+
+from skilldeck.select.cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
+from skilldeck.select.decide import Calibration, Decision, DecisionLog, Selector, default_calibration
+from skilldeck.select.rank import Encoder, Ranker, Scored, split_jobs
+from skilldeck.select.snapshot import (
+    CatalogSnapshot,
+    ServerSnapshot,
+    SkillSnapshot,
+    SnapshotError,
+    load_snapshot,
+    parse_snapshot,
+)
+
+__all__ = [
+    "TOOLS_METADATA_KEY",
+    "Calibration",
+    "Card",
+    "CardSet",
+    "CatalogSnapshot",
+    "Decision",
+    "DecisionLog",
+    "Encoder",
+    "Ranker",
+    "Scored",
+    "Selector",
+    "ServerSnapshot",
+    "SkillSnapshot",
+    "SnapshotError",
+    "build_cards",
+    "default_calibration",
+    "load_snapshot",
+    "parse_snapshot",
+    "skill_tools",
+    "split_jobs",
+]
