@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
+from skilldeck.cli.select import add_select_commands, run_ask, run_select, run_snapshot
 from skilldeck.errors import SkilldeckError
 
 __all__ = ["main"]
@@ -53,6 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
     add_host_commands(sub)
+    add_select_commands(sub)
     return parser
 
 
@@ -132,6 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_skills(args, command, err)
         if args.command == "load":
             return run_load(args, command, err)
+        if args.command == "ask":
+            return run_ask(args, err)
+        if args.command == "select":
+            return run_select(args, err)
+        if args.command == "snapshot":
+            return run_snapshot(args, err)
     except SkilldeckError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1

