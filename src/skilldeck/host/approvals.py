@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilldeck.errors import SkilldeckError
 from skilldeck.skill.manifest import SkillEntry
 
 __all__ = ["ApprovalRequest", "ApprovalStore", "Approver"]
@@ -53,8 +54,14 @@ class ApprovalStore:
         self._session: set[tuple[str, str]] = set()
         self._session_tools: set[tuple[str, str]] = set()
         if self.path is not None and self.path.exists():
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            self._records = dict(data.get("approvals", {}))
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._records = dict(data["approvals"])
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+                raise SkilldeckError(
+                    f"{self.path}: the approvals file is damaged ({exc}); fix it, or delete it to start over "
+                    "(every skill will be asked for again)"
+                ) from None
 
     @staticmethod
     def _key(label: str, uri: str) -> str:
@@ -89,6 +96,8 @@ class ApprovalStore:
             self._session.add((label, entry.uri))
             if allowed_tools:
                 self._session_tools.add((label, entry.uri))
+            else:
+                self._session_tools.discard((label, entry.uri))
             return
         self._records[self._key(label, entry.uri)] = {
             "label": label,
@@ -109,6 +118,7 @@ class ApprovalStore:
         for key in [k for k, v in self._records.items() if v.get("label") == label]:
             del self._records[key]
         self._session = {k for k in self._session if k[0] != label}
+        self._session_tools = {k for k in self._session_tools if k[0] != label}
         self._save()
 
     def _save(self) -> None:

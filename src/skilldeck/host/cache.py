@@ -67,7 +67,10 @@ class ContentCache:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, self.path_for(label, uri))
+        path = self.path_for(label, uri)
+        os.replace(tmp, path)
+        if path.name.startswith("sha256-"):  # a hashed name: keep the URI beside it, recoverable
+            path.with_name(path.name + ".uri").write_text(uri, encoding="utf-8")
 
     def origin_of(self, path: str | os.PathLike[str]) -> tuple[str, str] | None:
         """``(label, uri)`` recovered from a cached file's path, or ``None`` if it is not one."""
@@ -78,7 +81,13 @@ class ContentCache:
             return None
         if len(rel.parts) != 2:
             return None
-        return unquote(rel.parts[0]), unquote(rel.parts[1])
+        label, name = unquote(rel.parts[0]), rel.parts[1]
+        if name.startswith("sha256-"):
+            try:
+                return label, p.with_name(name + ".uri").read_text(encoding="utf-8")
+            except OSError:
+                return None
+        return label, unquote(name)
 
     def labels(self) -> list[str]:
         if not self.root.is_dir():

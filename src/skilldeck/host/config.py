@@ -80,8 +80,8 @@ class ServerSpec:
 def _check_label(label: object) -> str:
     if not isinstance(label, str) or not label.strip():
         raise ConfigError(f"server label {label!r} must be a non-empty string")
-    if "/" in label or label in (".", "..") or any(ord(c) < 32 for c in label):
-        raise ConfigError(f"server label {label!r} may not contain '/', control characters, or be '.' or '..'")
+    if "/" in label or ":" in label or label in (".", "..") or any(ord(c) < 32 for c in label):
+        raise ConfigError(f"server label {label!r} may not contain '/', ':', control characters, or be '.' or '..'")
     return label
 
 
@@ -107,7 +107,10 @@ def parse_config(data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT) -
         label = _check_label(label)
         if not isinstance(entry, Mapping):
             raise ConfigError(f"server {label!r}: expected an object with 'command' or 'url'")
-        if entry.get("disabled") is True:
+        disabled = entry.get("disabled", False)
+        if not isinstance(disabled, bool):
+            raise ConfigError(f"server {label!r}: 'disabled' must be true or false")
+        if disabled:
             continue
         entry_timeout = entry.get("timeout", timeout)
         if isinstance(entry_timeout, bool) or not isinstance(entry_timeout, int | float) or entry_timeout <= 0:

@@ -112,6 +112,7 @@ class Connections:
         self.connected: dict[str, Connected] = {}
         self.failures: dict[str, Failure] = {}
         self._close = anyio.Event()
+        self._closers: dict[str, anyio.Event] = {}
         self._tg: TaskGroup | None = None
 
     async def __aenter__(self) -> Connections:
@@ -136,6 +137,11 @@ class Connections:
             if exc is not None and all(e is exc for e in group.exceptions):
                 return
             raise
+
+    def close(self, label: str) -> None:
+        """Close one server's session now (the others stay open)."""
+        self.connected.pop(label, None)
+        self._closers.setdefault(label, anyio.Event()).set()
 
     async def _open_all(self) -> None:
         assert self._tg is not None
@@ -170,7 +176,15 @@ class Connections:
                         self.connected[spec.label] = Connected(spec, client, SkillsWire(client), settings)
                         done.set()
                         watch.cancel()
-                        await self._close.wait()
+                        closer = self._closers.setdefault(spec.label, anyio.Event())
+                        async with anyio.create_task_group() as wait_any:
+
+                            async def until(event: anyio.Event) -> None:
+                                await event.wait()
+                                wait_any.cancel_scope.cancel()
+
+                            wait_any.start_soon(until, self._close)
+                            wait_any.start_soon(until, closer)
                 except Exception as exc:
                     if spec.label not in self.connected:
                         self.failures.setdefault(spec.label, Failure(spec.label, _describe(exc)))

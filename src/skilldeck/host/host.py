@@ -16,15 +16,15 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from urllib.parse import unquote
 
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
-from skilldeck.host.config import ServerSpec
+from skilldeck.host.config import ConfigError, ServerSpec
 from skilldeck.host.connect import Connections, Failure
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
-from skilldeck.host.registry import Registry, SkillRecord
+from skilldeck.host.registry import LOCAL_LABEL, Registry, SkillRecord
 from skilldeck.server.catalog import children_of
 from skilldeck.skill.manifest import entry_from_wire
 from skilldeck.skill.uri import skill_root_uri
@@ -75,8 +75,13 @@ class Host:
         self.allow_dynamic = allow_dynamic
         self.limits = limits or ListingLimits()
         self.report = DiscoveryReport()
+        if local and any(spec.label == LOCAL_LABEL for spec in self.connections.specs):
+            raise ConfigError(
+                f"the label {LOCAL_LABEL!r} is reserved for the host's own skill folders; give that server another label"
+            )
         self._local = [LocalIndex(*local)] if local else []
         self._loaders: dict[str, SkillLoader] = {}
+        self._removed: set[str] = set()
 
     async def __aenter__(self) -> Host:
         await self.connections.__aenter__()
@@ -109,6 +114,8 @@ class Host:
         return self.report
 
     def index(self, label: str) -> SkillIndex:
+        if label in self._removed:
+            raise SkilldeckError(f"server {label!r} was removed")
         for local in self._local:
             if local.label == label:
                 return local
@@ -131,6 +138,8 @@ class Host:
         if existing is not None:
             return existing
         entry = entry_from_wire(await self.index(label).get_entry(uri))
+        if entry.uri != uri:
+            raise PeerError(f"skills/get {uri} answered with another skill ({entry.uri}); refused", label=label)
         record = SkillRecord(label, entry, origin=self.index(label).origin)
         self.registry.add(record)
         return record
@@ -204,7 +213,10 @@ class Host:
         return [c for c in children if isinstance(c, dict)] if isinstance(children, list) else []
 
     def remove_server(self, label: str) -> None:
-        """Forget a server: its registry entries, approvals and cached content."""
+        """Forget a server: close its session, drop its registry entries, approvals and cached content."""
+        self._removed.add(label)
+        self._loaders.pop(label, None)
+        self.connections.close(label)
         self.registry.remove_server(label)
         self.approvals.remove_server(label)
         if self.cache is not None:

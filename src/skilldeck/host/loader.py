@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import unquote
 
 from skilldeck.errors import EntryError, PeerError, SkilldeckError
 from skilldeck.host.cache import ContentCache
 from skilldeck.host.port import SkillIndex
-from skilldeck.host.verify import VerificationError, verify_bytes, verify_skill_md
+from skilldeck.host.verify import VerificationError, same_json, verify_bytes, verify_skill_md
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import MAX_SKILL_BYTES, SkillEntry, SkillResource, entry_from_wire
 from skilldeck.skill.uri import resolve_reference, skill_root_uri
@@ -132,6 +133,24 @@ class SkillLoader:
                 label=self.label,
             )
 
+    def _reserve_unknown(self, uri: str) -> None:
+        """Before a read of unknown size (dynamic content): refuse once the budget is spent."""
+        if self.used_bytes >= self.budget_bytes:
+            raise BudgetExceeded(
+                f"reading {uri} would pass this server's budget of {self.budget_bytes} bytes "
+                f"({self.used_bytes} already read)",
+                label=self.label,
+            )
+
+    def _account(self, uri: str, data: bytes) -> None:
+        """Count bytes received; content that took the server past its budget is not used."""
+        self.used_bytes += len(data)
+        if self.used_bytes > self.budget_bytes:
+            raise BudgetExceeded(
+                f"{uri} took this server past its budget of {self.budget_bytes} bytes; the content was discarded",
+                label=self.label,
+            )
+
     async def _fetch_listed(self, resource: SkillResource) -> bytes:
         if self.cache is not None:
             cached = self.cache.get(self.label, resource.uri, resource.digest)
@@ -149,7 +168,9 @@ class SkillLoader:
             current = entry_from_wire(await self.index.get_entry(entry.uri))
         except (PeerError, EntryError):
             return failure  # no usable current entry: the failure stands as it is
-        if current.to_wire() != entry.to_wire():
+        if current.uri != entry.uri:  # an answer about another skill is no refresh of this one
+            return failure
+        if not same_json(current.to_wire(), entry.to_wire()):
             return SkillChanged(failure, current)
         return failure
 
@@ -170,8 +191,9 @@ class SkillLoader:
                     f'{self.label}: {entry.uri} is generated per request (resources: "dynamic") and cannot be '
                     "verified; load it only if you trust this server (allow_dynamic=True, or --allow-dynamic)"
                 )
+            self._reserve_unknown(entry.uri)
             data = await self.index.read(entry.uri)
-            self.used_bytes += len(data)
+            self._account(entry.uri, data)
             if len(data) > MAX_SKILL_BYTES:
                 raise BudgetExceeded(f"{entry.uri} is over the 16 MiB per-skill limit", label=self.label)
             text = verify_skill_md(entry.uri, data, entry.frontmatter, label=self.label)
@@ -195,7 +217,8 @@ class SkillLoader:
         """
         root = skill_root_uri(loaded.uri) or ""
         if "://" in reference:
-            if not reference.startswith(root + "/"):
+            segments = unquote(reference[len(root) + 1 :]).replace("\\", "/").split("/")
+            if not reference.startswith(root + "/") or any(s in (".", "..", "") for s in segments):
                 raise CrossOriginRead(
                     f"{reference} is not a file of {loaded.uri} on {loaded.label}; reads stay within the skill's "
                     "own server and folder"
@@ -222,8 +245,9 @@ class SkillLoader:
             )
         uri = self.resolve(loaded, reference)
         if isinstance(loaded.entry.resources, str):
+            self._reserve_unknown(uri)
             data = await self.index.read(uri)
-            self.used_bytes += len(data)
+            self._account(uri, data)
             if sum(map(len, loaded.files.values())) + len(data) > MAX_SKILL_BYTES:
                 raise BudgetExceeded(f"{loaded.uri} passed the 16 MiB per-skill limit", label=self.label)
             loaded.files[uri] = data

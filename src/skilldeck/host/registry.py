@@ -59,7 +59,9 @@ class SkillRecord:
     @property
     def skill_path(self) -> str:
         root = skill_root_uri(self.entry.uri) or self.entry.uri
-        return root.split("://", 1)[-1]
+        # skill:// paths read as plain paths; any other scheme keeps its full URI, so two schemes
+        # serving the same path never share a qualified name
+        return root[len("skill://") :] if root.startswith("skill://") else root
 
 
 @dataclass(frozen=True)
@@ -134,12 +136,17 @@ class Registry:
     def add_listing(self, label: str, raw_entries: Iterable[object], *, origin: Origin = "mcp") -> list[Rejection]:
         """Validate and register a server's ``skills/list`` entries; returns what was refused."""
         refused: list[Rejection] = []
+        seen: set[str] = set()
         for raw in raw_entries:
             try:
                 entry = entry_from_wire(raw)
             except EntryError as exc:
                 refused.append(Rejection(label, exc.uri, exc.reason))
                 continue
+            if entry.uri in seen:
+                refused.append(Rejection(label, entry.uri, "listed twice in one listing; the first is kept"))
+                continue
+            seen.add(entry.uri)
             self.add(SkillRecord(label=label, entry=entry, origin=origin))
         self.rejections.extend(refused)
         return refused
@@ -206,9 +213,10 @@ class Registry:
             AmbiguousName: several skills match; the candidates are listed.
         """
         matches = [r for r in self._skills.values() if self.qualified_name(r) == reference]
-        label, _, uri = reference.partition(":")
-        if not matches and "://" in uri:  # label:scheme://...
-            record = self._skills.get((label, uri))
+        if not matches and "://" in reference:  # label:scheme://... (labels may hold ':' themselves)
+            before, _, rest = reference.partition("://")
+            label, sep, scheme = before.rpartition(":")
+            record = self._skills.get((label, f"{scheme}://{rest}")) if sep else None
             matches = [record] if record else []
         if not matches:
             matches = [r for r in self._skills.values() if r.entry.uri == reference]

@@ -1,0 +1,161 @@
+"""``mcpServers`` configuration: good entries become specs, bad ones a ConfigError naming the label."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skilldeck.host import ConfigError, HttpServer, StdioServer, load_config, parse_config
+from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
+
+
+def test_stdio_and_http_entries() -> None:
+    specs = parse_config(
+        {
+            "mcpServers": {
+                "time": {
+                    "command": "uvx",
+                    "args": ["mcp-server-time", "--tz", "UTC"],
+                    "env": {"TZ": "UTC"},
+                    "cwd": "/tmp",
+                },
+                "docs": {"url": "https://docs.example/mcp", "headers": {"Authorization": "Bearer t"}, "timeout": 5},
+                "bare": {"command": "server"},
+                "plain": {"url": "http://127.0.0.1:8000/mcp"},
+            }
+        }
+    )
+    by_label = {s.label: s for s in specs}
+    assert list(by_label) == ["time", "docs", "bare", "plain"]
+    assert by_label["time"].transport == StdioServer("uvx", ("mcp-server-time", "--tz", "UTC"), {"TZ": "UTC"}, "/tmp")
+    assert by_label["time"].kind == "stdio"
+    assert by_label["time"].timeout == DEFAULT_TIMEOUT
+    assert by_label["docs"].transport == HttpServer("https://docs.example/mcp", {"Authorization": "Bearer t"})
+    assert by_label["docs"].kind == "http"
+    assert by_label["docs"].timeout == 5.0
+    assert by_label["bare"].transport == StdioServer("server")
+    assert by_label["bare"].transport.env is None  # type: ignore[union-attr]
+    assert by_label["plain"].transport == HttpServer("http://127.0.0.1:8000/mcp")
+
+
+def test_inner_mapping_and_default_timeout() -> None:
+    (spec,) = parse_config({"a": {"command": "x"}}, timeout=3)
+    assert spec.label == "a"
+    assert spec.timeout == 3.0
+
+
+def test_disabled_entries_are_skipped_even_when_otherwise_invalid() -> None:
+    specs = parse_config(
+        {
+            "mcpServers": {
+                "off": {"command": "x", "disabled": True},
+                "off-broken": {"disabled": True},
+                "on": {"command": "x", "disabled": False},
+            }
+        }
+    )
+    assert [s.label for s in specs] == ["on"]
+
+
+@pytest.mark.parametrize(
+    ("servers", "fragments"),
+    [
+        ({"srv": {}}, ["'srv'", "needs 'command' (stdio) or 'url'"]),
+        ({"srv": "uvx thing"}, ["'srv'", "expected an object"]),
+        ({"srv": {"command": ""}}, ["'srv'", "'command' must be a non-empty string"]),
+        ({"srv": {"command": ["uvx"]}}, ["'srv'", "'command'"]),
+        ({"srv": {"command": "x", "args": "a b"}}, ["'srv'", "'args' must be a list of strings"]),
+        ({"srv": {"command": "x", "args": ["a", 1]}}, ["'srv'", "'args'"]),
+        ({"srv": {"command": "x", "env": {"A": 1}}}, ["'srv'", "'env' must be an object of strings"]),
+        ({"srv": {"command": "x", "env": ["A=1"]}}, ["'srv'", "'env'"]),
+        ({"srv": {"command": "x", "cwd": 3}}, ["'srv'", "'cwd' must be a string"]),
+        ({"srv": {"url": "ftp://host/mcp"}}, ["'srv'", "'url' must be an http:// or https:// URL"]),
+        ({"srv": {"url": "file:///etc/passwd"}}, ["'srv'", "'url'"]),
+        ({"srv": {"url": 42}}, ["'srv'", "'url'"]),
+        (
+            {"srv": {"url": "https://x/mcp", "headers": {"A": ["b"]}}},
+            ["'srv'", "'headers' must be an object of strings"],
+        ),
+        ({"srv": {"command": "x", "timeout": 0}}, ["'srv'", "'timeout' must be a positive number"]),
+        ({"srv": {"command": "x", "timeout": -1}}, ["'srv'", "'timeout'"]),
+        ({"srv": {"command": "x", "timeout": True}}, ["'srv'", "'timeout'"]),
+        ({"srv": {"command": "x", "timeout": "10"}}, ["'srv'", "'timeout'"]),
+        ({"a/b": {"command": "x"}}, ["'a/b'", "may not contain '/'"]),
+        ({"..": {"command": "x"}}, ["'..'"]),
+        ({".": {"command": "x"}}, ["'.'"]),
+        ({"bad\nlabel": {"command": "x"}}, ["control characters"]),
+        ({"  ": {"command": "x"}}, ["non-empty string"]),
+        ({"": {"command": "x"}}, ["non-empty string"]),
+    ],
+)
+def test_bad_entries_name_the_label_and_the_field(servers: dict[str, Any], fragments: list[str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"mcpServers": {"good": {"command": "ok"}, **servers}})
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("document", [[], "servers", {"mcpServers": []}, {"mcpServers": "x"}, None])
+def test_documents_that_are_not_a_server_mapping(document: Any) -> None:
+    with pytest.raises(ConfigError, match="mcpServers"):
+        parse_config(document)
+
+
+def test_load_config_reads_a_file_and_prefixes_errors_with_its_path(tmp_path: Path) -> None:
+    good = tmp_path / "mcp.json"
+    good.write_text(json.dumps({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}))
+    (spec,) = load_config(good, timeout=7)
+    assert spec.label == "time"
+    assert spec.timeout == 7.0
+    assert spec.transport == StdioServer("uvx", ("mcp-server-time",))
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"mcpServers": {"docs": {"url": "gopher://x"}}}))
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    assert str(info.value).startswith(str(bad))
+    assert "'docs'" in str(info.value)
+    assert "'url'" in str(info.value)
+
+    with pytest.raises(ConfigError, match="no such configuration file"):
+        load_config(tmp_path / "missing.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ConfigError, match="not a readable JSON file"):
+        load_config(broken)
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"mcpServers": {"caf\xe9": {}}}')
+    with pytest.raises(ConfigError, match="not a readable JSON file"):
+        load_config(latin)
+
+
+def test_spec_for_target() -> None:
+    http = spec_for_target("http://127.0.0.1:8000/mcp")
+    assert http.label == "127.0.0.1_8000"
+    assert http.transport == HttpServer("http://127.0.0.1:8000/mcp")
+    assert spec_for_target("https://x/mcp", label="docs").label == "docs"
+    stdio = spec_for_target(["/usr/bin/python3", "-m", "srv"], timeout=2)
+    assert stdio.label == "python3"
+    assert stdio.transport == StdioServer("/usr/bin/python3", ("-m", "srv"))
+    assert stdio.timeout == 2
+    with pytest.raises(ConfigError, match="not an http"):
+        spec_for_target("ws://x")
+    with pytest.raises(ConfigError, match="no command"):
+        spec_for_target([])
+
+
+def test_a_label_with_a_colon_is_refused_or_resolvable() -> None:
+    from skilldeck.host import Registry
+
+    from .hostile import Skill
+
+    try:
+        parse_config({"mcpServers": {"team:docs": {"command": "x"}}})
+    except ConfigError:
+        return
+    registry = Registry()
+    registry.add_listing("team:docs", [Skill("refunds").entry()])
+    assert registry.resolve("team:docs:skill://refunds/SKILL.md").label == "team:docs"
