@@ -213,3 +213,162 @@ def run_npx(npx: str, tmp_path: Path):
         return NpxResult(cmd, proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+# -- third-party MCP servers and the skilldeck host CLI ------------------------------------------------
+
+# Pinned third-party MCP servers for tests/integration/test_thirdparty_servers.py. The npm ones run
+# over stdio as `npx -y <spec>`; the exact spec is npx's cache key, and .ci/run pre-warms each one.
+# They run on the system Node (they declare no engines and start on Node 20).
+SERVER_EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+SERVER_FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
+SERVER_MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+# mcp-server-time (PyPI) 2026.10.10 needs mcp<2, while the project venv must keep mcp 2.3, so it lives
+# in a venv of its own under the test cache (see time_server_python); its mcp is pinned too.
+TIME_SERVER = "mcp-server-time==2026.10.10 mcp==1.30.0"
+
+# Seconds a `skilldeck skills` / `skilldeck load` run may take before the test gives up on it.
+SKILLDECK_CLI_TIMEOUT = 120.0
+PIP_TIMEOUT = 240.0
+
+
+def tool_cache_dir() -> Path:
+    """Where tests keep tools installed outside the project venv (outside the repository, so never committed).
+
+    ``$SKILLDECK_TEST_CACHE``, else ``$XDG_CACHE_HOME/skilldeck-tests``, else ``~/.cache/skilldeck-tests``.
+    """
+    if explicit := os.environ.get("SKILLDECK_TEST_CACHE"):
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "skilldeck-tests"
+
+
+def ensure_time_server_venv() -> Path:
+    """Create (once) a venv holding ``TIME_SERVER`` under the test cache; return its ``python``.
+
+    The venv is reused while its marker names the same pins and ``mcp_server_time`` imports;
+    otherwise it is rebuilt from scratch. A lock file keeps two runs from building it at once.
+    ``.ci/run`` calls this too, so CI builds it before the tests start.
+
+    Raises:
+        RuntimeError: the venv could not be created or the packages not installed (output attached).
+    """
+    import fcntl
+
+    cache = tool_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    venv = cache / ("venv-" + re.sub(r"[^A-Za-z0-9.]+", "-", TIME_SERVER).strip("-"))
+    python = venv / "bin" / "python"
+    marker = venv / ".skilldeck-tests-complete"
+
+    def usable() -> bool:
+        if not marker.is_file() or marker.read_text() != TIME_SERVER or not python.exists():
+            return False
+        probe = subprocess.run(
+            [str(python), "-c", "import mcp_server_time"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60
+        )
+        return probe.returncode == 0
+
+    def run(cmd: list[str]) -> None:
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        env.pop("VIRTUAL_ENV", None)
+        proc = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=PIP_TIMEOUT, env=env
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"command failed with exit code {proc.returncode}: {' '.join(cmd)}\n"
+                f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+            )
+
+    with (cache / (venv.name + ".lock")).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if usable():
+            return python
+        shutil.rmtree(venv, ignore_errors=True)
+        # sys.executable may itself be a venv's python; `-m venv` builds on its base interpreter.
+        run([sys.executable, "-m", "venv", str(venv)])
+        run([str(python), "-m", "pip", "install", "--quiet", *TIME_SERVER.split()])
+        marker.write_text(TIME_SERVER)
+        if not usable():
+            raise RuntimeError(f"{venv}: installed {TIME_SERVER}, but `import mcp_server_time` fails")
+    return python
+
+
+@pytest.fixture(scope="session")
+def npm_server_specs() -> dict[str, str]:
+    """The pinned npm MCP servers by short name, each to be run as ``npx -y <spec>``."""
+    return {"everything": SERVER_EVERYTHING, "filesystem": SERVER_FILESYSTEM, "memory": SERVER_MEMORY}
+
+
+@pytest.fixture(scope="session")
+def time_server_python() -> Path:
+    """The ``python`` of the venv holding ``mcp-server-time`` (run it as ``python -m mcp_server_time``)."""
+    try:
+        return ensure_time_server_venv()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        pytest.fail(f"could not prepare the mcp-server-time venv ({TIME_SERVER}):\n{exc}", pytrace=False)
+
+
+def skilldeck_command() -> list[str]:
+    """The installed ``skilldeck`` console script next to this interpreter, else ``python -m skilldeck.cli``."""
+    script = Path(sys.executable).parent / "skilldeck"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "skilldeck.cli"]
+
+
+@pytest.fixture(scope="session")
+def skilldeck_cmd() -> list[str]:
+    """Argv prefix that runs this checkout's ``skilldeck`` CLI (the venv's console script)."""
+    return skilldeck_command()
+
+
+@dataclass
+class CliResult:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed: float
+    """Wall-clock seconds the command took."""
+
+    def describe(self) -> str:
+        return (
+            f"command: {' '.join(self.args)}\nexit code: {self.returncode} after {self.elapsed:.1f}s\n"
+            f"--- stdout ---\n{self.stdout[-6000:]}\n--- stderr ---\n{self.stderr[-6000:]}"
+        )
+
+
+@pytest.fixture
+def run_skilldeck(tmp_path: Path):
+    """Run the ``skilldeck`` CLI with ``$SKILLDECK_HOME`` in a fresh temp dir; capture output and wall time.
+
+    Returns ``run(*args, home=None)``; ``home`` overrides the state folder (e.g. to reuse a cache).
+    """
+    default_home = tmp_path / "skilldeck-home"
+
+    def run(*args: str, home: Path | None = None) -> CliResult:
+        cmd = [*skilldeck_command(), *args]
+        env = {**os.environ, "SKILLDECK_HOME": str(home or default_home), "COLUMNS": "400", "NO_COLOR": "1"}
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=tmp_path,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=SKILLDECK_CLI_TIMEOUT,
+            )
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+            pytest.fail(
+                f"skilldeck did not finish within {SKILLDECK_CLI_TIMEOUT:.0f}s\n"
+                + CliResult(cmd, -1, out, err, time.monotonic() - start).describe()
+            )
+        return CliResult(cmd, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+    return run

@@ -113,8 +113,9 @@ async def _skills(args: argparse.Namespace, command: list[str] | None, out: Cons
             failure = host.failures.get(label)
             report = host.report.servers.get(label)
             server: dict[str, Any] = {"label": label, "transport": spec.kind}
-            if failure is not None or report is None:
-                server.update(status="unreachable", error=failure.reason if failure else "not connected")
+            if failure is not None or report is None or report.error is not None:
+                reason = failure.reason if failure else (report.error if report else None) or "not connected"
+                server.update(status="unreachable", error=reason)
             else:
                 server.update(
                     status="connected",

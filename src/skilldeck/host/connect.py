@@ -10,15 +10,16 @@ Negotiation is the SDK's ``mode="auto"``: 2026-07-28 when the server speaks it, 
 from __future__ import annotations
 
 import logging
-import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 import anyio
 from anyio.abc import TaskGroup
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
@@ -71,12 +72,15 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
 
 
-def _client_for(spec: ServerSpec, read_timeout: float | None) -> Client:
+def _client_for(spec: ServerSpec, read_timeout: float | None, errlog: IO[str] | None = None) -> Client:
     transport = spec.transport
     target: Any
     if isinstance(transport, StdioServer):
-        env = {**os.environ, **transport.env} if transport.env else None
-        target = StdioServerParameters(command=transport.command, args=list(transport.args), env=env, cwd=transport.cwd)
+        # Only the configured variables, merged by the SDK over its safe default set (PATH, HOME, ...):
+        # the host's own environment (and its secrets) is never handed to a server wholesale.
+        env = dict(transport.env) if transport.env else None
+        params = StdioServerParameters(command=transport.command, args=list(transport.args), env=env, cwd=transport.cwd)
+        target = stdio_client(params, errlog=errlog) if errlog is not None else params
     elif isinstance(transport, HttpServer):
         if transport.headers:
             import httpx2
@@ -100,7 +104,9 @@ class Connections:
         read_timeout: seconds to wait for any single response once connected.
     """
 
-    def __init__(self, specs: Iterable[ServerSpec], *, read_timeout: float | None = 60.0) -> None:
+    def __init__(
+        self, specs: Iterable[ServerSpec], *, read_timeout: float | None = 60.0, server_stderr: IO[str] | None = None
+    ) -> None:
         self.specs = list(specs)
         labels = [s.label for s in self.specs]
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
@@ -113,6 +119,8 @@ class Connections:
         self.failures: dict[str, Failure] = {}
         self._close = anyio.Event()
         self._closers: dict[str, anyio.Event] = {}
+        self.server_stderr = server_stderr
+        self._stderr_files: dict[str, IO[str]] = {}
         self._tg: TaskGroup | None = None
 
     async def __aenter__(self) -> Connections:
@@ -137,6 +145,36 @@ class Connections:
             if exc is not None and all(e is exc for e in group.exceptions):
                 return
             raise
+        finally:
+            for log in self._stderr_files.values():
+                log.close()
+
+    def _errlog(self, spec: ServerSpec) -> IO[str] | None:
+        """A stdio server's stderr goes to a file of its own, not over the host's output."""
+        if not isinstance(spec.transport, StdioServer):
+            return None
+        if self.server_stderr is not None:
+            return self.server_stderr
+        log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in __aexit__
+        self._stderr_files[spec.label] = log
+        return log
+
+    def _stderr_tail(self, label: str, lines: int = 5) -> str:
+        text = self.stderr(label)
+        tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+        return ("; its stderr ended with: " + " | ".join(tail)) if tail else ""
+
+    def stderr(self, label: str) -> str:
+        """What a stdio server wrote to stderr so far (when it went to a file of its own)."""
+        log = self._stderr_files.get(label)
+        if log is None:
+            return ""
+        try:
+            log.flush()
+            log.seek(0)
+            return log.read()
+        except (OSError, ValueError):
+            return ""
 
     def close(self, label: str) -> None:
         """Close one server's session now (the others stay open)."""
@@ -157,6 +195,7 @@ class Connections:
         """Connect, publish the session, keep it open until the host closes; report any failure."""
         scope = anyio.CancelScope()
         watch = anyio.CancelScope()
+        errlog = self._errlog(spec)
 
         async def watchdog() -> None:
             with watch:
@@ -170,7 +209,7 @@ class Connections:
             guard.start_soon(watchdog)
             with scope:
                 try:
-                    client = _client_for(spec, self.read_timeout)
+                    client = _client_for(spec, self.read_timeout, errlog)
                     async with client:
                         settings = declared_skills_settings(client)
                         self.connected[spec.label] = Connected(spec, client, SkillsWire(client), settings)
@@ -187,7 +226,8 @@ class Connections:
                             wait_any.start_soon(until, closer)
                 except Exception as exc:
                     if spec.label not in self.connected:
-                        self.failures.setdefault(spec.label, Failure(spec.label, _describe(exc)))
+                        reason = _describe(exc) + self._stderr_tail(spec.label)
+                        self.failures.setdefault(spec.label, Failure(spec.label, reason))
                     else:
                         logger.warning("server %r failed: %s", spec.label, _describe(exc))
                         self.connected.pop(spec.label, None)

@@ -41,6 +41,8 @@ class ServerReport:
     rejected: list[Rejection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Caps hit and listing errors, in words."""
+    error: str | None = None
+    """Set when the server could not be listed at all (it stopped answering within its timeout)."""
 
 
 @dataclass
@@ -125,5 +127,17 @@ async def discover(
         for label, connected in connections.connected.items():
             server_report = ServerReport(label, connected.protocol_version, connected.skills is not None)
             report.servers[label] = server_report
-            tg.start_soon(_discover_one, connected, registry, limits, server_report)
+            tg.start_soon(_discover_within_timeout, connected, registry, limits, server_report)
     return report
+
+
+async def _discover_within_timeout(
+    connected: Connected, registry: Registry, limits: ListingLimits, report: ServerReport
+) -> None:
+    """A server gets its configured timeout for listing too, so it cannot hold the others up."""
+    with anyio.move_on_after(connected.spec.timeout) as scope:
+        await _discover_one(connected, registry, limits, report)
+    if scope.cancelled_caught:
+        registry.remove_server(connected.label)
+        report.skills = report.tools = 0
+        report.error = f"connected, but listing did not finish within {connected.spec.timeout:g}s (timed out)"
