@@ -51,6 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills per skills/list page")
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
+    serve.add_argument("--policy", metavar="FILE", help="a YAML policy: which callers see which skills and tools")
 
     sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
     add_host_commands(sub)
@@ -68,8 +69,11 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server.app import create_server, serve_http, serve_stdio
     from skilldeck.server.catalog import CatalogDiff
+    from skilldeck.server.policy import load_policy
 
-    server, extension = create_server(*args.paths, name=args.name, page_size=args.page_size)
+    policy = load_policy(args.policy) if args.policy else None
+    server, extension = create_server(*args.paths, name=args.name, page_size=args.page_size, policy=policy)
+    anyio.run(extension.check_policy, server)  # an unknown skill or tool in the policy stops here
     for problem in extension.problems:
         err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     count = len(extension.catalog)

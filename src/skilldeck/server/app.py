@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
+from skilldeck.server.policy import Policy
 from skilldeck.server.sources import DirectorySource
 
 __all__ = ["create_server", "serve_http", "serve_stdio", "watch_and_reload"]
@@ -29,6 +30,9 @@ def create_server(
     *sources: DirectorySource | DynamicSkill | str | os.PathLike[str],
     name: str = "skilldeck",
     instructions: str | None = None,
+    policy: Policy | None = None,
+    token_verifier: Any = None,
+    auth: Any = None,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
     **extension_options: Any,
 ) -> tuple[MCPServer[Any], SkillsExtension]:
@@ -42,7 +46,7 @@ def create_server(
     resolved: list[DirectorySource | DynamicSkill] = list(others)
     if folders:
         resolved.insert(0, DirectorySource(*folders))
-    extension = SkillsExtension(*resolved, **extension_options)
+    extension = SkillsExtension(*resolved, policy=policy, **extension_options)
     server: MCPServer[Any] = MCPServer(
         name,
         instructions=instructions,
@@ -50,6 +54,8 @@ def create_server(
         middleware=[extension.middleware],
         subscriptions=extension.subscriptions,
         log_level=log_level,
+        token_verifier=token_verifier,
+        auth=auth,
     )
     return server, extension
 
@@ -81,6 +87,7 @@ async def serve_stdio(
     on_reload: Callable[[CatalogDiff], None] | None = None,
 ) -> None:
     """Serve over stdio until the client closes the stream."""
+    await extension.check_policy(server)
     async with anyio.create_task_group() as tg:
         if watch:
             tg.start_soon(watch_and_reload, extension, on_reload)
@@ -103,6 +110,7 @@ async def serve_http(
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
     import uvicorn
 
+    await extension.check_policy(server)
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uv = uvicorn.Server(config)

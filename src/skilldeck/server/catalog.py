@@ -192,6 +192,10 @@ class Catalog:
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def dynamic_skills(self) -> list[DynamicSkill]:
+        return list(self._dynamic.values())
+
     def static_skill(self, uri: str) -> StaticSkill | None:
         return self._static.get(uri)
 

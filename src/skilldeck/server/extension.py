@@ -34,22 +34,27 @@ import base64
 import contextvars
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import unquote
 
 import anyio.to_thread
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, SubscriptionBus
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, SubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, PaginatedRequestParams, RequestParams
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, PaginatedRequestParams, RequestParams
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck.errors import NotServedError, SkilldeckError, SourceError
+from skilldeck.server.audience import allowed_tools, catalog_for
+from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
+from skilldeck.server.policy import HINTS_PREFIX, Caller, Policy, caller_from_claims
 from skilldeck.server.sources import DirectorySource, load_all
 from skilldeck.skill.uri import SKILL_MD, file_uri, is_text_mime_type, mime_type_for
 
@@ -114,6 +119,8 @@ class SkillsExtension(Extension):
         cache_scope: Literal["public", "private"] = "public",
         list_files: bool = True,
         subscriptions: SubscriptionBus | None = None,
+        policy: Policy | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         if page_size < 1 or directory_page_size < 1:
             raise SourceError("page sizes must be at least 1", rule="page-size")
@@ -132,6 +139,9 @@ class SkillsExtension(Extension):
         self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
         self.middleware = SkillsMiddleware(self)
         self._legacy_sessions: dict[int, ServerSession] = {}
+        self.policy = policy
+        self.audit = audit or AuditLog()
+        self._variants: dict[tuple[Any, ...], Catalog] = {}
         self._catalog = self._build_catalog()
 
     # -- catalog ----------------------------------------------------------------------------------
@@ -159,16 +169,93 @@ class SkillsExtension(Extension):
         newer = await anyio.to_thread.run_sync(self._build_catalog)
         diff = self._catalog.diff(newer)
         self._catalog = newer
+        self._variants.clear()
         if diff:
-            await self.notify_changed()
+            await self.notify_changed(tools=self.policy is not None)
         return diff
 
-    async def notify_changed(self) -> None:
-        """Tell every connected client that the catalog changed (both eras)."""
+    async def set_policy(self, policy: Policy | None) -> None:
+        """Swap the policy in force and tell clients: what they may see and call may have changed."""
+        self.policy = policy
+        self._variants.clear()
+        await self.notify_changed(tools=True)
+
+    async def check_policy(self, server: Any) -> None:
+        """Refuse a policy naming skills or tools this server does not serve (call once tools are added).
+
+        Raises:
+            PolicyError: listing every unknown name.
+        """
+        if self.policy is None:
+            return
+        tools = [t.name for t in await server.list_tools()]
+        self.policy.validate_against((e.name for e in self._catalog.entries), tools)
+
+    # -- the caller ----------------------------------------------------------------------------------
+
+    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
+        """Who the request is answered for: the verified token, else the policy's default identity."""
+        meta = ctx.meta or {}
+        locale = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
+        locale = locale if isinstance(locale, str) and 0 < len(locale) <= 35 else "en"
+        token = get_access_token()
+        policy = self.policy
+        if token is not None:
+            return caller_from_claims(
+                subject=token.subject,
+                client_id=token.client_id,
+                scopes=token.scopes,
+                claims=token.claims,
+                tenant_claim=policy.tenant_claim if policy else "tenant",
+                roles_claim=policy.roles_claim if policy else "roles",
+                locale=locale,
+            )
+        identity = policy.default_identity if policy else Caller()
+        return replace(identity, locale=locale)
+
+    def view(self, ctx: ServerRequestContext[Any, Any]) -> Catalog:
+        """The catalog this request's caller sees (the whole catalog when no policy is set)."""
+        if self.policy is None:
+            return self._catalog
+        caller = self.caller(ctx)
+        key = caller.audience
+        variant = self._variants.get(key)
+        if variant is None:
+            if len(self._variants) >= 256:
+                self._variants.pop(next(iter(self._variants)))
+            variant = self._variants[key] = catalog_for(self._catalog, self.policy, caller)
+        return variant
+
+    def tools_for(self, ctx: ServerRequestContext[Any, Any]) -> frozenset[str] | None:
+        """Tool names this request's caller may list and call; ``None`` when no policy restricts them."""
+        if self.policy is None:
+            return None
+        return allowed_tools(self.policy, (e.name for e in self._catalog.entries), self.caller(ctx))
+
+    async def intercept_tool_call(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Refuse, before it runs, a call of a tool no admitted route grants this caller; audit every call."""
+        allowed = self.tools_for(ctx)
+        if allowed is None:
+            return await call_next(ctx)
+        caller = self.caller(ctx)
+        if params.name not in allowed:
+            self.audit.record(caller, params.name, allowed=False, reason="not granted by any admitted skill")
+            raise MCPError(code=INVALID_PARAMS, message=f"Tool {params.name!r} is not available to this caller")
+        self.audit.record(caller, params.name, allowed=True, reason="granted")
+        return await call_next(ctx)
+
+    async def notify_changed(self, *, tools: bool = False) -> None:
+        """Tell every connected client that the catalog changed (both eras); ``tools`` also for tool lists."""
         await self.subscriptions.publish(ResourcesListChanged())
+        if tools:
+            await self.subscriptions.publish(ToolsListChanged())
         for session in list(self._legacy_sessions.values()):
             try:
                 await session.send_resource_list_changed()
+                if tools:
+                    await session.send_tool_list_changed()
             except Exception:  # a gone session must not stop the others
                 logger.debug("dropping a legacy session that could not be notified", exc_info=True)
                 self._legacy_sessions.pop(id(session), None)
@@ -220,7 +307,7 @@ class SkillsExtension(Extension):
     async def _list_skills(self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams) -> HandlerResult:
         self._require_middleware()
         try:
-            entries, next_cursor = self._catalog.list_page(params.cursor, self.page_size)
+            entries, next_cursor = self.view(ctx).list_page(params.cursor, self.page_size)
         except NotServedError as exc:
             raise _invalid(exc) from None
         result: dict[str, Any] = {
@@ -235,14 +322,14 @@ class SkillsExtension(Extension):
     async def _get_skill(self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> HandlerResult:
         self._require_middleware()
         try:
-            entry = self._catalog.get(params.uri)
+            entry = self.view(ctx).get(params.uri)
         except NotServedError as exc:
             raise _invalid(exc) from None
         return {"resultType": "complete", "skill": entry.to_wire(), **self._cache_fields()}
 
     async def _read_directory(self, ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams) -> HandlerResult:
         self._require_middleware()
-        catalog = self._catalog
+        catalog = self.view(ctx)
         try:
             dynamic = catalog.dynamic_root(params.uri)
             if dynamic is not None:
@@ -267,9 +354,9 @@ class SkillsExtension(Extension):
 
     # -- what the middleware serves ------------------------------------------------------------------
 
-    async def read_file(self, uri: str, request: SkillRequest) -> SkillFile | None:
+    async def read_file(self, uri: str, request: SkillRequest, catalog: Catalog | None = None) -> SkillFile | None:
         """The file served at ``uri`` for this request, or ``None`` if no skill serves it."""
-        catalog = self._catalog
+        catalog = catalog if catalog is not None else self._catalog
         found = catalog.static_file(uri)
         if found is not None:
             return found
@@ -283,13 +370,14 @@ class SkillsExtension(Extension):
                 return SkillFile(uri=uri, path=path, mime_type=mime_type_for(path), data=data)
         return None
 
-    def listed_resources(self) -> list[dict[str, Any]]:
+    def listed_resources(self, catalog: Catalog | None = None) -> list[dict[str, Any]]:
         """``resources/list`` entries for every static skill file (wire form)."""
+        catalog = catalog if catalog is not None else self._catalog
         if not self.list_files:
-            return [self._skill_md_resource(e.uri, e.frontmatter) for e in self._catalog.entries]
+            return [self._skill_md_resource(e.uri, e.frontmatter) for e in catalog.entries]
         out: list[dict[str, Any]] = []
-        entries = {e.uri: e for e in self._catalog.entries}
-        for f in self._catalog.files:
+        entries = {e.uri: e for e in catalog.entries}
+        for f in catalog.files:
             entry = entries.get(f.uri) if f.path.endswith(SKILL_MD) else None
             if entry is not None:
                 out.append({**self._skill_md_resource(f.uri, entry.frontmatter), "size": len(f.data)})
@@ -298,7 +386,7 @@ class SkillsExtension(Extension):
                     {"uri": f.uri, "name": f.path.rsplit("/", 1)[-1], "mimeType": f.mime_type, "size": len(f.data)}
                 )
         listed = {r["uri"] for r in out}
-        out.extend(self._skill_md_resource(e.uri, e.frontmatter) for e in self._catalog.entries if e.uri not in listed)
+        out.extend(self._skill_md_resource(e.uri, e.frontmatter) for e in catalog.entries if e.uri not in listed)
         return out
 
     @staticmethod
@@ -340,6 +428,8 @@ class SkillsMiddleware:
                 return await self._read(ctx, call_next)
             if method == "resources/list":
                 return self._add_listed(ctx, await call_next(ctx))
+            if method == "tools/list":
+                return self._filter_tools(ctx, await call_next(ctx))
             if method == "initialize":
                 return self._mirror_declaration(await call_next(ctx))
             if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -354,7 +444,7 @@ class SkillsMiddleware:
         if not isinstance(uri, str):
             return await call_next(ctx)
         try:
-            found = await self._ext.read_file(uri, _skill_request(ctx))
+            found = await self._ext.read_file(uri, _skill_request(ctx), self._ext.view(ctx))
         except SkilldeckError as exc:
             logger.warning("rendering %s failed: %s", uri, exc)
             raise MCPError(code=INTERNAL_ERROR, message=f"could not render {uri}") from None
@@ -367,7 +457,14 @@ class SkillsMiddleware:
     def _add_listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
         if not isinstance(result, dict) or result.get("nextCursor"):
             return result
-        return {**result, "resources": [*result.get("resources", []), *self._ext.listed_resources()]}
+        listed = self._ext.listed_resources(self._ext.view(ctx))
+        return {**result, "resources": [*result.get("resources", []), *listed]}
+
+    def _filter_tools(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
+        allowed = self._ext.tools_for(ctx)
+        if allowed is None or not isinstance(result, dict):
+            return result
+        return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}
 
     def _mirror_declaration(self, result: HandlerResult) -> HandlerResult:
         if not isinstance(result, dict):

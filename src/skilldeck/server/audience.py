@@ -1,0 +1,118 @@
+"""The catalog one caller sees: admitted skills, rendered for them, with their own digests. Pure.
+
+:func:`catalog_for` derives, from the full catalog and a :class:`~skilldeck.server.policy.Policy`,
+the per-audience variant for a caller: skills the caller is not admitted to are absent (from
+``skills/list``, ``skills/get``, ``resources/read`` and folder listings alike), text files are
+rendered with the caller's variables, ``metadata["io.modelcontextprotocol/tools"]`` (where the
+skill declares it) names only the tools routed to the caller, and every entry's digests are those
+of the bytes this caller is served. A skill whose tools are all denied is hidden unless it is
+instruction-only on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from skilldeck.errors import SkillError
+from skilldeck.server.catalog import Catalog, StaticSkill
+from skilldeck.server.policy import Caller, Policy, render_template
+from skilldeck.skill.frontmatter import parse_skill_md, render_frontmatter
+from skilldeck.skill.manifest import build_entry
+from skilldeck.skill.uri import SKILL_MD, is_text_mime_type, mime_type_for
+
+__all__ = ["allowed_tools", "catalog_for"]
+
+TOOLS_KEY = "io.modelcontextprotocol/tools"
+
+
+def _visible(policy: Policy, name: str, caller: Caller) -> bool:
+    rule = policy.skill(name)
+    if rule is None:
+        return True
+    if not rule.admits(caller):
+        return False
+    if rule.instruction_only or not rule.tools:
+        return True
+    return bool(rule.route(caller))
+
+
+def allowed_tools(policy: Policy, skill_names: Iterable[str], caller: Caller) -> frozenset[str]:
+    """Tools the caller may list and call: what the routes of their admitted skills grant, plus public tools."""
+    granted: set[str] = set(policy.public_tools)
+    for name in skill_names:
+        rule = policy.skill(name)
+        if rule is not None and _visible(policy, name, caller):
+            granted |= rule.route(caller)
+    return frozenset(granted)
+
+
+def _render_skill(skill: StaticSkill, policy: Policy, caller: Caller) -> StaticSkill:
+    rule = policy.skill(skill.entry.name)
+    values = {"tenant": caller.tenant or "", "locale": caller.locale}
+    if rule is not None:
+        values.update(rule.values(caller))
+    files: dict[str, bytes] = {}
+    for rel, data in skill.files.items():
+        if not is_text_mime_type(mime_type_for(rel)):
+            files[rel] = data
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            files[rel] = data
+            continue
+        if rel == SKILL_MD:
+            text = _render_skill_md(text, values, rule.route(caller) if rule is not None else None)
+        else:
+            text = render_template(text, values)
+        files[rel] = text.encode("utf-8")
+    if files == dict(skill.files):
+        return skill
+    frontmatter = parse_skill_md(files[SKILL_MD].decode("utf-8")).frontmatter
+    entry = build_entry(skill.skill_path, frontmatter, files)
+    return StaticSkill(skill_path=skill.skill_path, entry=entry, files=files, origin=skill.origin)
+
+
+def _render_skill_md(text: str, values: dict[str, str], routed: frozenset[str] | None) -> str:
+    parsed = parse_skill_md(text)
+    head = text[: len(text) - len(parsed.body)]
+    metadata = parsed.frontmatter.get("metadata")
+    if routed is not None and isinstance(metadata, dict) and TOOLS_KEY in metadata:
+        declared = str(metadata[TOOLS_KEY]).split()
+        kept = " ".join(t for t in declared if t.rpartition("/")[2] in routed)
+        frontmatter = {**parsed.frontmatter, "metadata": {**metadata, TOOLS_KEY: kept}}
+        head = f"---\n{render_frontmatter(frontmatter)}---\n"
+    return head + render_template(parsed.body, values)
+
+
+def _without_hidden(skill: StaticSkill, hidden_paths: list[str]) -> StaticSkill:
+    """Drop the files of hidden nested skills from an enclosing skill (they would leak otherwise)."""
+    inner = [p[len(skill.skill_path) + 1 :] for p in hidden_paths if p.startswith(skill.skill_path + "/")]
+    if not inner:
+        return skill
+    files = {rel: data for rel, data in skill.files.items() if not any(rel.startswith(h + "/") for h in inner)}
+    frontmatter = parse_skill_md(files[SKILL_MD].decode("utf-8")).frontmatter
+    return StaticSkill(skill.skill_path, build_entry(skill.skill_path, frontmatter, files), files, skill.origin)
+
+
+def catalog_for(base: Catalog, policy: Policy, caller: Caller) -> Catalog:
+    """The catalog variant served to ``caller``."""
+    static: list[StaticSkill] = []
+    problems: list[SkillError] = []
+    hidden = [
+        s.skill_path
+        for e in base.entries
+        if not _visible(policy, e.name, caller) and (s := base.static_skill(e.uri)) is not None
+    ]
+    for entry in base.entries:
+        if not _visible(policy, entry.name, caller):
+            continue
+        skill = base.static_skill(entry.uri)
+        if skill is None:
+            continue
+        try:
+            static.append(_render_skill(_without_hidden(skill, hidden), policy, caller))
+        except SkillError as exc:  # a rendered variant over the limits, say: withheld, not half-served
+            problems.append(exc)
+    dynamic = [d for d in base.dynamic_skills if _visible(policy, d.name, caller)]
+    return Catalog(static, dynamic, problems)
