@@ -79,11 +79,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-def _start_server(log_dir: Path, page_size: int | None) -> tuple[RunningServer | None, str]:
+def _start_server(
+    log_dir: Path, page_size: int | None, extra_args: tuple[str, ...] = ()
+) -> tuple[RunningServer | None, str]:
     """Start the server; return it once it is listening, or ``(None, why)`` (process already stopped)."""
     cmd = [sys.executable, "-m", "skilldeck.cli", "serve", "examples/skills", "--http", "127.0.0.1:0"]
     if page_size is not None:
         cmd += ["--page-size", str(page_size)]
+    cmd += extra_args
     log_path = log_dir / "server.log"
     # rich wraps stderr at 80 columns when it is not a terminal; keep the startup line on one line.
     env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
@@ -112,8 +115,10 @@ def _start_server(log_dir: Path, page_size: int | None) -> tuple[RunningServer |
     )
 
 
-def _serve(tmp_path_factory: pytest.TempPathFactory, page_size: int | None) -> Iterator[RunningServer]:
-    server, why = _start_server(tmp_path_factory.mktemp("skilldeck-server"), page_size)
+def _serve(
+    tmp_path_factory: pytest.TempPathFactory, page_size: int | None, extra_args: tuple[str, ...] = ()
+) -> Iterator[RunningServer]:
+    server, why = _start_server(tmp_path_factory.mktemp("skilldeck-server"), page_size, extra_args)
     if server is None:
         pytest.fail(why, pytrace=False)
     try:
@@ -132,6 +137,37 @@ def skilldeck_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runni
 def paged_skilldeck_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """The same server with ``--page-size 2``, so ``skills/list`` spans several pages."""
     yield from _serve(tmp_path_factory, 2)
+
+
+# A policy under which the default identity (this server has no token verifier, so every caller is
+# answered as it) is admitted to every skill of examples/skills, with variables rendered into
+# `refunds` (its email template's `{{currency}}`), so the served bytes are a rendered variant.
+ADMIT_ALL_POLICY = """\
+default_identity: {subject: conformance, tenant: acme, roles: [reader]}
+skills:
+  job-search:
+    admit: {roles: [reader]}
+  pdf-forms:
+    admit: {tenants: [acme]}
+  code-review:
+    admit: [{roles: [admin]}, {tenants: [acme]}]
+  security-review:
+    admit: {roles: [reader]}
+  refunds:
+    instruction_only: true
+    admit: {tenants: [acme]}
+    variables:
+      - when: {tenants: [acme]}
+        set: {currency: EUR}
+"""
+
+
+@pytest.fixture(scope="session")
+def policy_skilldeck_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """``skilldeck serve examples/skills --http ... --policy <ADMIT_ALL_POLICY>``."""
+    policy = tmp_path_factory.mktemp("skilldeck-policy") / "admit-all.yaml"
+    policy.write_text(ADMIT_ALL_POLICY)
+    yield from _serve(tmp_path_factory, None, ("--policy", str(policy)))
 
 
 @pytest.fixture(scope="session")

@@ -4,19 +4,25 @@
 keeps the SDK ``Client`` open until the host closes. A server that fails to start, crashes, or
 does not finish the handshake within its timeout is reported with the reason; the others go on.
 Negotiation is the SDK's ``mode="auto"``: 2026-07-28 when the server speaks it, else the
-2025-11-25 handshake.
+2025-11-25 handshake (``mode="legacy"`` forces the handshake).
+
+Every session is opened with a message handler that hands each incoming server message (with the
+server's label) to the listeners added with :meth:`Connections.add_message_listener`; that is how
+legacy ``notifications/*/list_changed`` reach :mod:`skilldeck.host.watch`.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -25,7 +31,10 @@ from mcp.client.streamable_http import streamable_http_client
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
 
-__all__ = ["Connected", "Connections", "Failure"]
+__all__ = ["Connected", "Connections", "Failure", "MessageListener"]
+
+MessageListener = Callable[[str, Any], Awaitable[None] | None]
+"""Called with ``(label, message)`` for every message a server sends outside a response."""
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +81,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
 
 
-def _client_for(spec: ServerSpec, read_timeout: float | None, errlog: IO[str] | None = None) -> Client:
+def _client_for(
+    spec: ServerSpec,
+    read_timeout: float | None,
+    errlog: IO[str] | None = None,
+    *,
+    mode: Literal["auto", "legacy"] = "auto",
+    message_handler: Any = None,
+) -> Client:
     transport = spec.transport
     target: Any
     if isinstance(transport, StdioServer):
@@ -93,7 +109,7 @@ def _client_for(spec: ServerSpec, read_timeout: float | None, errlog: IO[str] | 
         target = transport.server
     else:  # pragma: no cover - ServerSpec's type forbids it
         raise TypeError(f"unknown transport {transport!r}")
-    return Client(target, mode="auto", read_timeout_seconds=read_timeout, cache=None)
+    return Client(target, mode=mode, read_timeout_seconds=read_timeout, cache=None, message_handler=message_handler)
 
 
 class Connections:
@@ -102,10 +118,16 @@ class Connections:
     Args:
         specs: the servers, each with its host-assigned label (labels must be unique).
         read_timeout: seconds to wait for any single response once connected.
+        mode: ``"auto"`` (2026-07-28 where the server speaks it) or ``"legacy"`` (the 2025-11-25 handshake).
     """
 
     def __init__(
-        self, specs: Iterable[ServerSpec], *, read_timeout: float | None = 60.0, server_stderr: IO[str] | None = None
+        self,
+        specs: Iterable[ServerSpec],
+        *,
+        read_timeout: float | None = 60.0,
+        server_stderr: IO[str] | None = None,
+        mode: Literal["auto", "legacy"] = "auto",
     ) -> None:
         self.specs = list(specs)
         labels = [s.label for s in self.specs]
@@ -115,6 +137,8 @@ class Connections:
 
             raise ConfigError(f"server labels must be unique; repeated: {', '.join(duplicates)}")
         self.read_timeout = read_timeout
+        self.mode: Literal["auto", "legacy"] = mode
+        self._listeners: list[MessageListener] = []
         self.connected: dict[str, Connected] = {}
         self.failures: dict[str, Failure] = {}
         self._close = anyio.Event()
@@ -176,6 +200,27 @@ class Connections:
         except (OSError, ValueError):
             return ""
 
+    def add_message_listener(self, listener: MessageListener) -> None:
+        """Hear every message any server sends outside a response (notifications, mostly), with its label."""
+        self._listeners.append(listener)
+
+    def remove_message_listener(self, listener: MessageListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _message_handler(self, label: str) -> Callable[[Any], Awaitable[None]]:
+        async def handle(message: Any) -> None:
+            for listener in list(self._listeners):
+                try:
+                    outcome = listener(label, message)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:  # a listener's fault must not break the session's receive loop
+                    logger.exception("a message listener failed on a message from %r", label)
+            await anyio.lowlevel.checkpoint()
+
+        return handle
+
     def close(self, label: str) -> None:
         """Close one server's session now (the others stay open)."""
         self.connected.pop(label, None)
@@ -209,7 +254,13 @@ class Connections:
             guard.start_soon(watchdog)
             with scope:
                 try:
-                    client = _client_for(spec, self.read_timeout, errlog)
+                    client = _client_for(
+                        spec,
+                        self.read_timeout,
+                        errlog,
+                        mode=self.mode,
+                        message_handler=self._message_handler(spec.label),
+                    )
                     async with client:
                         settings = declared_skills_settings(client)
                         self.connected[spec.label] = Connected(spec, client, SkillsWire(client), settings)

@@ -14,6 +14,7 @@ import inspect
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
+from typing import Literal
 from urllib.parse import unquote
 
 from skilldeck.errors import PeerError, SkilldeckError
@@ -25,6 +26,7 @@ from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
 from skilldeck.host.registry import LOCAL_LABEL, Registry, SkillRecord
+from skilldeck.host.watch import GateLike, HostWatcher, OnChange
 from skilldeck.server.catalog import children_of
 from skilldeck.skill.manifest import entry_from_wire
 from skilldeck.skill.uri import skill_root_uri
@@ -49,6 +51,7 @@ class Host:
         cache: an on-demand cache of verified content.
         budget_bytes: what one server may make the host download.
         allow_dynamic: load ``"dynamic"`` skills (unverifiable) instead of refusing them.
+        mode: ``"auto"`` negotiates 2026-07-28 where a server speaks it; ``"legacy"`` forces 2025-11-25.
     """
 
     def __init__(
@@ -64,8 +67,9 @@ class Host:
         allow_dynamic: bool = False,
         limits: ListingLimits | None = None,
         read_timeout: float | None = 60.0,
+        mode: Literal["auto", "legacy"] = "auto",
     ) -> None:
-        self.connections = Connections(servers, read_timeout=read_timeout)
+        self.connections = Connections(servers, read_timeout=read_timeout, mode=mode)
         self.registry = Registry()
         self.approvals = approvals or ApprovalStore()
         self.approver = approver
@@ -112,6 +116,13 @@ class Host:
                 index.label, "local", True, skills=len(entries) - len(rejected), rejected=rejected
             )
         return self.report
+
+    def watch(self, *, gates: Iterable[GateLike] = (), on_change: OnChange | None = None) -> HostWatcher:
+        """Keep the registry (and ``gates``) in step with the servers' change events; use as ``async with``.
+
+        See :class:`skilldeck.host.watch.HostWatcher`.
+        """
+        return HostWatcher(self, gates=gates, on_change=on_change)
 
     def index(self, label: str) -> SkillIndex:
         if label in self._removed:

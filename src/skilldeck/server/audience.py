@@ -48,6 +48,8 @@ def allowed_tools(policy: Policy, skill_names: Iterable[str], caller: Caller) ->
 
 def _render_skill(skill: StaticSkill, policy: Policy, caller: Caller) -> StaticSkill:
     rule = policy.skill(skill.entry.name)
+    if rule is None:  # skills the policy does not name are served exactly as written
+        return skill
     values = {"tenant": caller.tenant or "", "locale": caller.locale}
     if rule is not None:
         values.update(rule.values(caller))

@@ -297,7 +297,9 @@ class SkillsExtension(Extension):
         )
 
     def _cache_fields(self) -> dict[str, Any]:
-        return {"ttlMs": self.ttl_ms, "cacheScope": self.cache_scope}
+        # Under a policy, answers depend on the caller's token: no shared cache may hand them on.
+        scope = "private" if self.policy is not None else self.cache_scope
+        return {"ttlMs": self.ttl_ms, "cacheScope": scope}
 
     @staticmethod
     def _require_middleware() -> None:

@@ -248,6 +248,18 @@ def _match(where: str, raw: object) -> Match:
     return Match(tenants=pick("tenant", "tenants"), roles=pick("role", "roles"), scopes=pick("scope", "scopes"))
 
 
+def _only(where: str, raw: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = set(raw) - allowed
+    if unknown:
+        raise PolicyError(f"{where}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(sorted(allowed))})")
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):  # YAML true/false read back as the JSON words, not Python's
+        return "true" if value else "false"
+    return str(value)
+
+
 def _route(where: str, raw: object) -> Route:
     if raw in ("all", "none"):
         return raw  # type: ignore[return-value]
@@ -270,6 +282,7 @@ def parse_policy(data: object) -> Policy:
     identity_raw = data.get("default_identity") or {}
     if not isinstance(identity_raw, Mapping):
         raise PolicyError("default_identity: expected a mapping")
+    _only("default_identity", identity_raw, {"subject", "tenant", "roles", "scopes"})
     identity = Caller(
         subject=str(identity_raw.get("subject", "local")),
         tenant=str(identity_raw["tenant"]) if identity_raw.get("tenant") is not None else None,
@@ -280,6 +293,7 @@ def parse_policy(data: object) -> Policy:
     claims = data.get("claims") or {}
     if not isinstance(claims, Mapping):
         raise PolicyError("claims: expected a mapping like {tenant: tenant, roles: roles}")
+    _only("claims", claims, {"tenant", "roles"})
     skills: dict[str, SkillPolicy] = {}
     raw_skills = data.get("skills") or {}
     if not isinstance(raw_skills, Mapping):
@@ -297,6 +311,7 @@ def parse_policy(data: object) -> Policy:
         for i, rule in enumerate(raw.get("routes", []) or []):
             if not isinstance(rule, Mapping) or "allow" not in rule:
                 raise PolicyError(f"{where}.routes[{i}]: expected {{when: ..., allow: all | none | [tools]}}")
+            _only(f"{where}.routes[{i}]", rule, {"when", "allow"})
             routes.append(
                 (
                     _match(f"{where}.routes[{i}].when", rule.get("when")),
@@ -308,8 +323,9 @@ def parse_policy(data: object) -> Policy:
             values = rule.get("set") if isinstance(rule, Mapping) else None
             if not isinstance(values, Mapping) or not all(isinstance(v, str | int | float) for v in values.values()):
                 raise PolicyError(f"{where}.variables[{i}]: expected {{when: ..., set: {{name: value}}}}")
+            _only(f"{where}.variables[{i}]", rule, {"when", "set"})
             variables.append(
-                (_match(f"{where}.variables[{i}].when", rule.get("when")), {k: str(v) for k, v in values.items()})
+                (_match(f"{where}.variables[{i}].when", rule.get("when")), {k: _value(v) for k, v in values.items()})
             )
         instruction_only = raw.get("instruction_only", False)
         if not isinstance(instruction_only, bool):

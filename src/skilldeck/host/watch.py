@@ -1,0 +1,372 @@
+"""Progressive injection on the host: hear a server's catalog change, re-index that server at once.
+
+A server whose catalog changes — skills reloaded, or a policy swapped so the caller now sees other
+skills and may call other tools — says so: on 2026-07-28 sessions as ``subscriptions/listen``
+events (``ToolsListChanged``, ``ResourcesListChanged``), on 2025-11-25 sessions as
+``notifications/tools/list_changed`` and ``notifications/resources/list_changed``.
+:class:`HostWatcher` listens on every connected server in the way its session allows and, on each
+change, re-lists that one server (``tools/list`` and ``skills/list``, under the host's listing
+caps and the server's timeout), swaps the result into the host's registry, and hands the new tool
+listing to every registered tool gate (``update_listing``). From then on the host's next
+selection (cards built from the registry) shows the new catalog, and a tool the server no longer
+lists can no longer be called through a gate. Events arriving while a re-list runs are coalesced
+into one more re-list; nothing is fetched but listings (skill content stays on demand)::
+
+    async with Host(specs) as host, host.watch(gates=[gate], on_change=print) as watcher:
+        ...  # host.registry and gate follow the servers from here on
+
+A re-list that fails keeps what was registered before and reports the error on the change: the
+server still enforces its own policy, and the next event tries again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from mcp.client.subscriptions import (
+    ListenNotSupportedError,
+    ResourcesListChanged,
+    SubscriptionLost,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skilldeck.host.connect import Connected
+from skilldeck.host.discover import ServerReport, page_skills, page_tools
+
+if TYPE_CHECKING:
+    from skilldeck.host.host import Host
+
+__all__ = ["CatalogChange", "GateLike", "HostWatcher", "OnChange", "relist"]
+
+logger = logging.getLogger(__name__)
+
+_NOTIFICATIONS = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+}
+_MAX_RELISTENS = 3
+"""Times a lost ``subscriptions/listen`` stream is reopened in a row before the watcher gives up on it."""
+
+
+class GateLike(Protocol):
+    """What the watcher needs of a tool gate (:class:`skilldeck.select.gate.ToolGate` is one)."""
+
+    def update_listing(self, label: str, tools: Iterable[Mapping[str, Any]]) -> None: ...
+
+
+@dataclass(frozen=True)
+class CatalogChange:
+    """One server re-listed after it reported a change: what differs from what was registered."""
+
+    label: str
+    reasons: frozenset[str]
+    """What the server said changed (``tools``, ``resources``), or why the watcher re-listed."""
+    skills_added: tuple[str, ...] = ()
+    skills_removed: tuple[str, ...] = ()
+    skills_changed: tuple[str, ...] = ()
+    """Skill URIs whose entry (frontmatter or manifest) differs."""
+    tools_added: tuple[str, ...] = ()
+    tools_removed: tuple[str, ...] = ()
+    tools_changed: tuple[str, ...] = ()
+    """Tool names whose definition (description, schema, ...) differs."""
+    rejected: tuple[str, ...] = ()
+    """Entries of the new listing that failed validation, with the reason."""
+    error: str | None = None
+    """Set when the server could not be (fully) re-listed; what could not be read was kept as it was."""
+    tools: tuple[Mapping[str, Any], ...] | None = field(default=None, repr=False, compare=False)
+    """The new ``tools/list`` (MCP ``Tool`` JSON), ``None`` when tools were not re-listed."""
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.skills_added
+            or self.skills_removed
+            or self.skills_changed
+            or self.tools_added
+            or self.tools_removed
+            or self.tools_changed
+        )
+
+
+OnChange = Callable[[CatalogChange], Awaitable[None] | None]
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+
+
+async def relist(host: Host, label: str, reasons: Iterable[str] = ()) -> CatalogChange:
+    """Re-list one connected server into ``host.registry`` and say what changed.
+
+    The listings are read first (under the host's caps and the server's timeout) and swapped in
+    whole, so the registry never holds half of an old and half of a new listing.
+    """
+    why = frozenset(reasons)
+    connected = host.connections.connected.get(label)
+    if connected is None:
+        return CatalogChange(label, why, error=f"server {label!r} is not connected")
+    tools: list[dict[str, Any]] | None = None
+    entries: list[Any] | None = None
+    notes: list[str] = []
+    with anyio.move_on_after(connected.spec.timeout) as scope:
+        if connected.client.server_capabilities.tools is not None:
+            try:
+                tools, note = await page_tools(connected, host.limits)
+                notes += [note] if note else []
+            except Exception as exc:
+                notes.append(f"tools/list failed: {_reason(exc)}")
+        if connected.skills is not None:
+            try:
+                entries, note = await page_skills(connected.wire, host.limits)
+                notes += [note] if note else []
+            except Exception as exc:
+                notes.append(f"skills/list failed: {_reason(exc)}")
+    if scope.cancelled_caught:
+        notes.append(f"re-listing did not finish within {connected.spec.timeout:g}s (timed out)")
+
+    # From here on no await: the swap and the diff see one registry, whatever else runs.
+    registry = host.registry
+    old_tools = {t.name: dict(t.tool) for t in registry.tools(label)}
+    old_skills = {r.entry.uri: r for r in registry.skills if r.label == label}
+    registry.remove_server(label)
+    if tools is not None:
+        registry.set_tools(label, tools)
+    elif old_tools:
+        registry.set_tools(label, old_tools.values())
+    rejected = []
+    if entries is not None:
+        rejected = registry.add_listing(label, entries)
+    else:
+        for record in old_skills.values():
+            registry.add(record)
+    new_tools = {t.name: dict(t.tool) for t in registry.tools(label)}
+    new_skills = {r.entry.uri: r for r in registry.skills if r.label == label}
+    host.report.servers[label] = ServerReport(
+        label,
+        connected.protocol_version,
+        connected.skills is not None,
+        skills=len(new_skills),
+        tools=len(new_tools),
+        rejected=rejected,
+        notes=notes,
+    )
+    return CatalogChange(
+        label,
+        why,
+        skills_added=tuple(sorted(new_skills.keys() - old_skills.keys())),
+        skills_removed=tuple(sorted(old_skills.keys() - new_skills.keys())),
+        skills_changed=tuple(
+            sorted(
+                uri
+                for uri in new_skills.keys() & old_skills.keys()
+                if new_skills[uri].entry.to_wire() != old_skills[uri].entry.to_wire()
+            )
+        ),
+        tools_added=tuple(sorted(new_tools.keys() - old_tools.keys())),
+        tools_removed=tuple(sorted(old_tools.keys() - new_tools.keys())),
+        tools_changed=tuple(sorted(n for n in new_tools.keys() & old_tools.keys() if new_tools[n] != old_tools[n])),
+        rejected=tuple(str(r) for r in rejected),
+        error="; ".join(notes) or None,
+        tools=tuple(tools) if tools is not None else None,
+    )
+
+
+class HostWatcher:
+    """Follow the catalog changes of every server a :class:`Host` is connected to (``async with``).
+
+    Args:
+        host: an entered host (its servers connected).
+        gates: tool gates to keep in step (``update_listing`` on every re-list of a server's tools).
+        on_change: called (and awaited, if it returns an awaitable) with each :class:`CatalogChange`.
+
+    Attributes:
+        changes: every re-list so far, oldest first.
+        channels: per label, how changes are heard: ``listen`` (2026-07-28 ``subscriptions/listen``),
+            ``notifications`` (2025-11-25 list-changed notifications), or why neither is available.
+    """
+
+    def __init__(self, host: Host, *, gates: Iterable[GateLike] = (), on_change: OnChange | None = None) -> None:
+        self.host = host
+        self.gates: list[GateLike] = list(gates)
+        self.on_change = on_change
+        self.changes: list[CatalogChange] = []
+        self.channels: dict[str, str] = {}
+        self._pending: dict[str, set[str]] = {}
+        # Events are made inside the event loop (anyio needs one running): see _events().
+        self._wake: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
+        self._tg: TaskGroup | None = None
+
+    def _events(self) -> tuple[anyio.Event, anyio.Event]:
+        if self._wake is None:
+            self._wake = anyio.Event()
+            if self._pending:
+                self._wake.set()
+        if self._changed is None:
+            self._changed = anyio.Event()
+        return self._wake, self._changed
+
+    # -- public API ---------------------------------------------------------------------------------
+
+    def add_gate(self, gate: GateLike) -> None:
+        """Keep ``gate`` in step too, from the next re-list on."""
+        if gate not in self.gates:
+            self.gates.append(gate)
+
+    def remove_gate(self, gate: GateLike) -> None:
+        if gate in self.gates:
+            self.gates.remove(gate)
+
+    def request_refresh(self, label: str, reason: str = "requested") -> None:
+        """Re-list ``label`` as if it had reported a change."""
+        self._mark(label, reason)
+
+    async def wait_for(
+        self, predicate: Callable[[CatalogChange], bool] | None = None, *, after: int = 0
+    ) -> CatalogChange:
+        """The first change at index ``after`` or later (``len(watcher.changes)`` before acting) matching ``predicate``.
+
+        Returns once that change is in the registry and the gates, and ``on_change`` has run.
+        Wrap in ``anyio.fail_after`` to bound the wait.
+        """
+        while True:
+            _, changed = self._events()
+            for change in self.changes[after:]:
+                if predicate is None or predicate(change):
+                    return change
+            after = len(self.changes)
+            await changed.wait()
+
+    async def __aenter__(self) -> HostWatcher:
+        if self._tg is not None:
+            raise RuntimeError("this HostWatcher is already running")
+        self._events()
+        self.host.connections.add_message_listener(self._on_message)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            self._tg.start_soon(self._worker)
+            async with anyio.create_task_group() as starting:  # subscribe everywhere at once
+                for label, connected in list(self.host.connections.connected.items()):
+                    if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        starting.start_soon(self._tg.start, self._listen, label, connected)
+                    else:
+                        self.channels[label] = "notifications"
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.host.connections.remove_message_listener(self._on_message)
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+
+    # -- hearing changes ------------------------------------------------------------------------------
+
+    def _mark(self, label: str, reason: str) -> None:
+        self._pending.setdefault(label, set()).add(reason)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _on_message(self, label: str, message: Any) -> None:
+        """Legacy sessions: list-changed notifications arrive through the session's message handler.
+
+        Only noted here; the re-list runs in the watcher's own task (a request sent from inside the
+        session's receive loop could never get its answer).
+        """
+        reason = _NOTIFICATIONS.get(getattr(message, "method", None) or "")
+        if reason is not None:
+            self._mark(label, reason)
+
+    async def _listen(
+        self, label: str, connected: Connected, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """2026-07-28 sessions: hold a ``subscriptions/listen`` stream open; reopen it if it drops."""
+        started = False
+
+        def settle(channel: str) -> None:
+            nonlocal started
+            self.channels[label] = channel
+            if not started:
+                started = True
+                task_status.started()
+
+        lost = 0
+        try:
+            while label in self.host.connections.connected:
+                try:
+                    async with connected.client.listen(tools_list_changed=True, resources_list_changed=True) as sub:
+                        resumed = started
+                        settle("listen")
+                        if resumed:  # events may have been missed while the stream was down
+                            self._mark(label, "resubscribed")
+                        lost = 0
+                        async for event in sub:
+                            if isinstance(event, ToolsListChanged):
+                                self._mark(label, "tools")
+                            elif isinstance(event, ResourcesListChanged):
+                                self._mark(label, "resources")
+                    settle("closed: the server ended the subscription")
+                    return
+                except ListenNotSupportedError:
+                    settle("notifications")
+                    return
+                except SubscriptionLost as exc:
+                    lost += 1
+                    if lost > _MAX_RELISTENS:
+                        settle(f"lost: {exc}")
+                        return
+                    await anyio.sleep(0.05 * 2**lost)
+                except Exception as exc:
+                    settle(f"unavailable: {_reason(exc)}")
+                    return
+            settle("closed: the server is no longer connected")
+        finally:
+            if not started:
+                task_status.started()
+
+    # -- applying them -----------------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            wake, _ = self._events()
+            await wake.wait()
+            self._wake = anyio.Event()
+            batch, self._pending = self._pending, {}
+            async with anyio.create_task_group() as tg:  # servers in parallel, each one at a time
+                for label, reasons in batch.items():
+                    tg.start_soon(self._apply, label, frozenset(reasons))
+
+    async def _apply(self, label: str, reasons: frozenset[str]) -> None:
+        try:
+            change = await relist(self.host, label, reasons)
+        except Exception as exc:  # never let one server's trouble stop the watcher
+            logger.warning("re-listing %r failed: %s", label, exc, exc_info=True)
+            change = CatalogChange(label, reasons, error=_reason(exc))
+        if change.tools is not None:
+            for gate in list(self.gates):
+                gate.update_listing(label, change.tools)
+        self.changes.append(change)
+        if self.on_change is not None:
+            try:
+                outcome = self.on_change(change)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("on_change failed for a change of %r", label)
+        _, changed = self._events()
+        self._changed = anyio.Event()
+        changed.set()

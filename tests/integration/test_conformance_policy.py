@@ -1,0 +1,56 @@
+"""The official conformance scenarios against ``skilldeck serve --policy``: a policy changes nothing a
+conforming host relies on.
+
+The server runs with ``ADMIT_ALL_POLICY`` (see ``conftest.py``): no token verifier, so every request
+is answered for the policy's default identity, which is admitted to every skill; ``refunds`` is
+served as a rendered variant (``{{currency}}`` filled in), so its manifest digests are those of
+the rendered bytes. Every SEP-2640 server scenario must pass with 0 failures, 0 warnings and nothing
+skipped, exactly as without a policy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from skilldeck.host.wire import SkillsWire
+from skilldeck.skill.manifest import digest_of
+
+from .test_conformance_server import SCENARIOS, _run_scenario
+
+pytestmark = pytest.mark.conformance
+
+EMAIL = "skill://acme/billing/refunds/examples/email.md"
+
+
+@pytest.mark.anyio
+async def test_the_policy_is_in_force_and_admits_everything(policy_skilldeck_server) -> None:
+    server = policy_skilldeck_server
+    async with Client(server.url, mode="auto", cache=None, read_timeout_seconds=10) as client:
+        wire = SkillsWire(client)
+        listed, cursor = [], None
+        while True:
+            page = await wire.list_skills(cursor)
+            listed += page["skills"]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        assert len(listed) == server.skill_count == 8
+        data, _ = await wire.read_bytes(EMAIL)
+        text = data.decode()
+        assert "{{currency}}" not in text
+        assert "EUR" in text
+        (refunds,) = [e for e in listed if e["frontmatter"]["name"] == "refunds"]
+        (email,) = [r for r in refunds["resources"] if r["uri"] == EMAIL]
+        assert email["digest"] == digest_of(data)
+        assert email["size"] == len(data)
+    server.assert_alive()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_sep_2640_scenario_with_policy(
+    run_npx, conformance_cmd: list[str], tmp_path: Path, policy_skilldeck_server, scenario: str
+) -> None:
+    _run_scenario(run_npx, conformance_cmd, policy_skilldeck_server, scenario, tmp_path / "results")
