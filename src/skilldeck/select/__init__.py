@@ -5,7 +5,7 @@ Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain d
 
 from skilldeck.select.cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Calibration, Decision, DecisionLog, Selector, default_calibration
-from skilldeck.select.rank import Encoder, Ranker, Scored, split_jobs
+from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, split_jobs
 from skilldeck.select.snapshot import (
     CatalogSnapshot,
     ServerSnapshot,
@@ -24,7 +24,9 @@ __all__ = [
     "Decision",
     "DecisionLog",
     "Encoder",
+    "RankConfig",
     "Ranker",
+    "Ranking",
     "Scored",
     "Selector",
     "ServerSnapshot",

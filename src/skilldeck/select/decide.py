@@ -1,12 +1,22 @@
 """Deciding: choose capabilities for a question, or abstain with reasons. Pure.
 
-Ranking orders cards; deciding asks whether the best of them is *close enough*. Confidence is
-a logistic function of features that do not depend on the rest of the catalog's scores (the raw
-BM25 strength of the best match, the share of the question's terms the best card covers, the
-best semantic similarity when an encoder is installed), fitted on labelled in-scope and
-out-of-scope questions by the procedure in ``bench/selection`` and shipped as a
-:class:`Calibration`. Below the threshold the answer is **abstain**, naming the best candidates
-and why they fell short. Every decision can be appended to a structured log.
+Ranking orders cards; deciding asks whether the best of them is *close enough*. Confidence is a
+logistic function of features that do not depend on how the rest of the catalog scored:
+
+* ``lexical``: ``log(1 + BM25)`` of the best card;
+* ``server_lexical``: ``log(1 + BM25)`` of the best server's document;
+* ``idf_coverage``: the IDF-weighted share of the question's terms that the top three servers'
+  documents hold between them (a term no server holds counts as the rarest possible term);
+* ``terms``: ``log(1 + number of question terms)`` (long questions cover less by nature);
+* ``semantic`` / ``server_semantic``: cosine similarity of the best card / server (with an encoder).
+
+The weights, bias and threshold are fitted by ``bench/selection/run.py --calibrate`` (plain numpy
+logistic regression on in-scope questions and their out-of-scope twins from half of LiveMCPBench;
+the threshold keeps 90% of that half's in-scope questions) and shipped as
+``calibration-lexical.json`` / ``calibration-semantic.json``. Below the threshold the answer is
+**abstain**, naming the best candidates and why they fell short. A question with several jobs
+(:func:`~skilldeck.select.rank.split_jobs`) may get one capability per job, each job judged by
+the same model. Every decision can be appended to a structured log.
 """
 
 from __future__ import annotations
@@ -20,12 +30,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from skilldeck.select.cards import Card, CardSet
-from skilldeck.select.rank import Encoder, Ranker, Scored, split_jobs
+from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit
 
-__all__ = ["Calibration", "Decision", "DecisionLog", "Selector", "default_calibration"]
+__all__ = ["FEATURES", "Calibration", "Decision", "DecisionLog", "Selector", "default_calibration", "unit_features"]
 
-FEATURES = ("lexical_strength", "coverage", "semantic")
+FEATURES = ("lexical", "server_lexical", "idf_coverage", "terms", "semantic", "server_semantic")
 
 
 @dataclass(frozen=True)
@@ -36,10 +48,12 @@ class Calibration:
     bias: float
     threshold: float
     source: str = "built-in"
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """What the fit measured on held-out data (informational)."""
 
     def confidence(self, features: dict[str, float]) -> float:
         z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in features.items())
-        return 1.0 / (1.0 + math.exp(-z))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Calibration:
@@ -48,17 +62,41 @@ class Calibration:
             bias=float(data["bias"]),
             threshold=float(data["threshold"]),
             source=str(data.get("source", "file")),
+            metrics=dict(data.get("metrics", {})),
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"weights": self.weights, "bias": self.bias, "threshold": self.threshold, "source": self.source}
+        out: dict[str, Any] = {
+            "weights": self.weights,
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "source": self.source,
+        }
+        if self.metrics:
+            out["metrics"] = self.metrics
+        return out
 
 
 def default_calibration(semantic: bool) -> Calibration:
-    """The shipped calibration for the lexical (default) or semantic selector."""
+    """The shipped calibration for the lexical (default) or semantic (``minilm``) selector."""
     name = "calibration-semantic.json" if semantic else "calibration-lexical.json"
     path = resources.files("skilldeck.select") / name
     return Calibration.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def unit_features(unit: Unit) -> dict[str, float]:
+    """The confidence features of one query unit (see the module docstring)."""
+    feats = {
+        "lexical": math.log1p(max(unit.lexical, 0.0)),
+        "server_lexical": math.log1p(max(unit.server_lexical, 0.0)),
+        "idf_coverage": unit.idf_coverage,
+        "terms": math.log1p(len(unit.terms)),
+    }
+    if unit.semantic is not None:
+        feats["semantic"] = unit.semantic
+    if unit.server_semantic is not None:
+        feats["server_semantic"] = unit.server_semantic
+    return feats
 
 
 @dataclass(frozen=True)
@@ -74,9 +112,13 @@ class Decision:
     tools: list[tuple[str, str]] = field(default_factory=list)
     """(server, tool) pairs whose schemas the chosen capabilities need."""
     features: dict[str, float] = field(default_factory=dict)
+    servers: list[tuple[str, float]] = field(default_factory=list)
+    """Every server, best first, with its best card's score."""
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    """For a multi-job question: each job's text, best server and confidence."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "query": self.query,
             "abstain": self.abstain,
             "confidence": round(self.confidence, 4),
@@ -91,9 +133,13 @@ class Decision:
                 }
                 for s in self.ranked[:depth]
             ],
+            "servers": [{"server": label, "score": round(score, 4)} for label, score in self.servers[:depth]],
             "chosen": [c.to_json() for c in self.chosen],
             "tools": [{"server": server, "name": name} for server, name in self.tools],
         }
+        if self.jobs:
+            out["jobs"] = self.jobs
+        return out
 
 
 class DecisionLog:
@@ -112,22 +158,25 @@ class DecisionLog:
                 fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
 
-def _coverage(words: list[str], card_words: set[str]) -> tuple[float, list[str]]:
-    if not words:
-        return 0.0, []
-    matched = [w for w in dict.fromkeys(words) if w in card_words]
-    return len(matched) / len(dict.fromkeys(words)), matched
+def _quoted(terms: Sequence[str], n: int) -> str:
+    return ", ".join(repr(t) for t in terms[:n]) or "no shared terms"
 
 
 class Selector:
     """Choose skills or tools for questions, or abstain.
 
     Args:
-        cards: the catalog's cards (a :class:`CardSet` or a list).
+        cards: the catalog's cards (a :class:`CardSet` -- whose tool schemas are then indexed too --
+            or a list).
         encoder: a semantic encoder (``skilldeck[semantic]``), or ``None`` for lexical only.
         calibration: confidence model and threshold; the shipped one by default.
         threshold: override the calibration's threshold.
         log: where decisions are recorded.
+        max_tools_per_server: how many tools of one chosen server are projected at most.
+        max_capabilities: how many capabilities a multi-job question may get at most.
+        config: ranking knobs (:class:`~skilldeck.select.rank.RankConfig`).
+        vectors: precomputed card vectors for ``encoder`` (see :class:`~skilldeck.select.rank.Ranker`).
+        limit: how many ranked cards a decision keeps.
     """
 
     def __init__(
@@ -139,89 +188,90 @@ class Selector:
         threshold: float | None = None,
         log: DecisionLog | None = None,
         max_tools_per_server: int = 5,
+        max_capabilities: int = 3,
+        config: RankConfig | None = None,
+        vectors: np.ndarray | None = None,
+        limit: int = 50,
     ) -> None:
+        schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
-        self.ranker = Ranker(self.cards, encoder=encoder)
+        self.ranker = Ranker(self.cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors)
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
         self.log = log
         self.max_tools_per_server = max_tools_per_server
-        self._card_words = [set(self.ranker._words(c.text)) for c in self.cards]
-        self._index = {c.key: i for i, c in enumerate(self.cards)}
-
-    def features(self, query: str, best: Scored) -> tuple[dict[str, float], list[str]]:
-        words = self.ranker._words(query)
-        coverage, matched = _coverage(words, self._card_words[self._index[best.card.key]])
-        feats = {"lexical_strength": math.log1p(max(best.lexical, 0.0)), "coverage": coverage}
-        if best.semantic is not None:
-            feats["semantic"] = best.semantic
-        return feats, matched
-
-    def _assess(self, query: str) -> tuple[list[Scored], float, dict[str, float], list[str]]:
-        ranked = self.ranker.score(query)
-        if not ranked:
-            return ranked, 0.0, {}, []
-        feats, matched = self.features(query, ranked[0])
-        return ranked, self.calibration.confidence(feats), feats, matched
+        self.max_capabilities = max_capabilities
+        self.limit = limit
 
     def decide(self, query: str) -> Decision:
         """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons."""
-        ranked, confidence, feats, matched = self._assess(query)
-        if not ranked:
-            decision = Decision(query, True, 0.0, "abstained: the catalog is empty", ranked)
-            self._record(decision)
-            return decision
+        ranking = self.ranker.rank(query, limit=self.limit)
+        if not ranking.scored:
+            return self._record(Decision(query, True, 0.0, "abstained: the catalog is empty", []))
+        unit = ranking.units[0]
+        feats = unit_features(unit)
+        confidence = self.calibration.confidence(feats)
         if confidence < self.threshold:
-            decision = Decision(query, True, confidence, self._why_not(query, ranked), ranked, features=feats)
-            self._record(decision)
-            return decision
-        chosen = [ranked[0].card]
-        for job in split_jobs(query):  # multi-job questions: each clause may add a capability
-            job_ranked, job_conf, _, _ = self._assess(job)
-            if job_ranked and job_conf >= self.threshold:
-                card = job_ranked[0].card
-                if all(card.server != c.server or card.key == c.key for c in chosen) and card not in chosen:
-                    chosen.append(card)
-        tools = self._tools_for(chosen, ranked)
-        words_matched = ", ".join(repr(w) for w in matched[:6]) or "no shared terms"
+            reason = self._why_not(ranking, unit, confidence)
+            return self._record(
+                Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
+            )
+        chosen = [ranking.scored[0].card]
+        jobs: list[dict[str, Any]] = []
+        for job in ranking.units[1:]:  # multi-job questions: each confident job may add a capability
+            job_conf = self.calibration.confidence(unit_features(job))
+            card = self.cards[job.card]
+            added = (
+                job_conf >= self.threshold
+                and len(chosen) < self.max_capabilities
+                and all(card.server != c.server for c in chosen)
+            )
+            if added:
+                chosen.append(card)
+            jobs.append({"job": job.text, "server": job.server, "confidence": round(job_conf, 4), "added": added})
+        tools = self._tools_for(chosen, ranking)
+        first = chosen[0]
         reason = (
-            f"chose {chosen[0].kind} {chosen[0].server}/{chosen[0].name} (confidence {confidence:.2f}; "
-            f"matched {words_matched})"
+            f"chose {first.kind} {first.server}/{first.name} (confidence {confidence:.2f}; "
+            f"{len(unit.matched)} of {len(unit.terms)} question terms in {unit.server}: {_quoted(unit.matched, 6)})"
         )
         if len(chosen) > 1:
             reason += "; the question names several jobs, also " + ", ".join(f"{c.server}/{c.name}" for c in chosen[1:])
-        decision = Decision(query, False, confidence, reason, ranked, chosen, tools, feats)
-        self._record(decision)
-        return decision
+        return self._record(
+            Decision(query, False, confidence, reason, ranking.scored, chosen, tools, feats, ranking.servers, jobs)
+        )
 
-    def _tools_for(self, chosen: list[Card], ranked: list[Scored]) -> list[tuple[str, str]]:
+    def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:
         tools: list[tuple[str, str]] = []
         for card in chosen:
             if card.kind == "skill":
                 tools.extend(t for t in card.tools if t not in tools)
                 continue
             # a tool card: the tool, plus its server's next-best tools that also scored well
-            tools.append((card.server, card.name))
-            best = next(s.score for s in ranked if s.card.key == card.key)
+            if (card.server, card.name) not in tools:
+                tools.append((card.server, card.name))
             siblings = [
-                s for s in ranked if s.card.kind == "tool" and s.card.server == card.server and s.card.key != card.key
+                s
+                for s in ranking.scored
+                if s.card.kind == "tool" and s.card.server == card.server and s.card.name != card.name
             ]
+            best = max((s.score for s in ranking.scored if s.card.key == card.key), default=0.0)
+            best = max(best, siblings[0].score if siblings else 0.0)
             for s in siblings[: self.max_tools_per_server - 1]:
                 if s.score >= 0.5 * best and (s.card.server, s.card.name) not in tools:
                     tools.append((s.card.server, s.card.name))
         return tools
 
-    def _why_not(self, query: str, ranked: list[Scored]) -> str:
-        parts = []
-        for s in ranked[:3]:
-            feats, matched = self.features(query, s)
-            conf = self.calibration.confidence(feats)
-            shared = ", ".join(repr(w) for w in matched[:4]) or "no shared terms"
-            parts.append(f"{s.card.server}/{s.card.name} (confidence {conf:.2f}; {shared})")
-        return f"abstained: nothing is close enough (threshold {self.threshold:.2f}); best candidates: " + "; ".join(
-            parts
+    def _why_not(self, ranking: Ranking, unit: Unit, confidence: float) -> str:
+        parts = [f"{s.card.server}/{s.card.name} (matched {_quoted(s.matched_terms, 4)})" for s in ranking.scored[:3]]
+        missing = [t for t in unit.terms if t not in unit.matched]
+        return (
+            f"abstained: nothing is close enough (confidence {confidence:.2f} < threshold {self.threshold:.2f}); "
+            f"the best server, {unit.server}, covers {len(unit.matched)} of {len(unit.terms)} question terms "
+            f"(missing {_quoted(missing, 5)}); best candidates: " + "; ".join(parts)
         )
 
-    def _record(self, decision: Decision) -> None:
+    def _record(self, decision: Decision) -> Decision:
         if self.log is not None:
             self.log.record(decision)
+        return decision

@@ -1,27 +1,49 @@
-"""Ranking cards for a question: lexical BM25 always, semantic embeddings when installed. Pure.
+"""Ranking cards for a question: lexical BM25F always, semantic embeddings when installed. Pure.
 
-The index holds every card (skills and tools). A question is scored against each card; tool
-scores also count for their server, and skills inherit the best score of the tools they name,
-so a question phrased in a tool's words still finds the skill that uses it. Questions that name
-several jobs ("find X, then chart it and save a PDF") are also scored clause by clause, so each
-job can bring its own capability.
+What is indexed (every choice below was measured on LiveMCPBench; see ``bench/selection``):
 
-Lexical scoring is ``bm25s`` with English stemming (``PyStemmer``). Semantic scoring is an
-optional :class:`Encoder` (``skilldeck[semantic]``); scores are normalised per query and mixed.
+* **Cards** (a tool, or a skill): a BM25F document with weighted fields -- the name as words
+  (``search_jobs`` -> ``search jobs``), the description, the input schema's property names and
+  descriptions when the schemas are known, and the server's label and description.
+* **Servers**: one BM25F document per server holding all of its cards. A card's score mixes its
+  own match with its server's, so a question phrased in one tool's words still ranks the server
+  that holds the neighbouring tools it will need, and servers come out grouped.
+* Skills also inherit the best score of the tools they name (a little discounted).
+
+What is asked:
+
+* the question, with file paths and extensions it mentions also read as words
+  (``/root/ppt/apple.pptx`` -> ``powerpoint presentation slides file``) and a small stop list of
+  request words ("please", "help me", ...);
+* each job of a multi-job question (:func:`split_jobs`) on its own; each job's normalised ranking
+  adds ``1 / n_jobs`` of itself to the question's, so every job can pull its own server up.
+
+Text is tokenised without any catalog-specific rule: lower case, camelCase and snake_case split,
+English stemming (``PyStemmer``), and runs of CJK characters as character bigrams (so Chinese
+descriptions match Chinese questions; English questions against Chinese descriptions can only
+match through tool names, which are nearly always English).
+
+Semantic scoring is an optional :class:`Encoder` (``skilldeck[semantic]``, see
+:mod:`skilldeck.select.encoders`); per query, lexical scores are normalised by their maximum and
+mixed with the cosine similarities.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any, Protocol
 
 import numpy as np
 
 from skilldeck.select.cards import Card
 
-__all__ = ["Encoder", "Ranker", "Scored", "split_jobs"]
+__all__ = ["Encoder", "RankConfig", "Ranker", "Ranking", "Scored", "Unit", "semantic_text", "split_jobs", "tokens"]
 
 
 class Encoder(Protocol):
@@ -43,26 +65,332 @@ class Scored:
     matched_terms: tuple[str, ...] = ()
 
 
-_CLAUSE = re.compile(r"[;,.]\s+|\s+(?:and then|then|and also|after that|finally)\s+", re.IGNORECASE)
+@dataclass(frozen=True)
+class RankConfig:
+    """The ranker's knobs. The defaults are the measured best (``bench/selection/run.py --ablation``)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    server_b: float = 0.5
+    """BM25 length normalisation of server documents (cards use ``b``)."""
+    name_weight: float = 2.0
+    """BM25F weight of a card's name field (description = 1)."""
+    params_weight: float = 0.3
+    """Weight of the input schema's property names and descriptions (when schemas are given)."""
+    server_field_weight: float = 0.3
+    """Weight of the server's label and description inside each card's document."""
+    server_mix: float = 0.5
+    """A card's score = (1 - server_mix) * its own + server_mix * its server's."""
+    server_aggregate: str = "doc"
+    """How a server is scored lexically: ``doc`` (BM25F of its document) or ``max`` (its best card)."""
+    expand_paths: bool = True
+    """Read file paths and extensions in the question as words."""
+    request_stopwords: bool = True
+    jobs: bool = True
+    job_merge: str = "sum"
+    """How job rankings merge into the question's: ``sum`` (each adds ``job_weight / n_jobs`` of its
+    normalised scores) or ``max`` (each counts ``job_weight`` of its normalised scores, max-merged)."""
+    job_weight: float = 1.0
+
+    prf_cards: int = 0
+    """Pseudo-relevance feedback: terms from this many top cards are added to the query (0: off)."""
+    prf_terms: int = 8
+    prf_weight: float = 0.3
+    semantic_weight: float = 0.5
+    """Share of the semantic similarity in the mix (when an encoder is given)."""
+    semantic_jobs: bool = False
+    """Encode each job too, not only the whole question (+0.03 Recall@5 on half B, about 2x the encoder time)."""
+    fusion: str = "mix"
+    """``mix`` (normalised score mix) or ``rrf`` (reciprocal rank fusion, k=60)."""
+    background: bool = True
+    """Add the shipped background document frequencies (from a 527-tool reference catalog) to the
+    catalog's own when computing IDF, so that BM25 strengths — and the confidence built on them —
+    mean the same on a 10-card catalog as on a 10,000-card one."""
+
+
+# --- text -------------------------------------------------------------------------------------
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STOP = _wordset(
+    """
+    a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her
+    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
+    now of off on once only or other our ours ourselves out over own same she should so some such than that the
+    their theirs them themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    """
+)
+# words of the request itself, not of the job: they match tool prose ("helps you ...") by accident
+_REQUEST = _wordset(
+    """
+    also based could give help kindly let like make may might must need please shall show sure tell thank thanks use using via want would
+    """
+)
+_EXTENSIONS: dict[str, str] = {
+    "md": "markdown text file",
+    "markdown": "markdown text file",
+    "txt": "text file",
+    "log": "text log file",
+    "doc": "word document",
+    "docx": "word document",
+    "ppt": "powerpoint presentation slides",
+    "pptx": "powerpoint presentation slides",
+    "xls": "excel spreadsheet workbook",
+    "xlsx": "excel spreadsheet workbook",
+    "csv": "csv table file",
+    "pdf": "pdf document",
+    "png": "image picture",
+    "jpg": "image picture",
+    "jpeg": "image picture",
+    "gif": "image picture",
+    "svg": "svg image",
+    "wav": "audio file",
+    "mp3": "audio file",
+    "flac": "audio file",
+    "mp4": "video file",
+    "html": "html web page file",
+    "json": "json file",
+    "py": "python code file",
+    "js": "javascript code file",
+    "ts": "typescript code file",
+    "tsx": "typescript react code file",
+    "java": "java code file",
+    "bib": "bibtex reference file",
+}
+_PATH = re.compile(r"(?:^|[\s(\"'`])(?:~|\.{1,2})?/[^\s\"'`)]+")
+_FILE_EXT = re.compile(r"\b[\w\-]+\.([A-Za-z][A-Za-z0-9]{0,7})\b")
+
+_stemmer: Any = None
+
+
+def _stem(words: list[str]) -> list[str]:
+    global _stemmer
+    if _stemmer is None:
+        import Stemmer
+
+        _stemmer = Stemmer.Stemmer("english")
+    return _stemmer.stemWords(words)
+
+
+def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
+    """Index terms of ``text``: lower case, camelCase/snake_case split, stop words out, stemmed; CJK as bigrams."""
+    text = _CAMEL.sub(" ", text).lower()
+    words: list[str] = []
+    cjk: list[str] = []
+    for match in _TOKEN.finditer(text):
+        tok = match.group()
+        if _CJK.match(tok):
+            cjk.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
+        elif len(tok) > 1 and not tok.isdigit() and tok not in _STOP:
+            if request_stopwords and tok in _REQUEST:
+                continue
+            words.append(tok)
+    return _stem(words) + cjk
+
+
+_SAVE = re.compile(r"\b(?:save|saved|saving|store|write|export|output|generate|create|draft|make)\b", re.I)
+_READ = re.compile(r"\b(?:read|open|load|under|in my|from|analy[sz]e|compare)\b", re.I)
+
+
+def _expand(question: str) -> str:
+    """Words for the files a question mentions: ``save to /root/ppt/a.pptx`` -> ``file directory path
+    write file powerpoint presentation slides``."""
+    extra: list[str] = []
+    if _PATH.search(question):
+        extra.append("file directory path")
+        if _SAVE.search(question):
+            extra.append("write file")
+        if _READ.search(question):
+            extra.append("read file")
+    for match in _FILE_EXT.finditer(question):
+        words = _EXTENSIONS.get(match.group(1).lower())
+        if words and words not in extra:
+            extra.append(words)
+    return " ".join(extra)
+
+
+_CLAUSE = re.compile(
+    r"[;.!?]\s+|,\s+(?:and\s+|then\s+)?|\s+(?:and then|then|and also|after that|finally|as well as)\s+|"
+    r"\s+and\s+(?=(?:then\s+)?(?:save|write|create|generate|make|draw|plot|export|convert|send|put|store|"
+    r"summari[sz]e|tell|give|show|list|find|get|read|check|compare|analy[sz]e|recommend|search|download|"
+    r"remind|calculate|estimate)\b)",
+    re.IGNORECASE,
+)
 
 
 def split_jobs(question: str) -> list[str]:
-    """Clauses of a question that could each be a job of their own (three words or more)."""
-    parts = [p.strip(" .,;") for p in _CLAUSE.split(question)]
+    """Clauses of a question that could each be a job of their own (three words or more).
+
+    Splits at sentence ends, commas, "then", "after that", ... and at "and" before a verb of a new
+    job ("... and save it to"). Returns ``[]`` when the question holds fewer than two such clauses.
+    """
+    parts = [p.strip(" .,;:!?") for p in _CLAUSE.split(question) if p]
     jobs = [p for p in parts if len(p.split()) >= 3]
     return jobs if len(jobs) > 1 else []
 
 
-def _tokenizer() -> tuple[Callable[[list[str]], object], object]:
-    import bm25s
-    import Stemmer
+# --- BM25F ------------------------------------------------------------------------------------
 
-    stemmer = Stemmer.Stemmer("english")
 
-    def tokenize(texts: list[str]) -> object:
-        return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+class _Index:
+    """BM25 over weighted bags of terms, in flat numpy arrays (postings sorted by term)."""
 
-    return tokenize, stemmer
+    def __init__(
+        self,
+        docs: Sequence[Mapping[str, float]],
+        k1: float,
+        b: float,
+        background: tuple[int, Mapping[str, int]] | None = None,
+    ) -> None:
+        self.n = len(docs)
+        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
+        avg = float(lengths.mean()) if self.n and lengths.mean() > 0 else 1.0
+        vocab: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        tfs: list[float] = []
+        for i, doc in enumerate(docs):
+            for term, tf in doc.items():
+                rows.append(i)
+                cols.append(vocab.setdefault(term, len(vocab)))
+                tfs.append(tf)
+        self.vocab = vocab
+        r = np.array(rows, dtype=np.int32)
+        c = np.array(cols, dtype=np.int32)
+        tf = np.array(tfs, dtype=np.float64)
+        df = np.bincount(c, minlength=len(vocab)).astype(np.float64)
+        self.document_frequencies = df
+        n = float(self.n)
+        if background is not None:
+            bg_n, bg_df = background
+            terms = sorted(vocab, key=vocab.__getitem__)
+            df = df + np.array([bg_df.get(t, 0) for t in terms], dtype=np.float64)
+            n += bg_n
+        self.idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        norm = k1 * (1.0 - b + b * lengths[r] / avg) if len(r) else np.zeros(0)
+        w = self.idf[c] * tf * (k1 + 1.0) / (tf + norm) if len(r) else np.zeros(0)
+        order = np.argsort(c, kind="stable")
+        self.docs = r[order]
+        self.weights = w[order]
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(c, minlength=len(vocab)))]).astype(np.int64)
+
+    def scores(self, query: Mapping[str, float]) -> np.ndarray:
+        ids = [(self.vocab[t], w) for t, w in query.items() if t in self.vocab]
+        if not ids or self.n == 0:
+            return np.zeros(self.n)
+        if len(ids) == 1:
+            ((t, qw),) = ids
+            out = np.zeros(self.n)
+            out[self.docs[self.ptr[t] : self.ptr[t + 1]]] = qw * self.weights[self.ptr[t] : self.ptr[t + 1]]
+            return out
+        docs = np.concatenate([self.docs[self.ptr[t] : self.ptr[t + 1]] for t, _ in ids])
+        weights = np.concatenate([qw * self.weights[self.ptr[t] : self.ptr[t + 1]] for t, qw in ids])
+        return np.bincount(docs, weights=weights, minlength=self.n)
+
+
+BACKGROUND_FILE = "background-df.json"
+
+
+@functools.lru_cache(maxsize=1)
+def _background() -> tuple[tuple[int, dict[str, int]], tuple[int, dict[str, int]]] | None:
+    """The shipped background document frequencies: (cards n, df) and (servers n, df)."""
+    path = resources.files("skilldeck.select") / BACKGROUND_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return (int(data["cards"]["n"]), dict(data["cards"]["df"])), (
+        int(data["servers"]["n"]),
+        dict(data["servers"]["df"]),
+    )
+
+
+def _bag(fields: Iterable[tuple[list[str], float]]) -> dict[str, float]:
+    bag: dict[str, float] = {}
+    for terms, weight in fields:
+        if weight <= 0:
+            continue
+        for term, count in Counter(terms).items():
+            bag[term] = bag.get(term, 0.0) + weight * count
+    return bag
+
+
+def _schema_text(tool: Mapping[str, Any] | None) -> str:
+    schema = tool.get("inputSchema") if isinstance(tool, Mapping) else None
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return ""
+    parts: list[str] = []
+    for name, prop in props.items():
+        parts.append(str(name))
+        if isinstance(prop, Mapping) and isinstance(prop.get("description"), str):
+            parts.append(prop["description"])
+    return " ".join(parts)
+
+
+def _words_of(name: str) -> str:
+    return re.sub(r"[_\-./]+", " ", name)
+
+
+def _card_fields(card: Card) -> tuple[str, str, str]:
+    """(name, description, server) texts of a card."""
+    names = " ".join([_words_of(card.name), *(_words_of(t) for _, t in card.tools if t != card.name)])
+    return names, card.description, f"{_words_of(card.server)} {card.server_description}"
+
+
+def semantic_text(card: Card) -> str:
+    """What an encoder reads for a card: server, name as words, description (first 400 characters)."""
+    return f"{_words_of(card.server)}: {_words_of(card.name)}: {card.description[:400]}"
+
+
+# --- ranking ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one query unit (the whole question, or one of its jobs) found, in catalog-independent terms."""
+
+    text: str
+    terms: tuple[str, ...]
+    """The unit's own terms (expansions left out)."""
+    card: int
+    """Index of its best card."""
+    server: str
+    """Its best server (by the server-level score)."""
+    lexical: float
+    """Raw BM25 of its best card."""
+    server_lexical: float
+    """Raw BM25 of its best server's document."""
+    coverage: float
+    """Share of ``terms`` found in the best server's document."""
+    idf_coverage: float
+    """IDF-weighted share of ``terms`` found in the top three servers' documents together."""
+    matched: tuple[str, ...]
+    """``terms`` found in the best server's document."""
+    semantic: float | None = None
+    """Cosine similarity of the best card (``None`` without an encoder)."""
+    server_semantic: float | None = None
+
+
+@dataclass
+class Ranking:
+    """Everything one question's ranking produced."""
+
+    question: str
+    scored: list[Scored]
+    """The best cards, best first (cut at the ``limit`` asked for)."""
+    servers: list[tuple[str, float]]
+    """Every server, best first, scored by its best card."""
+    units: list[Unit] = field(default_factory=list)
+    """``units[0]`` is the whole question; the rest are its jobs (:func:`split_jobs`)."""
 
 
 class Ranker:
@@ -71,69 +399,231 @@ class Ranker:
     Args:
         cards: every card to choose from.
         encoder: an optional semantic encoder; ``None`` means lexical only.
-        semantic_weight: the share of the semantic score in the mix (0..1).
+        semantic_weight: the share of the semantic score in the mix (0..1); overrides ``config``.
+        schemas: ``label -> tool name -> MCP Tool object`` (e.g. ``CardSet.tools``), to index
+            input-schema property names and descriptions too.
+        config: the ranking knobs (:class:`RankConfig`).
+        vectors: precomputed card vectors (rows in card order, from ``encoder`` over
+            :func:`semantic_text`), to skip encoding the catalog.
     """
 
-    def __init__(self, cards: Sequence[Card], *, encoder: Encoder | None = None, semantic_weight: float = 0.6) -> None:
-        import bm25s
-
+    def __init__(
+        self,
+        cards: Sequence[Card],
+        *,
+        encoder: Encoder | None = None,
+        semantic_weight: float | None = None,
+        schemas: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+        config: RankConfig | None = None,
+        vectors: np.ndarray | None = None,
+    ) -> None:
+        config = config or RankConfig()
+        if semantic_weight is not None:
+            config = replace(config, semantic_weight=semantic_weight)
+        if config.server_aggregate not in ("doc", "max") or config.fusion not in ("mix", "rrf"):
+            raise ValueError(f"unknown server_aggregate or fusion in {config}")
+        self.config = config
         self.cards = list(cards)
         self.encoder = encoder
-        self.semantic_weight = semantic_weight if encoder is not None else 0.0
-        self._tokenize, self._stemmer = _tokenizer()
-        self._bm25 = bm25s.BM25()
-        texts = [c.text for c in self.cards] or [""]
-        self._bm25.index(self._tokenize(texts), show_progress=False)
-        self._vectors = encoder.encode([c.text for c in self.cards]) if encoder is not None and self.cards else None
+        self.semantic_weight = config.semantic_weight if encoder is not None else 0.0
+        schemas = schemas or {}
+        c = config
+        self.server_labels: list[str] = list(dict.fromkeys(card.server for card in self.cards))
+        server_id = {label: i for i, label in enumerate(self.server_labels)}
+        self._card_server = np.array([server_id[card.server] for card in self.cards], dtype=np.int64)
+        card_bags: list[dict[str, float]] = []
+        self._card_terms: list[frozenset[str]] = []
+        server_fields: list[list[tuple[list[str], float]]] = [[] for _ in self.server_labels]
+        for card in self.cards:
+            names, description, server = _card_fields(card)
+            t_name, t_desc, t_server = tokens(names), tokens(description), tokens(server)
+            tool = schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None
+            t_params = tokens(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
+            fields = [(t_name, c.name_weight), (t_desc, 1.0), (t_params, c.params_weight)]
+            card_bags.append(_bag([*fields, (t_server, c.server_field_weight)]))
+            self._card_terms.append(frozenset(t_name) | frozenset(t_desc) | frozenset(t_server))
+            sid = server_id[card.server]
+            if not server_fields[sid]:
+                server_fields[sid].append((t_server, c.name_weight))
+            server_fields[sid].extend(fields)
+        self._card_bags = card_bags
+        bg = _background() if c.background else None
+        self._cards = _Index(card_bags, c.k1, c.b, bg[0] if bg else None)
+        self._servers = _Index([_bag(f) for f in server_fields], c.k1, c.server_b, bg[1] if bg else None)
+        self._server_terms = [frozenset(t for terms, _ in f for t in terms) for f in server_fields]
         # skills inherit from the tools they name: card index of each (server, tool)
-        self._tool_index = {(c.server, c.name): i for i, c in enumerate(self.cards) if c.kind == "tool"}
+        tool_index = {(card.server, card.name): i for i, card in enumerate(self.cards) if card.kind == "tool"}
+        inherit = [
+            (i, np.array([tool_index[t] for t in card.tools if t in tool_index], dtype=np.int64))
+            for i, card in enumerate(self.cards)
+            if card.kind == "skill"
+        ]
+        self._inherit = [(i, js) for i, js in inherit if len(js)]
+        # cards grouped by server, for per-server maxima with reduceat
+        self._group_order = np.argsort(self._card_server, kind="stable")
+        self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
+        # semantic vectors: per card, and per server (the mean of its cards, renormalised)
+        self._vectors: np.ndarray | None = None
+        self._server_vectors: np.ndarray | None = None
+        if encoder is not None and self.cards:
+            if vectors is None:
+                vectors = encoder.encode([semantic_text(card) for card in self.cards])
+            vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+            if vecs.shape[0] != len(self.cards):
+                raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
+            sums = np.zeros((len(self.server_labels), vecs.shape[1]), dtype=np.float32)
+            np.add.at(sums, self._card_server, vecs)
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            self._vectors = vecs
+            self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
 
-    def _lexical(self, question: str) -> np.ndarray:
-        scores = np.zeros(len(self.cards))
-        if not self.cards:
-            return scores
-        words = self._words(question)
-        if not words:
-            return scores
-        raw = self._bm25.get_scores(words)
-        scores[: len(raw)] = raw
-        return scores
+    # -- pieces ---------------------------------------------------------------------------------
 
-    def _words(self, question: str) -> list[str]:
-        import bm25s
+    def query_terms(self, question: str) -> dict[str, float]:
+        """The weighted terms a question asks for (its own words 1, words read from paths 0.5)."""
+        terms = dict.fromkeys(tokens(question, request_stopwords=self.config.request_stopwords), 1.0)
+        if self.config.expand_paths:
+            for t in tokens(_expand(question)):
+                terms.setdefault(t, 0.5)
+        return terms
 
-        tokens = bm25s.tokenize(
-            [question], stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+    def card_terms(self, card: int) -> frozenset[str]:
+        """Every term of a card's document (name, description, server)."""
+        return self._card_terms[card]
+
+    def server_terms(self, label: str) -> frozenset[str]:
+        """Every term of a server's document."""
+        return self._server_terms[self.server_labels.index(label)]
+
+    def _per_server_max(self, card_scores: np.ndarray) -> np.ndarray:
+        return np.maximum.reduceat(card_scores[self._group_order], self._group_starts)
+
+    def _prf(self, terms: dict[str, float], card_scores: np.ndarray) -> dict[str, float]:
+        c = self.config
+        top = [i for i in np.argsort(-card_scores)[: c.prf_cards] if card_scores[i] > 0]
+        gain: dict[str, float] = {}
+        for i in top:
+            for term, tf in self._card_bags[i].items():
+                if term not in terms:
+                    gain[term] = gain.get(term, 0.0) + tf * float(self._cards.idf[self._cards.vocab[term]])
+        best = sorted(gain.items(), key=lambda kv: -kv[1])[: c.prf_terms]
+        return {**terms, **{t: c.prf_weight for t, _ in best}}
+
+    def _unit(self, text: str, qvec: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, Unit]:
+        """Score one query unit: (card scores, server scores), both in [0, 1], and what it found."""
+        c = self.config
+        terms = self.query_terms(text)
+        card_raw = self._cards.scores(terms)
+        if c.prf_cards and card_raw.max() > 0:
+            card_raw = self._cards.scores(self._prf(terms, card_raw))
+        server_raw = self._servers.scores(terms)
+        server_lex = server_raw if c.server_aggregate == "doc" else self._per_server_max(card_raw)
+        card = card_raw / card_raw.max() if card_raw.max() > 0 else card_raw
+        server = server_lex / server_lex.max() if server_lex.max() > 0 else server_lex
+        card_sem = server_sem = None
+        if qvec is not None and self._vectors is not None and self._server_vectors is not None:
+            # einsum, not BLAS: a threaded sgemv next to torch's own threads oversubscribes 2 cores (8x slower)
+            card_sem = np.clip(np.einsum("ij,j->i", self._vectors, qvec), 0.0, 1.0).astype(np.float64)
+            server_sem = np.clip(np.einsum("ij,j->i", self._server_vectors, qvec), 0.0, 1.0).astype(np.float64)
+            if c.fusion == "rrf":
+                card, server = _rrf([card, card_sem]), _rrf([server, server_sem])
+            else:
+                w = self.semantic_weight
+                card = (1 - w) * card + w * card_sem
+                server = (1 - w) * server + w * server_sem
+        best_card = int(np.argmax(card))
+        best_server = int(np.argmax(server))
+        own = tuple(t for t, w in terms.items() if w >= 1.0)
+        server_terms = self._server_terms[best_server]
+        matched = tuple(t for t in own if t in server_terms)
+        # IDF-weighted share of the question's terms that the top 3 servers hold between them;
+        # a term no server holds weighs as much as the rarest possible term
+        k = min(3, len(self.server_labels))
+        top = np.argpartition(-server, k - 1)[:k] if len(self.server_labels) > k else range(len(self.server_labels))
+        held = frozenset().union(*(self._server_terms[i] for i in top))
+        rare = float(np.log(1.0 + (self._servers.n + 0.5) / 0.5))
+        idf = [float(self._servers.idf[self._servers.vocab[t]]) if t in self._servers.vocab else rare for t in own]
+        total = sum(idf)
+        idf_coverage = sum(w for t, w in zip(own, idf, strict=True) if t in held) / total if total > 0 else 0.0
+        unit = Unit(
+            text=text,
+            terms=own,
+            card=best_card,
+            server=self.server_labels[best_server],
+            lexical=float(card_raw.max()),
+            server_lexical=float(server_raw[best_server]),
+            coverage=len(matched) / len(own) if own else 0.0,
+            idf_coverage=idf_coverage,
+            matched=matched,
+            semantic=None if card_sem is None else float(card_sem.max()),
+            server_semantic=None if server_sem is None else float(server_sem[best_server]),
         )
-        return list(tokens[0]) if tokens else []
+        return card, server, unit
 
-    def _semantic(self, question: str) -> np.ndarray | None:
-        if self.encoder is None or self._vectors is None:
-            return None
-        q = self.encoder.encode([question])[0]
-        return np.clip(self._vectors @ q, 0.0, 1.0)
+    # -- the public face ------------------------------------------------------------------------
 
-    def score(self, question: str) -> list[Scored]:
-        """Every card scored for ``question``, best first."""
-        lexical = self._lexical(question)
-        semantic = self._semantic(question)
-        lex_norm = lexical / lexical.max() if lexical.max() > 0 else lexical
-        mixed = (1 - self.semantic_weight) * lex_norm
-        if semantic is not None:
-            mixed = mixed + self.semantic_weight * semantic
-        # a skill scores at least as well as the best tool it names (a little discounted)
-        for i, card in enumerate(self.cards):
-            if card.kind == "skill" and card.tools:
-                inherited = [mixed[self._tool_index[t]] for t in card.tools if t in self._tool_index]
-                if inherited:
-                    mixed[i] = max(mixed[i], 0.9 * max(inherited))
-        order = np.argsort(-mixed, kind="stable")
-        return [
+    def rank(self, question: str, *, limit: int | None = 50) -> Ranking:
+        """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers."""
+        c = self.config
+        n = len(self.cards)
+        jobs = split_jobs(question) if c.jobs else []
+        if n == 0:
+            return Ranking(question, [], [])
+        qvecs = None
+        if self.encoder is not None and self._vectors is not None:
+            texts = [question, *jobs] if c.semantic_jobs else [question]
+            qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        card, server, unit = self._unit(question, None if qvecs is None else qvecs[0])
+        mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
+        units = [unit]
+        for j, job in enumerate(jobs):
+            jc, js, job_unit = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1])
+            units.append(job_unit)
+            jm = (1 - c.server_mix) * jc + c.server_mix * js[self._card_server]
+            peak = jm.max()
+            if peak <= 0:
+                continue
+            if c.job_merge == "sum":
+                mixed += (c.job_weight / len(jobs)) * jm / peak
+            else:
+                np.maximum(mixed, c.job_weight * jm / peak, out=mixed)
+        for i, named in self._inherit:  # a skill scores at least as well as the best tool it names (discounted)
+            mixed[i] = max(mixed[i], 0.9 * float(mixed[named].max()))
+        peak = mixed.max()
+        if peak > 0:
+            mixed = mixed / peak
+        if limit is None or limit >= n:
+            order = np.argsort(-mixed, kind="stable")
+        else:
+            top = np.argpartition(-mixed, limit)[:limit]
+            order = top[np.argsort(-mixed[top], kind="stable")]
+        terms = self.query_terms(question)
+        card_raw = self._cards.scores(terms) if len(order) else np.zeros(0)
+        sem = None if qvecs is None or self._vectors is None else np.einsum("ij,j->i", self._vectors[order], qvecs[0])
+        scored = [
             Scored(
                 card=self.cards[i],
                 score=float(mixed[i]),
-                lexical=float(lexical[i]),
-                semantic=None if semantic is None else float(semantic[i]),
+                lexical=float(card_raw[i]),
+                semantic=None if sem is None else float(sem[k]),
+                matched_terms=tuple(t for t in terms if t in self._card_terms[i]),
             )
-            for i in order
+            for k, i in enumerate(order.tolist())
         ]
+        server_best = self._per_server_max(mixed)
+        s_order = np.argsort(-server_best, kind="stable")
+        servers = [(self.server_labels[s], float(server_best[s])) for s in s_order.tolist()]
+        return Ranking(question, scored, servers, units)
+
+    def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
+        """Cards scored for ``question``, best first (all of them unless ``limit``)."""
+        return self.rank(question, limit=limit).scored
+
+
+def _rrf(lists: list[np.ndarray], k: float = 60.0) -> np.ndarray:
+    out = np.zeros(len(lists[0]))
+    for scores in lists:
+        ranks = np.empty(len(scores))
+        ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
+        out += 1.0 / (k + ranks)
+    return out / out.max() if out.max() > 0 else out

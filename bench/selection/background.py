@@ -1,0 +1,43 @@
+"""Write the background document frequencies the ranker ships (``src/skilldeck/select/background-df.json``).
+
+They come from the LiveMCPBench reference catalog (70 servers, 527 tools), tokenised exactly as
+the ranker tokenises cards and servers, so adding them to a catalog's own counts gives IDF values
+— and BM25 strengths — on the same scale whatever the catalog's size. Run from the repo root::
+
+    .venv/bin/python bench/selection/background.py
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from skilldeck.select.cards import build_cards
+from skilldeck.select.rank import RankConfig, Ranker
+from skilldeck.select.snapshot import load_snapshot
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent.parent / "src" / "skilldeck" / "select" / "background-df.json"
+
+
+def main() -> None:
+    cards = build_cards(load_snapshot(HERE / "livemcpbench-snapshot.json"))
+    ranker = Ranker(cards.cards, schemas=cards.tools, config=replace(RankConfig(), background=False))
+
+    def table(index: object) -> dict[str, object]:
+        vocab = index.vocab  # type: ignore[attr-defined]
+        df = index.document_frequencies  # type: ignore[attr-defined]
+        return {"n": index.n, "df": {t: int(df[i]) for t, i in sorted(vocab.items())}}  # type: ignore[attr-defined]
+
+    data = {
+        "source": "LiveMCPBench tools.json (70 servers, 527 tools; Apache-2.0), tokenised by skilldeck.select.rank",
+        "cards": table(ranker._cards),
+        "servers": table(ranker._servers),
+    }
+    OUT.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(data['cards']['df'])} card terms)")
+
+
+if __name__ == "__main__":
+    main()

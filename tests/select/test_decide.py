@@ -1,0 +1,120 @@
+"""Deciding: the right capability, abstention with reasons, several jobs, calibration, the log."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from skilldeck.select import Calibration, CardSet, DecisionLog, Selector, default_calibration
+from skilldeck.select.decide import FEATURES
+
+# a hand-set model for the tiny test catalog (the shipped one is fitted on LiveMCPBench's 527 tools)
+SMALL = Calibration(weights={"idf_coverage": 8.0, "lexical": 1.0}, bias=-4.0, threshold=0.5, source="tests")
+
+
+@pytest.mark.parametrize("semantic", [False, True])
+def test_shipped_calibration_files_load_and_name_their_procedure(semantic: bool) -> None:
+    cal = default_calibration(semantic)
+    assert 0.0 < cal.threshold < 1.0
+    assert set(cal.weights) <= set(FEATURES)
+    assert ("semantic" in cal.weights) is semantic
+    assert "half A" in cal.source
+    assert "90%" in cal.source
+    name = "calibration-semantic.json" if semantic else "calibration-lexical.json"
+    raw = json.loads((resources.files("skilldeck.select") / name).read_text(encoding="utf-8"))
+    assert Calibration.from_json(raw) == cal
+    assert Calibration.from_json(cal.to_json()) == cal
+    assert raw["metrics"]["heldout_half_B"]["n"] > 0
+
+
+def test_confidence_is_a_logistic_of_the_features() -> None:
+    cal = Calibration(weights={"lexical": 2.0}, bias=-1.0, threshold=0.5)
+    assert cal.confidence({"lexical": 0.5}) == pytest.approx(0.5)
+    assert cal.confidence({"lexical": 100.0}) == pytest.approx(1.0)
+    assert cal.confidence({"lexical": 0.0, "unknown": 5.0}) < 0.5
+
+
+def test_the_right_capability_is_chosen_with_its_tools(cardset: CardSet) -> None:
+    decision = Selector(cardset, calibration=SMALL).decide("What's the weather forecast for Paris this weekend?")
+    assert not decision.abstain
+    assert decision.confidence >= 0.5
+    assert [(c.server, c.name) for c in decision.chosen] == [("weather", "get_forecast")]
+    assert decision.tools[0] == ("weather", "get_forecast")
+    assert all(server == "weather" for server, _ in decision.tools)
+    assert decision.reason.startswith("chose tool weather/get_forecast")
+    assert decision.servers[0][0] == "weather"
+
+
+def test_clearly_unrelated_questions_abstain_with_reasons(cardset: CardSet) -> None:
+    for calibration in (SMALL, default_calibration(False)):
+        decision = Selector(cardset, calibration=calibration).decide("Bake a sourdough loaf with rye and spelt")
+        assert decision.abstain
+        assert decision.chosen == []
+        assert decision.tools == []
+        assert decision.reason.startswith("abstained: nothing is close enough")
+        assert "covers 0 of" in decision.reason  # says why
+        assert "best candidates:" in decision.reason  # and what came closest
+        assert decision.ranked  # the ranking is still there for whoever wants it
+
+
+def test_a_multi_job_question_gets_several_capabilities(cardset: CardSet) -> None:
+    question = "Get the latest stock price of Apple, then plot the prices as a bar chart and write it to the file /tmp/apple.md"
+    decision = Selector(cardset, calibration=SMALL).decide(question)
+    assert not decision.abstain
+    assert {c.server for c in decision.chosen} == {"stocks", "charts", "files"}
+    assert {server for server, _ in decision.tools} == {"stocks", "charts", "files"}
+    assert "several jobs" in decision.reason
+    assert [j["server"] for j in decision.jobs] == ["stocks", "charts", "files"]
+    capped = Selector(cardset, calibration=SMALL, max_capabilities=2).decide(question)
+    assert len(capped.chosen) == 2
+
+
+def test_tools_per_server_are_capped(cardset: CardSet) -> None:
+    decision = Selector(cardset, calibration=SMALL, max_tools_per_server=1).decide(
+        "stock price, company news and dividends for AAPL"
+    )
+    assert decision.tools == [(decision.chosen[0].server, decision.chosen[0].name)]
+
+
+def test_a_chosen_skill_brings_exactly_its_tools(cardset: CardSet, skill_card) -> None:
+    selector = Selector([skill_card, *cardset.cards], calibration=SMALL)
+    decision = selector.decide("write my weekly portfolio report")
+    assert decision.chosen[0] == skill_card
+    assert decision.tools == [("stocks", "get_stock_price"), ("stocks", "get_dividends")]
+
+
+def test_threshold_override_and_empty_catalog(cardset: CardSet) -> None:
+    question = "weather forecast for Rome"
+    assert Selector(cardset, calibration=SMALL, threshold=1.0).decide(question).abstain
+    assert not Selector(cardset, calibration=SMALL, threshold=0.0).decide("rye sourdough").abstain
+    empty = Selector([], calibration=SMALL).decide(question)
+    assert empty.abstain
+    assert empty.reason == "abstained: the catalog is empty"
+
+
+def test_decisions_are_logged_in_memory_and_as_json_lines(cardset: CardSet, tmp_path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path)
+    selector = Selector(cardset, calibration=SMALL, log=log)
+    selector.decide("What's the weather forecast for Paris?")
+    selector.decide("Bake a sourdough loaf")
+    assert [r["abstain"] for r in log.records] == [False, True]
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines == log.records
+    first = lines[0]
+    assert first["query"] == "What's the weather forecast for Paris?"
+    assert first["chosen"][0]["name"] == "get_forecast"
+    assert first["tools"][0] == {"server": "weather", "name": "get_forecast"}
+    assert set(first["features"]) == {"lexical", "server_lexical", "idf_coverage", "terms"}
+    assert len(first["ranked"]) == 5
+    assert first["time"].endswith("Z")
+
+
+def test_to_json_respects_depth(cardset: CardSet) -> None:
+    decision = Selector(cardset, calibration=SMALL).decide("weather forecast")
+    out = decision.to_json(depth=2)
+    assert len(out["ranked"]) == 2
+    assert len(out["servers"]) == 2
+    assert out["ranked"][0] == {"server": "weather", "kind": "tool", "name": "get_forecast", "score": 1.0}

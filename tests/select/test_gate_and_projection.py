@@ -1,0 +1,149 @@
+"""The tool gate, skill-to-tool mapping and the History A/B renderings."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from skilldeck.select.cards import build_cards, skill_tools
+from skilldeck.select.gate import InvalidArguments, ToolGate, ToolNotActive, ToolNotListed
+from skilldeck.select.project import count_tokens, history_a, history_b, render_tools, tool_function_name
+from skilldeck.select.snapshot import parse_snapshot
+
+SEARCH = {
+    "name": "search_jobs",
+    "description": "Search job postings.",
+    "inputSchema": {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+        "required": ["query"],
+    },
+}
+GET = {
+    "name": "get_job",
+    "description": "One posting.",
+    "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+}
+NOSCHEMA = {"name": "ping", "description": "Ping."}
+
+
+def skill_entry(name: str, tools: str | None) -> dict[str, Any]:
+    fm: dict[str, Any] = {"name": name, "description": f"{name} skill"}
+    if tools is not None:
+        fm["metadata"] = {"io.modelcontextprotocol/tools": tools}
+    uri = f"skill://{name}/SKILL.md"
+    return {"uri": uri, "frontmatter": fm, "resources": [{"uri": uri, "digest": "sha256:" + "0" * 64, "size": 1}]}
+
+
+def catalog() -> Any:
+    return build_cards(
+        parse_snapshot(
+            {
+                "servers": [
+                    {
+                        "label": "jobs",
+                        "tools": [SEARCH, GET],
+                        "skills": [
+                            skill_entry("job-search", "search_jobs missing_tool"),
+                            skill_entry("ghost", "nope also_nope"),
+                            {**skill_entry("quoted", None), "body": "---\n---\nCall `get_job` then `unknown`."},
+                            skill_entry("cross", "files/read_file search_jobs"),
+                        ],
+                    },
+                    {"label": "files", "tools": [{"name": "read_file", "description": "Read."}, NOSCHEMA]},
+                ]
+            }
+        )
+    )
+
+
+def test_skill_tools_from_metadata_body_and_other_servers() -> None:
+    cards = catalog()
+    by_name = {c.name: c for c in cards.skill_cards}
+    assert by_name["job-search"].tools == (("jobs", "search_jobs"),)
+    assert by_name["job-search"].missing_tools == ("missing_tool",)  # reported on the card
+    assert by_name["quoted"].tools == (("jobs", "get_job"),)
+    assert by_name["cross"].tools == (("files", "read_file"), ("jobs", "search_jobs"))
+    assert "ghost" not in by_name  # every named tool missing: not offered
+    assert cards.not_offered == ["jobs: skill://ghost/SKILL.md: every tool it names is missing from its server"]
+    found, missing = skill_tools(
+        "jobs", {"name": "x"}, "use `search_jobs` and `get_job`", {"jobs": ["search_jobs", "get_job"]}
+    )
+    assert found == [("jobs", "search_jobs"), ("jobs", "get_job")]
+    assert missing == []
+
+
+def test_gate_refuses_unlisted_inactive_and_invalid_before_sending() -> None:
+    gate = ToolGate(catalog().tools, [("jobs", "search_jobs")])
+    assert gate.check("search_jobs", {"query": "java"}) == ("jobs", "search_jobs")
+    assert gate.check("jobs/search_jobs", {"query": "java", "limit": 3}) == ("jobs", "search_jobs")
+    assert gate.check("jobs__search_jobs", {"query": "java"}) == ("jobs", "search_jobs")
+    with pytest.raises(
+        ToolNotListed, match=r"no server lists a tool named 'delete_everything'; active tools: jobs/search_jobs"
+    ):
+        gate.check("delete_everything", {})
+    with pytest.raises(ToolNotActive, match="jobs/get_job is not in the active skill's tools"):
+        gate.check("get_job", {"id": "1"})
+    with pytest.raises(InvalidArguments, match="'query' is a required property"):
+        gate.check("search_jobs", {})
+    with pytest.raises(InvalidArguments, match="limit: 0 is less than the minimum of 1"):
+        gate.check("search_jobs", {"query": "x", "limit": 0})
+    with pytest.raises(ToolNotListed):
+        gate.activate([("jobs", "not_listed")])
+
+
+def test_gate_follows_a_relisting() -> None:
+    gate = ToolGate(catalog().tools, [("jobs", "search_jobs"), ("jobs", "get_job")])
+    gate.update_listing("jobs", [SEARCH])
+    assert gate.active == [("jobs", "search_jobs")]
+    with pytest.raises(ToolNotListed):
+        gate.check("get_job", {"id": "1"})
+
+
+OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def test_openai_and_anthropic_shapes() -> None:
+    tools = [("jobs", SEARCH), ("files", NOSCHEMA), ("a server.with:odd/chars" * 3, GET)]
+    openai = render_tools(tools, "openai")
+    assert isinstance(openai, list)
+    for item in openai:
+        assert set(item) == {"type", "function"}
+        assert item["type"] == "function"
+        fn = item["function"]
+        assert set(fn) == {"name", "description", "parameters"}
+        assert OPENAI_NAME.match(fn["name"]), fn["name"]
+        assert fn["parameters"]["type"] == "object"
+        assert isinstance(fn["parameters"]["properties"], dict)
+        assert "$schema" not in fn["parameters"]
+    anthropic = render_tools(tools, "anthropic")
+    assert isinstance(anthropic, list)
+    for item in anthropic:
+        assert set(item) == {"name", "description", "input_schema"}
+        assert OPENAI_NAME.match(item["name"])
+        assert item["input_schema"]["type"] == "object"
+    assert anthropic[0]["input_schema"]["required"] == ["query"]
+    assert tool_function_name("jobs", "search_jobs") == "jobs__search_jobs"
+    json.dumps(openai)
+    json.dumps(anthropic)
+
+
+def test_history_b_carries_only_the_chosen_tools_and_is_smaller() -> None:
+    cards = catalog()
+    a = history_a(cards, "anthropic")
+    b = history_b(
+        cards, cards.cards[:3], [("jobs", "search_jobs")], "anthropic", skill_text="<skill-content>hi</skill-content>"
+    )
+    assert a.tool_count == 4
+    assert b.tool_count == 1
+    assert isinstance(b.tools, list)
+    assert b.tools[0]["name"] == "jobs__search_jobs"
+    assert "<skill-content>hi</skill-content>" in b.system
+    assert a.tokens == count_tokens(json.dumps(a.tools, ensure_ascii=False))
+    text = render_tools([("jobs", SEARCH)], "text")
+    assert isinstance(text, str)
+    assert text.startswith("## jobs/search_jobs")

