@@ -14,13 +14,13 @@ used for that.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skilldeck._documents import load_document
 from skilldeck.errors import SkilldeckError
 
 __all__ = [
@@ -143,16 +143,7 @@ def load_config(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOU
     Raises:
         ConfigError: the file is missing, not JSON, or not a valid configuration.
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such configuration file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON file ({exc})") from None
-    try:
-        return parse_config(data, timeout=timeout)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+    return load_document(path, lambda data: parse_config(data, timeout=timeout), ConfigError, what="configuration")
 
 
 def spec_for_target(

@@ -13,13 +13,12 @@ Format (JSON)::
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from skilldeck._documents import load_document
 from skilldeck.errors import EntryError, SkilldeckError
 from skilldeck.skill.manifest import SkillEntry, entry_from_wire
 
@@ -117,13 +116,4 @@ def load_snapshot(path: str | os.PathLike[str]) -> CatalogSnapshot:
     Raises:
         SnapshotError: missing, not JSON, or not in the documented format.
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SnapshotError(f"{path}: no such snapshot file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SnapshotError(f"{path}: not a readable JSON file ({exc})") from None
-    try:
-        return parse_snapshot(data)
-    except SnapshotError as exc:
-        raise SnapshotError(f"{path}: {exc}") from None
+    return load_document(path, parse_snapshot, SnapshotError, what="snapshot")

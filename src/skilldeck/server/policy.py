@@ -27,9 +27,9 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
+from skilldeck._documents import load_document
 from skilldeck.errors import SourceError
 
 __all__ = [
@@ -200,18 +200,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     Raises:
         PolicyError: the file is missing, not YAML, or not a valid policy (naming the field).
     """
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PolicyError(f"{path}: no such policy file") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise PolicyError(f"{path}: not a readable YAML file ({exc})") from None
-    try:
-        return parse_policy(data)
-    except PolicyError as exc:
-        raise PolicyError(f"{path}: {exc}") from None
+    return load_document(path, parse_policy, PolicyError, what="policy", yaml_syntax=True)
 
 
 def render_template(text: str, values: Mapping[str, str]) -> str:
