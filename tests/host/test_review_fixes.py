@@ -97,3 +97,18 @@ async def test_a_server_that_stops_answering_while_listing_is_cut_off_at_its_tim
         assert host.report.servers["slow"].error is not None
         assert "did not finish within 1s" in (host.report.servers["slow"].error or "")
         assert [r.name for r in host.registry.skills] == ["fine"]
+
+
+def test_a_run_only_approval_is_content_bound_and_never_written(tmp_path: Path) -> None:
+    from skilldeck.skill.manifest import entry_from_wire
+
+    path = tmp_path / "approvals.json"
+    store = ApprovalStore(path)
+    entry = entry_from_wire(Skill("runonly").entry())
+    store.approve("s", entry, allowed_tools=True, persist=False)
+    assert store.allows_tools("s", entry)
+    assert not path.exists()  # --yes approves for the run only
+    assert not ApprovalStore(path).is_approved("s", entry)
+    changed = entry_from_wire(Skill("runonly", {"new.md": b"n"}).entry())
+    assert store.status("s", changed) == "changed"  # still bound to the content it was given for
+    assert not store.is_approved("s", entry)

@@ -226,8 +226,8 @@ def _settle_approval(host: Host, loaded: LoadedSkill, args: argparse.Namespace, 
     requested = loaded.entry.frontmatter.get("allowed-tools")
     if loaded.origin != "mcp" or host.approvals.allows_tools(loaded.label, loaded.entry):
         return host.allowed_tools(loaded)
-    if args.yes:
-        host.approvals.approve(loaded.label, loaded.entry, allowed_tools=True)
+    if args.yes:  # for this run only: nothing is written to the approvals file
+        host.approvals.approve(loaded.label, loaded.entry, allowed_tools=True, persist=False)
     elif isinstance(requested, str) and sys.stdin.isatty():
         answer = input(f"{loaded.label}: {loaded.uri} asks for allowed-tools '{requested}'. Grant? [y/N] ")
         if answer.strip().lower() in ("y", "yes"):

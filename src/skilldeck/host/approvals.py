@@ -53,6 +53,7 @@ class ApprovalStore:
         self._records: dict[str, dict[str, Any]] = {}
         self._session: set[tuple[str, str]] = set()
         self._session_tools: set[tuple[str, str]] = set()
+        self._transient: dict[str, dict[str, Any]] = {}
         if self.path is not None and self.path.exists():
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -71,7 +72,7 @@ class ApprovalStore:
         """``"approved"``, ``"changed"`` (an approval existed for other content: now revoked), or ``"none"``."""
         if (label, entry.uri) in self._session:
             return "approved"
-        record = self._records.get(self._key(label, entry.uri))
+        record = self._record(label, entry.uri)
         if record is None:
             return "none"
         if record.get("resources") == _binding(entry):
@@ -86,11 +87,19 @@ class ApprovalStore:
         """Whether the user explicitly granted this skill's ``allowed-tools`` (for the current content)."""
         if not self.is_approved(label, entry):
             return False
-        record = self._records.get(self._key(label, entry.uri))
+        record = self._record(label, entry.uri)
         return bool(record and record.get("allowed_tools")) or (label, entry.uri) in self._session_tools
 
-    def approve(self, label: str, entry: SkillEntry, *, allowed_tools: bool = False) -> None:
-        """Record an approval bound to the entry's current ``{uri: digest}`` set."""
+    def _record(self, label: str, uri: str) -> dict[str, Any] | None:
+        key = self._key(label, uri)
+        return self._transient.get(key) or self._records.get(key)
+
+    def approve(self, label: str, entry: SkillEntry, *, allowed_tools: bool = False, persist: bool = True) -> None:
+        """Record an approval bound to the entry's current ``{uri: digest}`` set.
+
+        ``persist=False`` approves for this process only (``--yes``); the approval is still bound to
+        the content and revoked if it changes.
+        """
         binding = _binding(entry)
         if binding is None:  # dynamic: cannot be content-bound, never persisted
             self._session.add((label, entry.uri))
@@ -99,24 +108,32 @@ class ApprovalStore:
             else:
                 self._session_tools.discard((label, entry.uri))
             return
-        self._records[self._key(label, entry.uri)] = {
+        record = {
             "label": label,
             "uri": entry.uri,
             "resources": binding,
             "allowed_tools": allowed_tools,
             "approved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        key = self._key(label, entry.uri)
+        if not persist:
+            self._transient[key] = record
+            return
+        self._transient.pop(key, None)
+        self._records[key] = record
         self._save()
 
     def revoke(self, label: str, uri: str) -> None:
         self._session.discard((label, uri))
         self._session_tools.discard((label, uri))
+        self._transient.pop(self._key(label, uri), None)
         if self._records.pop(self._key(label, uri), None) is not None:
             self._save()
 
     def remove_server(self, label: str) -> None:
         for key in [k for k, v in self._records.items() if v.get("label") == label]:
             del self._records[key]
+        self._transient = {k: v for k, v in self._transient.items() if v.get("label") != label}
         self._session = {k for k in self._session if k[0] != label}
         self._session_tools = {k for k in self._session_tools if k[0] != label}
         self._save()
