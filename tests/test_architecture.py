@@ -21,6 +21,14 @@ PURE = [
     "host/port.py",
     "host/approvals.py",
     "host/cache.py",
+    "server/policy.py",
+    "server/audience.py",
+    "select/snapshot.py",
+    "select/cards.py",
+    "select/rank.py",
+    "select/decide.py",
+    "select/project.py",
+    "select/gate.py",
 ]
 
 
@@ -65,6 +73,19 @@ def test_skill_layer_imports_nothing_above_it() -> None:
     for path in (SRC / "skill").glob("*.py"):
         for name in imported_modules(path):
             assert not name.startswith(("skilldeck.server", "skilldeck.host", "skilldeck.cli")), (path, name)
+
+
+def test_select_never_imports_host_server_or_cli() -> None:
+    for path in (SRC / "select").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.host", "skilldeck.server", "skilldeck.cli")), (path, name)
+
+
+def test_the_public_api_resolves() -> None:
+    import skilldeck
+
+    for name in skilldeck.__all__:
+        assert getattr(skilldeck, name) is not None, name
 
 
 def test_server_never_imports_host_or_cli() -> None:

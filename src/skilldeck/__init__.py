@@ -1,0 +1,81 @@
+"""skilldeck: MCP capability discovery with Agent Skills.
+
+The public API, re-exported here (imported lazily, so ``import skilldeck`` stays cheap):
+
+* serving: :class:`SkillsExtension`, :class:`DirectorySource`, :class:`DynamicSkill`,
+  :func:`create_server`, :class:`Policy` / :func:`load_policy`;
+* hosting: :class:`Host`, :class:`ServerSpec`, :func:`load_config`, :class:`ApprovalStore`,
+  :class:`ContentCache`, :class:`HostWatcher`;
+* selecting: :func:`build_cards`, :class:`Selector`, :class:`ToolGate` (and :func:`skilldeck.ask.ask`);
+* errors: :class:`SkilldeckError` and its family in :mod:`skilldeck.errors`.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from skilldeck.errors import (
+    EntryError,
+    FrontmatterError,
+    NotServedError,
+    PeerError,
+    SkilldeckError,
+    SkillError,
+    SkillLimitError,
+    SourceError,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "SkillsExtension": "skilldeck.server",
+    "DirectorySource": "skilldeck.server",
+    "DynamicSkill": "skilldeck.server",
+    "create_server": "skilldeck.server",
+    "Policy": "skilldeck.server.policy",
+    "load_policy": "skilldeck.server.policy",
+    "Host": "skilldeck.host",
+    "ServerSpec": "skilldeck.host",
+    "load_config": "skilldeck.host",
+    "ApprovalStore": "skilldeck.host",
+    "ContentCache": "skilldeck.host",
+    "HostWatcher": "skilldeck.host.watch",
+    "build_cards": "skilldeck.select",
+    "Selector": "skilldeck.select",
+    "ToolGate": "skilldeck.select.gate",
+}
+
+__all__ = [
+    "ApprovalStore",
+    "ContentCache",
+    "DirectorySource",
+    "DynamicSkill",
+    "EntryError",
+    "FrontmatterError",
+    "Host",
+    "HostWatcher",
+    "NotServedError",
+    "PeerError",
+    "Policy",
+    "Selector",
+    "ServerSpec",
+    "SkillError",
+    "SkillLimitError",
+    "SkilldeckError",
+    "SkillsExtension",
+    "SourceError",
+    "ToolGate",
+    "__version__",
+    "build_cards",
+    "create_server",
+    "load_config",
+    "load_policy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skilldeck' has no attribute {name!r}")
+    return getattr(import_module(module), name)
