@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from skilldeck.select.cards import Card, CardSet
-from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit
+from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit, tokens
 
 __all__ = ["FEATURES", "Calibration", "Decision", "DecisionLog", "Selector", "default_calibration", "unit_features"]
 
@@ -158,7 +159,18 @@ class DecisionLog:
                 fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
 
-def _quoted(terms: Sequence[str], n: int) -> str:
+def _surface(question: str) -> dict[str, str]:
+    """Each stemmed term of ``question`` mapped back to the word the person wrote."""
+    found: dict[str, str] = {}
+    for word in re.findall(r"\w+", question):
+        for term in tokens(word):
+            found.setdefault(term, word.lower())
+    return found
+
+
+def _quoted(terms: Sequence[str], n: int, surface: dict[str, str] | None = None) -> str:
+    surface = surface or {}
+    terms = [surface.get(t, t) for t in terms]
     return ", ".join(repr(t) for t in terms[:n]) or "no shared terms"
 
 
@@ -212,7 +224,7 @@ class Selector:
         feats = unit_features(unit)
         confidence = self.calibration.confidence(feats)
         if confidence < self.threshold:
-            reason = self._why_not(ranking, unit, confidence)
+            reason = self._why_not(ranking, unit, confidence, query)
             return self._record(
                 Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
             )
@@ -233,7 +245,7 @@ class Selector:
         first = chosen[0]
         reason = (
             f"chose {first.kind} {first.server}/{first.name} (confidence {confidence:.2f}; "
-            f"{len(unit.matched)} of {len(unit.terms)} question terms in {unit.server}: {_quoted(unit.matched, 6)})"
+            f"{len(unit.matched)} of {len(unit.terms)} question terms in {unit.server}: {_quoted(unit.matched, 6, _surface(query))})"
         )
         if len(chosen) > 1:
             reason += "; the question names several jobs, also " + ", ".join(f"{c.server}/{c.name}" for c in chosen[1:])
@@ -262,13 +274,16 @@ class Selector:
                     tools.append((s.card.server, s.card.name))
         return tools
 
-    def _why_not(self, ranking: Ranking, unit: Unit, confidence: float) -> str:
-        parts = [f"{s.card.server}/{s.card.name} (matched {_quoted(s.matched_terms, 4)})" for s in ranking.scored[:3]]
+    def _why_not(self, ranking: Ranking, unit: Unit, confidence: float, query: str = "") -> str:
+        words = _surface(query)
+        parts = [
+            f"{s.card.server}/{s.card.name} (matched {_quoted(s.matched_terms, 4, words)})" for s in ranking.scored[:3]
+        ]
         missing = [t for t in unit.terms if t not in unit.matched]
         return (
             f"abstained: nothing is close enough (confidence {confidence:.2f} < threshold {self.threshold:.2f}); "
             f"the best server, {unit.server}, covers {len(unit.matched)} of {len(unit.terms)} question terms "
-            f"(missing {_quoted(missing, 5)}); best candidates: " + "; ".join(parts)
+            f"(missing {_quoted(missing, 5, words)}); best candidates: " + "; ".join(parts)
         )
 
     def _record(self, decision: Decision) -> Decision:
