@@ -89,9 +89,21 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             for problem in extension.problems:
                 err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
 
+    def on_policy_error(exc: Exception) -> None:
+        err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
+
     if args.http is None:
         err.print(f"skilldeck: serving {count} skills from {where} over stdio", highlight=False)
-        anyio.run(lambda: serve_stdio(server, extension, watch=args.watch, on_reload=on_reload))
+        anyio.run(
+            lambda: serve_stdio(
+                server,
+                extension,
+                watch=args.watch,
+                on_reload=on_reload,
+                policy_path=args.policy,
+                on_policy_error=on_policy_error,
+            )
+        )
         return EXIT_OK
 
     host, port = args.http
@@ -110,6 +122,8 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             watch=args.watch,
             on_reload=on_reload,
             on_ready=on_ready,
+            policy_path=args.policy,
+            on_policy_error=on_policy_error,
         )
     )
     return EXIT_OK

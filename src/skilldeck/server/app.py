@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 
+from skilldeck.errors import SkilldeckError
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
@@ -64,19 +66,54 @@ def _watched_roots(extension: SkillsExtension) -> list[Path]:
     return [root for source in extension._directories for root in source.roots]
 
 
+def _resolved(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(path))
+
+
 async def watch_and_reload(
-    extension: SkillsExtension, on_reload: Callable[[CatalogDiff], None] | None = None, *, debounce_ms: int = 200
+    extension: SkillsExtension,
+    on_reload: Callable[[CatalogDiff], None] | None = None,
+    *,
+    debounce_ms: int = 200,
+    server: MCPServer[Any] | None = None,
+    policy_path: str | os.PathLike[str] | None = None,
+    on_policy_error: Callable[[Exception], None] | None = None,
 ) -> None:
-    """Reload ``extension`` whenever a file under its folders changes (runs until cancelled)."""
+    """Reload ``extension`` whenever a file under its folders (or its policy file) changes.
+
+    A changed policy file is loaded and checked against ``server`` before it replaces the one in
+    force; a policy that does not load or check is reported through ``on_policy_error`` and the
+    previous one stays. Runs until cancelled.
+    """
     from watchfiles import awatch
 
-    roots = _watched_roots(extension)
+    from skilldeck.server.policy import load_policy
+
+    roots: list[Path] = _watched_roots(extension)
+    policy_file = _resolved(policy_path) if policy_path is not None else None
+    if policy_file is not None:
+        roots.append(policy_file.parent)
     if not roots:
         return
-    async for _changes in awatch(*roots, debounce=debounce_ms, recursive=True):
-        diff = await extension.reload()
-        if on_reload is not None:
-            on_reload(diff)
+    async for changes in awatch(*roots, debounce=debounce_ms, recursive=True):
+        changed = {_resolved(p) for _, p in changes}
+        if policy_file is not None and policy_file in changed:
+            try:
+                policy = load_policy(policy_file)
+                previous, extension.policy = extension.policy, policy
+                try:
+                    if server is not None:
+                        await extension.check_policy(server)
+                finally:
+                    extension.policy = previous
+                await extension.set_policy(policy)
+            except SkilldeckError as exc:
+                if on_policy_error is not None:
+                    on_policy_error(exc)
+        if any(p != policy_file for p in changed):
+            diff = await extension.reload()
+            if on_reload is not None:
+                on_reload(diff)
 
 
 async def serve_stdio(
@@ -85,12 +122,23 @@ async def serve_stdio(
     *,
     watch: bool = False,
     on_reload: Callable[[CatalogDiff], None] | None = None,
+    policy_path: str | os.PathLike[str] | None = None,
+    on_policy_error: Callable[[Exception], None] | None = None,
 ) -> None:
     """Serve over stdio until the client closes the stream."""
     await extension.check_policy(server)
     async with anyio.create_task_group() as tg:
         if watch:
-            tg.start_soon(watch_and_reload, extension, on_reload)
+            tg.start_soon(
+                partial(
+                    watch_and_reload,
+                    extension,
+                    on_reload,
+                    server=server,
+                    policy_path=policy_path,
+                    on_policy_error=on_policy_error,
+                )
+            )
         await server.run_stdio_async()
         tg.cancel_scope.cancel()
 
@@ -106,6 +154,8 @@ async def serve_http(
     on_reload: Callable[[CatalogDiff], None] | None = None,
     on_ready: Callable[[str], None] | None = None,
     log_level: str = "warning",
+    policy_path: str | os.PathLike[str] | None = None,
+    on_policy_error: Callable[[Exception], None] | None = None,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
     import uvicorn
@@ -117,7 +167,16 @@ async def serve_http(
 
     async with anyio.create_task_group() as tg:
         if watch:
-            tg.start_soon(watch_and_reload, extension, on_reload)
+            tg.start_soon(
+                partial(
+                    watch_and_reload,
+                    extension,
+                    on_reload,
+                    server=server,
+                    policy_path=policy_path,
+                    on_policy_error=on_policy_error,
+                )
+            )
 
         async def _announce() -> None:
             while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
