@@ -15,7 +15,7 @@ from typing import Any
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.select.cards import CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Decision, DecisionLog, Selector
-from skilldeck.select.gate import ToolGate
+from skilldeck.select.gate import GateRefused, ToolGate
 from skilldeck.select.project import Payload, Render, history_a, history_b
 from skilldeck.select.rank import Encoder
 from skilldeck.select.snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot
@@ -72,7 +72,14 @@ async def call_tool(host: Host, gate: ToolGate, name: str, arguments: Mapping[st
         GateRefused: not listed, not active, or invalid arguments (nothing sent).
     """
     label, tool = gate.check(name, arguments)
-    connected = host.connections.connected[label]
+    connected = host.connections.connected.get(label)
+    if connected is None:
+        failure = host.failures.get(label)
+        raise GateRefused(
+            f"{label!r} is no longer connected"
+            + (f" ({failure.reason})" if failure else "")
+            + "; the call was not sent"
+        )
     result = await connected.client.call_tool(tool, dict(arguments or {}))
     payload = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return {"server": label, "tool": tool, "arguments": dict(arguments or {}), "result": payload}

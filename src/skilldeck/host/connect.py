@@ -16,7 +16,8 @@ from __future__ import annotations
 import inspect
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any, Literal
@@ -81,6 +82,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
 
 
+@asynccontextmanager
+async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with extra headers, on an HTTP client with the SDK's timeouts, closed with the session."""
+    import httpx2
+
+    timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (a response may stream)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
 def _client_for(
     spec: ServerSpec,
     read_timeout: float | None,
@@ -98,13 +112,7 @@ def _client_for(
         params = StdioServerParameters(command=transport.command, args=list(transport.args), env=env, cwd=transport.cwd)
         target = stdio_client(params, errlog=errlog) if errlog is not None else params
     elif isinstance(transport, HttpServer):
-        if transport.headers:
-            import httpx2
-
-            http_client = httpx2.AsyncClient(headers=dict(transport.headers), follow_redirects=False)
-            target = streamable_http_client(transport.url, http_client=http_client)
-        else:
-            target = transport.url
+        target = _http_with_headers(transport.url, dict(transport.headers)) if transport.headers else transport.url
     elif isinstance(transport, InProcessServer):
         target = transport.server
     else:  # pragma: no cover - ServerSpec's type forbids it

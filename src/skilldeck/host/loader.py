@@ -15,7 +15,9 @@ refused unless the caller opts in; they are then loaded unverified and marked so
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from html import escape
 from typing import Literal
 from urllib.parse import unquote
 
@@ -36,6 +38,8 @@ __all__ = [
     "SkillChanged",
     "SkillLoader",
 ]
+
+_TAG = re.compile(r"</?\s*skill-content", re.IGNORECASE)
 
 DEFAULT_BUDGET = 64 * 1024 * 1024
 """Bytes one origin may make the host download in a session (64 MiB)."""
@@ -97,12 +101,16 @@ class LoadedSkill:
         return [] if isinstance(self.entry.resources, str) else [r.uri for r in self.entry.resources]
 
     def tagged(self, text: str | None = None, uri: str | None = None) -> str:
-        """Content wrapped with its origin, as it must enter the model's context."""
+        """Content wrapped with its origin, as it must enter the model's context.
+
+        Attribute values are escaped and the content cannot open or close a tag of its own, so a
+        server cannot forge another origin or a ``verified`` mark.
+        """
         trust = "verified" if self.verified else "unverified"
-        return (
-            f'<skill-content origin="{self.origin}" server="{self.label}" uri="{uri or self.uri}" {trust}="true">\n'
-            f"{self.text if text is None else text}\n</skill-content>"
-        )
+        body = _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], self.text if text is None else text)
+        origin, label, where = (escape(v, quote=True) for v in (self.origin, self.label, uri or self.uri))
+        head = f'<skill-content origin="{origin}" server="{label}" uri="{where}" {trust}="true">'
+        return f"{head}\n{body}\n</skill-content>"
 
 
 class SkillLoader:

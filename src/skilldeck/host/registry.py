@@ -128,6 +128,8 @@ class Registry:
     """Skills and tools per origin label."""
 
     _skills: dict[tuple[str, str], SkillRecord] = field(default_factory=dict)
+    _names: dict[tuple[str, str], int] = field(default_factory=dict)
+    """How many skills of each (label, name): qualified names in constant time."""
     _tools: dict[str, list[ToolRecord]] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
 
@@ -153,7 +155,17 @@ class Registry:
 
     def add(self, record: SkillRecord) -> None:
         """Register (or refresh) one skill under its ``(label, uri)`` identity."""
+        previous = self._skills.get(record.key)
+        if previous is not None:
+            self._count(previous, -1)
         self._skills[record.key] = record
+        self._count(record, +1)
+
+    def _count(self, record: SkillRecord, delta: int) -> None:
+        key = (record.label, record.name)
+        self._names[key] = self._names.get(key, 0) + delta
+        if self._names[key] <= 0:
+            del self._names[key]
 
     def set_tools(self, label: str, tools: Iterable[Mapping[str, Any]]) -> None:
         self._tools[label] = [ToolRecord(label, dict(t)) for t in tools]
@@ -161,7 +173,7 @@ class Registry:
     def remove_server(self, label: str) -> None:
         """Forget everything from ``label``."""
         for key in [k for k in self._skills if k[0] == label]:
-            del self._skills[key]
+            self._count(self._skills.pop(key), -1)
         self._tools.pop(label, None)
 
     # -- reading -----------------------------------------------------------------------------------
@@ -200,8 +212,8 @@ class Registry:
 
     def qualified_name(self, record: SkillRecord) -> str:
         """A name unique in this registry: ``label/name``, or ``label/<skill path>`` when needed."""
-        same = [r for r in self._skills.values() if r.label == record.label and r.name == record.name]
-        return f"{record.label}/{record.skill_path if len(same) > 1 else record.name}"
+        same = self._names.get((record.label, record.name), 0)
+        return f"{record.label}/{record.skill_path if same > 1 else record.name}"
 
     def resolve(self, reference: str) -> SkillRecord:
         """Find one skill by qualified name, ``label:uri``, bare URI or bare name.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -197,7 +198,9 @@ class HostWatcher:
         self.host = host
         self.gates: list[GateLike] = list(gates)
         self.on_change = on_change
-        self.changes: list[CatalogChange] = []
+        self.changes: deque[CatalogChange] = deque(maxlen=256)
+        self.change_count = 0
+        """Changes seen since the start (``changes`` keeps the latest 256)."""
         self.channels: dict[str, str] = {}
         self._pending: dict[str, set[str]] = {}
         # Events are made inside the event loop (anyio needs one running): see _events().
@@ -232,17 +235,19 @@ class HostWatcher:
     async def wait_for(
         self, predicate: Callable[[CatalogChange], bool] | None = None, *, after: int = 0
     ) -> CatalogChange:
-        """The first change at index ``after`` or later (``len(watcher.changes)`` before acting) matching ``predicate``.
+        """The first change numbered ``after`` or later (``watcher.change_count`` before acting) matching ``predicate``.
 
         Returns once that change is in the registry and the gates, and ``on_change`` has run.
         Wrap in ``anyio.fail_after`` to bound the wait.
         """
         while True:
             _, changed = self._events()
-            for change in self.changes[after:]:
+            kept = list(self.changes)
+            first_kept = self.change_count - len(kept)
+            for change in kept[max(0, after - first_kept) :]:
                 if predicate is None or predicate(change):
                     return change
-            after = len(self.changes)
+            after = self.change_count
             await changed.wait()
 
     async def __aenter__(self) -> HostWatcher:
@@ -360,6 +365,7 @@ class HostWatcher:
             for gate in list(self.gates):
                 gate.update_listing(label, change.tools)
         self.changes.append(change)
+        self.change_count += 1
         if self.on_change is not None:
             try:
                 outcome = self.on_change(change)

@@ -117,6 +117,10 @@ class ToolGate:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
         except jsonschema.exceptions.SchemaError as exc:
             raise InvalidArguments(f"{label}/{tool} has an input schema that cannot be used: {exc.message}") from None
+        except Exception as exc:
+            raise InvalidArguments(
+                f"{label}/{tool} has an input schema that cannot be used ({type(exc).__name__}); the call was not sent"
+            ) from None
         if errors:
             detail = "; ".join(f"{'/'.join(str(p) for p in e.path) or '(arguments)'}: {e.message}" for e in errors[:5])
             raise InvalidArguments(f"arguments for {label}/{tool} do not match its input schema: {detail}")

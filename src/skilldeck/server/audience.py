@@ -46,33 +46,41 @@ def allowed_tools(policy: Policy, skill_names: Iterable[str], caller: Caller) ->
     return frozenset(granted)
 
 
-def _render_skill(skill: StaticSkill, policy: Policy, caller: Caller) -> StaticSkill:
+def _render_skill(skill: StaticSkill, policy: Policy, caller: Caller, rendered: dict[str, bytes]) -> StaticSkill:
+    """The caller's variant of one skill.
+
+    ``rendered`` holds the bytes already decided for files of skills nested inside this one
+    (full path -> bytes); they are used as they are, so a nested skill's file is the same bytes in
+    its own manifest and in the enclosing skill's. This skill's own files are added to it.
+    """
     rule = policy.skill(skill.entry.name)
-    if rule is None:  # skills the policy does not name are served exactly as written
-        return skill
     values = {"tenant": caller.tenant or "", "locale": caller.locale}
     if rule is not None:
         values.update(rule.values(caller))
     files: dict[str, bytes] = {}
     for rel, data in skill.files.items():
-        if not is_text_mime_type(mime_type_for(rel)):
-            files[rel] = data
+        full = f"{skill.skill_path}/{rel}"
+        if full in rendered:
+            files[rel] = rendered[full]
             continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            files[rel] = data
-            continue
-        if rel == SKILL_MD:
-            text = _render_skill_md(text, values, rule.route(caller) if rule is not None else None)
-        else:
-            text = render_template(text, values)
-        files[rel] = text.encode("utf-8")
+        files[rel] = data if rule is None else _render_file(rel, data, values, rule.route(caller))
+        rendered[full] = files[rel]
     if files == dict(skill.files):
         return skill
     frontmatter = parse_skill_md(files[SKILL_MD].decode("utf-8")).frontmatter
     entry = build_entry(skill.skill_path, frontmatter, files)
     return StaticSkill(skill_path=skill.skill_path, entry=entry, files=files, origin=skill.origin)
+
+
+def _render_file(rel: str, data: bytes, values: dict[str, str], routed: frozenset[str]) -> bytes:
+    if not is_text_mime_type(mime_type_for(rel)):
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    text = _render_skill_md(text, values, routed) if rel == SKILL_MD else render_template(text, values)
+    return text.encode("utf-8")
 
 
 def _render_skill_md(text: str, values: dict[str, str], routed: frozenset[str] | None) -> str:
@@ -106,14 +114,14 @@ def catalog_for(base: Catalog, policy: Policy, caller: Caller) -> Catalog:
         for e in base.entries
         if not _visible(policy, e.name, caller) and (s := base.static_skill(e.uri)) is not None
     ]
-    for entry in base.entries:
-        if not _visible(policy, entry.name, caller):
-            continue
-        skill = base.static_skill(entry.uri)
-        if skill is None:
-            continue
+    visible = [
+        s for e in base.entries if _visible(policy, e.name, caller) and (s := base.static_skill(e.uri)) is not None
+    ]
+    rendered: dict[str, bytes] = {}
+    # innermost first, so an enclosing skill carries its nested skills' files exactly as they are served
+    for skill in sorted(visible, key=lambda s: s.skill_path.count("/"), reverse=True):
         try:
-            static.append(_render_skill(_without_hidden(skill, hidden), policy, caller))
+            static.append(_render_skill(_without_hidden(skill, hidden), policy, caller, rendered))
         except SkillError as exc:  # a rendered variant over the limits, say: withheld, not half-served
             problems.append(exc)
     dynamic = [d for d in base.dynamic_skills if _visible(policy, d.name, caller)]

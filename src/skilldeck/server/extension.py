@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -63,6 +64,9 @@ __all__ = ["EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
 logger = logging.getLogger(__name__)
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
+
+_LOCALE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}")
+"""A BCP 47 language tag (the common subset): anything else from ``_meta`` falls back to ``en``."""
 
 _IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
 
@@ -197,7 +201,7 @@ class SkillsExtension(Extension):
         """Who the request is answered for: the verified token, else the policy's default identity."""
         meta = ctx.meta or {}
         locale = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
-        locale = locale if isinstance(locale, str) and 0 < len(locale) <= 35 else "en"
+        locale = locale if isinstance(locale, str) and _LOCALE.fullmatch(locale) else "en"
         token = get_access_token()
         policy = self.policy
         if token is not None:

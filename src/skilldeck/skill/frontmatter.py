@@ -52,6 +52,8 @@ __all__ = [
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
 MAX_COMPATIBILITY_LENGTH = 500
+MAX_FRONTMATTER_DEPTH = 32
+"""Nesting deeper than this is refused before the YAML parser recurses on it."""
 MAX_FRONTMATTER_BYTES = 64 * 1024
 """Frontmatter is a header, not a document: anything larger is refused before YAML sees it."""
 
@@ -98,6 +100,8 @@ class _CoreLoader(yaml.SafeLoader):
 
     yaml_constructors: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class-level registry
 
+    _depth = 0
+
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
         if self.check_event(AliasEvent):
             event = self.peek_event()
@@ -105,7 +109,15 @@ class _CoreLoader(yaml.SafeLoader):
                 f"YAML aliases (*{event.anchor}) are not allowed in frontmatter; write the value out in full",
                 rule="yaml-alias",
             )
-        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        self._depth += 1
+        try:
+            if self._depth > MAX_FRONTMATTER_DEPTH:
+                raise FrontmatterError(
+                    f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels; flatten it", rule="yaml-depth"
+                )
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
         if not isinstance(node, MappingNode):
@@ -229,6 +241,8 @@ def load_yaml_mapping(text: str, *, path: str | None = None) -> dict[str, Any]:
         raise FrontmatterError(exc.reason, path=path, rule=exc.rule) from None
     except yaml.YAMLError as exc:
         raise FrontmatterError(f"frontmatter is not valid YAML: {exc}", path=path, rule="yaml-syntax") from None
+    except RecursionError:  # the scanner also recurses on flow collections: never a raw crash
+        raise FrontmatterError("frontmatter nests too deeply; flatten it", path=path, rule="yaml-depth") from None
     if not isinstance(value, dict):
         raise FrontmatterError(
             "frontmatter must be a YAML mapping (key: value lines)", path=path, rule="frontmatter-mapping"

@@ -37,6 +37,7 @@ MAX_SKILL_BYTES = 16 * 1024 * 1024
 
 DYNAMIC: Literal["dynamic"] = "dynamic"
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
+_UNSAFE_URI = re.compile(r"[\s\"'<>`\\\x00-\x1f\x7f]")  # never in a well-formed URI
 
 
 def digest_of(data: bytes) -> str:
@@ -147,6 +148,8 @@ def entry_from_wire(raw: object) -> SkillEntry:
     uri = raw.get("uri")
     if not isinstance(uri, str) or not uri:
         raise EntryError("entry has no uri")
+    if _UNSAFE_URI.search(uri):
+        raise EntryError("uri contains spaces, quotes, angle brackets or control characters", uri=repr(uri))
     root = skill_root_uri(uri)
     if root is None:
         raise EntryError(f"uri {uri!r} does not end in /SKILL.md", uri=uri)
@@ -175,6 +178,8 @@ def entry_from_wire(raw: object) -> SkillEntry:
         if not isinstance(item, dict):
             raise EntryError("a resources item is not an object", uri=uri)
         r_uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
+        if isinstance(r_uri, str) and _UNSAFE_URI.search(r_uri):
+            raise EntryError("a resource uri contains spaces, quotes, angle brackets or control characters", uri=uri)
         if not isinstance(r_uri, str) or not (r_uri == uri or r_uri.startswith(root + "/")):
             raise EntryError(f"resource {r_uri!r} is outside the skill {root}", uri=uri)
         if "/../" in r_uri + "/" or "/./" in r_uri + "/":
