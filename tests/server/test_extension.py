@@ -414,3 +414,34 @@ async def test_closed_legacy_sessions_are_forgotten(tmp_path: Path) -> None:
         with anyio.fail_after(5):
             while ext.legacy_session_count:
                 await anyio.sleep(0.05)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_resources_list_pages_skill_files_after_the_servers_own(examples_dir: Path, mode: str) -> None:
+    server, ext = create_server(examples_dir, directory_page_size=5)
+
+    @server.resource("note://hello", name="hello")
+    def hello() -> str:
+        return "hi"
+
+    async with connect(server, mode) as wire:
+        seen: list[str] = []
+        cursor: str | None = None
+        pages = 0
+        while True:
+            result = await wire.client.list_resources(cursor=cursor)
+            pages += 1
+            assert len(result.resources) <= 6  # the server's own one, then at most 5 skill files a page
+            seen += [str(r.uri) for r in result.resources]
+            cursor = result.next_cursor
+            if not cursor:
+                break
+        assert seen[0] == "note://hello"
+        files = {f.uri for f in ext.catalog.files}
+        assert set(seen[1:]) == files
+        assert len(seen) == len(set(seen))
+        assert pages == 1 + (len(files) - 1) // 5
+        with pytest.raises(MCPError) as info:
+            await wire.client.list_resources(cursor="skilldeck-files:!!forged!!")
+        assert info.value.error.code == -32602

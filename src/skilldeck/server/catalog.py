@@ -18,7 +18,7 @@ from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.skill.manifest import SkillEntry
 from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SKILL_MD, directory_uri, file_uri, mime_type_for
 
-__all__ = ["Catalog", "CatalogDiff", "DirectoryChild", "SkillFile", "StaticSkill", "children_of"]
+__all__ = ["Catalog", "CatalogDiff", "DirectoryChild", "SkillFile", "StaticSkill", "children_of", "page_keys"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ def _decode_cursor(cursor: str) -> str:
         raise NotServedError(f"invalid cursor {cursor[:80]!r}: pass back a nextCursor exactly as received") from None
 
 
-def _page(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str], str | None]:
+def page_keys(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str], str | None]:
     """Keyset pagination over sorted ``keys``: stable when the list changes between pages."""
     start = 0
     if cursor is not None:
@@ -207,7 +207,7 @@ class Catalog:
         Raises:
             NotServedError: ``cursor`` is not one this server handed out.
         """
-        uris, next_cursor = _page(self._order, cursor, limit)
+        uris, next_cursor = page_keys(self._order, cursor, limit)
         return [self._entries[uri] for uri in uris], next_cursor
 
     def get(self, uri: str) -> SkillEntry:
@@ -270,7 +270,7 @@ class Catalog:
     ) -> tuple[list[DirectoryChild], str | None]:
         """One page of directory children, keyed by URI like :meth:`list_page`."""
         by_uri = {child.uri: child for child in children}
-        keys, next_cursor = _page(sorted(by_uri), cursor, limit)
+        keys, next_cursor = page_keys(sorted(by_uri), cursor, limit)
         return [by_uri[k] for k in keys], next_cursor
 
     def diff(self, newer: Catalog) -> CatalogDiff:

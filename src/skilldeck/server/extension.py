@@ -53,7 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from skilldeck.errors import NotServedError, SkilldeckError, SourceError
 from skilldeck.server.audience import allowed_tools, catalog_for
 from skilldeck.server.audit import AuditLog
-from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of
+from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of, page_keys
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.policy import HINTS_PREFIX, Caller, Policy, caller_from_claims
 from skilldeck.server.sources import DirectorySource, load_all
@@ -64,6 +64,9 @@ __all__ = ["EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
 logger = logging.getLogger(__name__)
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
+
+_FILES_CURSOR = "skilldeck-files:"
+"""``resources/list`` cursors past the server's own resources, into the skill files."""
 
 _LOCALE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}")
 """A BCP 47 language tag (the common subset): anything else from ``_meta`` falls back to ``en``."""
@@ -433,6 +436,9 @@ class SkillsMiddleware:
             if method == "resources/read":
                 return await self._read(ctx, call_next)
             if method == "resources/list":
+                cursor = ctx.params.get("cursor") if isinstance(ctx.params, dict) else None
+                if isinstance(cursor, str) and cursor.startswith(_FILES_CURSOR):
+                    return self._files_page(ctx, cursor[len(_FILES_CURSOR) :])
                 return self._add_listed(ctx, await call_next(ctx))
             if method == "tools/list":
                 return self._filter_tools(ctx, await call_next(ctx))
@@ -460,11 +466,33 @@ class SkillsMiddleware:
         # Shaped by the negotiated version's schema: legacy replies drop the 2026-only fields.
         return serialize_server_result("resources/read", ctx.protocol_version, result)
 
+    def _skill_resources_page(
+        self, ctx: ServerRequestContext[Any, Any], after: str | None
+    ) -> tuple[list[Any], str | None]:
+        """One page of skill-file resources after the (encoded) URI ``after``, keyed by URI like skills/list."""
+        listed = {r["uri"]: r for r in self._ext.listed_resources(self._ext.view(ctx))}
+        keys, next_key = page_keys(sorted(listed), after, self._ext.directory_page_size)
+        return [listed[k] for k in keys], (_FILES_CURSOR + next_key) if next_key else None
+
     def _add_listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
+        """After the server's own resources (their last page), skill files follow, paged by our own cursor."""
         if not isinstance(result, dict) or result.get("nextCursor"):
             return result
-        listed = self._ext.listed_resources(self._ext.view(ctx))
-        return {**result, "resources": [*result.get("resources", []), *listed]}
+        page, next_cursor = self._skill_resources_page(ctx, None)
+        merged = {**result, "resources": [*result.get("resources", []), *page]}
+        if next_cursor:
+            merged["nextCursor"] = next_cursor
+        return merged
+
+    def _files_page(self, ctx: ServerRequestContext[Any, Any], after: str) -> HandlerResult:
+        try:
+            page, next_cursor = self._skill_resources_page(ctx, after)
+        except NotServedError as exc:
+            raise _invalid(exc) from None
+        result: dict[str, Any] = {"resultType": "complete", "resources": page, **self._ext._cache_fields()}
+        if next_cursor:
+            result["nextCursor"] = next_cursor
+        return serialize_server_result("resources/list", ctx.protocol_version, result)
 
     def _filter_tools(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
         allowed = self._ext.tools_for(ctx)
