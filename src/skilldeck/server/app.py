@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 
 from skilldeck.errors import SkilldeckError
@@ -116,16 +118,16 @@ async def watch_and_reload(
                 on_reload(diff)
 
 
-async def serve_stdio(
+@asynccontextmanager
+async def _serving(
     server: MCPServer[Any],
     extension: SkillsExtension,
-    *,
-    watch: bool = False,
-    on_reload: Callable[[CatalogDiff], None] | None = None,
-    policy_path: str | os.PathLike[str] | None = None,
-    on_policy_error: Callable[[Exception], None] | None = None,
-) -> None:
-    """Serve over stdio until the client closes the stream."""
+    watch: bool,
+    on_reload: Callable[[CatalogDiff], None] | None,
+    policy_path: str | os.PathLike[str] | None,
+    on_policy_error: Callable[[Exception], None] | None,
+) -> AsyncIterator[TaskGroup]:
+    """Check the policy, then run the block beside the watcher (when asked); the watcher stops with the block."""
     await extension.check_policy(server)
     async with anyio.create_task_group() as tg:
         if watch:
@@ -139,8 +141,22 @@ async def serve_stdio(
                     on_policy_error=on_policy_error,
                 )
             )
-        await server.run_stdio_async()
+        yield tg
         tg.cancel_scope.cancel()
+
+
+async def serve_stdio(
+    server: MCPServer[Any],
+    extension: SkillsExtension,
+    *,
+    watch: bool = False,
+    on_reload: Callable[[CatalogDiff], None] | None = None,
+    policy_path: str | os.PathLike[str] | None = None,
+    on_policy_error: Callable[[Exception], None] | None = None,
+) -> None:
+    """Serve over stdio until the client closes the stream."""
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error):
+        await server.run_stdio_async()
 
 
 async def serve_http(
@@ -160,23 +176,11 @@ async def serve_http(
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
     import uvicorn
 
-    await extension.check_policy(server)
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uv = uvicorn.Server(config)
 
-    async with anyio.create_task_group() as tg:
-        if watch:
-            tg.start_soon(
-                partial(
-                    watch_and_reload,
-                    extension,
-                    on_reload,
-                    server=server,
-                    policy_path=policy_path,
-                    on_policy_error=on_policy_error,
-                )
-            )
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error) as tg:
 
         async def _announce() -> None:
             while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
@@ -187,13 +191,7 @@ async def serve_http(
 
         tg.start_soon(_announce)
         await uv.serve()
-        tg.cancel_scope.cancel()
 
 
 def _host_for_url(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-def describe_problems(extension: SkillsExtension) -> Sequence[str]:
-    """One line per refused skill or file: ``path: reason``."""
-    return [str(p) for p in extension.problems]
