@@ -11,17 +11,21 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
+import mcp_types._v2026_07_28 as wire2026
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import ServerNotification
+from mcp_types.methods import validate_server_result
+from pydantic import BaseModel, ConfigDict
 
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
 from skilldeck.server import DynamicSkill, SkillRequest, SkillsExtension, create_server, serve_http
+from skilldeck.server.policy import parse_policy
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import digest_of
 
@@ -169,6 +173,81 @@ async def test_directory_pagination(tmp_path: Path) -> None:
             if not cursor:
                 break
         assert names == ["SKILL.md"] + [f"f{i:02}.md" for i in range(7)]
+
+
+# The Skills extension's 2026-07-28 results, built from the base schema's own wire types (mcp_types
+# has none for extension methods). Like the TypeScript SDK's SkillsClient, every one of them is a
+# CacheableResult (`resultType`, `ttlMs`, `cacheScope` required); lists are PaginatedResults too.
+class _SkillResource2026(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    uri: str
+    digest: str
+    size: int
+
+
+class _Skill2026(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    uri: str
+    frontmatter: dict[str, Any]
+    resources: list[_SkillResource2026] | Literal["dynamic"]
+
+
+class ListSkillsResult2026(wire2026.PaginatedResult, wire2026.CacheableResult):
+    model_config = ConfigDict(extra="forbid")
+    skills: list[_Skill2026]
+
+
+class GetSkillResult2026(wire2026.CacheableResult):
+    model_config = ConfigDict(extra="forbid")
+    skill: _Skill2026
+
+
+class ReadResourceDirectoryResult2026(wire2026.PaginatedResult, wire2026.CacheableResult):
+    model_config = ConfigDict(extra="forbid")
+    resources: list[wire2026.Resource]
+
+
+def assert_2026_shape(model: type[BaseModel], result: dict[str, Any]) -> None:
+    model.model_validate(result, by_alias=True, by_name=False)
+    assert result["resultType"] == "complete", result
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("policy", [None, "admit-all"])
+async def test_every_modern_reply_validates_against_the_2026_result_schemas(
+    examples_dir: Path, policy: str | None
+) -> None:
+    """skills/list, skills/get, resources/read and resources/directory/read (skill root, sub-folder,
+    prefix folder, dynamic skill) on a 2026-07-28 session: each reply is a valid 2026-07-28 result."""
+    daily = DynamicSkill(
+        "reports/daily", description="Today's report", body=lambda _: "# Daily\n", files=lambda _: {"data/a.json": "{}"}
+    )
+    rules = parse_policy({"default_identity": {"subject": "s", "tenant": "acme"}, "skills": {"pdf-forms": {}}})
+    server, _ = create_server(examples_dir, daily, page_size=3, policy=rules if policy else None)
+    async with connect(server, "auto") as wire:
+        assert wire.client.protocol_version == "2026-07-28"
+        entries, cursor = [], None
+        while True:
+            page = await wire.list_skills(cursor)
+            assert_2026_shape(ListSkillsResult2026, page)
+            entries += page["skills"]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        assert len(entries) == 9
+        for entry in entries:
+            assert_2026_shape(GetSkillResult2026, await wire.get_skill(entry["uri"]))
+            files = [r["uri"] for r in entry["resources"]] if entry["resources"] != "dynamic" else [entry["uri"]]
+            for uri in files:
+                validate_server_result(
+                    "resources/read", "2026-07-28", await wire.request("resources/read", {"uri": uri})
+                )
+        for folder in ["skill://pdf-forms", "skill://pdf-forms/templates", "skill://acme", "skill://reports/daily"]:
+            listing = await wire.read_directory(folder)
+            assert_2026_shape(ReadResourceDirectoryResult2026, listing)
+            assert listing["resources"], folder
+            assert listing["ttlMs"] == 60_000
+            assert listing["cacheScope"] == ("private" if policy else "public")
 
 
 HOSTILE_URIS = [

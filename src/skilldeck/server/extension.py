@@ -107,8 +107,8 @@ class SkillsExtension(Extension):
         sources: :class:`DirectorySource` folders and :class:`DynamicSkill` objects.
         page_size: entries per ``skills/list`` page (entries are never split).
         directory_page_size: children per ``resources/directory/read`` page.
-        ttl_ms, cache_scope: the ``CacheableResult`` hints on ``skills/list``, ``skills/get`` and
-            skill-file reads.
+        ttl_ms, cache_scope: the ``CacheableResult`` hints on ``skills/list``, ``skills/get``,
+            ``resources/directory/read`` and skill-file reads.
         list_files: add every skill file to ``resources/list`` (``SKILL.md`` entries carry the
             skill's name and description); set ``False`` for very large catalogs.
         subscriptions: the ``subscriptions/listen`` bus to publish catalog changes on; pass the
@@ -356,7 +356,13 @@ class SkillsExtension(Extension):
             page, next_cursor = Catalog.page_children(children, params.cursor, self.directory_page_size)
         except NotServedError as exc:
             raise _invalid(exc) from None
-        result: dict[str, Any] = {"resultType": "complete", "resources": [c.to_wire() for c in page]}
+        # 2026-07-28 clients validate this reply as a CacheableResult (the TypeScript SDK's SkillsClient
+        # and MCP Inspector refuse it without `ttlMs` and `cacheScope`), as they do skills/list's.
+        result: dict[str, Any] = {
+            "resultType": "complete",
+            "resources": [c.to_wire() for c in page],
+            **self._cache_fields(),
+        }
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result
