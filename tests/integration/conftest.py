@@ -35,6 +35,9 @@ STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\
 NODE = "node@22"
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+# The TypeScript SDK's client package (its `ext/skills` entry point has SkillsClient); installed into
+# the test cache by ensure_ts_client() and driven on Node 22 by tests/integration/ts_skills_client.mjs.
+TS_CLIENT = "@modelcontextprotocol/client@2.4.0"
 # Generous: a cold npx cache downloads Node 22 plus the package (.ci/run pre-warms it).
 NPX_TIMEOUT = 240.0
 
@@ -329,6 +332,65 @@ def ensure_time_server_venv() -> Path:
         if not usable():
             raise RuntimeError(f"{venv}: installed {TIME_SERVER}, but `import mcp_server_time` fails")
     return python
+
+
+def ensure_ts_client() -> Path:
+    """Install (once) ``TS_CLIENT`` with npm into a folder of the test cache; return that folder.
+
+    Its ``node_modules`` holds the package and its dependencies; the folder is reused while its
+    marker names the same spec and the package's ``package.json`` is there, otherwise it is
+    installed from scratch. A lock file keeps two runs from installing at once. ``.ci/run`` calls
+    this too, so CI installs it before the tests start.
+
+    Raises:
+        RuntimeError: npm is missing or the install failed (output attached).
+    """
+    import fcntl
+
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(f"npm is not on PATH: install Node.js with npm to install {TS_CLIENT}")
+    cache = tool_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    folder = cache / ("npm-" + re.sub(r"[^A-Za-z0-9.]+", "-", TS_CLIENT).strip("-"))
+    marker = folder / ".skilldeck-tests-complete"
+    name = TS_CLIENT.rpartition("@")[0]
+    installed = folder / "node_modules" / name / "package.json"
+    with (cache / (folder.name + ".lock")).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.is_file() and marker.read_text() == TS_CLIENT and installed.is_file():
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        (folder / "package.json").write_text('{"name": "skilldeck-tests-ts-client", "private": true}\n')
+        cmd = [npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--save-exact", TS_CLIENT]
+        env = {**os.environ, "npm_config_loglevel": "error"}
+        proc = subprocess.run(
+            cmd, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=PIP_TIMEOUT, env=env
+        )
+        if proc.returncode != 0 or not installed.is_file():
+            raise RuntimeError(
+                f"command failed with exit code {proc.returncode} in {folder}: {' '.join(cmd)}\n"
+                f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+            )
+        marker.write_text(TS_CLIENT)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def ts_client_dir(npx: str) -> Path:
+    """The folder whose ``node_modules`` holds ``TS_CLIENT`` (see :func:`ensure_ts_client`)."""
+    try:
+        return ensure_ts_client()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        pytest.fail(f"could not install {TS_CLIENT}:\n{exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def ts_skills_client_cmd(ts_client_dir: Path) -> list[str]:
+    """npx arguments that run tests/integration/ts_skills_client.mjs on Node 22 (append URL, era, folders)."""
+    script = Path(__file__).resolve().parent / "ts_skills_client.mjs"
+    return ["-p", NODE, "node", str(script), str(ts_client_dir)]
 
 
 @pytest.fixture(scope="session")

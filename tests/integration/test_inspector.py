@@ -8,6 +8,10 @@ Inspector 2.12.0 looks for the Skills extension only under ``capabilities.extens
 drops that field from a legacy (2025-11-25) ``initialize`` reply; skilldeck puts it back (and
 mirrors it under ``experimental``), so ``--verify`` runs in both eras. A further legacy test reads
 a skill file and checks the reply has the 2025-11-25 shape.
+
+Inspector validates each reply against its era's result schema before printing it (a 2026-07-28
+``resources/directory/read`` without ``ttlMs``/``cacheScope`` is "Invalid result"), so every skills
+method is also called on its own with ``--method``, in both eras.
 """
 
 from __future__ import annotations
@@ -87,5 +91,48 @@ def test_inspector_reads_skill_file_legacy(run_npx, inspector_cmd: list[str], sk
     assert contents[0]["text"] == (EXAMPLES / "job-search" / SKILL_MD).read_text(encoding="utf-8")
     # A legacy session gets the 2025-11-25 result shape: no 2026-07-28 cache attributes.
     assert not {"ttlMs", "cacheScope", "resultType"} & payload["result"].keys(), payload["result"].keys()
+    noise = [line for line in chatter(result.stderr) if ERROR_TEXT.search(line)]
+    assert not noise, f"Inspector printed error text: {noise}\n{result.describe()}"
+
+
+PDF_FORMS = f"skill://pdf-forms/{SKILL_MD}"
+INVOICE = "skill://pdf-forms/templates/invoice.md"
+# (id, --method, --uri, the children a directory read must list)
+CALLS: list[tuple[str, str, str | None, set[str]]] = [
+    ("list", "skills/list", None, set()),
+    ("get", "skills/get", PDF_FORMS, set()),
+    ("read", "resources/read", INVOICE, set()),
+    ("dir-skill", "resources/directory/read", "skill://pdf-forms", {PDF_FORMS, "skill://pdf-forms/templates"}),
+    ("dir-subfolder", "resources/directory/read", "skill://pdf-forms/templates", {INVOICE}),
+    ("dir-prefix", "resources/directory/read", "skill://acme", {"skill://acme/billing"}),
+]
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize(("method", "uri", "children"), [c[1:] for c in CALLS], ids=[c[0] for c in CALLS])
+def test_inspector_accepts_every_skills_method(
+    run_npx, inspector_cmd: list[str], skilldeck_server: Any, era: str, method: str, uri: str | None, children: set[str]
+) -> None:
+    server = skilldeck_server
+    result = run_npx(
+        *inspector_cmd, server.url, "--transport", "http", "--protocol-era", era, "--format", "json",
+        "--method", method, *(["--uri", uri] if uri else []),
+    )  # fmt: skip
+    server.assert_alive()
+    assert result.returncode == 0, f"Inspector ({era} era) refused the {method} reply\n{result.describe()}"
+    payload = json.loads(result.stdout)
+    assert "error" not in payload, payload
+    reply = payload["result"]
+    if method == "skills/list":
+        assert len(reply["skills"]) == server.skill_count, reply
+    elif method == "skills/get":
+        assert reply["skill"]["uri"] == uri, reply
+    elif method == "resources/read":
+        (content,) = reply["contents"]
+        assert content["text"] == (EXAMPLES / "pdf-forms" / "templates" / "invoice.md").read_text(encoding="utf-8")
+    else:
+        assert children <= {c["uri"] for c in reply["resources"]}, reply
+    if era == "modern" and method != "skills/list":  # Inspector prints the listing's pages merged, without them
+        assert (reply.get("ttlMs"), reply.get("cacheScope")) == (60_000, "public"), reply
     noise = [line for line in chatter(result.stderr) if ERROR_TEXT.search(line)]
     assert not noise, f"Inspector printed error text: {noise}\n{result.describe()}"
