@@ -57,13 +57,11 @@ def test_deeply_nested_frontmatter_is_refused_not_a_crash(tmp_path: Path) -> Non
 
 
 def test_nested_skill_under_a_policy_serves_exactly_its_digested_bytes(tmp_path: Path) -> None:
-    outer = write_skill(
-        tmp_path, "orders", frontmatter_extra="metadata:\n  io.modelcontextprotocol/tools: lookup_order\n"
-    )
+    outer = write_skill(tmp_path, "orders", frontmatter_extra="metadata:\n  dev.skilldeck/tools: lookup_order\n")
     inner = outer / "refunds"
     inner.mkdir()
     (inner / "SKILL.md").write_text(
-        "---\nname: refunds\ndescription: d\nmetadata:\n  io.modelcontextprotocol/tools: lookup_order cancel_order\n"
+        "---\nname: refunds\ndescription: d\nmetadata:\n  dev.skilldeck/tools: lookup_order cancel_order\n"
         "---\nMail {{ support_email }}\n"
     )
     policy = parse_policy(

@@ -205,7 +205,7 @@ async def test_skill_reload_reaches_the_host(tmp_path: Path, mode: str, version:
         returns.mkdir()
         (returns / "SKILL.md").write_text(
             "---\nname: returns\ndescription: Take back goods a customer returns.\n"
-            "metadata:\n  io.modelcontextprotocol/tools: lookup_order\n---\n# Returns\n"
+            "metadata:\n  dev.skilldeck/tools: lookup_order\n---\n# Returns\n"
         )
         shutil.rmtree(pack / "style-guide")
         (pack / "orders" / "references" / "faq.md").write_text("# FAQ\n\nNew answers.\n")

@@ -83,10 +83,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _start_server(
-    log_dir: Path, page_size: int | None, extra_args: tuple[str, ...] = ()
+    log_dir: Path, page_size: int | None, extra_args: tuple[str, ...] = (), pack: str = "examples/skills"
 ) -> tuple[RunningServer | None, str]:
-    """Start the server; return it once it is listening, or ``(None, why)`` (process already stopped)."""
-    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", "examples/skills", "--http", "127.0.0.1:0"]
+    """Start the server on ``pack``; return it once it is listening, or ``(None, why)`` (process already stopped)."""
+    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", pack, "--http", "127.0.0.1:0"]
     if page_size is not None:
         cmd += ["--page-size", str(page_size)]
     cmd += extra_args

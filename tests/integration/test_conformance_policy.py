@@ -16,9 +16,11 @@ import pytest
 from mcp import Client
 
 from skilldeck.host.wire import SkillsWire
+from skilldeck.select.cards import TOOLS_METADATA_KEY
 from skilldeck.skill.manifest import digest_of
 
-from .test_conformance_server import SCENARIOS, _run_scenario
+from .conftest import _start_server, _stop
+from .test_conformance_server import SCENARIOS, _run_scenario, check
 
 pytestmark = pytest.mark.conformance
 
@@ -54,3 +56,33 @@ def test_sep_2640_scenario_with_policy(
     run_npx, conformance_cmd: list[str], tmp_path: Path, policy_skilldeck_server, scenario: str
 ) -> None:
     _run_scenario(run_npx, conformance_cmd, policy_skilldeck_server, scenario, tmp_path / "results")
+
+
+@pytest.mark.anyio
+async def test_tools_key_written_the_documented_way_raises_no_warning(
+    run_npx, conformance_cmd: list[str], tmp_path: Path
+) -> None:
+    """A pack naming its tools under the metadata key skilldeck reads, served under a policy that renders
+    one skill (so the server writes the key) and leaves the other as written: no reserved-prefix warning."""
+    pack = tmp_path / "pack"
+    for name in ("orders", "returns"):
+        (pack / name).mkdir(parents=True)
+        (pack / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Handle {name}.\nmetadata:\n  {TOOLS_METADATA_KEY}: lookup_order\n"
+            f"---\n# {name}\n\nUse `lookup_order`.\n"
+        )
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("default_identity: {subject: s, tenant: acme, roles: [reader]}\nskills: {orders: {}}\n")
+    (tmp_path / "server").mkdir()
+    server, why = _start_server(tmp_path / "server", None, ("--policy", str(policy)), pack=str(pack))
+    assert server is not None, why
+    try:
+        async with Client(server.url, mode="auto", cache=None, read_timeout_seconds=10) as client:
+            entries = {e["frontmatter"]["name"]: e for e in (await SkillsWire(client).list_skills())["skills"]}
+        # `orders` is rendered for the caller (the policy routes it no tools), `returns` is served as written
+        assert entries["orders"]["frontmatter"]["metadata"] == {TOOLS_METADATA_KEY: ""}
+        assert entries["returns"]["frontmatter"]["metadata"] == {TOOLS_METADATA_KEY: "lookup_order"}
+        checks = _run_scenario(run_npx, conformance_cmd, server, "sep-2640-skills-enumeration", tmp_path / "out")
+        assert check(checks, "sep-2640-metadata-reserved-prefix")["status"] == "SUCCESS"
+    finally:
+        _stop(server.process)

@@ -34,7 +34,7 @@ NOSCHEMA = {"name": "ping", "description": "Ping."}
 def skill_entry(name: str, tools: str | None) -> dict[str, Any]:
     fm: dict[str, Any] = {"name": name, "description": f"{name} skill"}
     if tools is not None:
-        fm["metadata"] = {"io.modelcontextprotocol/tools": tools}
+        fm["metadata"] = {"dev.skilldeck/tools": tools}
     uri = f"skill://{name}/SKILL.md"
     return {"uri": uri, "frontmatter": fm, "resources": [{"uri": uri, "digest": "sha256:" + "0" * 64, "size": 1}]}
 
@@ -75,6 +75,28 @@ def test_skill_tools_from_metadata_body_and_other_servers() -> None:
     )
     assert found == [("jobs", "search_jobs"), ("jobs", "get_job")]
     assert missing == []
+
+
+def test_skill_tools_fallback_order_key_then_allowed_tools_then_backticks() -> None:
+    """``dev.skilldeck/tools``, else ``allowed-tools`` entries naming the skill's own server's tools, else
+    backticked names in the body; the reserved ``io.modelcontextprotocol/tools`` key means nothing."""
+    tools = {"jobs": ["search_jobs", "get_job", "apply"], "files": ["read_file"]}
+    body = 'Call `apply` first; the "search_jobs" tool comes later.'
+
+    def found(frontmatter: dict[str, Any], text: str | None = body) -> list[tuple[str, str]]:
+        return skill_tools("jobs", {"name": "x", "description": "d", **frontmatter}, text, tools)[0]
+
+    allowed = {"allowed-tools": "Read Bash(git:*) get_job files/read_file search_jobs get_job"}
+    assert found({"metadata": {"dev.skilldeck/tools": "apply"}, **allowed}) == [("jobs", "apply")]
+    # present but empty (a policy routed no tools): no tools, and no fallback that would add some back
+    assert found({"metadata": {"dev.skilldeck/tools": ""}, **allowed}) == []
+    # only the server's own tool names count, in their order; host tools and qualified names do not
+    assert found(allowed) == [("jobs", "get_job"), ("jobs", "search_jobs")]
+    assert found({"metadata": {"io.modelcontextprotocol/tools": "apply"}, **allowed}) == found(allowed)
+    # no matching allowed-tools entry: backticked names of the body (a double-quoted name is prose)
+    assert found({"allowed-tools": "Read Write"}) == [("jobs", "apply")]
+    assert found({"metadata": {"io.modelcontextprotocol/tools": "get_job"}}) == [("jobs", "apply")]
+    assert found({}, None) == []
 
 
 def test_gate_refuses_unlisted_inactive_and_invalid_before_sending() -> None:

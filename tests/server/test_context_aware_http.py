@@ -45,7 +45,7 @@ FAQ = "skill://orders/references/faq.md"
 ESCALATION = "skill://orders/escalation/SKILL.md"
 AUDIT = "skill://refund-audit/SKILL.md"
 STYLE = "skill://style-guide/SKILL.md"
-TOOLS_KEY = "io.modelcontextprotocol/tools"
+TOOLS_KEY = "dev.skilldeck/tools"
 
 USER_A = "tok-alice-acme-user"
 ADMIN_B = "tok-bob-globex-admin"

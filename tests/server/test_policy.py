@@ -47,7 +47,7 @@ ORDERS = "skill://orders/SKILL.md"
 ESCALATION = "skill://orders/escalation/SKILL.md"
 AUDIT = "skill://refund-audit/SKILL.md"
 STYLE = "skill://style-guide/SKILL.md"
-TOOLS_KEY = "io.modelcontextprotocol/tools"
+TOOLS_KEY = "dev.skilldeck/tools"
 
 
 def load_catalog(*roots: Path) -> Catalog:
@@ -420,6 +420,9 @@ def test_tools_metadata_names_only_the_routed_tools(base: Catalog, policy: Polic
     assert admin.frontmatter["metadata"][TOOLS_KEY] == "lookup_order issue_refund cancel_order"
     audit = catalog_for(base, policy, ADMIN_B).get(AUDIT)
     assert audit.frontmatter["metadata"][TOOLS_KEY] == "audit_refunds"
+    # Rendering writes our own key only: `io.modelcontextprotocol/` metadata keys are reserved for MCP extensions.
+    for variant in (user, admin, audit):
+        assert not [k for k in variant.frontmatter["metadata"] if k.startswith("io.modelcontextprotocol/")]
 
 
 @pytest.mark.parametrize(

@@ -6,15 +6,19 @@ shown as their tool cards, grouped by server). Cards are also what the selector 
 text of a card is a measured design decision: tool names next to descriptions matter (on
 LiveMCPBench, server descriptions alone lose about 20 points of Hit@1 — see bench/selection).
 
-Which tools a skill needs:
+Which tools a skill needs, from the first of these that the skill has:
 
-1. ``metadata["io.modelcontextprotocol/tools"]``: space-separated tool names (the
-   progressive-disclosure working group's "skills as groups" draft). A name qualified with a
-   connected server's label (``label/tool``) points at that server.
-2. Otherwise, tool names of the same server quoted in the ``SKILL.md`` body (```` `search_jobs` ````).
+1. ``metadata["dev.skilldeck/tools"]``: space-separated tool names. A name qualified with a
+   connected server's label (``label/tool``) points at that server. The key is present-but-empty
+   when a server's policy routes the caller no tools, and then the skill needs none. (Keys under
+   ``io.modelcontextprotocol/`` are reserved for MCP extensions, which define no tools key, so an
+   ``io.modelcontextprotocol/tools`` key is ignored.)
+2. The skill's ``allowed-tools`` entries that are tool names of its own server (``Read`` or
+   ``Bash(git:*)`` name host tools, and are skipped).
+3. Tool names of its own server in backticks in the ``SKILL.md`` body (```` `search_jobs` ````).
 
-A named tool its server does not list is reported on the card (``missing_tools``); a skill whose
-named tools are all missing is not offered.
+A tool named in the metadata key that its server does not list is reported on the card
+(``missing_tools``); a skill whose named tools are all missing is not offered.
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ from skilldeck.select.snapshot import CatalogSnapshot, SkillSnapshot
 
 __all__ = ["TOOLS_METADATA_KEY", "Card", "CardSet", "build_cards", "skill_tools"]
 
-TOOLS_METADATA_KEY = "io.modelcontextprotocol/tools"
+TOOLS_METADATA_KEY = "dev.skilldeck/tools"
+"""The frontmatter ``metadata`` key naming a skill's tools: skilldeck's own reverse-DNS namespace."""
 
-_QUOTED = re.compile(r"`([A-Za-z0-9_.\-/]+)`|\"([A-Za-z0-9_.\-/]+)\"")
+_BACKTICKED = re.compile(r"`([A-Za-z0-9_.\-/]+)`")
 _SPLIT_NAME = re.compile(r"[_\-./]+|(?<=[a-z])(?=[A-Z])")
 
 
@@ -104,7 +109,7 @@ def skill_tools(
     body: str | None,
     server_tools: Mapping[str, Iterable[str]],
 ) -> tuple[list[tuple[str, str]], list[str]]:
-    """The tools a skill needs, as (label, name), and the named ones no server lists."""
+    """The tools a skill needs, as (label, name), and the named ones no server lists (see the module docs)."""
     own = set(server_tools.get(label, ()))
     metadata = frontmatter.get("metadata")
     declared = metadata.get(TOOLS_METADATA_KEY) if isinstance(metadata, Mapping) else None
@@ -124,8 +129,15 @@ def skill_tools(
             else:
                 missing.append(item)
         return found, missing
-    for match in _QUOTED.finditer(body or ""):
-        name = match.group(1) or match.group(2)
+    allowed = frontmatter.get("allowed-tools")
+    if isinstance(allowed, str):
+        for name in allowed.split():
+            if name in own and (label, name) not in found:
+                found.append((label, name))
+        if found:
+            return found, missing
+    for match in _BACKTICKED.finditer(body or ""):
+        name = match.group(1)
         if name in own and (label, name) not in found:
             found.append((label, name))
     return found, missing

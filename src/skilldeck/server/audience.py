@@ -3,8 +3,8 @@
 :func:`catalog_for` derives, from the full catalog and a :class:`~skilldeck.server.policy.Policy`,
 the per-audience variant for a caller: skills the caller is not admitted to are absent (from
 ``skills/list``, ``skills/get``, ``resources/read`` and folder listings alike), text files are
-rendered with the caller's variables, ``metadata["io.modelcontextprotocol/tools"]`` (where the
-skill declares it) names only the tools routed to the caller, and every entry's digests are those
+rendered with the caller's variables, ``metadata["dev.skilldeck/tools"]`` (where the skill
+declares it) names only the tools routed to the caller, and every entry's digests are those
 of the bytes this caller is served. A skill whose tools are all denied is hidden unless it is
 instruction-only on purpose.
 """
@@ -22,7 +22,9 @@ from skilldeck.skill.uri import SKILL_MD, is_text_mime_type, mime_type_for
 
 __all__ = ["allowed_tools", "catalog_for"]
 
-TOOLS_KEY = "io.modelcontextprotocol/tools"
+TOOLS_KEY = "dev.skilldeck/tools"
+"""The ``metadata`` key naming a skill's tools (the key ``skilldeck.select.cards`` reads): our own
+namespace, since keys under ``io.modelcontextprotocol/`` are reserved for MCP extensions."""
 
 
 def _visible(policy: Policy, name: str, caller: Caller) -> bool:
