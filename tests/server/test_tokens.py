@@ -45,13 +45,13 @@ STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\
 
 @dataclass
 class Keys:
-    rsa: rsa.RSAPrivateKey
-    ec: ec.EllipticCurvePrivateKey
-    other_rsa: rsa.RSAPrivateKey  # not in the JWKS
+    rsa_key: rsa.RSAPrivateKey
+    ec_key: ec.EllipticCurvePrivateKey
+    other_key: rsa.RSAPrivateKey  # not in the JWKS
 
     def jwks(self) -> dict[str, Any]:
-        rsa_jwk = json.loads(RSAAlgorithm.to_jwk(self.rsa.public_key()))
-        ec_jwk = json.loads(ECAlgorithm.to_jwk(self.ec.public_key()))
+        rsa_jwk = json.loads(RSAAlgorithm.to_jwk(self.rsa_key.public_key()))
+        ec_jwk = json.loads(ECAlgorithm.to_jwk(self.ec_key.public_key()))
         return {
             "keys": [
                 {**rsa_jwk, "kid": "rsa-1", "alg": "RS256", "use": "sig"},
@@ -63,9 +63,9 @@ class Keys:
 @pytest.fixture(scope="module")
 def keys() -> Keys:
     return Keys(
-        rsa=rsa.generate_private_key(public_exponent=65537, key_size=2048),
-        ec=ec.generate_private_key(ec.SECP256R1()),
-        other_rsa=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        rsa_key=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        ec_key=ec.generate_private_key(ec.SECP256R1()),
+        other_key=rsa.generate_private_key(public_exponent=65537, key_size=2048),
     )
 
 
@@ -128,14 +128,14 @@ async def test_valid_rs256_and_es256_tokens_give_their_claims(
 ) -> None:
     verifier = JwtVerifier(str(jwks_file) if source == "file" else jwks_url.url, issuer=ISSUER, audience=AUDIENCE)
     rs = await verifier.verify_token(
-        _token(keys.rsa, org="acme", groups=["user"], scope="mcp skills", azp="support-app")
+        _token(keys.rsa_key, org="acme", groups=["user"], scope="mcp skills", azp="support-app")
     )
     assert rs is not None
     assert (rs.subject, rs.client_id, rs.scopes) == ("alice", "support-app", ["mcp", "skills"])
     assert rs.claims is not None
     assert rs.claims["org"] == "acme"
     assert rs.claims["groups"] == ["user"]
-    es = await verifier.verify_token(_token(keys.ec, kid="ec-1", alg="ES256", sub="bob", aud=[AUDIENCE, "other"]))
+    es = await verifier.verify_token(_token(keys.ec_key, kid="ec-1", alg="ES256", sub="bob", aud=[AUDIENCE, "other"]))
     assert es is not None
     assert es.subject == "bob"
 
@@ -151,26 +151,26 @@ def _b64(obj: dict[str, Any]) -> str:
 def _bad_tokens(keys: Keys) -> dict[str, str]:
     now = int(time.time())
     claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "mallory", "exp": now + 600}
-    pem = keys.rsa.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    pem = keys.rsa_key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
     # HS256 "signed" with the RSA public key's PEM as the secret: the classic key-confusion forgery.
     signing_input = f"{_b64({'alg': 'HS256', 'typ': 'JWT', 'kid': 'rsa-1'})}.{_b64(claims)}"
     forged = f"{signing_input}.{_b64url(hmac.new(pem, signing_input.encode(), hashlib.sha256).digest())}"
     unsigned = f"{_b64({'alg': 'none', 'typ': 'JWT', 'kid': 'rsa-1'})}.{_b64(claims)}."
     return {
-        "expired": _token(keys.rsa, iat=now - 7200, exp=now - 3600),
-        "wrong issuer": _token(keys.rsa, iss="https://evil.example.test"),
-        "wrong audience": _token(keys.rsa, aud="https://someone-else.example.test/mcp"),
-        "no audience": _token(keys.rsa, aud=None),
-        "no expiry": _token(keys.rsa, exp=None),
-        "not yet valid": _token(keys.rsa, nbf=now + 3600),
-        "bad signature": _token(keys.other_rsa, kid="rsa-1"),
-        "unknown kid": _token(keys.other_rsa, kid="rsa-2"),
-        "no kid": jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "exp": now + 600}, keys.rsa, algorithm="RS256"),
-        "alg mismatch": _token(keys.rsa, kid="ec-1", alg="RS256"),
+        "expired": _token(keys.rsa_key, iat=now - 7200, exp=now - 3600),
+        "wrong issuer": _token(keys.rsa_key, iss="https://evil.example.test"),
+        "wrong audience": _token(keys.rsa_key, aud="https://someone-else.example.test/mcp"),
+        "no audience": _token(keys.rsa_key, aud=None),
+        "no expiry": _token(keys.rsa_key, exp=None),
+        "not yet valid": _token(keys.rsa_key, nbf=now + 3600),
+        "bad signature": _token(keys.other_key, kid="rsa-1"),
+        "unknown kid": _token(keys.other_key, kid="rsa-2"),
+        "no kid": jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "exp": now + 600}, keys.rsa_key, algorithm="RS256"),
+        "alg mismatch": _token(keys.rsa_key, kid="ec-1", alg="RS256"),
         "HS256 confusion": forged,
         "alg none": unsigned,
         "garbage": "not.a.jwt",
-        "oversize": _token(keys.rsa, padding="x" * MAX_TOKEN_CHARS),
+        "oversize": _token(keys.rsa_key, padding="x" * MAX_TOKEN_CHARS),
     }
 
 
@@ -187,8 +187,8 @@ async def test_unknown_kids_do_not_make_the_server_refetch_the_jwks_each_time(ke
     verifier = JwtVerifier(jwks_url.url, issuer=ISSUER, audience=AUDIENCE)
     before = len(jwks_url.hits)
     for i in range(50):
-        assert await verifier.verify_token(_token(keys.other_rsa, kid=f"random-{i}")) is None
-    assert await verifier.verify_token(_token(keys.rsa)) is not None
+        assert await verifier.verify_token(_token(keys.other_key, kid=f"random-{i}")) is None
+    assert await verifier.verify_token(_token(keys.rsa_key)) is not None
     assert len(jwks_url.hits) - before <= 2  # the first fetch, and at most one refresh per cooldown
 
 
@@ -313,7 +313,7 @@ def test_serve_answers_401_to_every_refused_token(jwt_server: Served, keys: Keys
             auth = {"Authorization": f"Bearer {token}"} if token else {}
             statuses[name] = http.post(jwt_server.url, json=initialize, headers={**headers, **auth}).status_code
         valid = http.post(
-            jwt_server.url, json=initialize, headers={**headers, "Authorization": f"Bearer {_token(keys.rsa)}"}
+            jwt_server.url, json=initialize, headers={**headers, "Authorization": f"Bearer {_token(keys.rsa_key)}"}
         )
         metadata = http.get(jwt_server.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
     assert statuses == {name: 401 for name in statuses}
@@ -326,9 +326,9 @@ def test_serve_answers_401_to_every_refused_token(jwt_server: Served, keys: Keys
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_tokens_tenant_and_roles_drive_the_policy_view(jwt_server: Served, keys: Keys, mode: str) -> None:
-    alice = _token(keys.rsa, sub="alice", org="acme", groups=["user"])
-    bob = _token(keys.ec, kid="ec-1", alg="ES256", sub="bob", org="globex", groups="admin")  # space-separated roles
-    carol = _token(keys.rsa, sub="carol", org="globex", groups=["user"])
+    alice = _token(keys.rsa_key, sub="alice", org="acme", groups=["user"])
+    bob = _token(keys.ec_key, kid="ec-1", alg="ES256", sub="bob", org="globex", groups="admin")  # space-separated roles
+    carol = _token(keys.rsa_key, sub="carol", org="globex", groups=["user"])
     forged = {"dev.skilldeck/roles": ["admin"], "roles": ["admin"], "groups": ["admin"]}
     async with _client(jwt_server.url, alice, mode) as wire:
         assert await _names(wire) == {"job-search", "pdf-forms", "refunds"}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -190,7 +190,7 @@ class DirectorySource:
 
     def _walk_files(
         self, ctx: _Root, skill_fd: int, parts: tuple[str, ...], problems: list[SkillError]
-    ) -> Iterator[tuple[str, Path, int, tuple[str, ...], str]]:
+    ) -> Generator[tuple[str, Path, int, tuple[str, ...], str], None, None]:
         """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name)``.
 
         The folder descriptor stays open until the consumer asks for the next file, so the file
