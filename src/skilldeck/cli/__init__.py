@@ -15,6 +15,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
+from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
 from skilldeck.cli.select import add_select_commands, run_ask, run_select, run_snapshot
 from skilldeck.errors import SkilldeckError
@@ -52,6 +53,7 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
     serve.add_argument("--policy", metavar="FILE", help="a YAML policy: which callers see which skills and tools")
+    add_auth_arguments(serve)
 
     sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
     add_host_commands(sub)
@@ -72,7 +74,12 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server.policy import load_policy
 
     policy = load_policy(args.policy) if args.policy else None
-    server, extension = create_server(*args.paths, name=args.name, page_size=args.page_size, policy=policy)
+    verifier, auth = serve_auth(args)
+    server, extension = create_server(
+        *args.paths, name=args.name, page_size=args.page_size, policy=policy, token_verifier=verifier, auth=auth
+    )
+    for warning in serve_warnings(args):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     anyio.run(extension.check_policy, server)  # an unknown skill or tool in the policy stops here
     for problem in extension.problems:
         err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.mcpserver import MCPServer
 
 from skilldeck.errors import SkilldeckError
@@ -72,6 +72,44 @@ def _resolved(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(path))
 
 
+class _Pinned:
+    """The folders the roots name now, each held open so its inode number cannot be reused.
+
+    ``rm -rf root && mkdir root`` often gets the freed inode number back; holding a descriptor on
+    the old folder keeps it allocated, so the new one is always told apart.
+    """
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.fds: dict[Path, int | None] = {}
+        for root in roots:
+            try:
+                self.fds[root] = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                self.fds[root] = None
+
+    def present(self, root: Path) -> bool:
+        return self.fds[root] is not None
+
+    def moved(self) -> bool:
+        """Whether any root now names another folder than the one pinned (or appeared, or went)."""
+        for root, fd in self.fds.items():
+            try:
+                now: os.stat_result | None = os.stat(root)
+            except OSError:
+                now = None
+            if fd is None or now is None:
+                if (fd is None) != (now is None):
+                    return True
+            elif not os.path.samestat(os.fstat(fd), now):
+                return True
+        return False
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if fd is not None:
+                os.close(fd)
+
+
 async def watch_and_reload(
     extension: SkillsExtension,
     on_reload: Callable[[CatalogDiff], None] | None = None,
@@ -80,24 +118,87 @@ async def watch_and_reload(
     server: MCPServer[Any] | None = None,
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    check_ms: int = 1000,
 ) -> None:
     """Reload ``extension`` whenever a file under its folders (or its policy file) changes.
+
+    A root that is replaced (removed and created again, a new folder renamed onto its name, a
+    symlinked root flipped to another release) is followed: the parent folder of each root is
+    watched too, and at least every ``check_ms`` the folder each root names is compared with the
+    one being watched; when it differs the watch is re-armed on the new folder and the extension
+    reloaded. A missing root serves nothing until it is back.
 
     A changed policy file is loaded and checked against ``server`` before it replaces the one in
     force; a policy that does not load or check is reported through ``on_policy_error`` and the
     previous one stays. Runs until cancelled.
     """
+    roots: list[Path] = _watched_roots(extension)
+    policy_file = _resolved(policy_path) if policy_path is not None else None
+    if not roots and policy_file is None:
+        return
+    rearmed = False
+    while True:
+        pinned = _Pinned(roots)
+        replaced = anyio.Event()  # also stops both watchers' threads within a step (awatch's stop_event)
+        try:
+            async with anyio.create_task_group() as tg:
+                trees = [root for root in roots if pinned.present(root)]
+                if policy_file is not None:
+                    trees.append(policy_file.parent)
+                if trees:
+                    await tg.start(
+                        partial(
+                            _watch_trees,
+                            extension,
+                            trees,
+                            on_reload,
+                            debounce_ms=debounce_ms,
+                            server=server,
+                            policy_file=policy_file,
+                            on_policy_error=on_policy_error,
+                            stop=replaced,
+                            check_ms=check_ms,
+                        )
+                    )
+                if roots:
+                    tg.start_soon(
+                        partial(_watch_replacement, roots, pinned, replaced, debounce_ms=debounce_ms, check_ms=check_ms)
+                    )
+                if rearmed:  # after arming, so nothing written since the replacement is missed
+                    diff = await extension.reload()
+                    if on_reload is not None:
+                        on_reload(diff)
+                await replaced.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            pinned.close()
+        rearmed = True
+
+
+async def _watch_trees(
+    extension: SkillsExtension,
+    trees: list[Path],
+    on_reload: Callable[[CatalogDiff], None] | None,
+    *,
+    debounce_ms: int,
+    server: MCPServer[Any] | None,
+    policy_file: Path | None,
+    on_policy_error: Callable[[Exception], None] | None,
+    stop: anyio.Event,
+    check_ms: int,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Reload on every change below ``trees``; apply the policy file when it is the one that changed."""
     from watchfiles import awatch
 
     from skilldeck.server.policy import load_policy
 
-    roots: list[Path] = _watched_roots(extension)
-    policy_file = _resolved(policy_path) if policy_path is not None else None
-    if policy_file is not None:
-        roots.append(policy_file.parent)
-    if not roots:
-        return
-    async for changes in awatch(*roots, debounce=debounce_ms, recursive=True):
+    # awatch arms its watcher before its first await, and nothing awaits between started() and
+    # there: when the caller's ``tg.start`` returns, changes are already being recorded.
+    task_status.started()
+    # The watch thread cannot be cancelled, only stopped: ``stop`` ends it within a step, and the
+    # timeout bounds how long a cancellation (server shutdown) waits for it.
+    async for changes in awatch(*trees, debounce=debounce_ms, recursive=True, stop_event=stop, rust_timeout=check_ms):
         changed = {_resolved(p) for _, p in changes}
         if policy_file is not None and policy_file in changed:
             try:
@@ -116,6 +217,36 @@ async def watch_and_reload(
             diff = await extension.reload()
             if on_reload is not None:
                 on_reload(diff)
+
+
+async def _watch_replacement(
+    roots: list[Path], pinned: _Pinned, replaced: anyio.Event, *, debounce_ms: int, check_ms: int
+) -> None:
+    """Set ``replaced`` once a root names another folder than the one pinned (or appears, or goes)."""
+    from watchfiles import awatch
+
+    parents = sorted({p for root in roots for p in (root.absolute().parent, _resolved(root).parent) if p.is_dir()})
+    try:
+        # Not recursive: only the roots' own entries in their parents matter here. The timeout
+        # doubles as the periodic check for what no event reports (a parent replaced in turn).
+        if parents:
+            async for _ in awatch(
+                *parents,
+                debounce=debounce_ms,
+                recursive=False,
+                stop_event=replaced,
+                rust_timeout=check_ms,
+                yield_on_timeout=True,
+            ):
+                if pinned.moved():
+                    break
+    except OSError:  # a parent vanished while being armed: keep checking by polling
+        logger.debug("cannot watch the parents of %s; polling", roots, exc_info=True)
+    while not replaced.is_set():
+        if pinned.moved():
+            replaced.set()
+        else:
+            await anyio.sleep(check_ms / 1000)
 
 
 @asynccontextmanager
