@@ -121,12 +121,7 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         rendered = result.history_b.tools
         text = rendered if isinstance(rendered, str) else json.dumps(rendered, indent=2, ensure_ascii=False)
         out.print(Panel(escape(text), title=f"exposed tool schemas ({args.render})"))
-    a, b = result.history_a.tokens, result.history_b.tokens
-    out.print(
-        f"tokens: History A (every schema of every server) {a:,} · History B (cards + this skill) {b:,} · "
-        f"{a / max(b, 1):.1f}x fewer",
-        highlight=False,
-    )
+    out.print(f"tokens: {result.token_summary}", highlight=False)
     if result.call is not None:
         out.print(
             Panel(
