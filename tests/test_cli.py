@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -73,3 +75,52 @@ def test_serve_rejects_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "serve" in capsys.readouterr().err
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
+CLI = [sys.executable, "-m", "skilldeck.cli"]
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [*CLI, "serve", str(EXAMPLES), "--http", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in lines[0]
+    assert "pick another port" in lines[0]
+
+
+def _with_stdout_closed(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with a standard output nobody reads (as ``… | head -1`` leaves it)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the first write breaks the pipe
+    try:
+        return subprocess.run([*CLI, *argv], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["skills", "--json", "--", *CLI, "serve", str(EXAMPLES)],  # plain print
+        ["skills", "--", *CLI, "serve", str(EXAMPLES)],  # rich tables
+        ["ask", "Find senior Java roles in Costa Rica"],  # rich, after a decision
+    ],
+    ids=["skills-json", "skills-table", "ask"],
+)
+def test_a_closed_stdout_ends_quietly_with_141(argv: list[str]) -> None:
+    result = _with_stdout_closed(argv)
+    assert result.returncode == 141, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "BrokenPipeError" not in result.stderr
+    assert result.stderr.strip() == ""

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
+from skilldeck.cli.output import StdoutConsole, stdout_closed
 from skilldeck.cli.select import add_select_commands, run_ask, run_select, run_snapshot
 from skilldeck.errors import SkilldeckError
 
@@ -62,7 +63,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.demo import run_demo
 
-    anyio.run(lambda: run_demo(Console(soft_wrap=False)))
+    anyio.run(lambda: run_demo(StdoutConsole(soft_wrap=False)))
     return EXIT_OK
 
 
@@ -130,7 +131,21 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``skilldeck`` console script; returns the exit code."""
+    """Entry point of the ``skilldeck`` console script; returns the exit code.
+
+    A closed standard output (``skilldeck skills … | head -1``) ends any command quietly with 141.
+    """
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return stdout_closed()
+    except BaseExceptionGroup as group:  # printed from inside a task group
+        if group.split(BrokenPipeError)[1] is None:
+            return stdout_closed()
+        raise
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] | None = None

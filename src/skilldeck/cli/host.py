@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import (
     ApprovalStore,
@@ -274,7 +275,7 @@ def _file_json(uri: str, data: bytes) -> dict[str, Any]:
 
 
 def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
-    out = Console(soft_wrap=True)
+    out = StdoutConsole(soft_wrap=True)
     try:
         return int(anyio.run(lambda: coro_fn(args, command, out, err)))
     except VerificationError as exc:

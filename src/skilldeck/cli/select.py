@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
 from skilldeck.select.decide import Decision, DecisionLog, Selector
@@ -197,7 +198,7 @@ async def _snapshot(args: argparse.Namespace, err: Console) -> int:
 
 def run_ask(args: argparse.Namespace, err: Console) -> int:
     try:
-        return int(anyio.run(lambda: _ask(args, Console(), err)))
+        return int(anyio.run(lambda: _ask(args, StdoutConsole(), err)))
     except GateRefused as exc:
         err.print(f"[red]refused by the tool gate[/]: {escape(str(exc))}", highlight=False)
         return EXIT_GATE

@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -18,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import ServeError, SkilldeckError
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
@@ -173,12 +175,17 @@ async def serve_http(
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
+    """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
+
+    Raises:
+        ServeError: the port is in use, or the address cannot be listened on.
+    """
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uv = uvicorn.Server(config)
+    sockets = _listen(host, port)  # before anything starts, so that a taken port is one clear error
 
     async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error) as tg:
 
@@ -190,7 +197,35 @@ async def serve_http(
                 on_ready(f"http://{_host_for_url(host)}:{bound[1]}{path}")
 
         tg.start_soon(_announce)
-        await uv.serve()
+        await uv.serve(sockets=sockets)
+
+
+def _listen(host: str, port: int) -> list[socket.socket]:
+    """Bound sockets for every address of ``host`` (as asyncio's ``create_server`` would bind)."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check the host name") from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address[0], port, *address[2:]))
+            port = sock.getsockname()[1]  # with port 0: the free port found first, for every address
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"port {port} on {host} is in use; stop what listens there, or pick another port "
+                f"(--http {_host_for_url(host)}:PORT, or PORT 0 for a free one)"
+            ) from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sockets
 
 
 def _host_for_url(host: str) -> str:
