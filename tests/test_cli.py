@@ -79,6 +79,7 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
 CLI = [sys.executable, "-m", "skilldeck.cli"]
+WIDE = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}  # rich wraps stderr at 80 columns off a terminal
 
 
 def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
@@ -124,3 +125,76 @@ def test_a_closed_stdout_ends_quietly_with_141(argv: list[str]) -> None:
     assert "Traceback" not in result.stderr
     assert "BrokenPipeError" not in result.stderr
     assert result.stderr.strip() == ""
+
+
+def test_serve_says_when_it_finds_no_skills_and_why_a_lowercase_skill_md_is_not_one(tmp_path: Path) -> None:
+    lower = tmp_path / "notes"
+    lower.mkdir()
+    (lower / "skill.md").write_text("---\nname: notes\ndescription: x\n---\n")
+    result = subprocess.run(
+        [*CLI, "serve", str(tmp_path)], input="", capture_output=True, text=True, timeout=60, env=WIDE
+    )
+    assert result.returncode == 0
+    lines = result.stderr.splitlines()
+    assert f"refused {lower / 'skill.md'}: not a skill: the file must be named SKILL.md" in lines[0]
+    assert lines[1].startswith(f"warning no skills found in {tmp_path}: a skill is a folder holding a SKILL.md")
+    assert "serving 0 skills" in lines[2]
+
+
+def test_skills_passes_on_what_a_stdio_server_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_skill(tmp_path, "good")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: not-bad\ndescription: x\n---\n")
+    assert main(["skills", "--", *CLI, "serve", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "python/good" in captured.out  # the label of a stdio server is its command
+    err = [line for line in captured.err.splitlines() if "(stderr):" in line]
+    assert any(f"refused {bad / 'SKILL.md'}: 'name' 'not-bad' must equal its folder name 'bad'" in e for e in err)
+
+
+POLICY_HIDE = (
+    "default_identity: {subject: me, tenant: acme, roles: [user]}\nskills:\n  beta:\n    admit: {roles: [admin]}\n"
+)
+POLICY_SHOW = "default_identity: {subject: me, tenant: acme, roles: [user]}\nskills:\n  beta: {}\n"
+
+
+def test_serve_counts_what_the_policy_leaves_and_logs_a_policy_applied_live(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write_skill(skills, "alpha")
+    write_skill(skills, "beta")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY_HIDE)
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [*CLI, "serve", str(skills), "--policy", str(policy), "--watch"],
+            stdin=subprocess.PIPE,  # held open: the stdio server runs until it closes
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=WIDE,
+        )
+    try:
+
+        def wait_for(text: str) -> str:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                found = [line for line in log.read_text().splitlines() if text in line]
+                if found:
+                    return found[0]
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.1)
+            raise AssertionError(f"no {text!r} line in:\n{log.read_text()}")
+
+        startup = wait_for("skilldeck: serving")
+        assert "serving 2 skills" in startup
+        assert "policy: the default identity (tenant acme, roles user) sees 1 of 2" in startup
+        time.sleep(1.0)  # let the watcher start
+        policy.write_text(POLICY_SHOW)
+        applied = wait_for("policy applied:")
+        assert (
+            applied == f"policy applied: {policy} (policy: the default identity (tenant acme, roles user) sees 2 of 2)"
+        )
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

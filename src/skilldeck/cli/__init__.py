@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import anyio
 from rich.console import Console
@@ -77,8 +78,15 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     anyio.run(extension.check_policy, server)  # an unknown skill or tool in the policy stops here
     for problem in extension.problems:
         err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    count = len(extension.catalog)
     where = ", ".join(args.paths)
+    if len(extension.catalog) == 0:
+        err.print(
+            f"[yellow]warning[/] no skills found in {escape(where)}: a skill is a folder holding a SKILL.md "
+            "(see the lines above for anything refused)",
+            highlight=False,
+        )
+    count = len(extension.catalog)
+    view = f" ({_policy_view(extension)})" if policy else ""
 
     def on_reload(diff: CatalogDiff) -> None:
         if diff:
@@ -93,8 +101,11 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     def on_policy_error(exc: Exception) -> None:
         err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
 
+    def on_policy_applied(_: object) -> None:
+        err.print(f"policy applied: {escape(args.policy)} ({_policy_view(extension)})", highlight=False)
+
     if args.http is None:
-        err.print(f"skilldeck: serving {count} skills from {where} over stdio", highlight=False)
+        err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
         anyio.run(
             lambda: serve_stdio(
                 server,
@@ -103,6 +114,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
                 on_reload=on_reload,
                 policy_path=args.policy,
                 on_policy_error=on_policy_error,
+                on_policy_applied=on_policy_applied,
             )
         )
         return EXIT_OK
@@ -111,7 +123,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     def on_ready(url: str) -> None:
         watching = " (watching for changes)" if args.watch else ""
-        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}", highlight=False)
+        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
 
     anyio.run(
         lambda: serve_http(
@@ -125,9 +137,24 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             on_ready=on_ready,
             policy_path=args.policy,
             on_policy_error=on_policy_error,
+            on_policy_applied=on_policy_applied,
         )
     )
     return EXIT_OK
+
+
+def _policy_view(extension: Any) -> str:
+    """What the policy in force leaves to its default identity (the caller on stdio or without a token)."""
+    from skilldeck.server.audience import catalog_for
+
+    policy = extension.policy
+    if policy is None:
+        return "no policy"
+    who = policy.default_identity
+    parts = [f"tenant {who.tenant}" if who.tenant else "", "roles " + " ".join(sorted(who.roles)) if who.roles else ""]
+    described = ", ".join(p for p in parts if p) or "no tenant or roles"
+    seen = len(catalog_for(extension.catalog, policy, who))
+    return f"policy: the default identity ({described}) sees {seen} of {len(extension.catalog)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

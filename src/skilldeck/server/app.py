@@ -82,12 +82,13 @@ async def watch_and_reload(
     server: MCPServer[Any] | None = None,
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> None:
     """Reload ``extension`` whenever a file under its folders (or its policy file) changes.
 
     A changed policy file is loaded and checked against ``server`` before it replaces the one in
-    force; a policy that does not load or check is reported through ``on_policy_error`` and the
-    previous one stays. Runs until cancelled.
+    force (then ``on_policy_applied`` hears of it); a policy that does not load or check is
+    reported through ``on_policy_error`` and the previous one stays. Runs until cancelled.
     """
     from watchfiles import awatch
 
@@ -111,6 +112,8 @@ async def watch_and_reload(
                 finally:
                     extension.policy = previous
                 await extension.set_policy(policy)
+                if on_policy_applied is not None:
+                    on_policy_applied(policy)
             except SkilldeckError as exc:
                 if on_policy_error is not None:
                     on_policy_error(exc)
@@ -128,6 +131,7 @@ async def _serving(
     on_reload: Callable[[CatalogDiff], None] | None,
     policy_path: str | os.PathLike[str] | None,
     on_policy_error: Callable[[Exception], None] | None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> AsyncIterator[TaskGroup]:
     """Check the policy, then run the block beside the watcher (when asked); the watcher stops with the block."""
     await extension.check_policy(server)
@@ -141,6 +145,7 @@ async def _serving(
                     server=server,
                     policy_path=policy_path,
                     on_policy_error=on_policy_error,
+                    on_policy_applied=on_policy_applied,
                 )
             )
         yield tg
@@ -155,9 +160,10 @@ async def serve_stdio(
     on_reload: Callable[[CatalogDiff], None] | None = None,
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> None:
     """Serve over stdio until the client closes the stream."""
-    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error):
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error, on_policy_applied):
         await server.run_stdio_async()
 
 
@@ -174,6 +180,7 @@ async def serve_http(
     log_level: str = "warning",
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
 
@@ -187,7 +194,7 @@ async def serve_http(
     uv = uvicorn.Server(config)
     sockets = _listen(host, port)  # before anything starts, so that a taken port is one clear error
 
-    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error) as tg:
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error, on_policy_applied) as tg:
 
         async def _announce() -> None:
             while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event

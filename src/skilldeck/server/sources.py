@@ -99,6 +99,15 @@ class DirectorySource:
             here = Path(dirpath)
             if here != root and SKILL_MD in filenames:
                 skill_dirs.append(here)
+            for name in filenames if SKILL_MD not in filenames else ():
+                if name.lower() == SKILL_MD.lower():  # skill.md, Skill.md: said, not silently skipped
+                    problems.append(
+                        SkillError(
+                            f"not a skill: the file must be named {SKILL_MD} (in capitals); rename it",
+                            path=str(here / name),
+                            rule="skill-md-name",
+                        )
+                    )
         skills = []
         for skill_dir in sorted(skill_dirs):
             rel = root.resolve().name if skill_dir == root else skill_dir.relative_to(root).as_posix()
