@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
+from importlib import metadata
 from pathlib import Path
 from queue import Empty, Queue
 
@@ -124,7 +127,8 @@ def test_a_closed_stdout_ends_quietly_with_141(argv: list[str]) -> None:
     assert result.returncode == 141, result.stderr
     assert "Traceback" not in result.stderr
     assert "BrokenPipeError" not in result.stderr
-    assert result.stderr.strip() == ""
+    # nothing but what the stdio server itself said (passed on under its label)
+    assert all("(stderr):" in line for line in result.stderr.splitlines()), result.stderr
 
 
 def test_serve_says_when_it_finds_no_skills_and_why_a_lowercase_skill_md_is_not_one(tmp_path: Path) -> None:
@@ -197,4 +201,87 @@ def test_serve_counts_what_the_policy_leaves_and_logs_a_policy_applied_live(tmp_
         )
     finally:
         proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_version_flag_names_the_installed_package(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"skilldeck {metadata.version('skilldeck')}"
+
+
+def _post(url: str, body: dict[str, object], headers: dict[str, str] | None = None) -> dict[str, object]:
+    """One raw JSON-RPC POST; the answer whether it comes as JSON or as one SSE event."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+        if response.headers["content-type"].startswith("text/event-stream"):
+            text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    message = json.loads(text)
+    assert isinstance(message, dict)
+    return message["result"]
+
+
+def test_server_info_carries_the_package_version_in_both_eras_raw() -> None:
+    proc = subprocess.Popen(
+        [*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=WIDE,
+    )
+    try:
+        assert proc.stderr is not None
+        url = None
+        for line in proc.stderr:  # the startup line comes once the port is bound
+            match = re.search(r"serving \d+ skills from .* at (http://\S+)", line)
+            if match:
+                url = match.group(1)
+                break
+        assert url, "no startup line"
+        expected = {"name": "skilldeck", "version": metadata.version("skilldeck")}
+        legacy = _post(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            },
+        )
+        assert legacy["protocolVersion"] == "2025-11-25"
+        assert legacy["serverInfo"] == expected
+        # the declaration stands in both places a legacy host may look (see README, "Legacy hosts")
+        capabilities = legacy["capabilities"]
+        assert isinstance(capabilities, dict)
+        assert capabilities["extensions"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+        assert capabilities["experimental"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        modern = _post(
+            url,
+            {"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": meta}},
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+        )
+        assert modern["_meta"] == {"io.modelcontextprotocol/serverInfo": expected}  # type: ignore[comparison-overlap]
+    finally:
+        proc.terminate()
         proc.wait(timeout=10)

@@ -16,6 +16,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
+from skilldeck import __version__
 from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
 from skilldeck.cli.output import StdoutConsole, stdout_closed
 from skilldeck.cli.select import add_select_commands, run_ask, run_select, run_snapshot
@@ -44,6 +45,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skilldeck", description="MCP capability discovery: serve, find and load Agent Skills over MCP."
     )
+    parser.add_argument("--version", action="version", version=f"skilldeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")

@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 
+from skilldeck import __version__
 from skilldeck.errors import ServeError, SkilldeckError
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 def create_server(
     *sources: DirectorySource | DynamicSkill | str | os.PathLike[str],
     name: str = "skilldeck",
+    version: str | None = None,
     instructions: str | None = None,
     policy: Policy | None = None,
     token_verifier: Any = None,
@@ -45,8 +47,10 @@ def create_server(
     """An ``MCPServer`` serving skills from folders (paths) and dynamic skills.
 
     Extra keyword arguments go to :class:`SkillsExtension` (``page_size``, ``ttl_ms``, ...).
+    ``version`` is the ``serverInfo.version`` clients see; skilldeck's own version by default.
     Returns the server and its extension (for ``reload()`` and ``problems``).
     """
+
     folders = [s for s in sources if isinstance(s, str | os.PathLike)]
     others = [s for s in sources if isinstance(s, DirectorySource | DynamicSkill)]
     resolved: list[DirectorySource | DynamicSkill] = list(others)
@@ -55,6 +59,7 @@ def create_server(
     extension = SkillsExtension(*resolved, policy=policy, **extension_options)
     server: MCPServer[Any] = MCPServer(
         name,
+        version=__version__ if version is None else version,
         instructions=instructions,
         extensions=[extension],
         middleware=[extension.middleware],
