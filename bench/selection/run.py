@@ -9,7 +9,8 @@ Run from the repository root::
     .venv/bin/python bench/selection/run.py --ablation     # also the ranking ablation (both halves)
 
 Data: ``bench/selection/data/livemcpbench`` (shipped with the repository, Apache-2.0; ``--data`` overrides).
-Writes ``bench/selection/livemcpbench-snapshot.json`` (the catalog in skilldeck's snapshot format)
+Writes ``src/skilldeck/demo/data/livemcpbench-snapshot.json`` (the catalog in skilldeck's snapshot
+format, shipped in the package for ``skilldeck demo``)
 and ``bench/results/selection.json`` (and ``selection-ablation.json`` with ``--ablation``).
 Definitions are in ``livemcpbench.py`` (gold, out-of-scope twins, halves), ``calibrate.py``
 (confidence fit) and bench/README.md.
@@ -45,7 +46,7 @@ from skilldeck.select.decide import FEATURES, Calibration, default_calibration  
 from skilldeck.select.rank import semantic_text  # noqa: E402
 
 DEFAULT_DATA = "bench/selection/data/livemcpbench"  # relative to the repository root
-SNAPSHOT_OUT = HERE / "livemcpbench-snapshot.json"
+SNAPSHOT_OUT = REPO / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json"  # one copy, shipped
 RESULTS = REPO / "bench" / "results"
 CALIBRATION_FILES = {
     "lexical": REPO / "src" / "skilldeck" / "select" / "calibration-lexical.json",

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from skilldeck.select.cards import Card, CardSet
@@ -130,8 +130,9 @@ class Payload:
     def tool_count(self) -> int:
         return len(self.tools) if isinstance(self.tools, list) else self.tools.count("\n## ") + bool(self.tools)
 
-    @property
+    @cached_property
     def tokens(self) -> int:
+        """cl100k tokens of the system text and the tools (counted once)."""
         tools = self.tools if isinstance(self.tools, str) else json.dumps(self.tools, ensure_ascii=False)
         return count_tokens(self.system) + count_tokens(tools)
 

@@ -31,6 +31,7 @@ mixed with the cosine similarities.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections import Counter
@@ -466,7 +467,7 @@ class Ranker:
         bg = _background() if c.background else None
         self._cards = _Index(card_bags, c.k1, c.b, bg[0] if bg else None)
         self._servers = _Index([_bag(f) for f in server_fields], c.k1, c.server_b, bg[1] if bg else None)
-        self._server_terms = [frozenset(t for terms, _ in f for t in terms) for f in server_fields]
+        self._server_terms = [frozenset(itertools.chain.from_iterable(terms for terms, _ in f)) for f in server_fields]
         # skills inherit from the tools they name: card index of each (server, tool)
         tool_index = {(card.server, card.name): i for i, card in enumerate(self.cards) if card.kind == "tool"}
         inherit = [
