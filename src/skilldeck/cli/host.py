@@ -132,7 +132,11 @@ async def _skills(args: argparse.Namespace, command: list[str] | None, out: Cons
                     notes=report.notes,
                 )
             data["servers"].append(server)
-        children = {s.label: host.connections.stderr(s.label) for s in specs if s.kind == "stdio"}
+        children = {  # an unreachable one already quotes the end of its stderr in its reason
+            s.label: host.connections.stderr(s.label)
+            for s in specs
+            if s.kind == "stdio" and s.label not in host.failures
+        }
     for label, text in children.items():  # what a stdio server said on stderr (e.g. skills it refused)
         _pass_stderr(label, text, err)
     if args.json:
