@@ -10,9 +10,11 @@ import pytest
 
 from skilldeck.ask import ask, snapshot_from_host
 from skilldeck.cli import main
+from skilldeck.demo import example_pack
 from skilldeck.demo.servers import demo_servers
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.select.gate import InvalidArguments, ToolNotActive, ToolNotListed
+from skilldeck.server import create_server
 
 IN_SCOPE = {
     "Find senior Java roles in Costa Rica": "jobs/job-search",
@@ -106,3 +108,28 @@ async def test_snapshot_and_select_cli(tmp_path: Path, capsys: pytest.CaptureFix
     queries.write_text("not json\n")
     assert main(["select", "--catalog", str(path), "--queries", str(queries)]) == 1
     assert "q.jsonl:1: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_a_skill_larger_than_a_tool_less_catalog_is_reported_honestly() -> None:
+    server, _ = create_server(example_pack(), name="pack")
+    async with Host([ServerSpec("pack", InProcessServer(server))]) as host:
+        result = await ask(host, "review my code for security problems")
+    assert not result.decision.abstain
+    assert result.loaded is not None
+    a, b = result.history_a.tokens, result.history_b.tokens
+    assert result.history_a.tool_count == 0
+    assert b > a
+    summary = result.to_json()["tokens"]["summary"]
+    assert summary == result.token_summary
+    assert "x fewer" not in summary
+    assert "History B is larger here: the skill text and the cards outweigh a 0-tool catalog" in summary
+
+
+def test_ask_cli_abstention_does_not_claim_a_skill(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", UNRELATED[0]]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "abstained: nothing is close enough" in out
+    assert "History B (the cards only: it abstained)" in out
+    assert "this skill" not in out
+    assert "x fewer" in out  # 8 schemas against a few cards

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
+from importlib import metadata
 from pathlib import Path
 from queue import Empty, Queue
 
@@ -73,3 +78,210 @@ def test_serve_rejects_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "serve" in capsys.readouterr().err
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
+CLI = [sys.executable, "-m", "skilldeck.cli"]
+WIDE = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}  # rich wraps stderr at 80 columns off a terminal
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [*CLI, "serve", str(EXAMPLES), "--http", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in lines[0]
+    assert "pick another port" in lines[0]
+
+
+def _with_stdout_closed(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with a standard output nobody reads (as ``… | head -1`` leaves it)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the first write breaks the pipe
+    try:
+        return subprocess.run([*CLI, *argv], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["skills", "--json", "--", *CLI, "serve", str(EXAMPLES)],  # plain print
+        ["skills", "--", *CLI, "serve", str(EXAMPLES)],  # rich tables
+        ["ask", "Find senior Java roles in Costa Rica"],  # rich, after a decision
+    ],
+    ids=["skills-json", "skills-table", "ask"],
+)
+def test_a_closed_stdout_ends_quietly_with_141(argv: list[str]) -> None:
+    result = _with_stdout_closed(argv)
+    assert result.returncode == 141, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "BrokenPipeError" not in result.stderr
+    # nothing but what the stdio server itself said (passed on under its label)
+    assert all("(stderr):" in line for line in result.stderr.splitlines()), result.stderr
+
+
+def test_serve_says_when_it_finds_no_skills_and_why_a_lowercase_skill_md_is_not_one(tmp_path: Path) -> None:
+    lower = tmp_path / "notes"
+    lower.mkdir()
+    (lower / "skill.md").write_text("---\nname: notes\ndescription: x\n---\n")
+    result = subprocess.run(
+        [*CLI, "serve", str(tmp_path)], input="", capture_output=True, text=True, timeout=60, env=WIDE
+    )
+    assert result.returncode == 0
+    lines = result.stderr.splitlines()
+    assert f"refused {lower / 'skill.md'}: not a skill: the file must be named SKILL.md" in lines[0]
+    assert lines[1].startswith(f"warning no skills found in {tmp_path}: a skill is a folder holding a SKILL.md")
+    assert "serving 0 skills" in lines[2]
+
+
+def test_skills_passes_on_what_a_stdio_server_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_skill(tmp_path, "good")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: not-bad\ndescription: x\n---\n")
+    assert main(["skills", "--", *CLI, "serve", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "python/good" in captured.out  # the label of a stdio server is its command
+    err = [line for line in captured.err.splitlines() if "(stderr):" in line]
+    assert any(f"refused {bad / 'SKILL.md'}: 'name' 'not-bad' must equal its folder name 'bad'" in e for e in err)
+
+
+POLICY_HIDE = (
+    "default_identity: {subject: me, tenant: acme, roles: [user]}\nskills:\n  beta:\n    admit: {roles: [admin]}\n"
+)
+POLICY_SHOW = "default_identity: {subject: me, tenant: acme, roles: [user]}\nskills:\n  beta: {}\n"
+
+
+def test_serve_counts_what_the_policy_leaves_and_logs_a_policy_applied_live(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write_skill(skills, "alpha")
+    write_skill(skills, "beta")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY_HIDE)
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [*CLI, "serve", str(skills), "--policy", str(policy), "--watch"],
+            stdin=subprocess.PIPE,  # held open: the stdio server runs until it closes
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=WIDE,
+        )
+    try:
+
+        def wait_for(text: str) -> str:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                found = [line for line in log.read_text().splitlines() if text in line]
+                if found:
+                    return found[0]
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.1)
+            raise AssertionError(f"no {text!r} line in:\n{log.read_text()}")
+
+        startup = wait_for("skilldeck: serving")
+        assert "serving 2 skills" in startup
+        assert "policy: the default identity (tenant acme, roles user) sees 1 of 2" in startup
+        time.sleep(1.0)  # let the watcher start
+        policy.write_text(POLICY_SHOW)
+        applied = wait_for("policy applied:")
+        assert (
+            applied == f"policy applied: {policy} (policy: the default identity (tenant acme, roles user) sees 2 of 2)"
+        )
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_version_flag_names_the_installed_package(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"skilldeck {metadata.version('skilldeck')}"
+
+
+def _post(url: str, body: dict[str, object], headers: dict[str, str] | None = None) -> dict[str, object]:
+    """One raw JSON-RPC POST; the answer whether it comes as JSON or as one SSE event."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+        if response.headers["content-type"].startswith("text/event-stream"):
+            text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    message = json.loads(text)
+    assert isinstance(message, dict)
+    return message["result"]
+
+
+def test_server_info_carries_the_package_version_in_both_eras_raw() -> None:
+    proc = subprocess.Popen(
+        [*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=WIDE,
+    )
+    try:
+        assert proc.stderr is not None
+        url = None
+        for line in proc.stderr:  # the startup line comes once the port is bound
+            match = re.search(r"serving \d+ skills from .* at (http://\S+)", line)
+            if match:
+                url = match.group(1)
+                break
+        assert url, "no startup line"
+        expected = {"name": "skilldeck", "version": metadata.version("skilldeck")}
+        legacy = _post(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            },
+        )
+        assert legacy["protocolVersion"] == "2025-11-25"
+        assert legacy["serverInfo"] == expected
+        # the declaration stands in both places a legacy host may look (see README, "Legacy hosts")
+        capabilities = legacy["capabilities"]
+        assert isinstance(capabilities, dict)
+        assert capabilities["extensions"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+        assert capabilities["experimental"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        modern = _post(
+            url,
+            {"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": meta}},
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+        )
+        assert modern["_meta"] == {"io.modelcontextprotocol/serverInfo": expected}  # type: ignore[comparison-overlap]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -3,15 +3,37 @@
 from __future__ import annotations
 
 import io
+import re
+from importlib import resources
 
 import pytest
 from rich.console import Console
 
-from skilldeck.demo import example_pack, run_demo
+from skilldeck.demo import example_pack, livemcpbench_snapshot, run_demo, tool_signature
 
 
 def test_example_pack_is_found() -> None:
     assert (example_pack() / "job-search" / "SKILL.md").is_file()
+
+
+def test_the_livemcpbench_snapshot_ships_in_the_package_with_its_licence() -> None:
+    snapshot = livemcpbench_snapshot()
+    assert len(snapshot.servers) == 70
+    assert sum(len(s.tools) for s in snapshot.servers) == 527
+    data = resources.files("skilldeck.demo") / "data"
+    assert "Apache License" in (data / "LIVEMCPBENCH-LICENSE").read_text(encoding="utf-8")
+    notice = (data / "README.md").read_text(encoding="utf-8")
+    assert "icip-cas/LiveMCPBench" in notice
+    assert "Changed from the original" in notice
+
+
+def test_a_tool_schema_folds_to_one_line() -> None:
+    tool = {
+        "name": "search",
+        "inputSchema": {"type": "object", "properties": {"q": {}, "limit": {}}, "required": ["q"]},
+    }
+    assert tool_signature("web", tool) == "web/search(q, limit?)"
+    assert tool_signature("web", {"name": "ping"}) == "web/ping()"
 
 
 @pytest.mark.anyio
@@ -22,9 +44,25 @@ async def test_demo_shows_the_history_b_path_the_abstention_and_the_extension() 
     # part 1: question -> chosen skill -> verified SKILL.md -> one schema -> gated call -> tokens
     assert "chose skill jobs/job-search" in text
     assert 'origin="mcp" server="jobs" uri="skill://job-search/SKILL.md" verified="true"' in text
-    assert "exposed: 1 tool schema(s) — jobs/search_jobs" in text
+    # the exposed schema is folded to one line (name and parameters), not printed as JSON
+    assert "exposed: 1 tool schema (" in text
+    assert "\n  jobs/search_jobs(query, location?, seniority?, remote?, limit?)\n" in text
+    assert '"anyOf"' not in text
+    assert '"parameters"' not in text
     assert "JOB-2001  Senior Java Engineer (Spring Boot)" in text
-    assert "History A, every schema of every server" in text
+    # History A against B, honestly, on the 3 demo servers ...
+    assert "tokens (cl100k), these 3 servers: History A (every schema of every server, 8 tool schemas)" in text
+    # ... and on LiveMCPBench's 70 real servers plus these 3, where the saving shows
+    scale = next(line for line in text.splitlines() if line.startswith("tokens (cl100k), 73 servers:"))
+    assert "History A (every schema of every server, 535 tool schemas)" in scale
+    assert "History B (cards, this skill, 1 tool schema)" in scale
+    ratio = re.search(r"· ([\d.]+)x fewer$", scale)
+    assert ratio is not None, scale
+    assert float(ratio.group(1)) >= 30  # the benchmark's target for History A / B
+    assert (
+        "70 servers, 527 tools (the bundled LiveMCPBench snapshot) + 3 demo servers: chose skill jobs/job-search"
+        in text
+    )
     # the out-of-scope question abstains with reasons and exposes nothing
     assert "abstained: nothing is close enough" in text
     assert "exposed tool schemas: 0" in text

@@ -22,7 +22,9 @@ OUT = HERE.parent.parent / "src" / "skilldeck" / "select" / "background-df.json"
 
 
 def main() -> None:
-    cards = build_cards(load_snapshot(HERE / "livemcpbench-snapshot.json"))
+    cards = build_cards(
+        load_snapshot(HERE.parent.parent / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json")
+    )
     ranker = Ranker(cards.cards, schemas=cards.tools, config=replace(RankConfig(), background=False))
 
     def table(index: object) -> dict[str, object]:

@@ -8,8 +8,9 @@ Run from the repository root::
     .venv/bin/python bench/selection/run.py --calibrate    # also refit and write calibration-*.json
     .venv/bin/python bench/selection/run.py --ablation     # also the ranking ablation (both halves)
 
-Data: ``../shared/data/livemcpbench`` relative to the repository root (``--data`` overrides).
-Writes ``bench/selection/livemcpbench-snapshot.json`` (the catalog in skilldeck's snapshot format)
+Data: ``bench/selection/data/livemcpbench`` (shipped with the repository, Apache-2.0; ``--data`` overrides).
+Writes ``src/skilldeck/demo/data/livemcpbench-snapshot.json`` (the catalog in skilldeck's snapshot
+format, shipped in the package for ``skilldeck demo``)
 and ``bench/results/selection.json`` (and ``selection-ablation.json`` with ``--ablation``).
 Definitions are in ``livemcpbench.py`` (gold, out-of-scope twins, halves), ``calibrate.py``
 (confidence fit) and bench/README.md.
@@ -44,8 +45,8 @@ from skilldeck.select import CardSet, RankConfig, Ranker, Selector, build_cards,
 from skilldeck.select.decide import FEATURES, Calibration, default_calibration  # noqa: E402
 from skilldeck.select.rank import semantic_text  # noqa: E402
 
-DEFAULT_DATA = "../shared/data/livemcpbench"  # relative to the repository root
-SNAPSHOT_OUT = HERE / "livemcpbench-snapshot.json"
+DEFAULT_DATA = "bench/selection/data/livemcpbench"  # relative to the repository root
+SNAPSHOT_OUT = REPO / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json"  # one copy, shipped
 RESULTS = REPO / "bench" / "results"
 CALIBRATION_FILES = {
     "lexical": REPO / "src" / "skilldeck" / "select" / "calibration-lexical.json",

@@ -26,7 +26,18 @@ from skilldeck.errors import (
     SourceError,
 )
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skilldeck")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        return "0+unknown"
+
+
+__version__ = _version()
+"""The installed distribution's version (what ``skilldeck --version`` and ``serverInfo.version`` say)."""
 
 _LAZY = {
     "SkillsExtension": "skilldeck.server",

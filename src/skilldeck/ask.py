@@ -16,7 +16,7 @@ from skilldeck.host import Host, LoadedSkill
 from skilldeck.select.cards import CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Decision, DecisionLog, Selector
 from skilldeck.select.gate import GateRefused, ToolGate
-from skilldeck.select.project import Payload, Render, history_a, history_b
+from skilldeck.select.project import Payload, Render, history_a, history_b, token_summary
 from skilldeck.select.rank import Encoder
 from skilldeck.select.snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot
 
@@ -35,6 +35,13 @@ class AskResult:
     gate: ToolGate
     call: dict[str, Any] | None = None
 
+    @property
+    def token_summary(self) -> str:
+        """History A against History B in one line, saying what B holds (see :func:`token_summary`)."""
+        return token_summary(
+            self.history_a, self.history_b, abstained=self.decision.abstain, skill=self.loaded is not None
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "question": self.question,
@@ -48,7 +55,11 @@ class AskResult:
                 "content": self.loaded.tagged(),
             },
             "exposedTools": [{"server": s, "name": n} for s, n in self.tools],
-            "tokens": {"historyA": self.history_a.tokens, "historyB": self.history_b.tokens},
+            "tokens": {
+                "historyA": self.history_a.tokens,
+                "historyB": self.history_b.tokens,
+                "summary": self.token_summary,
+            },
             "historyB": self.history_b.to_json(),
             "call": self.call,
         }

@@ -18,6 +18,7 @@ __all__ = [
     "FrontmatterError",
     "NotServedError",
     "PeerError",
+    "ServeError",
     "SkillError",
     "SkillLimitError",
     "SkilldeckError",
@@ -53,6 +54,10 @@ class SkillLimitError(SkillError):
 
 class SourceError(SkillError):
     """A skill source (a folder root, a dynamic skill) that cannot be used as configured."""
+
+
+class ServeError(SkilldeckError):
+    """The server cannot start as asked (its address is taken or cannot be listened on)."""
 
 
 class NotServedError(SkilldeckError):

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 
 import pytest
 
-from skilldeck.select import Calibration, CardSet, DecisionLog, Selector, default_calibration
+from skilldeck.select import (
+    Calibration,
+    CardSet,
+    DecisionLog,
+    Selector,
+    build_cards,
+    default_calibration,
+    parse_snapshot,
+)
 from skilldeck.select.decide import FEATURES
 
 # a hand-set model for the tiny test catalog (the shipped one is fitted on LiveMCPBench's 527 tools)
@@ -118,3 +127,66 @@ def test_to_json_respects_depth(cardset: CardSet) -> None:
     assert len(out["ranked"]) == 2
     assert len(out["servers"]) == 2
     assert out["ranked"][0] == {"server": "weather", "kind": "tool", "name": "get_forecast", "score": 1.0}
+
+
+def _server(label: str, description: str, *tools: tuple[str, str]) -> dict[str, object]:
+    return {
+        "label": label,
+        "description": description,
+        "tools": [{"name": n, "description": d, "inputSchema": {"type": "object"}} for n, d in tools],
+    }
+
+
+def test_confidence_and_reason_are_those_of_the_chosen_card() -> None:
+    # 'billing' holds every word of the question, spread over three tools, so its server document
+    # scores best; 'forex' has the one tool that does the job, and that tool is ranked first. The
+    # decision chooses the forex tool, so its confidence and reason must be about forex too.
+    catalog = {
+        "servers": [
+            _server(
+                "billing",
+                "Billing: totals, currencies and conversions",
+                ("list_currencies", "List supported currencies"),
+                ("sum_total", "Total amount of an order"),
+                ("convert_units", "Convert units of measure"),
+            ),
+            _server("forex", "Foreign exchange", ("convert_currency", "Convert from one currency to another currency")),
+            _server("weather", "Weather forecasts", ("get_forecast", "Get the weather forecast for a city")),
+        ]
+    }
+    cards = build_cards(parse_snapshot(catalog))
+    selector = Selector(cards)
+    question = "convert currency amount"
+    ranking = selector.ranker.rank(question)
+    assert ranking.scored[0].card.server == "forex"  # the top card ...
+    server_scores = selector.ranker._servers.scores(selector.ranker.query_terms(question))
+    assert selector.ranker.server_labels[int(server_scores.argmax())] == "billing"  # ... is not on the top server
+    decision = selector.decide(question)
+    assert [(c.server, c.name) for c in decision.chosen] == [("forex", "convert_currency")]
+    assert "2 of 3 question terms in forex: 'convert', 'currency'" in decision.reason
+    assert "billing" not in decision.reason
+    assert decision.features["lexical"] == pytest.approx(math.log1p(ranking.scored[0].lexical))
+    assert decision.features["server_lexical"] == pytest.approx(
+        math.log1p(float(server_scores[selector.ranker.server_labels.index("forex")]))
+    )
+    assert decision.confidence == pytest.approx(selector.calibration.confidence(decision.features))
+    assert f"confidence {decision.confidence:.2f}" in decision.reason
+
+
+def test_an_abstention_names_the_server_of_the_best_candidate() -> None:
+    catalog = {
+        "servers": [
+            _server(
+                "billing",
+                "Billing: totals, currencies and conversions",
+                ("list_currencies", "List supported currencies"),
+                ("sum_total", "Total amount of an order"),
+                ("convert_units", "Convert units of measure"),
+            ),
+            _server("forex", "Foreign exchange", ("convert_currency", "Convert from one currency to another currency")),
+        ]
+    }
+    decision = Selector(build_cards(parse_snapshot(catalog)), threshold=1.0).decide("convert currency amount")
+    assert decision.abstain
+    assert "the best server, forex, covers 2 of 3" in decision.reason
+    assert "best candidates: forex/convert_currency" in decision.reason

@@ -10,7 +10,7 @@ import pytest
 
 from skilldeck.select.cards import build_cards, skill_tools
 from skilldeck.select.gate import InvalidArguments, ToolGate, ToolNotActive, ToolNotListed
-from skilldeck.select.project import count_tokens, history_a, history_b, render_tools, tool_function_name
+from skilldeck.select.project import count_tokens, history_a, history_b, render_tools, token_summary, tool_function_name
 from skilldeck.select.snapshot import parse_snapshot
 
 SEARCH = {
@@ -169,3 +169,27 @@ def test_history_b_carries_only_the_chosen_tools_and_is_smaller() -> None:
     text = render_tools([("jobs", SEARCH)], "text")
     assert isinstance(text, str)
     assert text.startswith("## jobs/search_jobs")
+
+
+def test_token_summary_says_what_history_b_holds_and_never_a_ratio_below_one() -> None:
+    cards = catalog()
+    a = history_a(cards)
+    shown = cards.cards[:3]
+    small = history_b(cards, shown, [("jobs", "search_jobs")], skill_text="<skill-content>hi</skill-content>")
+    line = token_summary(a, small, abstained=False, skill=True)
+    assert small.tokens < a.tokens
+    assert f"History A (every schema of every server, 4 tool schemas) {a.tokens:,}" in line
+    assert f"History B (cards, this skill, 1 tool schema) {small.tokens:,}" in line
+    assert line.endswith(f"{a.tokens / small.tokens:.1f}x fewer")
+    # a long skill over a catalog with few schemas: History B is larger, and the line says so
+    big = history_b(cards, shown, [("jobs", "search_jobs")], skill_text="word " * 2000)
+    line = token_summary(a, big, abstained=False, skill=True)
+    assert big.tokens > a.tokens
+    assert "x fewer" not in line
+    assert "History B is larger here: the skill text and the cards outweigh a 4-tool catalog" in line
+    # an abstention holds the cards only: no skill, no schema
+    cards_only = history_b(cards, shown, [])
+    line = token_summary(a, cards_only, abstained=True, skill=False)
+    assert "History B (the cards only: it abstained)" in line
+    assert "this skill" not in line
+    assert "tool schema)" not in line

@@ -83,6 +83,27 @@ def test_parse_splits_frontmatter_and_body_and_tolerates_bom_and_crlf() -> None:
     assert parsed.body == "# Title\r\nbody\r\n"
 
 
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("name: again", "duplicate key 'name' (line {n})"),
+        ("when: !!timestamp 2020-01-01", "(line {n}) has no JSON form"),
+        ("ratio: .inf", "'.inf' (line {n}) has no JSON form"),
+        ("1: one", "mapping key 1 (line {n}) is not a string"),
+        ("  indented: wrongly", "mapping values are not allowed here (line {n}, column 11)"),
+        ("tags: [open", "while parsing a flow sequence at line {n}, column 7"),
+    ],
+)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_errors_name_the_line_of_the_file(bad: str, message: str, newline: str) -> None:
+    lines = ["---", "name: pdf-forms", "description: Fill PDF forms.", bad, "license: MIT", "---", "# Body"]
+    n = lines.index(bad) + 1  # the opening '---' is line 1, as in an editor
+    with pytest.raises(FrontmatterError) as info:
+        parse_skill_md(newline.join(lines) + newline, path="pdf-forms/SKILL.md")
+    assert message.format(n=n) in str(info.value)
+    assert "\n" not in str(info.value)  # one line, fit for a log
+
+
 @pytest.mark.parametrize("text", ["no frontmatter", "--- \nname: a\n", "\n---\nname: a\n---\n", ""])
 def test_missing_frontmatter_is_an_error(text: str) -> None:
     with pytest.raises(FrontmatterError) as info:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import anyio
 from rich.console import Console
 from rich.markup import escape
 
+from skilldeck import __version__
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
+from skilldeck.cli.output import StdoutConsole, stdout_closed
 from skilldeck.cli.select import add_select_commands, run_ask, run_select, run_snapshot
 from skilldeck.errors import SkilldeckError
 
@@ -43,6 +46,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skilldeck", description="MCP capability discovery: serve, find and load Agent Skills over MCP."
     )
+    parser.add_argument("--version", action="version", version=f"skilldeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
@@ -64,7 +68,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.demo import run_demo
 
-    anyio.run(lambda: run_demo(Console(soft_wrap=False)))
+    anyio.run(lambda: run_demo(StdoutConsole(soft_wrap=False)))
     return EXIT_OK
 
 
@@ -83,8 +87,15 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     anyio.run(extension.check_policy, server)  # an unknown skill or tool in the policy stops here
     for problem in extension.problems:
         err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    count = len(extension.catalog)
     where = ", ".join(args.paths)
+    if len(extension.catalog) == 0:
+        err.print(
+            f"[yellow]warning[/] no skills found in {escape(where)}: a skill is a folder holding a SKILL.md "
+            "(see the lines above for anything refused)",
+            highlight=False,
+        )
+    count = len(extension.catalog)
+    view = f" ({_policy_view(extension)})" if policy else ""
 
     def on_reload(diff: CatalogDiff) -> None:
         if diff:
@@ -99,8 +110,11 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     def on_policy_error(exc: Exception) -> None:
         err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
 
+    def on_policy_applied(_: object) -> None:
+        err.print(f"policy applied: {escape(args.policy)} ({_policy_view(extension)})", highlight=False)
+
     if args.http is None:
-        err.print(f"skilldeck: serving {count} skills from {where} over stdio", highlight=False)
+        err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
         anyio.run(
             lambda: serve_stdio(
                 server,
@@ -109,6 +123,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
                 on_reload=on_reload,
                 policy_path=args.policy,
                 on_policy_error=on_policy_error,
+                on_policy_applied=on_policy_applied,
             )
         )
         return EXIT_OK
@@ -117,7 +132,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     def on_ready(url: str) -> None:
         watching = " (watching for changes)" if args.watch else ""
-        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}", highlight=False)
+        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
 
     anyio.run(
         lambda: serve_http(
@@ -131,13 +146,42 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             on_ready=on_ready,
             policy_path=args.policy,
             on_policy_error=on_policy_error,
+            on_policy_applied=on_policy_applied,
         )
     )
     return EXIT_OK
 
 
+def _policy_view(extension: Any) -> str:
+    """What the policy in force leaves to its default identity (the caller on stdio or without a token)."""
+    from skilldeck.server.audience import catalog_for
+
+    policy = extension.policy
+    if policy is None:
+        return "no policy"
+    who = policy.default_identity
+    parts = [f"tenant {who.tenant}" if who.tenant else "", "roles " + " ".join(sorted(who.roles)) if who.roles else ""]
+    described = ", ".join(p for p in parts if p) or "no tenant or roles"
+    seen = len(catalog_for(extension.catalog, policy, who))
+    return f"policy: the default identity ({described}) sees {seen} of {len(extension.catalog)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``skilldeck`` console script; returns the exit code."""
+    """Entry point of the ``skilldeck`` console script; returns the exit code.
+
+    A closed standard output (``skilldeck skills … | head -1``) ends any command quietly with 141.
+    """
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return stdout_closed()
+    except BaseExceptionGroup as group:  # printed from inside a task group
+        if group.split(BrokenPipeError)[1] is None:
+            return stdout_closed()
+        raise
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] | None = None

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import (
     ApprovalStore,
@@ -131,11 +132,32 @@ async def _skills(args: argparse.Namespace, command: list[str] | None, out: Cons
                     notes=report.notes,
                 )
             data["servers"].append(server)
+        children = {  # an unreachable one already quotes the end of its stderr in its reason
+            s.label: host.connections.stderr(s.label)
+            for s in specs
+            if s.kind == "stdio" and s.label not in host.failures
+        }
+    for label, text in children.items():  # what a stdio server said on stderr (e.g. skills it refused)
+        _pass_stderr(label, text, err)
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         _print_cards(data, out, err)
     return EXIT_UNREACHABLE if any(s["status"] != "connected" for s in data["servers"]) else EXIT_OK
+
+
+MAX_CHILD_STDERR_LINES = 20
+
+
+def _pass_stderr(label: str, text: str, err: Console) -> None:
+    """A stdio server's stderr, one line each under its label, at most :data:`MAX_CHILD_STDERR_LINES`."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    for line in lines[:MAX_CHILD_STDERR_LINES]:
+        err.print(f"[dim]{escape(label)} (stderr):[/] {escape(line)}", highlight=False)
+    if len(lines) > MAX_CHILD_STDERR_LINES:
+        err.print(
+            f"[dim]{escape(label)} (stderr):[/] … {len(lines) - MAX_CHILD_STDERR_LINES} more lines", highlight=False
+        )
 
 
 def _card(text: str, limit: int = 110) -> str:
@@ -274,7 +296,7 @@ def _file_json(uri: str, data: bytes) -> dict[str, Any]:
 
 
 def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
-    out = Console(soft_wrap=True)
+    out = StdoutConsole(soft_wrap=True)
     try:
         return int(anyio.run(lambda: coro_fn(args, command, out, err)))
     except VerificationError as exc:

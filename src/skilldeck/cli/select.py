@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
 from skilldeck.select.decide import Decision, DecisionLog, Selector
@@ -121,12 +122,7 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         rendered = result.history_b.tools
         text = rendered if isinstance(rendered, str) else json.dumps(rendered, indent=2, ensure_ascii=False)
         out.print(Panel(escape(text), title=f"exposed tool schemas ({args.render})"))
-    a, b = result.history_a.tokens, result.history_b.tokens
-    out.print(
-        f"tokens: History A (every schema of every server) {a:,} · History B (cards + this skill) {b:,} · "
-        f"{a / max(b, 1):.1f}x fewer",
-        highlight=False,
-    )
+    out.print(f"tokens: {result.token_summary}", highlight=False)
     if result.call is not None:
         out.print(
             Panel(
@@ -202,7 +198,7 @@ async def _snapshot(args: argparse.Namespace, err: Console) -> int:
 
 def run_ask(args: argparse.Namespace, err: Console) -> int:
     try:
-        return int(anyio.run(lambda: _ask(args, Console(), err)))
+        return int(anyio.run(lambda: _ask(args, StdoutConsole(), err)))
     except GateRefused as exc:
         err.print(f"[red]refused by the tool gate[/]: {escape(str(exc))}", highlight=False)
         return EXIT_GATE

@@ -2,9 +2,11 @@
 
 Part 1 (History B): three real servers (jobs, tracker, files; see :mod:`skilldeck.demo.servers`)
 are connected under labels; the question "Find senior Java roles in Costa Rica" is ranked
-against their cards, the chosen skill is loaded verified, only its one tool schema is exposed,
-the call goes through the gate, and History A and B are counted. An out-of-scope question then
-abstains, with reasons.
+against their cards, the chosen skill is loaded verified, only its one tool schema is exposed
+(one line per tool: its name and parameters), the call goes through the gate, and History A and B
+are counted. The same question is then ranked among LiveMCPBench's 70 real servers (the bundled
+snapshot, ``data/livemcpbench-snapshot.json``) plus these three, where the saving shows at a
+realistic catalog size. An out-of-scope question then abstains, with reasons.
 
 Part 2 (the Skills extension underneath): the bundled example pack is served in-process; a real
 SDK client in both protocol eras lists it, loads one skill the way a host must (size, then
@@ -14,8 +16,10 @@ digest, then frontmatter), browses a folder, and a hostile read is refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -24,11 +28,24 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from skilldeck.host.loader import LoadedSkill
 from skilldeck.host.verify import verify_bytes, verify_skill_md
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
+from skilldeck.select.cards import build_cards
+from skilldeck.select.decide import Decision, Selector
+from skilldeck.select.project import count_tokens, history_a, history_b, token_summary
+from skilldeck.select.snapshot import CatalogSnapshot, parse_snapshot
 from skilldeck.server import create_server
 
-__all__ = ["ask_tour", "example_pack", "run_demo", "server_tour"]
+__all__ = [
+    "ask_tour",
+    "at_scale",
+    "example_pack",
+    "livemcpbench_snapshot",
+    "run_demo",
+    "server_tour",
+    "tool_signature",
+]
 
 
 def example_pack() -> Path:
@@ -55,7 +72,7 @@ async def run_demo(console: Console) -> None:
 
 async def ask_tour(console: Console) -> None:
     """Part 1: question → cards → verified skill → one schema → gated call → tokens; then abstention."""
-    from skilldeck.ask import ask
+    from skilldeck.ask import ask, snapshot_from_host
     from skilldeck.demo.servers import demo_servers
     from skilldeck.host import Host, InProcessServer, ServerSpec
 
@@ -81,12 +98,15 @@ async def ask_tour(console: Console) -> None:
                 Panel(escape(result.loaded.tagged()), title="the chosen skill, verified (size, digest, frontmatter)")
             )
         schemas = result.history_b.tools
+        rendered = schemas if isinstance(schemas, str) else json.dumps(schemas, ensure_ascii=False)
+        n = len(result.tools)
         console.print(
-            Panel(
-                escape(json.dumps(schemas, indent=2, ensure_ascii=False) if not isinstance(schemas, str) else schemas),
-                title=f"exposed: {len(result.tools)} tool schema(s) — {', '.join(f'{s}/{n}' for s, n in result.tools)}",
-            )
+            f"exposed: {n} tool schema{'' if n == 1 else 's'} ({count_tokens(rendered):,} tokens as OpenAI tools), "
+            "folded to one line each:",
+            highlight=False,
         )
+        for server, name in result.tools:
+            console.print(f"  {escape(tool_signature(server, result.cards.tools[server][name]))}", highlight=False)
         if result.call is not None:
             structured = result.call["result"].get("structuredContent", {})
             rows = structured.get("result", []) if isinstance(structured, dict) else []
@@ -98,17 +118,57 @@ async def ask_tour(console: Console) -> None:
                     f"  {job['id']}  {job['title']} — {job['company']}, {job['city']} ({job['remote']}, {job['salary_usd']})",
                     highlight=False,
                 )
-        a, b = result.history_a.tokens, result.history_b.tokens
-        console.print(
-            f"tokens (cl100k): History A, every schema of every server: {a:,}; History B: {b:,} "
-            f"({a / max(b, 1):.1f}x fewer on this 3-server catalog; see bench/selection for 70 servers)",
-            highlight=False,
-        )
+        console.print(f"tokens (cl100k), these 3 servers: {result.token_summary}", highlight=False)
+        at_scale(console, QUESTION, snapshot_from_host(host), result.loaded)
         console.rule("[bold]Out of scope: abstain rather than improvise")
         console.print(f"question: [bold]{OUT_OF_SCOPE}[/]")
         refused = await ask(host, OUT_OF_SCOPE)
         console.print(f"[yellow]{escape(refused.decision.reason)}[/]", highlight=False)
         console.print(f"exposed tool schemas: {len(refused.tools)}", highlight=False)
+
+
+def tool_signature(server: str, tool: Mapping[str, Any]) -> str:
+    """``server/name(required, optional?)``: a tool schema folded to one line."""
+    schema = tool.get("inputSchema")
+    schema = schema if isinstance(schema, Mapping) else {}
+    properties = schema.get("properties")
+    required = schema.get("required")
+    names = list(properties) if isinstance(properties, Mapping) else []
+    needed = set(required) if isinstance(required, list) else set()
+    return f"{server}/{tool.get('name')}(" + ", ".join(p if p in needed else f"{p}?" for p in names) + ")"
+
+
+def livemcpbench_snapshot() -> CatalogSnapshot:
+    """LiveMCPBench's 70 real MCP servers (527 tools) as a catalog snapshot (Apache-2.0; see data/README.md)."""
+    path = resources.files("skilldeck.demo") / "data" / "livemcpbench-snapshot.json"
+    return parse_snapshot(json.loads(path.read_text(encoding="utf-8")))
+
+
+def at_scale(console: Console, question: str, demo: CatalogSnapshot, loaded: LoadedSkill | None) -> Decision:
+    """Rank ``question`` among LiveMCPBench's 70 servers plus the demo's, and count History A and B there.
+
+    The chosen skill's text is the one already loaded and verified from its server (the same
+    skill, the same bytes); nothing more is fetched.
+    """
+    bench = livemcpbench_snapshot()
+    cards = build_cards(CatalogSnapshot((*bench.servers, *demo.servers)))
+    decision = Selector(cards).decide(question)
+    chosen = decision.chosen[0] if decision.chosen and not decision.abstain else None
+    same = loaded is not None and chosen is not None and (chosen.server, chosen.uri) == (loaded.label, loaded.uri)
+    shown = [s.card for s in decision.ranked[:10]]
+    tools = [] if decision.abstain else decision.tools
+    a = history_a(cards)
+    b = history_b(cards, shown, tools, skill_text=loaded.tagged() if same and loaded is not None else None)
+    n = sum(len(s.tools) for s in bench.servers)
+    console.rule(f"The same question among LiveMCPBench's {len(bench.servers)} real servers and these 3")
+    console.print(
+        f"{len(bench.servers)} servers, {n} tools (the bundled LiveMCPBench snapshot) + "
+        f"{len(demo.servers)} demo servers: {escape(decision.reason)}",
+        highlight=False,
+    )
+    summary = token_summary(a, b, abstained=decision.abstain, skill=same)
+    console.print(f"tokens (cl100k), {len(cards.tools)} servers: {summary}", highlight=False)
+    return decision
 
 
 async def server_tour(console: Console, *, skill: str = "skill://job-search/SKILL.md") -> None:

@@ -3,12 +3,15 @@
 Ranking orders cards; deciding asks whether the best of them is *close enough*. Confidence is a
 logistic function of features that do not depend on how the rest of the catalog scored:
 
-* ``lexical``: ``log(1 + BM25)`` of the best card;
-* ``server_lexical``: ``log(1 + BM25)`` of the best server's document;
+* ``lexical``: ``log(1 + BM25)`` of the top-ranked card -- the one chosen;
+* ``server_lexical``: ``log(1 + BM25)`` of that card's server's document;
 * ``idf_coverage``: the IDF-weighted share of the question's terms that the top three servers'
   documents hold between them (a term no server holds counts as the rarest possible term);
 * ``terms``: ``log(1 + number of question terms)`` (long questions cover less by nature);
-* ``semantic`` / ``server_semantic``: cosine similarity of the best card / server (with an encoder).
+* ``semantic`` / ``server_semantic``: cosine similarity of that card / its server (with an encoder).
+
+So the confidence and the reason of a decision are those of the card it chooses (or, when it
+abstains, of the best candidate), never of another server that happened to score higher as a whole.
 
 The weights, bias and threshold are fitted by ``bench/selection/run.py --calibrate`` (plain numpy
 logistic regression on in-scope questions and their out-of-scope twins from half of LiveMCPBench;

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from skilldeck.select.cards import Card, CardSet
@@ -28,6 +28,7 @@ __all__ = [
     "history_b",
     "render_cards",
     "render_tools",
+    "token_summary",
     "tool_function_name",
 ]
 
@@ -129,8 +130,9 @@ class Payload:
     def tool_count(self) -> int:
         return len(self.tools) if isinstance(self.tools, list) else self.tools.count("\n## ") + bool(self.tools)
 
-    @property
+    @cached_property
     def tokens(self) -> int:
+        """cl100k tokens of the system text and the tools (counted once)."""
         tools = self.tools if isinstance(self.tools, str) else json.dumps(self.tools, ensure_ascii=False)
         return count_tokens(self.system) + count_tokens(tools)
 
@@ -168,3 +170,27 @@ def history_b(
         system += "\n\n" + skill_text
     chosen = [(label, cards.tools[label][name]) for label, name in tools if name in cards.tools.get(label, {})]
     return Payload("B", render, system, render_tools(chosen, render))
+
+
+def token_summary(a: Payload, b: Payload, *, abstained: bool, skill: bool) -> str:
+    """One honest line comparing History A and History B.
+
+    It says what History B holds (the cards only when the decision abstained; else the cards, the
+    chosen skill's text if a skill was chosen, and the exposed schemas), and either how many times
+    fewer tokens B takes, or -- when B is not smaller -- that it is larger here and why.
+    """
+    n = a.tool_count
+    catalog = f"{n} tool schema{'' if n == 1 else 's'}"
+    if abstained:
+        held = "the cards only: it abstained"
+    else:
+        k = b.tool_count
+        held = ", ".join(["cards", *(["this skill"] if skill else []), f"{k} tool schema{'' if k == 1 else 's'}"])
+    line = f"History A (every schema of every server, {catalog}) {a.tokens:,} · History B ({held}) {b.tokens:,}"
+    if b.tokens < a.tokens:
+        return f"{line} · {a.tokens / max(b.tokens, 1):.1f}x fewer"
+    bulk = "the cards" if abstained or not skill else "the skill text and the cards"
+    return (
+        f"{line} · History B is larger here: {bulk} outweigh a {n}-tool catalog; "
+        "History B pays off as the catalog grows"
+    )

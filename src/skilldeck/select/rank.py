@@ -31,6 +31,7 @@ mixed with the cosine similarities.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections import Counter
@@ -356,28 +357,44 @@ def semantic_text(card: Card) -> str:
 
 @dataclass(frozen=True)
 class Unit:
-    """What one query unit (the whole question, or one of its jobs) found, in catalog-independent terms."""
+    """What one query unit (the whole question, or one of its jobs) found, in catalog-independent terms.
+
+    Everything is told about one card -- the unit's best card after ranking, which is what a
+    decision chooses -- and that card's server, so a confidence built on it rests on the choice."""
 
     text: str
     terms: tuple[str, ...]
     """The unit's own terms (expansions left out)."""
     card: int
-    """Index of its best card."""
+    """Index of its best card (for the whole question: the top-ranked card)."""
     server: str
-    """Its best server (by the server-level score)."""
+    """The server of that card."""
     lexical: float
-    """Raw BM25 of its best card."""
+    """Raw BM25 of that card (a skill: at least that of the best tool it names)."""
     server_lexical: float
-    """Raw BM25 of its best server's document."""
+    """Raw BM25 of that card's server's document."""
     coverage: float
-    """Share of ``terms`` found in the best server's document."""
+    """Share of ``terms`` found in that server's document."""
     idf_coverage: float
     """IDF-weighted share of ``terms`` found in the top three servers' documents together."""
     matched: tuple[str, ...]
-    """``terms`` found in the best server's document."""
+    """``terms`` found in that server's document."""
     semantic: float | None = None
-    """Cosine similarity of the best card (``None`` without an encoder)."""
+    """Cosine similarity of that card (``None`` without an encoder)."""
     server_semantic: float | None = None
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """A query unit's raw scores over the whole catalog, before it is told about one card."""
+
+    text: str
+    terms: tuple[str, ...]
+    card_raw: np.ndarray
+    server_raw: np.ndarray
+    card_sem: np.ndarray | None
+    server_sem: np.ndarray | None
+    idf_coverage: float
 
 
 @dataclass
@@ -450,7 +467,7 @@ class Ranker:
         bg = _background() if c.background else None
         self._cards = _Index(card_bags, c.k1, c.b, bg[0] if bg else None)
         self._servers = _Index([_bag(f) for f in server_fields], c.k1, c.server_b, bg[1] if bg else None)
-        self._server_terms = [frozenset(t for terms, _ in f for t in terms) for f in server_fields]
+        self._server_terms = [frozenset(itertools.chain.from_iterable(terms for terms, _ in f)) for f in server_fields]
         # skills inherit from the tools they name: card index of each (server, tool)
         tool_index = {(card.server, card.name): i for i, card in enumerate(self.cards) if card.kind == "tool"}
         inherit = [
@@ -459,6 +476,7 @@ class Ranker:
             if card.kind == "skill"
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
+        self._named = dict(self._inherit)
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -509,8 +527,8 @@ class Ranker:
         best = sorted(gain.items(), key=lambda kv: -kv[1])[: c.prf_terms]
         return {**terms, **{t: c.prf_weight for t, _ in best}}
 
-    def _unit(self, text: str, qvec: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, Unit]:
-        """Score one query unit: (card scores, server scores), both in [0, 1], and what it found."""
+    def _unit(self, text: str, qvec: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, _Evidence]:
+        """Score one query unit: (card scores, server scores), both in [0, 1], and its raw evidence."""
         c = self.config
         terms = self.query_terms(text)
         card_raw = self._cards.scores(terms)
@@ -531,11 +549,7 @@ class Ranker:
                 w = self.semantic_weight
                 card = (1 - w) * card + w * card_sem
                 server = (1 - w) * server + w * server_sem
-        best_card = int(np.argmax(card))
-        best_server = int(np.argmax(server))
         own = tuple(t for t, w in terms.items() if w >= 1.0)
-        server_terms = self._server_terms[best_server]
-        matched = tuple(t for t in own if t in server_terms)
         # IDF-weighted share of the question's terms that the top 3 servers hold between them;
         # a term no server holds weighs as much as the rarest possible term
         k = min(3, len(self.server_labels))
@@ -545,20 +559,37 @@ class Ranker:
         idf = [float(self._servers.idf[self._servers.vocab[t]]) if t in self._servers.vocab else rare for t in own]
         total = sum(idf)
         idf_coverage = sum(w for t, w in zip(own, idf, strict=True) if t in held) / total if total > 0 else 0.0
-        unit = Unit(
-            text=text,
-            terms=own,
-            card=best_card,
-            server=self.server_labels[best_server],
-            lexical=float(card_raw.max()),
-            server_lexical=float(server_raw[best_server]),
-            coverage=len(matched) / len(own) if own else 0.0,
-            idf_coverage=idf_coverage,
+        evidence = _Evidence(text, own, card_raw, server_raw, card_sem, server_sem, idf_coverage)
+        return card, server, evidence
+
+    def _anchored(self, ev: _Evidence, card: int) -> Unit:
+        """What a query unit found, told about one card (the one chosen) and that card's server.
+
+        A skill's lexical and semantic strength is at least that of the best tool it names, as in
+        the ranking (where it inherits that tool's score)."""
+        named = self._named.get(card)
+        lexical = float(ev.card_raw[card])
+        semantic = None if ev.card_sem is None else float(ev.card_sem[card])
+        if named is not None:
+            lexical = max(lexical, float(ev.card_raw[named].max()))
+            if ev.card_sem is not None and semantic is not None:
+                semantic = max(semantic, float(ev.card_sem[named].max()))
+        sid = int(self._card_server[card])
+        server_terms = self._server_terms[sid]
+        matched = tuple(t for t in ev.terms if t in server_terms)
+        return Unit(
+            text=ev.text,
+            terms=ev.terms,
+            card=card,
+            server=self.server_labels[sid],
+            lexical=lexical,
+            server_lexical=float(ev.server_raw[sid]),
+            coverage=len(matched) / len(ev.terms) if ev.terms else 0.0,
+            idf_coverage=ev.idf_coverage,
             matched=matched,
-            semantic=None if card_sem is None else float(card_sem.max()),
-            server_semantic=None if server_sem is None else float(server_sem[best_server]),
+            semantic=semantic,
+            server_semantic=None if ev.server_sem is None else float(ev.server_sem[sid]),
         )
-        return card, server, unit
 
     # -- the public face ------------------------------------------------------------------------
 
@@ -573,13 +604,13 @@ class Ranker:
         if self.encoder is not None and self._vectors is not None:
             texts = [question, *jobs] if c.semantic_jobs else [question]
             qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
-        card, server, unit = self._unit(question, None if qvecs is None else qvecs[0])
+        card, server, evidence = self._unit(question, None if qvecs is None else qvecs[0])
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
-        units = [unit]
+        jobs_found: list[Unit] = []
         for j, job in enumerate(jobs):
-            jc, js, job_unit = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1])
-            units.append(job_unit)
+            jc, js, job_evidence = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1])
             jm = (1 - c.server_mix) * jc + c.server_mix * js[self._card_server]
+            jobs_found.append(self._anchored(job_evidence, int(np.argmax(jm))))  # told about the job's best card
             peak = jm.max()
             if peak <= 0:
                 continue
@@ -613,6 +644,9 @@ class Ranker:
         server_best = self._per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
         servers = [(self.server_labels[s], float(server_best[s])) for s in s_order.tolist()]
+        # the whole question is told about its top card: what a decision chooses
+        top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
+        units = [self._anchored(evidence, top_card), *jobs_found]
         return Ranking(question, scored, servers, units)
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:

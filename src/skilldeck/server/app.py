@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -18,7 +20,8 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.mcpserver import MCPServer
 
-from skilldeck.errors import SkilldeckError
+from skilldeck import __version__
+from skilldeck.errors import ServeError, SkilldeckError
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
@@ -33,6 +36,7 @@ logger = logging.getLogger(__name__)
 def create_server(
     *sources: DirectorySource | DynamicSkill | str | os.PathLike[str],
     name: str = "skilldeck",
+    version: str | None = None,
     instructions: str | None = None,
     policy: Policy | None = None,
     token_verifier: Any = None,
@@ -43,8 +47,10 @@ def create_server(
     """An ``MCPServer`` serving skills from folders (paths) and dynamic skills.
 
     Extra keyword arguments go to :class:`SkillsExtension` (``page_size``, ``ttl_ms``, ...).
+    ``version`` is the ``serverInfo.version`` clients see; skilldeck's own version by default.
     Returns the server and its extension (for ``reload()`` and ``problems``).
     """
+
     folders = [s for s in sources if isinstance(s, str | os.PathLike)]
     others = [s for s in sources if isinstance(s, DirectorySource | DynamicSkill)]
     resolved: list[DirectorySource | DynamicSkill] = list(others)
@@ -53,6 +59,7 @@ def create_server(
     extension = SkillsExtension(*resolved, policy=policy, **extension_options)
     server: MCPServer[Any] = MCPServer(
         name,
+        version=__version__ if version is None else version,
         instructions=instructions,
         extensions=[extension],
         middleware=[extension.middleware],
@@ -118,6 +125,7 @@ async def watch_and_reload(
     server: MCPServer[Any] | None = None,
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
     check_ms: int = 1000,
 ) -> None:
     """Reload ``extension`` whenever a file under its folders (or its policy file) changes.
@@ -129,8 +137,8 @@ async def watch_and_reload(
     reloaded. A missing root serves nothing until it is back.
 
     A changed policy file is loaded and checked against ``server`` before it replaces the one in
-    force; a policy that does not load or check is reported through ``on_policy_error`` and the
-    previous one stays. Runs until cancelled.
+    force (then ``on_policy_applied`` hears of it); a policy that does not load or check is
+    reported through ``on_policy_error`` and the previous one stays. Runs until cancelled.
     """
     roots: list[Path] = _watched_roots(extension)
     policy_file = _resolved(policy_path) if policy_path is not None else None
@@ -156,6 +164,7 @@ async def watch_and_reload(
                             server=server,
                             policy_file=policy_file,
                             on_policy_error=on_policy_error,
+                            on_policy_applied=on_policy_applied,
                             stop=replaced,
                             check_ms=check_ms,
                         )
@@ -184,6 +193,7 @@ async def _watch_trees(
     server: MCPServer[Any] | None,
     policy_file: Path | None,
     on_policy_error: Callable[[Exception], None] | None,
+    on_policy_applied: Callable[[Policy], None] | None,
     stop: anyio.Event,
     check_ms: int,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -210,6 +220,8 @@ async def _watch_trees(
                 finally:
                     extension.policy = previous
                 await extension.set_policy(policy)
+                if on_policy_applied is not None:
+                    on_policy_applied(policy)
             except SkilldeckError as exc:
                 if on_policy_error is not None:
                     on_policy_error(exc)
@@ -257,6 +269,7 @@ async def _serving(
     on_reload: Callable[[CatalogDiff], None] | None,
     policy_path: str | os.PathLike[str] | None,
     on_policy_error: Callable[[Exception], None] | None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> AsyncIterator[TaskGroup]:
     """Check the policy, then run the block beside the watcher (when asked); the watcher stops with the block."""
     await extension.check_policy(server)
@@ -270,6 +283,7 @@ async def _serving(
                     server=server,
                     policy_path=policy_path,
                     on_policy_error=on_policy_error,
+                    on_policy_applied=on_policy_applied,
                 )
             )
         yield tg
@@ -284,9 +298,10 @@ async def serve_stdio(
     on_reload: Callable[[CatalogDiff], None] | None = None,
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> None:
     """Serve over stdio until the client closes the stream."""
-    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error):
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error, on_policy_applied):
         await server.run_stdio_async()
 
 
@@ -303,15 +318,21 @@ async def serve_http(
     log_level: str = "warning",
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
+    on_policy_applied: Callable[[Policy], None] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
+    """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
+
+    Raises:
+        ServeError: the port is in use, or the address cannot be listened on.
+    """
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uv = uvicorn.Server(config)
+    sockets = _listen(host, port)  # before anything starts, so that a taken port is one clear error
 
-    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error) as tg:
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error, on_policy_applied) as tg:
 
         async def _announce() -> None:
             while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
@@ -321,7 +342,35 @@ async def serve_http(
                 on_ready(f"http://{_host_for_url(host)}:{bound[1]}{path}")
 
         tg.start_soon(_announce)
-        await uv.serve()
+        await uv.serve(sockets=sockets)
+
+
+def _listen(host: str, port: int) -> list[socket.socket]:
+    """Bound sockets for every address of ``host`` (as asyncio's ``create_server`` would bind)."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check the host name") from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address[0], port, *address[2:]))
+            port = sock.getsockname()[1]  # with port 0: the free port found first, for every address
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"port {port} on {host} is in use; stop what listens there, or pick another port "
+                f"(--http {_host_for_url(host)}:PORT, or PORT 0 for a free one)"
+            ) from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sockets
 
 
 def _host_for_url(host: str) -> str:

@@ -127,6 +127,16 @@ class DirectorySource:
             for parts, _fd, _folders, files in self._walk(ctx, root_fd, (), found):
                 if SKILL_MD in files:
                     skill_dirs.append(parts)
+                    continue
+                for name in files:
+                    if name.lower() == SKILL_MD.lower():  # skill.md, Skill.md: said, not silently skipped
+                        problems.append(
+                            SkillError(
+                                f"not a skill: the file must be named {SKILL_MD} (in capitals); rename it",
+                                path=str(ctx.path.joinpath(*parts, name)),
+                                rule="skill-md-name",
+                            )
+                        )
             skills = []
             for parts in sorted(skill_dirs):
                 rel = ctx.name if not parts else "/".join(parts)

@@ -101,6 +101,12 @@ class _CoreLoader(yaml.SafeLoader):
     yaml_constructors: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class-level registry
 
     _depth = 0
+    first_line = 1
+    """The line of the file the YAML text starts on (frontmatter: 2, after the opening ``---``)."""
+
+    def file_line(self, node: Node) -> int:
+        """The file's line number of ``node``, counting from 1."""
+        return node.start_mark.line + self.first_line
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
         if self.check_event(AliasEvent):
@@ -127,12 +133,12 @@ class _CoreLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
                 raise FrontmatterError(
-                    f"mapping key {key!r} (line {key_node.start_mark.line + 1}) is not a string; quote it",
+                    f"mapping key {key!r} (line {self.file_line(key_node)}) is not a string; quote it",
                     rule="yaml-key",
                 )
             if key in result:
                 raise FrontmatterError(
-                    f"duplicate key {key!r} (line {key_node.start_mark.line + 1}); each key may appear once",
+                    f"duplicate key {key!r} (line {self.file_line(key_node)}); each key may appear once",
                     rule="yaml-duplicate-key",
                 )
             result[key] = self.construct_object(value_node, deep=True)
@@ -162,7 +168,7 @@ def _construct_int(loader: _CoreLoader, node: Node) -> int:
         return int(text, 10)
     except ValueError:
         raise FrontmatterError(
-            f"{text!r} (line {node.start_mark.line + 1}) is not an integer", rule="yaml-type"
+            f"{text!r} (line {loader.file_line(node)}) is not an integer", rule="yaml-type"
         ) from None
 
 
@@ -171,7 +177,7 @@ def _construct_float(loader: _CoreLoader, node: Node) -> float:
     value = math.inf if text.lstrip("+-").startswith(".") and text[-1] in "fFnN" else float(text)
     if math.isinf(value) or math.isnan(value):
         raise FrontmatterError(
-            f"{text!r} (line {node.start_mark.line + 1}) has no JSON form; quote it if you mean the text",
+            f"{text!r} (line {loader.file_line(node)}) has no JSON form; quote it if you mean the text",
             rule="yaml-no-json-form",
         )
     return value
@@ -189,7 +195,7 @@ def _construct_map(loader: _CoreLoader, node: Node) -> dict[str, Any]:
 
 def _refuse_tag(loader: _CoreLoader, node: Node) -> Any:
     raise FrontmatterError(
-        f"the YAML tag {node.tag} (line {node.start_mark.line + 1}) has no JSON form; "
+        f"the YAML tag {node.tag} (line {loader.file_line(node)}) has no JSON form; "
         "use a plain or quoted value instead",
         rule="yaml-no-json-form",
     )
@@ -223,8 +229,25 @@ for _first, _resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items():
     _CoreDumper.yaml_implicit_resolvers.setdefault(_first, []).extend(_resolvers)
 
 
-def load_yaml_mapping(text: str, *, path: str | None = None) -> dict[str, Any]:
+def _where(mark: Any, first_line: int) -> str:
+    return f"line {mark.line + first_line}, column {mark.column + 1}"
+
+
+def _yaml_error(exc: yaml.YAMLError, first_line: int) -> str:
+    """A PyYAML error on one line, its marks counted as lines of the file."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return " ".join(str(exc).split())
+    text = f"{exc.problem or exc.context or 'syntax error'} ({_where(exc.problem_mark, first_line)})"
+    if exc.problem and exc.context and exc.context_mark is not None:
+        text += f", {exc.context} at {_where(exc.context_mark, first_line)}"
+    return text
+
+
+def load_yaml_mapping(text: str, *, path: str | None = None, first_line: int = 1) -> dict[str, Any]:
     """Parse YAML text under the one rule above; the top level must be a mapping.
+
+    ``first_line`` is the line of the file that ``text`` starts on, so that errors name the
+    file's lines (frontmatter starts on line 2, after the opening ``---``).
 
     Raises:
         FrontmatterError: malformed YAML, a value with no JSON form, or a non-mapping top level.
@@ -235,14 +258,20 @@ def load_yaml_mapping(text: str, *, path: str | None = None) -> dict[str, Any]:
             path=path,
             rule="frontmatter-size",
         )
+    loader = _CoreLoader(text)
+    loader.first_line = first_line
     try:
-        value = yaml.load(text, Loader=_CoreLoader)
+        value = loader.get_single_data()
     except FrontmatterError as exc:
         raise FrontmatterError(exc.reason, path=path, rule=exc.rule) from None
     except yaml.YAMLError as exc:
-        raise FrontmatterError(f"frontmatter is not valid YAML: {exc}", path=path, rule="yaml-syntax") from None
+        raise FrontmatterError(
+            f"frontmatter is not valid YAML: {_yaml_error(exc, first_line)}", path=path, rule="yaml-syntax"
+        ) from None
     except RecursionError:  # the scanner also recurses on flow collections: never a raw crash
         raise FrontmatterError("frontmatter nests too deeply; flatten it", path=path, rule="yaml-depth") from None
+    finally:
+        loader.dispose()
     if not isinstance(value, dict):
         raise FrontmatterError(
             "frontmatter must be a YAML mapping (key: value lines)", path=path, rule="frontmatter-mapping"
@@ -271,7 +300,8 @@ def parse_skill_md(text: str, *, path: str | None = None) -> ParsedSkillMd:
         raise FrontmatterError(
             "SKILL.md must begin with YAML frontmatter between two '---' lines", path=path, rule="frontmatter-missing"
         )
-    return ParsedSkillMd(frontmatter=load_yaml_mapping(match.group(1), path=path), body=text[match.end() :])
+    frontmatter = load_yaml_mapping(match.group(1), path=path, first_line=2)  # line 1 is the opening '---'
+    return ParsedSkillMd(frontmatter=frontmatter, body=text[match.end() :])
 
 
 def validate_name(name: object) -> list[str]:

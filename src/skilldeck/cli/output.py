@@ -1,0 +1,40 @@
+"""Standard output for the command line, and what happens when its reader goes away.
+
+``skilldeck skills … | head -1`` closes the pipe while skilldeck is still writing. Every command
+then stops quietly with exit code 141 (128 + SIGPIPE, what a shell reports for a process killed
+by a broken pipe), whether it was printing with rich or plain ``print``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+
+__all__ = ["EXIT_BROKEN_PIPE", "StdoutConsole", "stdout_closed"]
+
+EXIT_BROKEN_PIPE = 141
+
+
+class StdoutConsole(Console):
+    """A rich console on standard output that lets a broken pipe reach :func:`skilldeck.cli.main`.
+
+    (Rich's own handling exits with code 1, which this command line uses for bad input.)
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("standard output was closed")
+
+
+def stdout_closed() -> int:
+    """Point standard output at the null device (so the interpreter's last flush cannot fail
+    again) and return :data:`EXIT_BROKEN_PIPE`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout already closed or not a real file
+        pass
+    return EXIT_BROKEN_PIPE
