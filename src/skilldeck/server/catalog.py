@@ -13,10 +13,10 @@ import binascii
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from skilldeck.errors import NotServedError, SkillError
+from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.skill.manifest import SkillEntry
-from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SKILL_MD, directory_uri, file_uri, mime_type_for
+from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri, mime_type_for
 
 __all__ = ["Catalog", "CatalogDiff", "DirectoryChild", "SkillFile", "StaticSkill", "children_of", "page_keys"]
 
@@ -70,15 +70,32 @@ class CatalogDiff:
         return bool(self.added or self.removed or self.changed)
 
 
+_CURSOR_PREFIX = "sd1."
+"""Every cursor skilldeck hands out: this format tag, then the page's last key in URL-safe base64."""
+_MAX_CURSOR = 16_384
+
+
 def _encode_cursor(after: str) -> str:
-    return base64.urlsafe_b64encode(after.encode("utf-8")).decode("ascii")
+    return _CURSOR_PREFIX + base64.urlsafe_b64encode(after.encode("utf-8")).decode("ascii")
 
 
 def _decode_cursor(cursor: str) -> str:
+    """The key a cursor of ours points after; anything else (another server's, edited, stale format) is refused.
+
+    Keys are ``skill://`` URIs this catalog built, so a cursor that decodes to anything else was
+    not handed out here, even when it is valid base64.
+    """
+    refused = NotServedError(f"invalid cursor {shorten(cursor, 80)!r}: pass back a nextCursor exactly as received")
+    if len(cursor) > _MAX_CURSOR or not cursor.startswith(_CURSOR_PREFIX):
+        raise refused
     try:
-        return base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True).decode("utf-8")
+        after = base64.b64decode(cursor[len(_CURSOR_PREFIX) :].encode("ascii"), altchars=b"-_", validate=True)
+        key = after.decode("utf-8")
     except (binascii.Error, UnicodeError, ValueError):
-        raise NotServedError(f"invalid cursor {cursor[:80]!r}: pass back a nextCursor exactly as received") from None
+        raise refused from None
+    if not key.startswith(f"{SCHEME}://"):
+        raise refused
+    return key
 
 
 def page_keys(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str], str | None]:
@@ -218,7 +235,7 @@ class Catalog:
         """
         entry = self._entries.get(uri)
         if entry is None:
-            raise NotServedError(f"No skill is served at {uri}", uri=uri)
+            raise NotServedError(f"No skill is served at {shorten(uri)}", uri=uri)
         return entry
 
     def static_file(self, uri: str) -> SkillFile | None:
@@ -261,8 +278,8 @@ class Catalog:
 
     def _not_a_directory(self, uri: str) -> str:
         if uri in self._files or self.dynamic_skill_for(uri) is not None:
-            return f"{uri} is not a directory resource"
-        return f"No directory is served at {uri}"
+            return f"{shorten(uri)} is not a directory resource"
+        return f"No directory is served at {shorten(uri)}"
 
     @staticmethod
     def page_children(

@@ -50,7 +50,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, Pag
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skilldeck.errors import NotServedError, SkilldeckError, SourceError
+from skilldeck.errors import NotServedError, SkilldeckError, SourceError, shorten
 from skilldeck.server.audience import allowed_tools, catalog_for
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of, page_keys
@@ -248,8 +248,11 @@ class SkillsExtension(Extension):
             return await call_next(ctx)
         caller = self.caller(ctx)
         if params.name not in allowed:
-            self.audit.record(caller, params.name, allowed=False, reason="not granted by any admitted skill")
-            raise MCPError(code=INVALID_PARAMS, message=f"Tool {params.name!r} is not available to this caller")
+            # Kept cut short like an echo: refused names come from anyone, and the log keeps 10,000 records.
+            self.audit.record(caller, shorten(params.name), allowed=False, reason="not granted by any admitted skill")
+            raise MCPError(
+                code=INVALID_PARAMS, message=f"Tool {shorten(params.name)!r} is not available to this caller"
+            )
         self.audit.record(caller, params.name, allowed=True, reason="granted")
         return await call_next(ctx)
 
@@ -346,9 +349,9 @@ class SkillsExtension(Extension):
                 folder = unquote(encoded)
                 files = await skill.render(_skill_request(ctx))
                 if folder in files:
-                    raise NotServedError(f"{params.uri} is not a directory resource", uri=params.uri)
+                    raise NotServedError(f"{shorten(params.uri)} is not a directory resource", uri=params.uri)
                 if folder and not any(p.startswith(folder + "/") for p in files):
-                    raise NotServedError(f"No directory is served at {params.uri}", uri=params.uri)
+                    raise NotServedError(f"No directory is served at {shorten(params.uri)}", uri=params.uri)
                 full = {f"{skill.skill_path}/{p}": len(d) for p, d in files.items()}
                 children = children_of(f"{skill.skill_path}/{folder}" if folder else skill.skill_path, full, full)
             else:
@@ -408,6 +411,21 @@ class SkillsExtension(Extension):
         }
 
 
+def _without_long_echo(exc: MCPError, echoed: str) -> MCPError:
+    """``exc`` with a long request input it echoes (in its message or ``data.uri``) cut as :func:`shorten` cuts it.
+
+    The SDK's own answers (``Unknown resource: <uri>``, with the URI again in ``data``) would
+    otherwise send a 4 MiB URI back twice.
+    """
+    short = shorten(echoed)
+    if short == echoed:
+        return exc
+    data = exc.error.data
+    if isinstance(data, dict) and data.get("uri") == echoed:
+        data = {**data, "uri": short}
+    return MCPError(code=exc.error.code, message=exc.error.message.replace(echoed, short), data=data)
+
+
 def _skill_request(ctx: ServerRequestContext[Any, Any]) -> SkillRequest:
     meta = dict(ctx.meta) if ctx.meta else {}
     return SkillRequest(protocol_version=ctx.protocol_version, meta=meta)
@@ -461,7 +479,10 @@ class SkillsMiddleware:
             logger.warning("rendering %s failed: %s", uri, exc)
             raise MCPError(code=INTERNAL_ERROR, message=f"could not render {uri}") from None
         if found is None:
-            return await call_next(ctx)
+            try:
+                return await call_next(ctx)
+            except MCPError as exc:
+                raise _without_long_echo(exc, uri) from None
         result = {"resultType": "complete", "contents": [file_contents(found)], **self._ext._cache_fields()}
         # Shaped by the negotiated version's schema: legacy replies drop the 2026-only fields.
         return serialize_server_result("resources/read", ctx.protocol_version, result)
