@@ -188,6 +188,7 @@ class Catalog:
                 self._directories.add("/".join(parts[:i]))
         self._directory_uris = {directory_uri(d): d for d in self._directories}
         self._dynamic_root_paths = dynamic_roots
+        self._listing: list[str] | None = None
 
     # -- what is served ---------------------------------------------------------------------
 
@@ -208,6 +209,22 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def listing_keys(self, files: bool = True) -> list[str]:
+        """The URIs ``resources/list`` pages over, in order: every static file and every entry's ``SKILL.md``.
+
+        With ``files=False``, the entries' ``SKILL.md`` only. Sorted once per catalog (a snapshot, or
+        one audience's variant) and kept, so a page costs a bisection, not a sort of every file.
+        """
+        if not files:
+            return self._order
+        if self._listing is None:
+            self._listing = sorted(self._files.keys() | self._entries.keys())
+        return self._listing
+
+    def entry(self, uri: str) -> SkillEntry | None:
+        """The entry whose ``SKILL.md`` is at ``uri``, if any (:meth:`get` without the error)."""
+        return self._entries.get(uri)
 
     @property
     def dynamic_skills(self) -> list[DynamicSkill]:

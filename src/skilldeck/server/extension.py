@@ -383,23 +383,19 @@ class SkillsExtension(Extension):
         return None
 
     def listed_resources(self, catalog: Catalog | None = None) -> list[dict[str, Any]]:
-        """``resources/list`` entries for every static skill file (wire form)."""
+        """``resources/list`` entries for every static skill file (wire form), in URI order."""
         catalog = catalog if catalog is not None else self._catalog
-        if not self.list_files:
-            return [self._skill_md_resource(e.uri, e.frontmatter) for e in catalog.entries]
-        out: list[dict[str, Any]] = []
-        entries = {e.uri: e for e in catalog.entries}
-        for f in catalog.files:
-            entry = entries.get(f.uri) if f.path.endswith(SKILL_MD) else None
-            if entry is not None:
-                out.append({**self._skill_md_resource(f.uri, entry.frontmatter), "size": len(f.data)})
-            else:
-                out.append(
-                    {"uri": f.uri, "name": f.path.rsplit("/", 1)[-1], "mimeType": f.mime_type, "size": len(f.data)}
-                )
-        listed = {r["uri"] for r in out}
-        out.extend(self._skill_md_resource(e.uri, e.frontmatter) for e in catalog.entries if e.uri not in listed)
-        return out
+        return [self.listed_resource(catalog, uri) for uri in catalog.listing_keys(self.list_files)]
+
+    def listed_resource(self, catalog: Catalog, uri: str) -> dict[str, Any]:
+        """The ``resources/list`` entry of one of ``catalog.listing_keys()``."""
+        found = catalog.static_file(uri) if self.list_files else None
+        entry = catalog.entry(uri) if found is None or found.path.endswith(SKILL_MD) else None
+        if entry is not None:
+            resource = self._skill_md_resource(uri, entry.frontmatter)
+            return resource if found is None else {**resource, "size": len(found.data)}
+        assert found is not None, uri  # listing keys are files or entries
+        return {"uri": uri, "name": found.path.rsplit("/", 1)[-1], "mimeType": found.mime_type, "size": len(found.data)}
 
     @staticmethod
     def _skill_md_resource(uri: str, frontmatter: Any) -> dict[str, Any]:
@@ -490,10 +486,14 @@ class SkillsMiddleware:
     def _skill_resources_page(
         self, ctx: ServerRequestContext[Any, Any], after: str | None
     ) -> tuple[list[Any], str | None]:
-        """One page of skill-file resources after the (encoded) URI ``after``, keyed by URI like skills/list."""
-        listed = {r["uri"]: r for r in self._ext.listed_resources(self._ext.view(ctx))}
-        keys, next_key = page_keys(sorted(listed), after, self._ext.directory_page_size)
-        return [listed[k] for k in keys], (_FILES_CURSOR + next_key) if next_key else None
+        """One page of skill-file resources after the (encoded) URI ``after``, keyed by URI like skills/list.
+
+        The sorted keys are built once per catalog (snapshot or audience variant); a page builds
+        only its own entries.
+        """
+        catalog = self._ext.view(ctx)
+        keys, next_key = page_keys(catalog.listing_keys(self._ext.list_files), after, self._ext.directory_page_size)
+        return [self._ext.listed_resource(catalog, k) for k in keys], (_FILES_CURSOR + next_key) if next_key else None
 
     def _add_listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
         """After the server's own resources (their last page), skill files follow, paged by our own cursor."""
