@@ -10,8 +10,9 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from skilldeck.server import DirectorySource, SkillsExtension
-from skilldeck.server.policy import Policy
+from skilldeck.server import DirectorySource, SkillsExtension, create_server
+from skilldeck.server.audience import catalog_for
+from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
 
 from .helpers import write_skill
 
@@ -66,3 +67,88 @@ async def test_resources_list_pages_do_not_rebuild_the_whole_listing(
         await ext.reload()
         second = await client.list_resources(cursor=first.next_cursor)
         assert str(second.resources[0].uri) == "skill://s004a/SKILL.md"  # the new snapshot's listing
+
+
+def locale_pack(root: Path, skills: int = 20) -> Path:
+    for i in range(skills):
+        write_skill(root, f"s{i:02d}", files={"notes.md": "Notes in {{ locale }}.\n" * 20})
+    (root / "s00" / "SKILL.md").write_text("---\nname: s00\ndescription: Styled.\n---\nLocale: {{ locale }}.\n")
+    return root
+
+
+def locale_policy(*locales: str) -> Policy:
+    """Every skill of :func:`locale_pack` named (so rendered); ``locales`` when given."""
+    raw: dict[str, Any] = {"skills": {f"s{i:02d}": {} for i in range(20)}}
+    if locales:
+        raw["locales"] = list(locales)
+    return parse_policy(raw)
+
+
+async def read_text(client: Client, uri: str, locale: str) -> str:
+    """The text of ``uri`` read with a locale hint (a ``SKILL.md``: its body)."""
+    result = await client.read_resource(uri, meta={"dev.skilldeck/locale": locale})
+    text: str = result.contents[0].text  # type: ignore[union-attr]
+    return text.split("---\n", 2)[2] if text.startswith("---\n") else text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_locale_hints_outside_the_policys_locales_buy_no_render(tmp_path: Path, mode: str) -> None:
+    pack = locale_pack(tmp_path)
+    server, ext = create_server(pack, policy=locale_policy())  # no `locales`: English only
+    async with Client(server, mode=mode, cache=None) as client:
+        for i in range(200):  # valid BCP 47 tags, none of them configured
+            hinted = await read_text(client, "skill://s00/SKILL.md", f"x{i % 26 + 10:x}-r{i:03d}")
+            assert hinted == "Locale: en.\n"
+        assert ext.cached_variants[0] == 1
+    server, ext = create_server(pack, policy=locale_policy("en", "de-CH"))
+    async with Client(server, mode=mode, cache=None) as client:
+        assert await read_text(client, "skill://s00/SKILL.md", "de-ch") == "Locale: de-CH.\n"
+        for i in range(50):
+            assert await read_text(client, "skill://s00/SKILL.md", f"fr-r{i:03d}") == "Locale: en.\n"
+        assert ext.cached_variants[0] == 2  # de-CH and the default, nothing more
+
+
+@pytest.mark.anyio
+async def test_variant_cache_stays_within_its_byte_budget(tmp_path: Path) -> None:
+    locales = [f"zz-r{i:02d}" for i in range(40)]
+    policy = locale_policy(*locales)
+    pack = locale_pack(tmp_path)
+    base = create_server(pack)[1].catalog
+    size = catalog_for(base, policy, Caller(locale="zz-r00")).footprint(base)
+    assert size > 20 * 20 * len("Notes in zz-r00.\n")  # the rendered notes count
+    budget = 3 * size + size // 2
+    server, ext = create_server(pack, policy=policy, variant_cache_bytes=budget)
+    async with Client(server, mode="auto", cache=None) as client:
+        for round_ in range(2):
+            for locale in locales:
+                assert await read_text(client, "skill://s07/notes.md", locale) == f"Notes in {locale}.\n" * 20
+                count, held = ext.cached_variants
+                assert held <= budget, (round_, locale)
+                assert count <= 3
+    tight, tight_ext = create_server(pack, policy=policy, variant_cache_bytes=size - 1)
+    async with Client(tight, mode="auto", cache=None) as client:
+        assert await read_text(client, "skill://s00/SKILL.md", "zz-r05") == "Locale: zz-r05.\n"  # served...
+        assert tight_ext.cached_variants == (0, 0)  # ...but not kept: it alone is over the budget
+    few, few_ext = create_server(pack, policy=policy, max_variants=2)
+    async with Client(few, mode="auto", cache=None) as client:
+        for locale in locales[:5]:
+            await read_text(client, "skill://s00/SKILL.md", locale)
+        assert few_ext.cached_variants[0] == 2
+
+
+def test_policy_locales_are_checked_and_matched_without_case() -> None:
+    policy = parse_policy({"locales": ["de-CH", "fr"]})
+    assert policy.locale_for("DE-ch") == "de-CH"
+    assert policy.locale_for("it") == "de-CH"  # the first is the default
+    assert policy.locale_for(None) == "de-CH"
+    assert policy.default_identity.locale == "de-CH"
+    assert parse_policy({}).locales == ("en",)
+    for bad, message in [
+        ([], "expected a list"),
+        (["en", "EN"], "listed twice"),
+        (["en_US"], "not a language tag"),
+        ([42], "expected a list"),
+    ]:
+        with pytest.raises(PolicyError, match=message):
+            parse_policy({"locales": bad})

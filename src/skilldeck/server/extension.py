@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import logging
-import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -67,9 +67,6 @@ EXTENSION_ID = "io.modelcontextprotocol/skills"
 
 _FILES_CURSOR = "skilldeck-files:"
 """``resources/list`` cursors past the server's own resources, into the skill files."""
-
-_LOCALE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}")
-"""A BCP 47 language tag (the common subset): anything else from ``_meta`` falls back to ``en``."""
 
 _IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
 
@@ -113,6 +110,10 @@ class SkillsExtension(Extension):
             skill's name and description); set ``False`` for very large catalogs.
         subscriptions: the ``subscriptions/listen`` bus to publish catalog changes on; pass the
             same bus to ``MCPServer(subscriptions=...)``. One is created when omitted.
+        variant_cache_bytes: under a policy, the rendered per-audience variants kept (least
+            recently used dropped first) may hold about this many bytes beyond the snapshot they
+            share; at most ``max_variants`` are kept. A variant bigger than the whole budget is
+            served without being kept.
     """
 
     identifier = EXTENSION_ID
@@ -128,11 +129,15 @@ class SkillsExtension(Extension):
         subscriptions: SubscriptionBus | None = None,
         policy: Policy | None = None,
         audit: AuditLog | None = None,
+        variant_cache_bytes: int = 256 * 1024 * 1024,
+        max_variants: int = 256,
     ) -> None:
         if page_size < 1 or directory_page_size < 1:
             raise SourceError("page sizes must be at least 1", rule="page-size")
         if ttl_ms < 0:
             raise SourceError("ttl_ms must be >= 0", rule="ttl")
+        if variant_cache_bytes < 0 or max_variants < 0:
+            raise SourceError("variant_cache_bytes and max_variants must be >= 0", rule="variant-cache")
         self._directories = [s for s in sources if isinstance(s, DirectorySource)]
         self._dynamic = [s for s in sources if isinstance(s, DynamicSkill)]
         unknown = [s for s in sources if not isinstance(s, DirectorySource | DynamicSkill)]
@@ -148,7 +153,10 @@ class SkillsExtension(Extension):
         self._legacy_sessions: dict[int, ServerSession] = {}
         self.policy = policy
         self.audit = audit or AuditLog()
-        self._variants: dict[tuple[Any, ...], Catalog] = {}
+        self.variant_cache_bytes = variant_cache_bytes
+        self.max_variants = max_variants
+        self._variants: OrderedDict[tuple[Any, ...], tuple[Catalog, int]] = OrderedDict()
+        self._variant_bytes = 0
         self._catalog = self._build_catalog()
 
     # -- catalog ----------------------------------------------------------------------------------
@@ -176,7 +184,7 @@ class SkillsExtension(Extension):
         newer = await anyio.to_thread.run_sync(self._build_catalog)
         diff = self._catalog.diff(newer)
         self._catalog = newer
-        self._variants.clear()
+        self._forget_variants()
         if diff:
             await self.notify_changed(tools=self.policy is not None)
         return diff
@@ -184,7 +192,7 @@ class SkillsExtension(Extension):
     async def set_policy(self, policy: Policy | None) -> None:
         """Swap the policy in force and tell clients: what they may see and call may have changed."""
         self.policy = policy
-        self._variants.clear()
+        self._forget_variants()
         await self.notify_changed(tools=True)
 
     async def check_policy(self, server: Any) -> None:
@@ -203,10 +211,11 @@ class SkillsExtension(Extension):
     def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
         """Who the request is answered for: the verified token, else the policy's default identity."""
         meta = ctx.meta or {}
-        locale = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
-        locale = locale if isinstance(locale, str) and _LOCALE.fullmatch(locale) else "en"
-        token = get_access_token()
         policy = self.policy
+        # Only a locale the policy lists: each one is a rendered variant, and the hint is anyone's.
+        hint = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
+        locale = policy.locale_for(hint) if policy else "en"
+        token = get_access_token()
         if token is not None:
             return caller_from_claims(
                 subject=token.subject,
@@ -226,12 +235,31 @@ class SkillsExtension(Extension):
             return self._catalog
         caller = self.caller(ctx)
         key = caller.audience
-        variant = self._variants.get(key)
-        if variant is None:
-            if len(self._variants) >= 256:
-                self._variants.pop(next(iter(self._variants)))
-            variant = self._variants[key] = catalog_for(self._catalog, self.policy, caller)
+        kept = self._variants.get(key)
+        if kept is not None:
+            self._variants.move_to_end(key)
+            return kept[0]
+        variant = catalog_for(self._catalog, self.policy, caller)
+        size = variant.footprint(self._catalog)
+        if size > self.variant_cache_bytes or self.max_variants == 0:
+            return variant  # served, not kept: it alone would fill the cache
+        while self._variants and (
+            len(self._variants) >= self.max_variants or self._variant_bytes + size > self.variant_cache_bytes
+        ):
+            _, (_, freed) = self._variants.popitem(last=False)
+            self._variant_bytes -= freed
+        self._variants[key] = (variant, size)
+        self._variant_bytes += size
         return variant
+
+    def _forget_variants(self) -> None:
+        self._variants.clear()
+        self._variant_bytes = 0
+
+    @property
+    def cached_variants(self) -> tuple[int, int]:
+        """How many per-audience variants are kept, and about how many bytes they hold."""
+        return len(self._variants), self._variant_bytes
 
     def tools_for(self, ctx: ServerRequestContext[Any, Any]) -> frozenset[str] | None:
         """Tool names this request's caller may list and call; ``None`` when no policy restricts them."""
