@@ -3,14 +3,23 @@ legacy sessions. Each test drives a real server (in-process or over HTTP on loop
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
+import httpx2
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from skilldeck.server import DirectorySource, SkillsExtension, create_server
+from skilldeck.host.wire import SkillsWire
+from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
 
@@ -152,3 +161,122 @@ def test_policy_locales_are_checked_and_matched_without_case() -> None:
     ]:
         with pytest.raises(PolicyError, match=message):
             parse_policy({"locales": bad})
+
+
+# -- legacy sessions over streamable HTTP ------------------------------------------------------------
+
+LEGACY = "2025-11-25"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@asynccontextmanager
+async def serving_http(server: MCPServer[Any], ext: SkillsExtension, **options: Any) -> AsyncIterator[str]:
+    """``serve_http`` on a free loopback port for the duration of the block; yields the URL."""
+    async with anyio.create_task_group() as tg:
+        ready: list[str] = []
+        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append, **options))
+        with anyio.fail_after(15):
+            while not ready:
+                await anyio.sleep(0.02)
+        yield ready[0]
+        tg.cancel_scope.cancel()
+
+
+async def open_idle_session(http: httpx2.AsyncClient, url: str) -> str | int:
+    """A legacy handshake by hand, leaving the session idle (no GET stream); its ID, or the refusing status."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "idle", "version": "0"}},
+    }
+    reply = await http.post(url, json=init, headers=HEADERS)
+    if reply.status_code != 200:
+        return reply.status_code
+    session = reply.headers["mcp-session-id"]
+    done = await http.post(
+        url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={**HEADERS, "mcp-session-id": session, "mcp-protocol-version": LEGACY},
+    )
+    assert done.status_code == 202
+    return session
+
+
+async def ping(http: httpx2.AsyncClient, url: str, session: str | int) -> int:
+    reply = await http.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        headers={**HEADERS, "mcp-session-id": str(session), "mcp-protocol-version": LEGACY},
+    )
+    return reply.status_code
+
+
+@pytest.mark.anyio
+async def test_a_full_session_table_evicts_the_least_recently_used_idle_session(examples_dir: Path) -> None:
+    server, ext = create_server(examples_dir)
+    async with serving_http(server, ext, max_sessions=4) as url, httpx2.AsyncClient(timeout=10) as http:
+        idle = [await open_idle_session(http, url) for _ in range(4)]
+        assert all(isinstance(s, str) for s in idle), idle
+        assert await ping(http, url, idle[0]) == 200  # now idle[1] is the least recently used
+        # The table is full of idle sessions: a real client still gets in, in place of idle[1].
+        async with Client(url, mode="legacy", cache=None) as client:
+            assert client.protocol_version == LEGACY
+            assert len((await SkillsWire(client).list_skills())["skills"]) == 8
+            assert await ping(http, url, idle[1]) == 404
+            assert [await ping(http, url, s) for s in (idle[0], idle[2], idle[3])] == [200, 200, 200]
+            # Pings made idle[2] the least recently used; the connected client (its GET stream open) is
+            # never evicted, however many newcomers arrive.
+            newcomers = [await open_idle_session(http, url) for _ in range(6)]
+            assert all(isinstance(s, str) for s in newcomers), newcomers
+            assert len((await SkillsWire(client).list_skills())["skills"]) == 8
+            assert await ping(http, url, idle[2]) == 404
+            assert await ping(http, url, newcomers[-1]) == 200
+
+
+@pytest.mark.anyio
+async def test_idle_legacy_sessions_expire(examples_dir: Path) -> None:
+    server, ext = create_server(examples_dir)
+    async with serving_http(server, ext, session_idle_timeout=1) as url, httpx2.AsyncClient(timeout=10) as http:
+        session = await open_idle_session(http, url)
+        assert await ping(http, url, session) == 200
+        with anyio.fail_after(20):  # left alone (no ping: that would keep it alive), it ends
+            while server.session_manager._server_instances:
+                await anyio.sleep(0.1)
+        assert await ping(http, url, session) == 404
+        assert ext.legacy_session_count == 0
+
+
+def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) -> None:
+    """``skilldeck serve --max-sessions 2``: a third idle session takes the place of the first."""
+    from skilldeck.cli import _build_parser
+    from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+
+    defaults = _build_parser().parse_args(["serve", "x"])
+    assert (defaults.max_sessions, defaults.session_idle_timeout) == (
+        DEFAULT_MAX_SESSIONS,
+        DEFAULT_SESSION_IDLE_TIMEOUT,
+    )
+    for bad in (["--max-sessions", "0"], ["--session-idle-timeout", "0"], ["--session-idle-timeout", "nan"]):
+        with pytest.raises(SystemExit):
+            _build_parser().parse_args(["serve", "x", *bad])
+    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", str(examples_dir), "--http", "127.0.0.1:0"]
+    cmd += ["--max-sessions", "2", "--session-idle-timeout", "300"]
+    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        url = re.search(r"at (http://\S+)", line)
+        assert url, line
+
+        async def check() -> None:
+            async with httpx2.AsyncClient(timeout=10) as http:
+                sessions = [await open_idle_session(http, url.group(1)) for _ in range(3)]
+                assert all(isinstance(s, str) for s in sessions), sessions
+                assert [await ping(http, url.group(1), s) for s in sessions] == [404, 200, 200]
+
+        anyio.run(check)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
