@@ -343,8 +343,8 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
         item, rest = sys.argv[2], sys.argv[3:]
         assert item == "variants"
-        pack, policy, locales, requests = rest
-        print(json.dumps(asyncio.run(worker_variants(pack, policy, int(locales), int(requests)))))
+        pack_dir, policy_file, locales, requests = rest
+        print(json.dumps(asyncio.run(worker_variants(pack_dir, policy_file, int(locales), int(requests)))))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("items", nargs="*", metavar="ITEM", help=f"any of {', '.join(ITEMS)} (default: all)")

@@ -99,7 +99,8 @@ TAGS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}-r{i:03d}" for i in range(200)]
 
 async def read_text(client: Client, uri: str, locale: str) -> str:
     """The text of ``uri`` read with a locale hint (a ``SKILL.md``: its body)."""
-    result = await client.read_resource(uri, meta={"dev.skilldeck/locale": locale})
+    meta: Any = {"dev.skilldeck/locale": locale}
+    result = await client.read_resource(uri, meta=meta)
     text: str = result.contents[0].text  # type: ignore[union-attr]
     return text.split("---\n", 2)[2] if text.startswith("---\n") else text
 
