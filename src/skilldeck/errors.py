@@ -23,7 +23,16 @@ __all__ = [
     "SkillLimitError",
     "SkilldeckError",
     "SourceError",
+    "shorten",
 ]
+
+ECHO_LIMIT = 200
+"""At most this many characters of a request's own input are echoed back in an error."""
+
+
+def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` as an error may echo it: whole up to ``limit`` characters, else cut there with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 class SkilldeckError(Exception):
@@ -64,11 +73,12 @@ class NotServedError(SkilldeckError):
     """A request named a skill, file, directory or cursor that this server does not serve.
 
     The server adapter answers it as JSON-RPC ``-32602`` (Invalid params) with this message.
+    ``uri`` is kept as :func:`shorten` cuts it, since it is echoed back to the requester.
     """
 
     def __init__(self, message: str, *, uri: str | None = None) -> None:
         super().__init__(message)
-        self.uri = uri
+        self.uri = shorten(uri) if uri is not None else None
 
 
 class PeerError(SkilldeckError):

@@ -524,3 +524,67 @@ async def test_resources_list_pages_skill_files_after_the_servers_own(examples_d
         with pytest.raises(MCPError) as info:
             await wire.client.list_resources(cursor="skilldeck-files:!!forged!!")
         assert info.value.error.code == -32602
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+# Cursors no skilldeck server handed out: valid base64 of something else, the bare base64 of a key
+# (no format tag), our tag before a non-URI, and a huge one.
+FOREIGN_CURSORS = [
+    _b64("foreign"),
+    _b64("skill://job-search/SKILL.md"),
+    "sd1." + _b64("page=2"),
+    "sd1." + "A" * 100_000,
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_foreign_cursors_answer_invalid_params_on_every_paged_method(examples_dir: Path, mode: str) -> None:
+    server, _ = create_server(examples_dir, page_size=2, directory_page_size=2)
+    async with connect(server, mode) as wire:
+        issued = (await wire.list_skills())["nextCursor"]
+        assert (await wire.list_skills(issued))["skills"]  # ours still work
+        for cursor in FOREIGN_CURSORS:
+            calls = [
+                lambda c=cursor: wire.list_skills(c),
+                lambda c=cursor: wire.read_directory("skill://pdf-forms", c),
+                lambda c=cursor: wire.client.list_resources(cursor="skilldeck-files:" + c),
+            ]
+            for call in calls:
+                with pytest.raises(MCPError) as info:
+                    await call()
+                assert info.value.error.code == -32602, cursor[:40]
+                assert "nextCursor exactly as received" in info.value.error.message
+                assert len(info.value.error.message) < 200
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_long_uris_are_echoed_cut_to_200_characters(examples_dir: Path, mode: str) -> None:
+    from skilldeck.server.policy import Policy
+
+    server, ext = create_server(examples_dir, policy=Policy())
+    long_skill = "skill://" + "a" * 100_000 + "/SKILL.md"
+    async with connect(server, mode) as wire:
+        calls = [
+            lambda: wire.get_skill(long_skill),
+            lambda: wire.client.read_resource(long_skill),
+            lambda: wire.client.read_resource("note://" + "b" * 100_000),
+            lambda: wire.read_directory(long_skill.removesuffix("/SKILL.md")),
+            lambda: wire.read_directory("skill://pdf-forms/SKILL.md" + "/x" * 50_000),
+            lambda: wire.client.call_tool("t" * 100_000, {}),
+        ]
+        for call in calls:
+            with pytest.raises(MCPError) as info:
+                await call()
+            error = info.value.error
+            assert error.code == -32602
+            assert len(error.message) < 300, error.message[:80]
+            assert "\u2026" in error.message
+            if isinstance(error.data, dict) and "uri" in error.data:
+                assert len(error.data["uri"]) == 200
+                assert error.data["uri"].endswith("\u2026")
+    assert len(ext.audit.refused()[-1]["tool"]) == 200  # kept as short in the audit log

@@ -189,6 +189,36 @@ def test_pagination_is_stable_and_rejects_forged_cursors(tmp_path: Path) -> None
         catalog.list_page("!!not-base64!!", 3)
 
 
+def test_only_cursors_this_catalog_hands_out_are_taken(tmp_path: Path) -> None:
+    import base64
+
+    for i in range(5):
+        write_skill(tmp_path, f"s{i}")
+    catalog = _catalog(tmp_path)
+    _, cursor = catalog.list_page(None, 2)
+    assert cursor is not None
+    assert [e.name for e in catalog.list_page(cursor, 2)[0]] == ["s2", "s3"]
+    bare = base64.urlsafe_b64encode(b"skill://s1/SKILL.md").decode()  # a position, but not in our format
+    for foreign in [bare, base64.b64encode(b"foreign").decode(), cursor[:4] + base64.b64encode(b"x").decode()]:
+        with pytest.raises(NotServedError, match="invalid cursor"):
+            catalog.list_page(foreign, 2)
+        with pytest.raises(NotServedError, match="invalid cursor"):
+            Catalog.page_children(catalog.directory_children("skill://s1"), foreign, 1)
+
+
+def test_unknown_uris_are_echoed_cut_short(tmp_path: Path) -> None:
+    write_skill(tmp_path, "one")
+    catalog = _catalog(tmp_path)
+    long_uri = "skill://" + "x" * 10_000
+    for call in (lambda: catalog.get(long_uri), lambda: catalog.directory_children(long_uri)):
+        with pytest.raises(NotServedError) as info:
+            call()
+        assert len(str(info.value)) < 250
+        assert info.value.uri is not None
+        assert len(info.value.uri) == 200
+        assert info.value.uri.endswith("\u2026")
+
+
 def test_directories_cover_prefixes_skill_roots_and_subfolders(examples_dir: Path) -> None:
     catalog = _catalog(examples_dir)
     top = {c.name: c.mime_type for c in catalog.directory_children("skill://acme")}

@@ -8,6 +8,7 @@ output on stdout stay clean.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -42,6 +43,16 @@ def _positive(value: str) -> int:
     return int(value)
 
 
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value!r}")
+    return seconds
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skilldeck", description="MCP capability discovery: serve, find and load Agent Skills over MCP."
@@ -53,6 +64,21 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
     serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    serve.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=1_000,
+        metavar="N",
+        help="legacy (2025-11-25) HTTP sessions held at once; when full, the least recently used idle one "
+        "gives way to a new client (default 1000)",
+    )
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="end a legacy HTTP session after this long without a request or open stream (default 600)",
+    )
     serve.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills per skills/list page")
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
@@ -147,6 +173,8 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             policy_path=args.policy,
             on_policy_error=on_policy_error,
             on_policy_applied=on_policy_applied,
+            max_sessions=args.max_sessions,
+            session_idle_timeout=args.session_idle_timeout,
         )
     )
     return EXIT_OK

@@ -26,6 +26,7 @@ from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
+from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, evict_idle_when_full
 from skilldeck.server.sources import DirectorySource
 
 __all__ = ["create_server", "serve_http", "serve_stdio", "watch_and_reload"]
@@ -319,15 +320,24 @@ async def serve_http(
     policy_path: str | os.PathLike[str] | None = None,
     on_policy_error: Callable[[Exception], None] | None = None,
     on_policy_applied: Callable[[Policy], None] | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
+
+    At most ``max_sessions`` legacy (2025-11-25) sessions are held; one with no request in flight
+    for ``session_idle_timeout`` seconds ends, and when the table is full a new client takes the
+    place of the least recently used idle session (see :mod:`skilldeck.server.sessions`).
 
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
     """
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, max_sessions=max_sessions, session_idle_timeout=session_idle_timeout
+    )
+    evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uv = uvicorn.Server(config)
     sockets = _listen(host, port)  # before anything starts, so that a taken port is one clear error

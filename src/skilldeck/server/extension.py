@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import logging
-import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -50,7 +50,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, Pag
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skilldeck.errors import NotServedError, SkilldeckError, SourceError
+from skilldeck.errors import NotServedError, SkilldeckError, SourceError, shorten
 from skilldeck.server.audience import allowed_tools, catalog_for
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of, page_keys
@@ -67,9 +67,6 @@ EXTENSION_ID = "io.modelcontextprotocol/skills"
 
 _FILES_CURSOR = "skilldeck-files:"
 """``resources/list`` cursors past the server's own resources, into the skill files."""
-
-_LOCALE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}")
-"""A BCP 47 language tag (the common subset): anything else from ``_meta`` falls back to ``en``."""
 
 _IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
 
@@ -113,6 +110,10 @@ class SkillsExtension(Extension):
             skill's name and description); set ``False`` for very large catalogs.
         subscriptions: the ``subscriptions/listen`` bus to publish catalog changes on; pass the
             same bus to ``MCPServer(subscriptions=...)``. One is created when omitted.
+        variant_cache_bytes: under a policy, the rendered per-audience variants kept (least
+            recently used dropped first) may hold about this many bytes beyond the snapshot they
+            share; at most ``max_variants`` are kept. A variant bigger than the whole budget is
+            served without being kept.
     """
 
     identifier = EXTENSION_ID
@@ -128,11 +129,15 @@ class SkillsExtension(Extension):
         subscriptions: SubscriptionBus | None = None,
         policy: Policy | None = None,
         audit: AuditLog | None = None,
+        variant_cache_bytes: int = 256 * 1024 * 1024,
+        max_variants: int = 256,
     ) -> None:
         if page_size < 1 or directory_page_size < 1:
             raise SourceError("page sizes must be at least 1", rule="page-size")
         if ttl_ms < 0:
             raise SourceError("ttl_ms must be >= 0", rule="ttl")
+        if variant_cache_bytes < 0 or max_variants < 0:
+            raise SourceError("variant_cache_bytes and max_variants must be >= 0", rule="variant-cache")
         self._directories = [s for s in sources if isinstance(s, DirectorySource)]
         self._dynamic = [s for s in sources if isinstance(s, DynamicSkill)]
         unknown = [s for s in sources if not isinstance(s, DirectorySource | DynamicSkill)]
@@ -148,7 +153,10 @@ class SkillsExtension(Extension):
         self._legacy_sessions: dict[int, ServerSession] = {}
         self.policy = policy
         self.audit = audit or AuditLog()
-        self._variants: dict[tuple[Any, ...], Catalog] = {}
+        self.variant_cache_bytes = variant_cache_bytes
+        self.max_variants = max_variants
+        self._variants: OrderedDict[tuple[Any, ...], tuple[Catalog, int]] = OrderedDict()
+        self._variant_bytes = 0
         self._catalog = self._build_catalog()
 
     # -- catalog ----------------------------------------------------------------------------------
@@ -176,7 +184,7 @@ class SkillsExtension(Extension):
         newer = await anyio.to_thread.run_sync(self._build_catalog)
         diff = self._catalog.diff(newer)
         self._catalog = newer
-        self._variants.clear()
+        self._forget_variants()
         if diff:
             await self.notify_changed(tools=self.policy is not None)
         return diff
@@ -184,7 +192,7 @@ class SkillsExtension(Extension):
     async def set_policy(self, policy: Policy | None) -> None:
         """Swap the policy in force and tell clients: what they may see and call may have changed."""
         self.policy = policy
-        self._variants.clear()
+        self._forget_variants()
         await self.notify_changed(tools=True)
 
     async def check_policy(self, server: Any) -> None:
@@ -203,10 +211,11 @@ class SkillsExtension(Extension):
     def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
         """Who the request is answered for: the verified token, else the policy's default identity."""
         meta = ctx.meta or {}
-        locale = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
-        locale = locale if isinstance(locale, str) and _LOCALE.fullmatch(locale) else "en"
-        token = get_access_token()
         policy = self.policy
+        # Only a locale the policy lists: each one is a rendered variant, and the hint is anyone's.
+        hint = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
+        locale = policy.locale_for(hint) if policy else "en"
+        token = get_access_token()
         if token is not None:
             return caller_from_claims(
                 subject=token.subject,
@@ -226,12 +235,31 @@ class SkillsExtension(Extension):
             return self._catalog
         caller = self.caller(ctx)
         key = caller.audience
-        variant = self._variants.get(key)
-        if variant is None:
-            if len(self._variants) >= 256:
-                self._variants.pop(next(iter(self._variants)))
-            variant = self._variants[key] = catalog_for(self._catalog, self.policy, caller)
+        kept = self._variants.get(key)
+        if kept is not None:
+            self._variants.move_to_end(key)
+            return kept[0]
+        variant = catalog_for(self._catalog, self.policy, caller)
+        size = variant.footprint(self._catalog)
+        if size > self.variant_cache_bytes or self.max_variants == 0:
+            return variant  # served, not kept: it alone would fill the cache
+        while self._variants and (
+            len(self._variants) >= self.max_variants or self._variant_bytes + size > self.variant_cache_bytes
+        ):
+            _, (_, freed) = self._variants.popitem(last=False)
+            self._variant_bytes -= freed
+        self._variants[key] = (variant, size)
+        self._variant_bytes += size
         return variant
+
+    def _forget_variants(self) -> None:
+        self._variants.clear()
+        self._variant_bytes = 0
+
+    @property
+    def cached_variants(self) -> tuple[int, int]:
+        """How many per-audience variants are kept, and about how many bytes they hold."""
+        return len(self._variants), self._variant_bytes
 
     def tools_for(self, ctx: ServerRequestContext[Any, Any]) -> frozenset[str] | None:
         """Tool names this request's caller may list and call; ``None`` when no policy restricts them."""
@@ -248,8 +276,11 @@ class SkillsExtension(Extension):
             return await call_next(ctx)
         caller = self.caller(ctx)
         if params.name not in allowed:
-            self.audit.record(caller, params.name, allowed=False, reason="not granted by any admitted skill")
-            raise MCPError(code=INVALID_PARAMS, message=f"Tool {params.name!r} is not available to this caller")
+            # Kept cut short like an echo: refused names come from anyone, and the log keeps 10,000 records.
+            self.audit.record(caller, shorten(params.name), allowed=False, reason="not granted by any admitted skill")
+            raise MCPError(
+                code=INVALID_PARAMS, message=f"Tool {shorten(params.name)!r} is not available to this caller"
+            )
         self.audit.record(caller, params.name, allowed=True, reason="granted")
         return await call_next(ctx)
 
@@ -346,9 +377,9 @@ class SkillsExtension(Extension):
                 folder = unquote(encoded)
                 files = await skill.render(_skill_request(ctx))
                 if folder in files:
-                    raise NotServedError(f"{params.uri} is not a directory resource", uri=params.uri)
+                    raise NotServedError(f"{shorten(params.uri)} is not a directory resource", uri=params.uri)
                 if folder and not any(p.startswith(folder + "/") for p in files):
-                    raise NotServedError(f"No directory is served at {params.uri}", uri=params.uri)
+                    raise NotServedError(f"No directory is served at {shorten(params.uri)}", uri=params.uri)
                 full = {f"{skill.skill_path}/{p}": len(d) for p, d in files.items()}
                 children = children_of(f"{skill.skill_path}/{folder}" if folder else skill.skill_path, full, full)
             else:
@@ -386,23 +417,19 @@ class SkillsExtension(Extension):
         return None
 
     def listed_resources(self, catalog: Catalog | None = None) -> list[dict[str, Any]]:
-        """``resources/list`` entries for every static skill file (wire form)."""
+        """``resources/list`` entries for every static skill file (wire form), in URI order."""
         catalog = catalog if catalog is not None else self._catalog
-        if not self.list_files:
-            return [self._skill_md_resource(e.uri, e.frontmatter) for e in catalog.entries]
-        out: list[dict[str, Any]] = []
-        entries = {e.uri: e for e in catalog.entries}
-        for f in catalog.files:
-            entry = entries.get(f.uri) if f.path.endswith(SKILL_MD) else None
-            if entry is not None:
-                out.append({**self._skill_md_resource(f.uri, entry.frontmatter), "size": len(f.data)})
-            else:
-                out.append(
-                    {"uri": f.uri, "name": f.path.rsplit("/", 1)[-1], "mimeType": f.mime_type, "size": len(f.data)}
-                )
-        listed = {r["uri"] for r in out}
-        out.extend(self._skill_md_resource(e.uri, e.frontmatter) for e in catalog.entries if e.uri not in listed)
-        return out
+        return [self.listed_resource(catalog, uri) for uri in catalog.listing_keys(self.list_files)]
+
+    def listed_resource(self, catalog: Catalog, uri: str) -> dict[str, Any]:
+        """The ``resources/list`` entry of one of ``catalog.listing_keys()``."""
+        found = catalog.static_file(uri) if self.list_files else None
+        entry = catalog.entry(uri) if found is None or found.path.endswith(SKILL_MD) else None
+        if entry is not None:
+            resource = self._skill_md_resource(uri, entry.frontmatter)
+            return resource if found is None else {**resource, "size": len(found.data)}
+        assert found is not None, uri  # listing keys are files or entries
+        return {"uri": uri, "name": found.path.rsplit("/", 1)[-1], "mimeType": found.mime_type, "size": len(found.data)}
 
     @staticmethod
     def _skill_md_resource(uri: str, frontmatter: Any) -> dict[str, Any]:
@@ -412,6 +439,21 @@ class SkillsExtension(Extension):
             "description": str(frontmatter["description"]),
             "mimeType": "text/markdown",
         }
+
+
+def _without_long_echo(exc: MCPError, echoed: str) -> MCPError:
+    """``exc`` with a long request input it echoes (in its message or ``data.uri``) cut as :func:`shorten` cuts it.
+
+    The SDK's own answers (``Unknown resource: <uri>``, with the URI again in ``data``) would
+    otherwise send a 4 MiB URI back twice.
+    """
+    short = shorten(echoed)
+    if short == echoed:
+        return exc
+    data = exc.error.data
+    if isinstance(data, dict) and data.get("uri") == echoed:
+        data = {**data, "uri": short}
+    return MCPError(code=exc.error.code, message=exc.error.message.replace(echoed, short), data=data)
 
 
 def _skill_request(ctx: ServerRequestContext[Any, Any]) -> SkillRequest:
@@ -467,7 +509,10 @@ class SkillsMiddleware:
             logger.warning("rendering %s failed: %s", uri, exc)
             raise MCPError(code=INTERNAL_ERROR, message=f"could not render {uri}") from None
         if found is None:
-            return await call_next(ctx)
+            try:
+                return await call_next(ctx)
+            except MCPError as exc:
+                raise _without_long_echo(exc, uri) from None
         result = {"resultType": "complete", "contents": [file_contents(found)], **self._ext._cache_fields()}
         # Shaped by the negotiated version's schema: legacy replies drop the 2026-only fields.
         return serialize_server_result("resources/read", ctx.protocol_version, result)
@@ -475,10 +520,14 @@ class SkillsMiddleware:
     def _skill_resources_page(
         self, ctx: ServerRequestContext[Any, Any], after: str | None
     ) -> tuple[list[Any], str | None]:
-        """One page of skill-file resources after the (encoded) URI ``after``, keyed by URI like skills/list."""
-        listed = {r["uri"]: r for r in self._ext.listed_resources(self._ext.view(ctx))}
-        keys, next_key = page_keys(sorted(listed), after, self._ext.directory_page_size)
-        return [listed[k] for k in keys], (_FILES_CURSOR + next_key) if next_key else None
+        """One page of skill-file resources after the (encoded) URI ``after``, keyed by URI like skills/list.
+
+        The sorted keys are built once per catalog (snapshot or audience variant); a page builds
+        only its own entries.
+        """
+        catalog = self._ext.view(ctx)
+        keys, next_key = page_keys(catalog.listing_keys(self._ext.list_files), after, self._ext.directory_page_size)
+        return [self._ext.listed_resource(catalog, k) for k in keys], (_FILES_CURSOR + next_key) if next_key else None
 
     def _add_listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
         """After the server's own resources (their last page), skill files follow, paged by our own cursor."""

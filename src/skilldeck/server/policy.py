@@ -12,8 +12,8 @@ Three hooks per skill, decided on the server for the authenticated caller:
 
 Identity comes only from the verified access token (subject, client id, scopes and claims such
 as tenant and roles); on stdio, where there is no token, the policy's default identity applies.
-Request ``_meta`` hints (under ``dev.skilldeck/``) may shape wording — the locale — but are never
-read for permissions.
+Request ``_meta`` hints (under ``dev.skilldeck/``) may shape wording — the locale, one of the
+policy's ``locales`` — but are never read for permissions.
 
 Rendered skills are served as **per-audience static variants**, each with its own digests,
 rather than as ``"dynamic"``: every caller with the same tenant, roles and scopes receives the
@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from skilldeck._documents import load_document
@@ -50,6 +50,8 @@ HINTS_PREFIX = "dev.skilldeck/"
 """Reverse-DNS prefix of the request ``_meta`` hints skilldeck reads (e.g. ``dev.skilldeck/locale``)."""
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_LOCALE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}")
+"""A BCP 47 language tag (the common subset)."""
 
 
 class PolicyError(SourceError):
@@ -169,9 +171,24 @@ class Policy:
     default_identity: Caller = field(default_factory=Caller)
     tenant_claim: str = "tenant"
     roles_claim: str = "roles"
+    locales: tuple[str, ...] = ("en",)
+    """The locales a ``dev.skilldeck/locale`` hint may pick; the first is the default.
+
+    The hint comes from anyone, and every locale is one more rendered variant of the catalog,
+    so only these are honoured: any other hint is answered in the default locale.
+    """
 
     def skill(self, name: str) -> SkillPolicy | None:
         return self.skills.get(name)
+
+    def locale_for(self, hint: object) -> str:
+        """The configured locale ``hint`` names (case-insensitively), else the default (the first one)."""
+        if isinstance(hint, str):
+            wanted = hint.lower()
+            for locale in self.locales:
+                if locale.lower() == wanted:
+                    return locale
+        return self.locales[0]
 
     def validate_against(self, skill_names: Iterable[str], tool_names: Iterable[str]) -> None:
         """Refuse a policy that names skills or tools the server does not serve.
@@ -265,7 +282,7 @@ def parse_policy(data: object) -> Policy:
     """
     if not isinstance(data, Mapping):
         raise PolicyError("a policy is a mapping with 'skills' (and optionally 'public_tools', 'default_identity')")
-    unknown = set(data) - {"skills", "public_tools", "default_identity", "claims"}
+    unknown = set(data) - {"skills", "public_tools", "default_identity", "claims", "locales"}
     if unknown:
         raise PolicyError(f"unknown top-level key {sorted(unknown)[0]!r}")
     identity_raw = data.get("default_identity") or {}
@@ -326,10 +343,28 @@ def parse_policy(data: object) -> Policy:
             variables=tuple(variables),
             instruction_only=instruction_only,
         )
+    locales = _locales(data.get("locales", ["en"]))
     return Policy(
         skills=skills,
         public_tools=_names("public_tools", data.get("public_tools", [])),
-        default_identity=identity,
+        default_identity=replace(identity, locale=locales[0]),
         tenant_claim=str(claims.get("tenant", "tenant")),
         roles_claim=str(claims.get("roles", "roles")),
+        locales=locales,
     )
+
+
+def _locales(raw: object) -> tuple[str, ...]:
+    """``locales``: a non-empty list of distinct BCP 47 tags (``en``, ``de-CH``), the default first."""
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw or not all(isinstance(v, str) for v in raw):
+        raise PolicyError("locales: expected a list of language tags such as [en, de-CH] (the first is the default)")
+    seen: set[str] = set()
+    for tag in raw:
+        if not _LOCALE_TAG.fullmatch(tag):
+            raise PolicyError(f"locales: {tag!r} is not a language tag such as en or de-CH")
+        if tag.lower() in seen:
+            raise PolicyError(f"locales: {tag!r} is listed twice")
+        seen.add(tag.lower())
+    return tuple(raw)

@@ -1,0 +1,85 @@
+"""Bounded legacy (2025-11-25) sessions on streamable HTTP: a full table evicts, it does not refuse.
+
+The SDK's ``StreamableHTTPSessionManager`` keeps one transport per stateful session, ends a
+session once no request has been in flight for ``session_idle_timeout`` seconds, and at
+``max_sessions`` answers ``503`` to every request that would open one more. Opening a session
+needs no more than an ``initialize`` request, so anyone who opens ``max_sessions`` of them and
+walks away locks every new legacy client out for the whole idle timeout.
+
+:func:`evict_idle_when_full` changes only that last rule: when the table is full, the least
+recently used *idle* session (no request being served, no open GET stream) is ended the way
+its idle timeout would end it, and the new session is admitted. A session with a request in
+flight or a GET stream open is a live client and is never evicted; when every session is live,
+the SDK's ``503`` stands.
+
+Why this reaches into the manager: the SDK offers ``max_sessions`` and ``session_idle_timeout``
+as constructor arguments but no hook for what happens at the limit, and ``streamable_http_app()``
+builds its manager itself (it cannot be handed a subclass). So the manager's admission step
+(``_admit_session``, called under its session-creation lock) is wrapped on that one instance,
+and the session table (``_server_instances``, ``_session_owners``) is read and trimmed in the
+same synchronous step, so a slot is freed exactly when a new session needs it. Each session's
+``idle_scope`` (a public attribute of the transport) tells whether it is idle and since when: its
+deadline is the end of its last request plus the idle timeout. Everything else is the SDK's own
+path: cancelling that scope is what the idle timeout does, and the SDK then terminates the
+transport and forgets the session.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+__all__ = ["DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_IDLE_TIMEOUT", "evict_idle_when_full"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_SESSIONS = 1_000
+"""Legacy sessions held at once by ``skilldeck serve --http`` (each costs tens of KiB)."""
+
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds a legacy session may go without a request in flight (or an open GET stream) before it ends."""
+
+
+def evict_idle_when_full(manager: StreamableHTTPSessionManager) -> None:
+    """Make ``manager`` end its least recently used idle session instead of refusing a new one at the limit.
+
+    Call it once, after ``streamable_http_app()`` built the manager and before it serves. Needs
+    ``session_idle_timeout`` set (it is what tells idle sessions apart); without one, or in
+    stateless mode, the manager is left as it is.
+    """
+    if manager.stateless or manager.max_sessions is None or manager.session_idle_timeout is None:
+        return
+    admit = manager._admit_session
+    limit = manager.max_sessions
+
+    def admit_evicting(requestor: Any) -> StreamableHTTPServerTransport | None:
+        if len(manager._server_instances) >= limit:
+            _evict_least_recently_used(manager)
+        return admit(requestor)
+
+    manager._admit_session = admit_evicting  # type: ignore[method-assign]
+
+
+def _evict_least_recently_used(manager: StreamableHTTPSessionManager) -> bool:
+    """End the idle session whose last request ended longest ago; ``False`` if every session is busy."""
+    oldest: tuple[str, Any] | None = None
+    for session_id, transport in manager._server_instances.items():
+        scope = transport.idle_scope
+        if scope is None or scope.cancel_called or not math.isfinite(scope.deadline):
+            continue  # still opening, already ending, or a request (or GET stream) in flight
+        if oldest is None or scope.deadline < oldest[1].deadline:
+            oldest = (session_id, scope)
+    if oldest is None:
+        return False
+    session_id, scope = oldest
+    # Forgotten now, so the slot is free for the session being admitted and the old ID answers 404;
+    # cancelling the idle scope then ends its message loop, and the SDK terminates the transport.
+    manager._server_instances.pop(session_id, None)
+    manager._session_owners.pop(session_id, None)
+    scope.cancel()
+    logger.info("session table full: ended idle session %s, the least recently used", session_id[:64])
+    return True

@@ -1,0 +1,286 @@
+"""What an outsider can make the server spend: work per resources/list page, renders per locale hint,
+legacy sessions. Each test drives a real server (in-process or over HTTP on loopback)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from skilldeck.host.wire import SkillsWire
+from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
+from skilldeck.server.audience import catalog_for
+from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
+
+from .helpers import write_skill
+
+ERAS = ["auto", "legacy"]
+
+
+class CountingExtension(SkillsExtension):
+    """The extension, counting the ``resources/list`` entries it builds for ``SKILL.md`` files."""
+
+    built: ClassVar[list[str]] = []
+
+    @staticmethod
+    def _skill_md_resource(uri: str, frontmatter: Any) -> dict[str, Any]:
+        CountingExtension.built.append(uri)
+        return SkillsExtension._skill_md_resource(uri, frontmatter)
+
+
+def counting_server(root: Path, **options: Any) -> tuple[MCPServer[Any], CountingExtension]:
+    ext = CountingExtension(DirectorySource(root), **options)
+    server: MCPServer[Any] = MCPServer(
+        "bounds", extensions=[ext], middleware=[ext.middleware], subscriptions=ext.subscriptions
+    )
+    return server, ext
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("policy", [None, Policy()], ids=["no-policy", "policy"])
+async def test_resources_list_pages_do_not_rebuild_the_whole_listing(
+    tmp_path: Path, mode: str, policy: Policy | None
+) -> None:
+    for i in range(300):
+        write_skill(tmp_path, f"s{i:03d}", files={"notes.md": "n"})
+    server, ext = counting_server(tmp_path, directory_page_size=10, policy=policy)
+    async with Client(server, mode=mode, cache=None) as client:
+        first = await client.list_resources()
+        assert len(first.resources) == 10
+        cursor = first.next_cursor
+        seen = [str(r.uri) for r in first.resources]
+        for _ in range(5):
+            CountingExtension.built.clear()
+            page = await client.list_resources(cursor=cursor)
+            # a page builds its own entries (5 SKILL.md among 10 files), not all 300 skills' again
+            assert len(CountingExtension.built) <= 10
+            seen += [str(r.uri) for r in page.resources]
+            cursor = page.next_cursor
+        assert seen == sorted(seen)
+        assert len(set(seen)) == 60
+        catalog = ext.catalog
+        assert catalog.listing_keys() is catalog.listing_keys()  # sorted once per snapshot, then kept
+        write_skill(tmp_path, "s004a", files={"new.md": "n"})
+        await ext.reload()
+        second = await client.list_resources(cursor=first.next_cursor)
+        assert str(second.resources[0].uri) == "skill://s004a/SKILL.md"  # the new snapshot's listing
+
+
+def locale_pack(root: Path, skills: int = 20) -> Path:
+    for i in range(skills):
+        write_skill(root, f"s{i:02d}", files={"notes.md": "Notes in {{ locale }}.\n" * 20})
+    (root / "s00" / "SKILL.md").write_text("---\nname: s00\ndescription: Styled.\n---\nLocale: {{ locale }}.\n")
+    return root
+
+
+def locale_policy(*locales: str) -> Policy:
+    """Every skill of :func:`locale_pack` named (so rendered); ``locales`` when given."""
+    raw: dict[str, Any] = {"skills": {f"s{i:02d}": {} for i in range(20)}}
+    if locales:
+        raw["locales"] = list(locales)
+    return parse_policy(raw)
+
+
+TAGS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}-r{i:03d}" for i in range(200)]
+"""200 well-formed BCP 47 tags (``aa-r000`` ...), none of them a policy's locale."""
+
+
+async def read_text(client: Client, uri: str, locale: str) -> str:
+    """The text of ``uri`` read with a locale hint (a ``SKILL.md``: its body)."""
+    meta: Any = {"dev.skilldeck/locale": locale}
+    result = await client.read_resource(uri, meta=meta)
+    text: str = result.contents[0].text  # type: ignore[union-attr]
+    return text.split("---\n", 2)[2] if text.startswith("---\n") else text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_locale_hints_outside_the_policys_locales_buy_no_render(tmp_path: Path, mode: str) -> None:
+    pack = locale_pack(tmp_path)
+    server, ext = create_server(pack, policy=locale_policy())  # no `locales`: English only
+    async with Client(server, mode=mode, cache=None) as client:
+        for tag in TAGS:
+            assert await read_text(client, "skill://s00/SKILL.md", tag) == "Locale: en.\n"
+        assert ext.cached_variants[0] == 1
+    server, ext = create_server(pack, policy=locale_policy("en", "de-CH"))
+    async with Client(server, mode=mode, cache=None) as client:
+        assert await read_text(client, "skill://s00/SKILL.md", "de-ch") == "Locale: de-CH.\n"
+        for i in range(50):
+            assert await read_text(client, "skill://s00/SKILL.md", f"fr-r{i:03d}") == "Locale: en.\n"
+        assert ext.cached_variants[0] == 2  # de-CH and the default, nothing more
+
+
+@pytest.mark.anyio
+async def test_variant_cache_stays_within_its_byte_budget(tmp_path: Path) -> None:
+    locales = [f"zz-r{i:02d}" for i in range(40)]
+    policy = locale_policy(*locales)
+    pack = locale_pack(tmp_path)
+    base = create_server(pack)[1].catalog
+    size = catalog_for(base, policy, Caller(locale="zz-r00")).footprint(base)
+    assert size > 20 * 20 * len("Notes in zz-r00.\n")  # the rendered notes count
+    budget = 3 * size + size // 2
+    server, ext = create_server(pack, policy=policy, variant_cache_bytes=budget)
+    async with Client(server, mode="auto", cache=None) as client:
+        for round_ in range(2):
+            for locale in locales:
+                assert await read_text(client, "skill://s07/notes.md", locale) == f"Notes in {locale}.\n" * 20
+                count, held = ext.cached_variants
+                assert held <= budget, (round_, locale)
+                assert count <= 3
+    tight, tight_ext = create_server(pack, policy=policy, variant_cache_bytes=size - 1)
+    async with Client(tight, mode="auto", cache=None) as client:
+        assert await read_text(client, "skill://s00/SKILL.md", "zz-r05") == "Locale: zz-r05.\n"  # served...
+        assert tight_ext.cached_variants == (0, 0)  # ...but not kept: it alone is over the budget
+    few, few_ext = create_server(pack, policy=policy, max_variants=2)
+    async with Client(few, mode="auto", cache=None) as client:
+        for locale in locales[:5]:
+            await read_text(client, "skill://s00/SKILL.md", locale)
+        assert few_ext.cached_variants[0] == 2
+
+
+def test_policy_locales_are_checked_and_matched_without_case() -> None:
+    policy = parse_policy({"locales": ["de-CH", "fr"]})
+    assert policy.locale_for("DE-ch") == "de-CH"
+    assert policy.locale_for("it") == "de-CH"  # the first is the default
+    assert policy.locale_for(None) == "de-CH"
+    assert policy.default_identity.locale == "de-CH"
+    assert parse_policy({}).locales == ("en",)
+    for bad, message in [
+        ([], "expected a list"),
+        (["en", "EN"], "listed twice"),
+        (["en_US"], "not a language tag"),
+        ([42], "expected a list"),
+    ]:
+        with pytest.raises(PolicyError, match=message):
+            parse_policy({"locales": bad})
+
+
+# -- legacy sessions over streamable HTTP ------------------------------------------------------------
+
+LEGACY = "2025-11-25"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@asynccontextmanager
+async def serving_http(server: MCPServer[Any], ext: SkillsExtension, **options: Any) -> AsyncIterator[str]:
+    """``serve_http`` on a free loopback port for the duration of the block; yields the URL."""
+    async with anyio.create_task_group() as tg:
+        ready: list[str] = []
+        tg.start_soon(lambda: serve_http(server, ext, port=0, on_ready=ready.append, **options))
+        with anyio.fail_after(15):
+            while not ready:
+                await anyio.sleep(0.02)
+        yield ready[0]
+        tg.cancel_scope.cancel()
+
+
+async def open_idle_session(http: httpx2.AsyncClient, url: str) -> str | int:
+    """A legacy handshake by hand, leaving the session idle (no GET stream); its ID, or the refusing status."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "idle", "version": "0"}},
+    }
+    reply = await http.post(url, json=init, headers=HEADERS)
+    if reply.status_code != 200:
+        return reply.status_code
+    session = reply.headers["mcp-session-id"]
+    done = await http.post(
+        url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={**HEADERS, "mcp-session-id": session, "mcp-protocol-version": LEGACY},
+    )
+    assert done.status_code == 202
+    return session
+
+
+async def ping(http: httpx2.AsyncClient, url: str, session: str | int) -> int:
+    reply = await http.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        headers={**HEADERS, "mcp-session-id": str(session), "mcp-protocol-version": LEGACY},
+    )
+    return reply.status_code
+
+
+@pytest.mark.anyio
+async def test_a_full_session_table_evicts_the_least_recently_used_idle_session(examples_dir: Path) -> None:
+    server, ext = create_server(examples_dir)
+    async with serving_http(server, ext, max_sessions=4) as url, httpx2.AsyncClient(timeout=10) as http:
+        idle = [await open_idle_session(http, url) for _ in range(4)]
+        assert all(isinstance(s, str) for s in idle), idle
+        assert await ping(http, url, idle[0]) == 200  # now idle[1] is the least recently used
+        # The table is full of idle sessions: a real client still gets in, in place of idle[1].
+        async with Client(url, mode="legacy", cache=None) as client:
+            assert client.protocol_version == LEGACY
+            assert len((await SkillsWire(client).list_skills())["skills"]) == 8
+            assert await ping(http, url, idle[1]) == 404
+            assert [await ping(http, url, s) for s in (idle[0], idle[2], idle[3])] == [200, 200, 200]
+            # Pings made idle[2] the least recently used; the connected client (its GET stream open) is
+            # never evicted, however many newcomers arrive.
+            newcomers = [await open_idle_session(http, url) for _ in range(6)]
+            assert all(isinstance(s, str) for s in newcomers), newcomers
+            assert len((await SkillsWire(client).list_skills())["skills"]) == 8
+            assert await ping(http, url, idle[2]) == 404
+            assert await ping(http, url, newcomers[-1]) == 200
+
+
+@pytest.mark.anyio
+async def test_idle_legacy_sessions_expire(examples_dir: Path) -> None:
+    server, ext = create_server(examples_dir)
+    async with serving_http(server, ext, session_idle_timeout=1) as url, httpx2.AsyncClient(timeout=10) as http:
+        session = await open_idle_session(http, url)
+        assert await ping(http, url, session) == 200
+        with anyio.fail_after(20):  # left alone (no ping: that would keep it alive), it ends
+            while server.session_manager._server_instances:
+                await anyio.sleep(0.1)
+        assert await ping(http, url, session) == 404
+        assert ext.legacy_session_count == 0
+
+
+def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) -> None:
+    """``skilldeck serve --max-sessions 2``: a third idle session takes the place of the first."""
+    from skilldeck.cli import _build_parser
+    from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+
+    defaults = _build_parser().parse_args(["serve", "x"])
+    assert (defaults.max_sessions, defaults.session_idle_timeout) == (
+        DEFAULT_MAX_SESSIONS,
+        DEFAULT_SESSION_IDLE_TIMEOUT,
+    )
+    for bad in (["--max-sessions", "0"], ["--session-idle-timeout", "0"], ["--session-idle-timeout", "nan"]):
+        with pytest.raises(SystemExit):
+            _build_parser().parse_args(["serve", "x", *bad])
+    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", str(examples_dir), "--http", "127.0.0.1:0"]
+    cmd += ["--max-sessions", "2", "--session-idle-timeout", "300"]
+    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        url = re.search(r"at (http://\S+)", line)
+        assert url, line
+
+        async def check() -> None:
+            async with httpx2.AsyncClient(timeout=10) as http:
+                sessions = [await open_idle_session(http, url.group(1)) for _ in range(3)]
+                assert all(isinstance(s, str) for s in sessions), sessions
+                assert [await ping(http, url.group(1), s) for s in sessions] == [404, 200, 200]
+
+        anyio.run(check)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
