@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ from skilldeck.host import (
     load_config,
 )
 from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
+from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES
 from skilldeck.host.loader import LoadedSkill
 
 __all__ = ["add_host_commands", "run_load", "run_skills"]
@@ -61,11 +64,30 @@ def _home() -> Path:
     return Path(state) / "skilldeck"
 
 
+def _mebibytes(value: str) -> int:
+    try:
+        size = float(value)
+    except ValueError:
+        size = 0.0
+    if not size > 0 or size * 1024 * 1024 > sys.maxsize:
+        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {value!r}")
+    return max(1, int(size * 1024 * 1024))
+
+
 def add_host_commands(sub: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop / Cursor format)")
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
-    common.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per server to connect")
+    common.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds a server has to connect, and for each request"
+    )
+    common.add_argument(
+        "--max-response",
+        type=_mebibytes,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        metavar="MIB",
+        help="largest response, SSE event or stdio line a server may send, in MiB (default 32); more drops the server",
+    )
     common.add_argument(
         "--home", type=Path, default=None, help="state folder (approvals, cache); default $SKILLDECK_HOME"
     )
@@ -106,7 +128,7 @@ def _specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSp
 
 async def _skills(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
     specs = _specs(args, command)
-    async with Host(specs) as host:
+    async with Host(specs, max_message_bytes=args.max_response) as host:
         data: dict[str, Any] = {"servers": [], "collisions": [str(c) for c in host.registry.collisions()]}
         for spec in specs:
             label = spec.label
@@ -192,7 +214,13 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
     spec = specs[0]
     home = args.home or _home()
     approvals = ApprovalStore(home / "approvals.json")
-    host = Host(specs, approvals=approvals, cache=ContentCache(home / "cache"), allow_dynamic=args.allow_dynamic)
+    host = Host(
+        specs,
+        approvals=approvals,
+        cache=ContentCache(home / "cache"),
+        allow_dynamic=args.allow_dynamic,
+        max_message_bytes=args.max_response,
+    )
     async with host:
         if spec.label in host.failures:
             err.print(
@@ -273,10 +301,34 @@ def _file_json(uri: str, data: bytes) -> dict[str, Any]:
 # -- entry points ---------------------------------------------------------------------------------------
 
 
+@contextmanager
+def _sdk_logs_in_one_line() -> Iterator[None]:
+    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks.
+
+    Records that carry an exception are left out: the SDK logs those when it turns a server's bad
+    message into an error for a request or the session, and the host reports that per server, with
+    the server's label and the reason ("sent invalid JSON", "response over 32 MiB").
+    """
+    logger = logging.getLogger("mcp")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(lambda record: record.exc_info is None)
+    handler.setFormatter(logging.Formatter("note: %(name)s: %(message)s"))
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
 def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
     out = Console(soft_wrap=True)
     try:
-        return int(anyio.run(lambda: coro_fn(args, command, out, err)))
+        with _sdk_logs_in_one_line():
+            return int(anyio.run(lambda: coro_fn(args, command, out, err)))
     except VerificationError as exc:
         err.print(f"[red]verification failed[/] ({exc.check}): {escape(str(exc))}", highlight=False)
         return EXIT_VERIFICATION
