@@ -39,7 +39,20 @@ __all__ = [
     "SkillLoader",
 ]
 
-_TAG = re.compile(r"</?\s*skill-content", re.IGNORECASE)
+# What a lenient reader (an HTML-ish parser, or a model) could take for a skill-content tag, opening or
+# closing: a "<" (or a full-width or small one), any run of whitespace, slashes, backslashes, control
+# or invisible characters, then the name in any case, with such characters anywhere inside it and any
+# dash (or none) for its hyphen. The "<" of each is escaped, so content can neither close its own tag
+# nor open a forged one, however the tag is spelt.
+_INVISIBLE = r"\x00-\x1f\x7f\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff"
+_FILLER = rf"[\s{_INVISIBLE}]*"
+_TAG = re.compile(
+    rf"[<\ufe64\uff1c][\s/\\{_INVISIBLE}]*"
+    + _FILLER.join("skill")
+    + rf"{_FILLER}[-\u2010-\u2015\u2212\ufe58\ufe63\uff0d]?{_FILLER}"
+    + _FILLER.join("content"),
+    re.IGNORECASE,
+)
 
 DEFAULT_BUDGET = 64 * 1024 * 1024
 """Bytes one origin may make the host download in a session (64 MiB)."""
