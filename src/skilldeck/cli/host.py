@@ -6,6 +6,7 @@ SERVER is a URL (streamable HTTP), a label from ``--config``, or a stdio command
     skilldeck skills http://127.0.0.1:8000/mcp --json
     skilldeck load http://127.0.0.1:8000/mcp skill://pdf-forms/SKILL.md --file references/FORMS.md
     skilldeck load --all-files -- skilldeck serve examples/skills
+    skilldeck load --config mcp.json docs/pdf-forms     # with --config, LABEL/NAME or a NAME alone will do
 
 Exit codes say what failed: 0 ok, 1 bad input or configuration, 3 a server unreachable,
 4 verification failed (size, digest, frontmatter, unlisted file), 5 byte budget exceeded,
@@ -207,10 +208,37 @@ def _print_cards(data: dict[str, Any], out: Console, err: Console) -> None:
 # -- load ---------------------------------------------------------------------------------------------
 
 
+def _load_specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSpec]:
+    """The servers ``load`` connects to: SERVER's, or with ``--config`` and only a skill, the skill's.
+
+    ``load --config FILE NAME`` and ``load --config FILE LABEL/NAME`` name a skill without a SERVER:
+    ``LABEL/`` picks that server; a bare name is looked up on every configured server.
+    """
+    if command or not args.config:
+        return _specs(args, command)
+    configured = load_config(args.config, timeout=args.timeout)
+    labels = {spec.label: spec for spec in configured}
+    if args.server is not None and args.skill is None and args.server not in labels and "://" not in args.server:
+        args.skill, args.server = args.server, None
+    if args.server is not None or args.skill is None:
+        return _specs(args, command)
+    if "://" in args.skill:
+        if len(configured) == 1:
+            return configured
+        raise ConfigError(f"name the server of {args.skill}: load --config {args.config} LABEL {args.skill}")
+    label, slash, _ = args.skill.partition("/")
+    if not slash:
+        return configured
+    if label not in labels:
+        known = ", ".join(labels) or "none"
+        raise ConfigError(f"{args.skill!r}: no server labelled {label!r} in {args.config} (labels: {known})")
+    return [labels[label]]
+
+
 async def _load(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
-    specs = _specs(args, command)
-    if len(specs) != 1:
-        raise ConfigError("load needs exactly one SERVER")
+    specs = _load_specs(args, command)
+    if len(specs) != 1 and not args.skill:
+        raise ConfigError("load needs exactly one SERVER, or a skill to look for (NAME or LABEL/NAME)")
     spec = specs[0]
     home = args.home or _home()
     approvals = ApprovalStore(home / "approvals.json")
@@ -222,12 +250,13 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
         max_message_bytes=args.max_response,
     )
     async with host:
-        if spec.label in host.failures:
-            err.print(
-                f"[red]unreachable[/] {escape(spec.label + ': ' + host.failures[spec.label].reason)}", highlight=False
-            )
+        for failure in host.failures.values():
+            err.print(f"[red]unreachable[/] {escape(failure.label + ': ' + failure.reason)}", highlight=False)
+        if len(host.failures) == len(specs):
             return EXIT_UNREACHABLE
-        if args.skill:
+        if args.skill and len(specs) > 1:
+            record = host.registry.resolve(args.skill)
+        elif args.skill:
             if "://" in args.skill:
                 record = await host.record_for_uri(spec.label, args.skill)
             else:
@@ -245,7 +274,8 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
         if args.all_files:
             references += [u for u in loaded.listed_files() if u != loaded.uri and u not in references]
         for reference in references:
-            files.append((host.loader(spec.label).resolve(loaded, reference), await host.read(loaded, reference)))
+            uri = host.loader(record.label).listed(loaded, reference)  # a name the entry lacks is a typo: say so
+            files.append((uri, await host.read(loaded, reference)))
     _print_loaded(loaded, files, granted, args.json, out)
     return EXIT_OK
 

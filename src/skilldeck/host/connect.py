@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import anyio.lowlevel
@@ -39,7 +40,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import PARSE_ERROR
+from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
 from pydantic import ValidationError
 
 from skilldeck.errors import PeerError
@@ -125,6 +126,26 @@ def _describe(exc: BaseException) -> str:
         return f"command not found: {exc.filename or exc}"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
+
+
+def _not_found_hint(spec: ServerSpec, exc: BaseException) -> str | None:
+    """For an HTTP server that answered 404 at its URL: say so, and where MCP endpoints usually are."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    transport = spec.transport
+    if not (isinstance(transport, HttpServer) and isinstance(exc, MCPError)):
+        return None
+    if exc.error.code != METHOD_NOT_FOUND or exc.error.message != "Not Found":  # the SDK's words for an HTTP 404
+        return None
+    url = transport.url
+    split = urlsplit(url)
+    if split.path.rstrip("/").endswith("/mcp"):
+        return f"no MCP endpoint at {url} (HTTP 404 Not Found); check the server's endpoint path"
+    suggestion = urlunsplit(split._replace(path=split.path.rstrip("/") + "/mcp", query="", fragment=""))
+    return (
+        f"no MCP endpoint at {url} (HTTP 404 Not Found); streamable HTTP servers usually answer at "
+        f"a path such as /mcp: try {suggestion}"
+    )
 
 
 def _mib(size: int) -> str:
@@ -487,7 +508,7 @@ class Connections:
                             wait_any.start_soon(until, closer)
                 except Exception as exc:
                     if spec.label not in self.connected:
-                        reason = _describe(exc) + self._stderr_tail(spec.label)
+                        reason = _not_found_hint(spec, exc) or _describe(exc) + self._stderr_tail(spec.label)
                         self.failures.setdefault(spec.label, Failure(spec.label, reason))
                     else:
                         logger.warning("server %r failed: %s", spec.label, _describe(exc))

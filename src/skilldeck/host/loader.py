@@ -37,6 +37,7 @@ __all__ = [
     "LoadedSkill",
     "SkillChanged",
     "SkillLoader",
+    "UnknownFile",
 ]
 
 # What a lenient reader (an HTML-ish parser, or a model) could take for a skill-content tag, opening or
@@ -64,6 +65,10 @@ class BudgetExceeded(PeerError):
 
 class CrossOriginRead(SkilldeckError):
     """A read that would reach another server than the skill's own; refused."""
+
+
+class UnknownFile(SkilldeckError):
+    """A file asked for by name (``--file``) that the loaded skill's entry does not list; nothing was read."""
 
 
 class DynamicSkillRefused(SkilldeckError):
@@ -251,6 +256,27 @@ class SkillLoader:
                 f"reference {reference!r} leaves the skill folder", uri=loaded.uri, check="unlisted", label=self.label
             )
         return resolved
+
+    def listed(self, loaded: LoadedSkill, reference: str) -> str:
+        """The URI of a file the held entry lists, for a name a user gave (``--file``).
+
+        A name the entry does not list is a typo to report with the skill's files, not a change to
+        the skill (as an unlisted file a read comes across is): nothing is read or refreshed.
+
+        Raises:
+            UnknownFile: the entry does not list it (the message lists the files it does).
+            CrossOriginRead, VerificationError: as :meth:`resolve`.
+        """
+        uri = self.resolve(loaded, reference)
+        listed = loaded.listed_files()
+        if isinstance(loaded.entry.resources, str) or uri in listed:
+            return uri
+        root = skill_root_uri(loaded.uri) or ""
+        names = [unquote(u[len(root) + 1 :]) for u in listed if u != loaded.uri]
+        files = f"its files are: {', '.join(names)}" if names else "it has no files besides SKILL.md"
+        raise UnknownFile(
+            f"{loaded.uri} on {loaded.label} lists no file {reference!r}; {files} (paths are relative to the skill folder)"
+        )
 
     async def read(self, loaded: LoadedSkill, reference: str) -> bytes:
         """Read a supporting file of a loaded skill: only if the held entry lists it, and verified.
