@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
@@ -82,6 +83,7 @@ async def _endless(receive: Receive, send: Send, head: bytes, chunk: bytes) -> N
         while not gone.is_set() and sent < SAFETY_STOP:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             sent += len(chunk)
+            await anyio.lowlevel.checkpoint()  # a send to a gone client may not yield
         tg.cancel_scope.cancel()
 
 
