@@ -177,7 +177,7 @@ def _stream_fault(exc: Exception) -> str:
     """
     if isinstance(exc, ValidationError):
         errors = exc.errors(include_url=False)
-        first = errors[0] if errors else {}
+        first: dict[str, Any] = dict(errors[0]) if errors else {}
         raw = first.get("input")
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
