@@ -6,6 +6,7 @@ SERVER is a URL (streamable HTTP), a label from ``--config``, or a stdio command
     skilldeck skills http://127.0.0.1:8000/mcp --json
     skilldeck load http://127.0.0.1:8000/mcp skill://pdf-forms/SKILL.md --file references/FORMS.md
     skilldeck load --all-files -- skilldeck serve examples/skills
+    skilldeck load --config mcp.json docs/pdf-forms     # with --config, LABEL/NAME or a NAME alone will do
 
 Exit codes say what failed: 0 ok, 1 bad input or configuration, 3 a server unreachable,
 4 verification failed (size, digest, frontmatter, unlisted file), 5 byte budget exceeded,
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,7 @@ from skilldeck.host import (
     load_config,
 )
 from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
+from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES
 from skilldeck.host.loader import LoadedSkill
 
 __all__ = ["add_host_commands", "run_load", "run_skills"]
@@ -62,11 +66,30 @@ def _home() -> Path:
     return Path(state) / "skilldeck"
 
 
+def _mebibytes(value: str) -> int:
+    try:
+        size = float(value)
+    except ValueError:
+        size = 0.0
+    if not size > 0 or size * 1024 * 1024 > sys.maxsize:
+        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {value!r}")
+    return max(1, int(size * 1024 * 1024))
+
+
 def add_host_commands(sub: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop / Cursor format)")
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
-    common.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per server to connect")
+    common.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds a server has to connect, and for each request"
+    )
+    common.add_argument(
+        "--max-response",
+        type=_mebibytes,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        metavar="MIB",
+        help="largest response, SSE event or stdio line a server may send, in MiB (default 32); more drops the server",
+    )
     common.add_argument(
         "--home", type=Path, default=None, help="state folder (approvals, cache); default $SKILLDECK_HOME"
     )
@@ -107,7 +130,7 @@ def _specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSp
 
 async def _skills(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
     specs = _specs(args, command)
-    async with Host(specs) as host:
+    async with Host(specs, max_message_bytes=args.max_response) as host:
         data: dict[str, Any] = {"servers": [], "collisions": [str(c) for c in host.registry.collisions()]}
         for spec in specs:
             label = spec.label
@@ -207,21 +230,55 @@ def _print_cards(data: dict[str, Any], out: Console, err: Console) -> None:
 # -- load ---------------------------------------------------------------------------------------------
 
 
+def _load_specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSpec]:
+    """The servers ``load`` connects to: SERVER's, or with ``--config`` and only a skill, the skill's.
+
+    ``load --config FILE NAME`` and ``load --config FILE LABEL/NAME`` name a skill without a SERVER:
+    ``LABEL/`` picks that server; a bare name is looked up on every configured server.
+    """
+    if command or not args.config:
+        return _specs(args, command)
+    configured = load_config(args.config, timeout=args.timeout)
+    labels = {spec.label: spec for spec in configured}
+    if args.server is not None and args.skill is None and args.server not in labels and "://" not in args.server:
+        args.skill, args.server = args.server, None
+    if args.server is not None or args.skill is None:
+        return _specs(args, command)
+    if "://" in args.skill:
+        if len(configured) == 1:
+            return configured
+        raise ConfigError(f"name the server of {args.skill}: load --config {args.config} LABEL {args.skill}")
+    label, slash, _ = args.skill.partition("/")
+    if not slash:
+        return configured
+    if label not in labels:
+        known = ", ".join(labels) or "none"
+        raise ConfigError(f"{args.skill!r}: no server labelled {label!r} in {args.config} (labels: {known})")
+    return [labels[label]]
+
+
 async def _load(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
-    specs = _specs(args, command)
-    if len(specs) != 1:
-        raise ConfigError("load needs exactly one SERVER")
+    specs = _load_specs(args, command)
+    if len(specs) != 1 and not args.skill:
+        raise ConfigError("load needs exactly one SERVER, or a skill to look for (NAME or LABEL/NAME)")
     spec = specs[0]
     home = args.home or _home()
     approvals = ApprovalStore(home / "approvals.json")
-    host = Host(specs, approvals=approvals, cache=ContentCache(home / "cache"), allow_dynamic=args.allow_dynamic)
+    host = Host(
+        specs,
+        approvals=approvals,
+        cache=ContentCache(home / "cache"),
+        allow_dynamic=args.allow_dynamic,
+        max_message_bytes=args.max_response,
+    )
     async with host:
-        if spec.label in host.failures:
-            err.print(
-                f"[red]unreachable[/] {escape(spec.label + ': ' + host.failures[spec.label].reason)}", highlight=False
-            )
+        for failure in host.failures.values():
+            err.print(f"[red]unreachable[/] {escape(failure.label + ': ' + failure.reason)}", highlight=False)
+        if len(host.failures) == len(specs):
             return EXIT_UNREACHABLE
-        if args.skill:
+        if args.skill and len(specs) > 1:
+            record = host.registry.resolve(args.skill)
+        elif args.skill:
             if "://" in args.skill:
                 record = await host.record_for_uri(spec.label, args.skill)
             else:
@@ -239,7 +296,8 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
         if args.all_files:
             references += [u for u in loaded.listed_files() if u != loaded.uri and u not in references]
         for reference in references:
-            files.append((host.loader(spec.label).resolve(loaded, reference), await host.read(loaded, reference)))
+            uri = host.loader(record.label).listed(loaded, reference)  # a name the entry lacks is a typo: say so
+            files.append((uri, await host.read(loaded, reference)))
     _print_loaded(loaded, files, granted, args.json, out)
     return EXIT_OK
 
@@ -295,10 +353,34 @@ def _file_json(uri: str, data: bytes) -> dict[str, Any]:
 # -- entry points ---------------------------------------------------------------------------------------
 
 
+@contextmanager
+def _sdk_logs_in_one_line() -> Iterator[None]:
+    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks.
+
+    Records that carry an exception are left out: the SDK logs those when it turns a server's bad
+    message into an error for a request or the session, and the host reports that per server, with
+    the server's label and the reason ("sent invalid JSON", "response over 32 MiB").
+    """
+    logger = logging.getLogger("mcp")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(lambda record: record.exc_info is None)
+    handler.setFormatter(logging.Formatter("note: %(name)s: %(message)s"))
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
 def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
     out = StdoutConsole(soft_wrap=True)
     try:
-        return int(anyio.run(lambda: coro_fn(args, command, out, err)))
+        with _sdk_logs_in_one_line():
+            return int(anyio.run(lambda: coro_fn(args, command, out, err)))
     except VerificationError as exc:
         err.print(f"[red]verification failed[/] ({exc.check}): {escape(str(exc))}", highlight=False)
         return EXIT_VERIFICATION

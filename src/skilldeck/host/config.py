@@ -10,6 +10,9 @@ Takes the ``mcpServers`` JSON that Claude Desktop, Cursor and others already kee
 The key (``time``, ``docs``) is the server's **label**: the identity the host uses everywhere
 (registry, approvals, cache, origin tags). A server's self-reported ``serverInfo.name`` is never
 used for that.
+
+VS Code's ``mcp.json`` is read as well: its ``{"servers": {...}}`` mapping, with ``"type": "stdio"``
+or ``"type": "http"`` on each entry (an entry's ``type`` is honoured in either file).
 """
 
 from __future__ import annotations
@@ -93,15 +96,66 @@ def _str_map(label: str, name: str, value: object) -> dict[str, str]:
     return dict(value)
 
 
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
+
+
+def _is_entry(value: object) -> bool:
+    return isinstance(value, Mapping) and any(key in value for key in ("command", "url", "type"))
+
+
+def _servers_of(data: object) -> Mapping[Any, Any]:
+    """The label-to-entry mapping of a Claude Desktop / Cursor, VS Code or bare document."""
+    if not isinstance(data, Mapping):
+        raise ConfigError('expected {"mcpServers": {"label": {...}}}')
+    if "mcpServers" in data:
+        servers = data["mcpServers"]
+    elif isinstance(data.get("servers"), Mapping) and not _is_entry(data["servers"]):
+        servers = data["servers"]  # VS Code's mcp.json
+    else:
+        for key in data:
+            if isinstance(key, str) and key != "mcpServers" and key.replace("_", "").lower() == "mcpservers":
+                raise ConfigError(
+                    f'found {key!r} but no "mcpServers": the key is "mcpServers", spelt exactly so (case matters)'
+                )
+        servers = data
+    if not isinstance(servers, Mapping):
+        raise ConfigError('expected {"mcpServers": {"label": {...}}}')
+    return servers
+
+
+def _kind(label: str, entry: Mapping[str, Any]) -> str:
+    """``stdio`` or ``http``, from the entry's ``type`` when it has one, else from its fields."""
+    declared = entry.get("type")
+    if declared is None:
+        if "command" in entry:
+            return "stdio"
+        if "url" in entry:
+            return "http"
+        raise ConfigError(f"server {label!r}: needs 'command' (stdio) or 'url' (streamable HTTP)")
+    if declared == "stdio":
+        if "command" not in entry:
+            raise ConfigError(f"server {label!r}: 'type' is 'stdio', so it needs a 'command'")
+        return "stdio"
+    if declared in _HTTP_TYPES:
+        if "url" not in entry:
+            raise ConfigError(f"server {label!r}: 'type' is {declared!r}, so it needs a 'url'")
+        return "http"
+    if declared == "sse":
+        raise ConfigError(
+            f"server {label!r}: 'type' 'sse' is the old HTTP+SSE transport, which skilldeck does not speak; "
+            'if the server also serves streamable HTTP, use "type": "http" and that endpoint\'s \'url\''
+        )
+    raise ConfigError(f"server {label!r}: 'type' must be 'stdio' or 'http', not {declared!r}")
+
+
 def parse_config(data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT) -> list[ServerSpec]:
-    """Server specs from an ``{"mcpServers": {...}}`` document (or the inner mapping itself).
+    """Server specs from an ``{"mcpServers": {...}}`` document, VS Code's ``{"servers": {...}}``,
+    or the inner mapping itself.
 
     Raises:
         ConfigError: naming the label and what is wrong.
     """
-    servers = data.get("mcpServers", data) if isinstance(data, Mapping) else None
-    if not isinstance(servers, Mapping):
-        raise ConfigError('expected {"mcpServers": {"label": {...}}}')
+    servers = _servers_of(data)
     specs: list[ServerSpec] = []
     for label, entry in servers.items():
         label = _check_label(label)
@@ -115,7 +169,7 @@ def parse_config(data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT) -
         entry_timeout = entry.get("timeout", timeout)
         if isinstance(entry_timeout, bool) or not isinstance(entry_timeout, int | float) or entry_timeout <= 0:
             raise ConfigError(f"server {label!r}: 'timeout' must be a positive number of seconds")
-        if "command" in entry:
+        if _kind(label, entry) == "stdio":
             command, args = entry["command"], entry.get("args", [])
             if not isinstance(command, str) or not command:
                 raise ConfigError(f"server {label!r}: 'command' must be a non-empty string")
@@ -126,13 +180,11 @@ def parse_config(data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT) -
                 raise ConfigError(f"server {label!r}: 'cwd' must be a string")
             env = _str_map(label, "env", entry.get("env"))
             transport: StdioServer | HttpServer = StdioServer(command, tuple(args), env or None, cwd)
-        elif "url" in entry:
+        else:
             url = entry["url"]
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ConfigError(f"server {label!r}: 'url' must be an http:// or https:// URL")
             transport = HttpServer(url, _str_map(label, "headers", entry.get("headers")))
-        else:
-            raise ConfigError(f"server {label!r}: needs 'command' (stdio) or 'url' (streamable HTTP)")
         specs.append(ServerSpec(label=label, transport=transport, timeout=float(entry_timeout)))
     return specs
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from mcp.shared.exceptions import MCPError
 
 from skilldeck.host.connect import Connected, Connections
 from skilldeck.host.registry import Registry, Rejection
@@ -90,10 +89,6 @@ async def page_tools(connected: Connected, limits: ListingLimits) -> tuple[list[
     return await _page(fetch, "tools/list", limits)
 
 
-def _reason(exc: Exception) -> str:
-    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
-
-
 async def _discover_one(connected: Connected, registry: Registry, limits: ListingLimits, report: ServerReport) -> None:
     if connected.client.server_capabilities.tools is not None:
         try:
@@ -103,13 +98,13 @@ async def _discover_one(connected: Connected, registry: Registry, limits: Listin
             if note:
                 report.notes.append(note)
         except Exception as exc:
-            report.notes.append(f"tools/list failed: {_reason(exc)}")
+            report.notes.append(f"tools/list failed: {connected.explain(exc)}")
     if connected.skills is None:
         return
     try:
         entries, note = await page_skills(connected.wire, limits)
     except Exception as exc:
-        report.notes.append(f"skills/list failed: {_reason(exc)}")
+        report.notes.append(f"skills/list failed: {connected.explain(exc)}")
         return
     if note:
         report.notes.append(note)
@@ -137,7 +132,9 @@ async def _discover_within_timeout(
     """A server gets its configured timeout for listing too, so it cannot hold the others up."""
     with anyio.move_on_after(connected.spec.timeout) as scope:
         await _discover_one(connected, registry, limits, report)
-    if scope.cancelled_caught:
+    if scope.cancelled_caught or connected.failure is not None:
         registry.remove_server(connected.label)
         report.skills = report.tools = 0
-        report.error = f"connected, but listing did not finish within {connected.spec.timeout:g}s (timed out)"
+        report.error = connected.failure or (
+            f"connected, but listing did not finish within {connected.spec.timeout:g}s (timed out)"
+        )

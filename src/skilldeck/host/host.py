@@ -21,7 +21,7 @@ from skilldeck.errors import PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
 from skilldeck.host.config import ConfigError, ServerSpec
-from skilldeck.host.connect import Connections, Failure
+from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
@@ -51,7 +51,11 @@ class Host:
         cache: an on-demand cache of verified content.
         budget_bytes: what one server may make the host download.
         allow_dynamic: load ``"dynamic"`` skills (unverifiable) instead of refusing them.
+        read_timeout: seconds any single request may take; by default each server's own ``timeout``
+            (the one it has to connect and to list), so one timeout bounds every request to it.
         mode: ``"auto"`` negotiates 2026-07-28 where a server speaks it; ``"legacy"`` forces 2025-11-25.
+        max_message_bytes: the most one HTTP response body, SSE event or stdio line of a server may
+            take (32 MiB by default); a server that sends more is dropped with that reason.
     """
 
     def __init__(
@@ -66,10 +70,13 @@ class Host:
         budget_bytes: int = DEFAULT_BUDGET,
         allow_dynamic: bool = False,
         limits: ListingLimits | None = None,
-        read_timeout: float | None = 60.0,
+        read_timeout: float | None = None,
         mode: Literal["auto", "legacy"] = "auto",
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
-        self.connections = Connections(servers, read_timeout=read_timeout, mode=mode)
+        self.connections = Connections(
+            servers, read_timeout=read_timeout, mode=mode, max_message_bytes=max_message_bytes
+        )
         self.registry = Registry()
         self.approvals = approvals or ApprovalStore()
         self.approver = approver

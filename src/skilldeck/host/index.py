@@ -44,7 +44,7 @@ class WireIndex:
         try:
             return (await self.connected.wire.get_skill(uri)).get("skill")
         except MCPError as exc:
-            raise ReadFailed(f"skills/get {uri} failed: {exc.error.message}", label=self.label) from None
+            raise ReadFailed(f"skills/get {uri} failed: {self.connected.explain(exc)}", label=self.label) from None
         except (ValueError, TypeError):
             raise ReadFailed(f"skills/get {uri}: the server's answer is malformed", label=self.label) from None
 
@@ -52,7 +52,7 @@ class WireIndex:
         try:
             data, _ = await self.connected.wire.read_bytes(uri)
         except MCPError as exc:
-            raise ReadFailed(f"resources/read {uri} failed: {exc.error.message}", label=self.label) from None
+            raise ReadFailed(f"resources/read {uri} failed: {self.connected.explain(exc)}", label=self.label) from None
         except (ValueError, TypeError):  # pydantic ValidationError is a ValueError; its text echoes the payload
             raise ReadFailed(f"resources/read {uri}: the server's answer is malformed", label=self.label) from None
         return data

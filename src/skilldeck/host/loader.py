@@ -37,9 +37,23 @@ __all__ = [
     "LoadedSkill",
     "SkillChanged",
     "SkillLoader",
+    "UnknownFile",
 ]
 
-_TAG = re.compile(r"</?\s*skill-content", re.IGNORECASE)
+# What a lenient reader (an HTML-ish parser, or a model) could take for a skill-content tag, opening or
+# closing: a "<" (or a full-width or small one), any run of whitespace, slashes, backslashes, control
+# or invisible characters, then the name in any case, with such characters anywhere inside it and any
+# dash (or none) for its hyphen. The "<" of each is escaped, so content can neither close its own tag
+# nor open a forged one, however the tag is spelt.
+_INVISIBLE = r"\x00-\x1f\x7f\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff"
+_FILLER = rf"[\s{_INVISIBLE}]*"
+_TAG = re.compile(
+    rf"[<\ufe64\uff1c][\s/\\{_INVISIBLE}]*"
+    + _FILLER.join("skill")
+    + rf"{_FILLER}[-\u2010-\u2015\u2212\ufe58\ufe63\uff0d]?{_FILLER}"
+    + _FILLER.join("content"),
+    re.IGNORECASE,
+)
 
 DEFAULT_BUDGET = 64 * 1024 * 1024
 """Bytes one origin may make the host download in a session (64 MiB)."""
@@ -51,6 +65,10 @@ class BudgetExceeded(PeerError):
 
 class CrossOriginRead(SkilldeckError):
     """A read that would reach another server than the skill's own; refused."""
+
+
+class UnknownFile(SkilldeckError):
+    """A file asked for by name (``--file``) that the loaded skill's entry does not list; nothing was read."""
 
 
 class DynamicSkillRefused(SkilldeckError):
@@ -238,6 +256,27 @@ class SkillLoader:
                 f"reference {reference!r} leaves the skill folder", uri=loaded.uri, check="unlisted", label=self.label
             )
         return resolved
+
+    def listed(self, loaded: LoadedSkill, reference: str) -> str:
+        """The URI of a file the held entry lists, for a name a user gave (``--file``).
+
+        A name the entry does not list is a typo to report with the skill's files, not a change to
+        the skill (as an unlisted file a read comes across is): nothing is read or refreshed.
+
+        Raises:
+            UnknownFile: the entry does not list it (the message lists the files it does).
+            CrossOriginRead, VerificationError: as :meth:`resolve`.
+        """
+        uri = self.resolve(loaded, reference)
+        listed = loaded.listed_files()
+        if isinstance(loaded.entry.resources, str) or uri in listed:
+            return uri
+        root = skill_root_uri(loaded.uri) or ""
+        names = [unquote(u[len(root) + 1 :]) for u in listed if u != loaded.uri]
+        files = f"its files are: {', '.join(names)}" if names else "it has no files besides SKILL.md"
+        raise UnknownFile(
+            f"{loaded.uri} on {loaded.label} lists no file {reference!r}; {files} (paths are relative to the skill folder)"
+        )
 
     async def read(self, loaded: LoadedSkill, reference: str) -> bytes:
         """Read a supporting file of a loaded skill: only if the held entry lists it, and verified.

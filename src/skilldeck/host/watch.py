@@ -123,13 +123,13 @@ async def relist(host: Host, label: str, reasons: Iterable[str] = ()) -> Catalog
                 tools, note = await page_tools(connected, host.limits)
                 notes += [note] if note else []
             except Exception as exc:
-                notes.append(f"tools/list failed: {_reason(exc)}")
+                notes.append(f"tools/list failed: {connected.explain(exc)}")
         if connected.skills is not None:
             try:
                 entries, note = await page_skills(connected.wire, host.limits)
                 notes += [note] if note else []
             except Exception as exc:
-                notes.append(f"skills/list failed: {_reason(exc)}")
+                notes.append(f"skills/list failed: {connected.explain(exc)}")
     if scope.cancelled_caught:
         notes.append(f"re-listing did not finish within {connected.spec.timeout:g}s (timed out)")
 

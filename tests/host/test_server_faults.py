@@ -1,0 +1,308 @@
+"""Servers that send too much or send garbage: the host drops that server at once, with the reason, and goes on.
+
+Real servers on loopback: streamable HTTP through uvicorn (a real ``MCPServer`` with one method's
+answer replaced, see ``hostile_http``), stdio through small Python scripts. Memory is the growth of
+this process' resident set while the host runs, sampled every 10 ms; the bounds are generous (the
+limit is 4 MiB, the bound 64 MiB) and what they rule out is reading an endless body until a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skilldeck.cli import main
+from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
+from skilldeck.host.port import ReadFailed
+from skilldeck.host.stdio_guard import LINE_TOO_LONG, MARKER, NOT_UTF8, relay
+from skilldeck.server import create_server
+
+from ..server.helpers import write_skill
+from .hostile import HostileServer, Skill
+from .hostile_http import (
+    endless_json,
+    endless_sse_event,
+    endless_sse_lines,
+    hostile_app,
+    not_json,
+    not_utf8,
+    serving_in_thread,
+)
+
+MiB = 1024 * 1024
+LIMIT = 4 * MiB
+MEMORY_BOUND = 64 * MiB
+pytestmark = pytest.mark.anyio
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # not Linux: the peak so far (kilobytes on Linux and BSD, bytes on macOS)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+@dataclass
+class Growth:
+    start: int
+    peak: int = 0
+
+    @property
+    def mib(self) -> float:
+        return (self.peak - self.start) / MiB
+
+
+@asynccontextmanager
+async def rss_growth() -> AsyncIterator[Growth]:
+    """The most this process' resident set grew over the block."""
+    growth = Growth(_rss())
+    growth.peak = growth.start
+
+    async def sample() -> None:
+        while True:
+            growth.peak = max(growth.peak, _rss())
+            await anyio.sleep(0.01)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sample)
+        try:
+            yield growth
+        finally:
+            growth.peak = max(growth.peak, _rss())
+            tg.cancel_scope.cancel()
+
+
+def _good() -> tuple[ServerSpec, Skill]:
+    skill = Skill("good/kept")
+    return ServerSpec("good", InProcessServer(HostileServer(skill).server), timeout=10), skill
+
+
+def _script(tmp_path: Path, name: str, body: str) -> StdioServer:
+    path = tmp_path / f"{name}.py"
+    path.write_text(body)
+    return StdioServer(sys.executable, (str(path),))
+
+
+# -- item 5: a response, an SSE event, a stdio line are capped -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer", [endless_json, endless_sse_event, endless_sse_lines], ids=["json-body", "sse-event", "sse-data-lines"]
+)
+async def test_an_endless_http_response_drops_only_that_server_with_memory_bounded(answer: Any) -> None:
+    hostile = HostileServer(Skill("bad/never"))
+    good, kept = _good()
+    with serving_in_thread(hostile_app(hostile.server, "skills/list", answer)) as url:
+        specs = [ServerSpec("endless", HttpServer(url), timeout=10), good]
+        start = time.monotonic()
+        with anyio.fail_after(30):
+            async with rss_growth() as growth, Host(specs, max_message_bytes=LIMIT) as host:
+                failure = host.failures.get("endless")
+                listed = [(r.label, r.entry.uri) for r in host.registry.skills]
+        elapsed = time.monotonic() - start
+    assert failure is not None, host.report.servers["endless"]
+    assert failure.reason.startswith("response over 4 MiB, the host's limit per message"), failure.reason
+    assert "--max-response" in failure.reason
+    assert listed == [("good", kept.uri)]
+    assert growth.peak - growth.start < MEMORY_BOUND, f"grew {growth.mib:.0f} MiB"
+    assert elapsed < 9, f"took {elapsed:.1f}s: the limit, not the 10 s timeout, must stop it"
+
+
+async def test_a_listing_larger_than_the_sdks_default_sse_event_passes_under_the_default_limit(tmp_path: Path) -> None:
+    # About 1.6 MiB in one SSE event (2025-11-25 sessions are answered with SSE): over the SDK's own
+    # default of 1 MiB per event, well under the host's 32 MiB.
+    for i in range(1400):
+        write_skill(tmp_path, f"s{i:04d}", description="d" * 1000)
+    server, _ = create_server(tmp_path, page_size=2000)
+    with serving_in_thread(hostile_app(server, "none", not_json)) as url:
+        async with Host([ServerSpec("big", HttpServer(url), timeout=30)], mode="legacy") as host:
+            assert host.failures == {}
+            report = host.report.servers["big"]
+            assert report.notes == []
+            assert report.skills == 1400
+
+
+HUGE_LINE = """\
+import sys
+for line in sys.stdin:
+    if '"id"' in line:
+        sys.stdout.write('{"jsonrpc": "2.0", "id": 1, "result": {"x": "')
+        for _ in range(128):
+            sys.stdout.write("a" * (1 << 20))
+        sys.stdout.write('"}}\\n')
+        sys.stdout.flush()
+"""
+
+
+async def test_a_huge_stdio_line_drops_only_that_server_with_memory_bounded(tmp_path: Path) -> None:
+    good, kept = _good()
+    specs = [ServerSpec("huge", _script(tmp_path, "huge", HUGE_LINE), timeout=20), good]
+    start = time.monotonic()
+    with anyio.fail_after(40):
+        async with rss_growth() as growth, Host(specs, max_message_bytes=LIMIT) as host:
+            failure = host.failures.get("huge")
+            listed = [(r.label, r.entry.uri) for r in host.registry.skills]
+    elapsed = time.monotonic() - start
+    assert failure is not None
+    assert failure.reason.startswith("response over 4 MiB, the host's limit per message"), failure.reason
+    assert listed == [("good", kept.uri)]
+    assert growth.peak - growth.start < MEMORY_BOUND, f"grew {growth.mib:.0f} MiB for a 128 MiB line"
+    assert elapsed < 15, f"took {elapsed:.1f}s"
+
+
+def _relay(tmp_path: Path, data: bytes, max_line: int) -> bytes:
+    source, sink = tmp_path / "in", tmp_path / "out"
+    source.write_bytes(data)
+    with source.open("rb") as src, sink.open("wb") as out:
+        relay(src.fileno(), out.fileno(), max_line)
+    return sink.read_bytes()
+
+
+def test_the_stdio_guard_passes_lines_up_to_the_limit_and_replaces_the_rest(tmp_path: Path) -> None:
+    long_ok = b"x" * 200_000  # spans several reads
+    data = b'{"a": 1}\n' + long_ok + b"\n" + b"y" * 200_001 + b"\n" + b'{"b": 2}\n' + b"\xff\xfe\n" + b"tail"
+    out = _relay(tmp_path, data, 200_000)
+    assert out.split(b"\n") == [
+        b'{"a": 1}',
+        long_ok,
+        f"{MARKER} {LINE_TOO_LONG} 200000".encode(),
+        b'{"b": 2}',
+        f"{MARKER} {NOT_UTF8} byte 0".encode(),
+        b"tail",
+    ]
+    # An over-long last line without a newline is replaced as well, and never passed on in part.
+    assert _relay(tmp_path, b"ok\n" + b"z" * 300, 100) == f"ok\n{MARKER} {LINE_TOO_LONG} 100\n".encode()
+
+
+def test_cli_max_response_sets_the_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = _script(tmp_path, "huge", HUGE_LINE)
+    code = main(["skills", "--max-response", "2", "--timeout", "20", "--", server.command, *server.args])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "response over 2 MiB, the host's limit per message" in err, err
+    assert "Traceback" not in err
+
+
+def test_cli_max_response_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["skills", "--max-response", "0", "http://127.0.0.1:9/mcp"])
+    assert "positive number of MiB" in capsys.readouterr().err
+
+
+# -- item 11: invalid JSON fails the server at once; one timeout bounds every request --------------
+
+REPLY_ON_REQUEST = """\
+import sys
+for line in sys.stdin:
+    if '"id"' in line:
+        sys.stdout.buffer.write({reply!r})
+        sys.stdout.flush()
+"""
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (b"this is not json {\n", "sent invalid JSON (expected ident at line 1 column 2)"),
+        (b'{"jsonrpc": "2.0", "id": 1, "result": {"x": "\xff\xfe"}}\n', "sent invalid JSON (not UTF-8"),
+        (b'{"hello": "world"}\n', "sent invalid JSON-RPC"),
+    ],
+    ids=["not-json", "not-utf8", "not-json-rpc"],
+)
+async def test_a_stdio_server_sending_garbage_is_dropped_at_once(tmp_path: Path, reply: bytes, reason: str) -> None:
+    good, kept = _good()
+    bad = _script(tmp_path, "garbage", REPLY_ON_REQUEST.format(reply=reply))
+    start = time.monotonic()
+    with anyio.fail_after(20):  # the server's timeout is 30 s: this must not wait it out
+        async with Host([ServerSpec("garbage", bad, timeout=30), good]) as host:
+            failure = host.failures.get("garbage")
+            listed = [(r.label, r.entry.uri) for r in host.registry.skills]
+    assert failure is not None
+    assert failure.reason.startswith(reason), failure.reason
+    assert "timed out" not in failure.reason
+    assert listed == [("good", kept.uri)]
+    assert time.monotonic() - start < 15
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [(not_json, "sent invalid JSON (key must be a string at line 1 column 2)"), (not_utf8, "sent invalid JSON (")],
+    ids=["not-json", "not-utf8"],
+)
+async def test_an_http_server_sending_garbage_is_dropped_with_the_reason(answer: Any, reason: str) -> None:
+    hostile = HostileServer(Skill("bad/never"))
+    good, kept = _good()
+    with serving_in_thread(hostile_app(hostile.server, "skills/list", answer)) as url:
+        with anyio.fail_after(20):
+            async with Host([ServerSpec("garbage", HttpServer(url), timeout=30), good]) as host:
+                failure = host.failures.get("garbage")
+                report = host.report.servers["garbage"]
+                listed = [(r.label, r.entry.uri) for r in host.registry.skills]
+    assert failure is not None, report
+    assert failure.reason.startswith(reason), failure.reason
+    assert report.error == failure.reason
+    assert listed == [("good", kept.uri)]
+
+
+def test_cli_reports_invalid_json_at_once_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _script(tmp_path, "garbage", REPLY_ON_REQUEST.format(reply=b"this is not json {\n"))
+    start = time.monotonic()
+    code = main(["skills", "--timeout", "30", "--", bad.command, *bad.args])
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "sent invalid JSON (expected ident at line 1 column 2)" in err, err
+    assert "Traceback" not in err, err
+    assert "ValidationError" not in err, err
+    assert elapsed < 20, f"took {elapsed:.1f}s: the 30 s timeout must not be waited out"
+
+
+def _stalling_reads(skill: Skill) -> HostileServer:
+    server = HostileServer(skill)
+    answer = server._middleware
+
+    async def stall(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "resources/read":
+            await anyio.sleep_forever()
+        return await answer(ctx, call_next)
+
+    server.server = type(server.server)("stalling", extensions=[server], middleware=[stall])
+    return server
+
+
+async def test_the_servers_timeout_bounds_a_read_as_it_bounds_connecting_and_listing() -> None:
+    skill = Skill("slow/reads")
+    server = _stalling_reads(skill)
+    async with Host([ServerSpec("slow", InProcessServer(server.server), timeout=1)]) as host:
+        record = host.registry.resolve("slow/reads")
+        start = time.monotonic()
+        with anyio.fail_after(20), pytest.raises(ReadFailed, match="Timed out after 1s"):
+            await host.load(record)
+        assert time.monotonic() - start < 10
+
+
+def test_cli_load_timeout_bounds_resources_read(capsys: pytest.CaptureFixture[str]) -> None:
+    skill = Skill("slow/reads")
+    with serving_in_thread(hostile_app(_stalling_reads(skill).server, "none", not_json)) as url:
+        start = time.monotonic()
+        code = main(["load", url, skill.uri, "--timeout", "2"])
+        elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"resources/read {skill.uri} failed" in err, err
+    assert "timed out" in err.lower(), err
+    assert elapsed < 20, f"took {elapsed:.1f}s: --timeout 2 must bound the read"
