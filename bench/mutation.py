@@ -615,7 +615,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "gate-relisting",
         "select/gate.py",
-        "        self._active = {(lbl, name) for lbl, name in self._active if lbl != label or name in self._listed[label]}\n",
+        "        self._active = {(lbl, name) for lbl, name in self._active if lbl != label or name in self._listed[label]}"
+        "\n",
         "",
         T_GATE,
         "a tool that disappeared from a re-listing stays active",

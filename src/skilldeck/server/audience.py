@@ -5,8 +5,8 @@ the per-audience variant for a caller: skills the caller is not admitted to are 
 ``skills/list``, ``skills/get``, ``resources/read`` and folder listings alike), text files are
 rendered with the caller's variables, ``metadata["dev.skilldeck/tools"]`` (where the skill
 declares it, dynamic skills included) names only the tools routed to the caller, and every
-entry's digests are those of the bytes this caller is served. A skill whose tools are all denied is hidden unless it is
-instruction-only on purpose.
+entry's digests are those of the bytes this caller is served. A skill whose tools are all denied
+is hidden unless it is instruction-only on purpose.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _render_file(rel: str, data: bytes, values: dict[str, str], routed: frozense
 
 
 def _routed_frontmatter(frontmatter: Mapping[str, Any], routed: frozenset[str] | None) -> dict[str, Any] | None:
-    """``frontmatter`` with ``metadata["dev.skilldeck/tools"]`` keeping only ``routed`` tools (``None``: no such key)."""
+    """``frontmatter`` with ``metadata["dev.skilldeck/tools"]`` narrowed to ``routed``; ``None`` without that key."""
     metadata = frontmatter.get("metadata")
     if routed is None or not isinstance(metadata, dict) or TOOLS_KEY not in metadata:
         return None

@@ -85,7 +85,7 @@ class DynamicSkill:
         return str(self.frontmatter["name"])
 
     def with_frontmatter(self, frontmatter: Mapping[str, Any]) -> DynamicSkill:
-        """The same skill (path, name and renderers) published with other frontmatter, e.g. a per-caller variant.
+        """The same skill (path, name, renderers) published with other frontmatter: a per-caller variant, say.
 
         Raises:
             SourceError: the frontmatter breaks the Agent Skills rules.
