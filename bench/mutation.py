@@ -8,7 +8,7 @@ else the mutation is reported as stale with the file named), runs the tests name
 the copy, and restores the file. A mutation is *caught* when those tests fail. The working tree is
 never modified: the copy is imported through ``PYTHONPATH``, which comes before the editable install.
 
-    .venv/bin/python bench/mutation.py                 # every mutation; about 5 minutes on 2 cores
+    .venv/bin/python bench/mutation.py                 # every mutation; 3-8 minutes on 2 cores
     .venv/bin/python bench/mutation.py --only gate-split-any-name sources-early-stop
     .venv/bin/python bench/mutation.py --check         # only check that every snippet still applies
     .venv/bin/python bench/mutation.py --list
