@@ -179,7 +179,7 @@ async def test_removed_server_stays_removed(tmp_path: Path) -> None:
         loaded = await host.load(host.registry.resolve("refunds"))
         host.remove_server("gone")
         reads = len(server.reads())
-        with pytest.raises(SkilldeckError):
+        with pytest.raises(SkilldeckError, match="server 'gone' was removed"):
             await host.read(loaded, "policy.md")
         assert len(server.reads()) == reads
         assert not (cache.root / "gone").exists()

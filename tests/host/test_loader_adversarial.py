@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skilldeck.errors import PeerError, SkilldeckError
+from skilldeck.errors import PeerError
 from skilldeck.host import (
     BudgetExceeded,
     ContentCache,
@@ -320,6 +320,22 @@ async def test_reference_climbing_out_of_the_skill_is_refused_without_a_read() -
     assert server.reads() == [skill.uri]
 
 
+@pytest.mark.anyio
+async def test_absolute_reference_to_a_sibling_skill_is_refused_without_a_read() -> None:
+    """``skill://acme/pdf-forms/...`` begins with the text of ``skill://acme/pdf`` but is another skill."""
+    pdf = Skill("acme/pdf", {"guide.md": b"g"})
+    forms = Skill("acme/pdf-forms", {"w9.md": b"EVIL-W9"})
+    server = HostileServer(pdf, forms)
+    async with open_host(("acme", server)) as host:
+        loaded = await host.load(host.registry.resolve("pdf"))
+        for reference in (forms.uri, forms.file_uri("w9.md"), "skill://acme/pdf-forms"):
+            with pytest.raises(CrossOriginRead):
+                await host.read(loaded, reference)
+        assert await host.read(loaded, pdf.file_uri("guide.md")) == b"g"
+    assert server.reads() == [pdf.uri, pdf.file_uri("guide.md")]
+    assert server.gets() == []
+
+
 # -- no prefetch ----------------------------------------------------------------------------------------
 
 
@@ -463,7 +479,7 @@ async def test_dynamic_skill_absolute_reference_cannot_climb_out_of_the_folder()
     server.files["skill://reports/daily/../../secret.txt"] = b"EVIL-SECRET"
     async with open_host(("gen", server), allow_dynamic=True) as host:
         loaded = await host.load(host.registry.resolve("daily"))
-        with pytest.raises(SkilldeckError):
+        with pytest.raises(CrossOriginRead, match="reads stay within the skill's own server and folder"):
             await host.read(loaded, "skill://reports/daily/../../secret.txt")
     assert server.reads() == [uri]
 
@@ -491,12 +507,10 @@ async def test_record_for_uri_checks_the_answer_is_for_that_uri() -> None:
     server = HostileServer(entries=[])
     server.got["skill://acme/refunds/SKILL.md"] = decoy.entry()
     async with open_host(("acme", server)) as host:
-        try:
-            record = await host.record_for_uri("acme", "skill://acme/refunds/SKILL.md")
-        except SkilldeckError:
-            record = None
-        assert record is None or record.entry.uri == "skill://acme/refunds/SKILL.md"
+        with pytest.raises(PeerError, match=r"answered with another skill \(skill://acme/payouts/SKILL.md\); refused"):
+            await host.record_for_uri("acme", "skill://acme/refunds/SKILL.md")
         assert host.registry.get("acme", decoy.uri) is None
+        assert host.registry.get("acme", "skill://acme/refunds/SKILL.md") is None
 
 
 @pytest.mark.anyio

@@ -10,7 +10,15 @@ import pytest
 
 from skilldeck.select.cards import build_cards, skill_tools
 from skilldeck.select.gate import InvalidArguments, ToolGate, ToolNotActive, ToolNotListed
-from skilldeck.select.project import count_tokens, history_a, history_b, render_tools, token_summary, tool_function_name
+from skilldeck.select.project import (
+    count_tokens,
+    history_a,
+    history_b,
+    render_cards,
+    render_tools,
+    token_summary,
+    tool_function_name,
+)
 from skilldeck.select.snapshot import parse_snapshot
 
 SEARCH = {
@@ -193,3 +201,63 @@ def test_token_summary_says_what_history_b_holds_and_never_a_ratio_below_one() -
     assert "History B (the cards only: it abstained)" in line
     assert "this skill" not in line
     assert "tool schema)" not in line
+
+
+def _listed(*names: str) -> dict[str, dict[str, Any]]:
+    return {name: {"name": name, "description": f"{name}.", "inputSchema": {"type": "object"}} for name in names}
+
+
+def test_a_listed_tool_whose_own_name_holds_a_separator_stays_callable() -> None:
+    """``fs__read`` and ``docs/search`` are tool names, not ``server__tool`` or ``server/tool``."""
+    gate = ToolGate({"files": _listed("fs__read", "docs/search"), "jobs": _listed("search_jobs")})
+    gate.activate([("files", "fs__read"), ("files", "docs/search")])
+    assert gate.check("fs__read", {}) == ("files", "fs__read")
+    assert gate.check("docs/search", {}) == ("files", "docs/search")
+    assert gate.check("files/fs__read", {}) == ("files", "fs__read")
+    assert gate.check("files__docs/search", {}) == ("files", "docs/search")
+    with pytest.raises(ToolNotActive):
+        gate.check("jobs__search_jobs", {})
+
+
+def test_a_tool_named_after_another_server_is_still_found() -> None:
+    """The server ``fs`` lists ``write`` but not ``read``: ``fs__read`` is the tool ``files`` lists under that name.
+
+    A name that is both ``label__tool`` of a listed tool and a listed tool name goes to the qualified
+    reading; a misspelt qualified name is refused naming the server it qualifies.
+    """
+    gate = ToolGate({"files": _listed("fs__read", "fs__write"), "fs": _listed("write")})
+    gate.activate([("files", "fs__read"), ("files", "fs__write"), ("fs", "write")])
+    assert gate.check("fs__read", {}) == ("files", "fs__read")
+    assert gate.check("fs__write", {}) == ("fs", "write")
+    assert gate.check("files__fs__write", {}) == ("files", "fs__write")
+    with pytest.raises(ToolNotListed, match="'fs' never listed a tool named 'delete'"):
+        gate.check("fs__delete", {})
+
+
+SKILL_TEXT = (
+    '<skill-content origin="mcp" server="jobs" uri="skill://job-search/SKILL.md" verified="true">\n'
+    "---\nname: job-search\ndescription: job-search skill\n---\n# Job search\nCall `search_jobs` with the query.\n"
+    "</skill-content>"
+)
+
+
+@pytest.mark.parametrize(
+    ("render", "a_tokens", "b_tokens", "b_schema_tokens"),
+    [("openai", 205, 195, 73), ("anthropic", 170, 187, 65), ("text", 122, 174, 52)],
+)
+def test_history_a_and_b_token_counts_on_a_known_catalog(
+    render: Any, a_tokens: int, b_tokens: int, b_schema_tokens: int
+) -> None:
+    """History B counts its system prompt (the shortlist's cards and the chosen SKILL.md) and its one schema."""
+    cards = catalog()
+    shown = cards.cards[:3]
+    a = history_a(cards, render)
+    b = history_b(cards, shown, [("jobs", "search_jobs")], render, skill_text=SKILL_TEXT)
+    assert a.system == ""
+    assert a.tokens == a_tokens
+    assert count_tokens(render_cards(shown)) == 64
+    assert count_tokens(SKILL_TEXT) == 57
+    assert count_tokens(b.system) == 122  # the cards, a blank line, the tagged SKILL.md
+    assert b.tokens == 122 + b_schema_tokens == b_tokens
+    assert b.to_json()["tokens"] == b_tokens
+    assert history_b(cards, shown, [("jobs", "search_jobs")], render).tokens == 64 + b_schema_tokens

@@ -6,12 +6,14 @@ import pytest
 
 from skilldeck.errors import FrontmatterError
 from skilldeck.skill.frontmatter import (
+    MAX_FRONTMATTER_BYTES,
     load_yaml_mapping,
     parse_skill_md,
     render_frontmatter,
     render_skill_md,
     validate_frontmatter,
 )
+from skilldeck.skill.manifest import build_entry
 
 
 def test_core_schema_scalars_resolve_as_yaml_1_2() -> None:
@@ -116,9 +118,87 @@ def _valid(**extra: object) -> dict[str, object]:
 
 
 def test_valid_frontmatter_passes_with_unknown_fields_kept() -> None:
-    fm = _valid(license="MIT", metadata={"v": "1"}, compatibility="py3", **{"allowed-tools": "Read Bash(git:*)"})
-    fm["future-field"] = {"nested": [1, 2]}
+    text = (
+        "---\nname: pdf-forms\ndescription: Fill PDF forms.\nlicense: MIT\nmetadata:\n  v: '1'\n"
+        "compatibility: py3\nallowed-tools: Read Bash(git:*)\nfuture-field:\n  nested: [1, 2]\nx-vendor: true\n---\n"
+    )
+    fm = parse_skill_md(text).frontmatter
+    expected = _valid(
+        license="MIT",
+        metadata={"v": "1"},
+        compatibility="py3",
+        **{"allowed-tools": "Read Bash(git:*)", "future-field": {"nested": [1, 2]}, "x-vendor": True},
+    )
+    assert fm == expected
     validate_frontmatter(fm, directory_name="pdf-forms")
+    assert fm == expected  # validation changes nothing
+    # ...and the entry hosts receive carries every field, unknown ones included, in the file's order.
+    entry = build_entry("pdf-forms", fm, {"SKILL.md": text.encode()})
+    assert entry.to_wire()["frontmatter"] == expected
+    assert list(entry.to_wire()["frontmatter"]) == list(expected)
+
+
+def _nested(levels: int) -> str:
+    """A mapping holding sequences, ``levels`` collections deep in all (the top mapping counts)."""
+    return "a: " + "[" * (levels - 1) + "]" * (levels - 1)
+
+
+@pytest.mark.parametrize(
+    ("fm", "directory"),
+    [
+        (_valid(name="a" * 64), "a" * 64),
+        (_valid(description="x" * 1024), "pdf-forms"),
+        (_valid(compatibility="x" * 500), "pdf-forms"),
+    ],
+    ids=["name-64", "description-1024", "compatibility-500"],
+)
+def test_every_length_limit_holds_exactly_at_the_limit(fm: dict[str, object], directory: str) -> None:
+    validate_frontmatter(fm, directory_name=directory)
+
+
+@pytest.mark.parametrize(
+    ("fm", "directory", "fragment"),
+    [
+        (_valid(name="a" * 65), "a" * 65, "'name' is 65 characters; the limit is 64"),
+        (_valid(description="x" * 1025), "pdf-forms", "'description' is 1025 characters; the limit is 1024"),
+        (_valid(compatibility="x" * 501), "pdf-forms", "'compatibility' is 501 characters; the limit is 500"),
+    ],
+    ids=["name-65", "description-1025", "compatibility-501"],
+)
+def test_every_length_limit_refuses_one_past_it(fm: dict[str, object], directory: str, fragment: str) -> None:
+    with pytest.raises(FrontmatterError) as info:
+        validate_frontmatter(fm, directory_name=directory)
+    assert str(info.value) == fragment
+
+
+def test_yaml_nesting_is_allowed_32_deep_and_refused_33_deep() -> None:
+    innermost: list[object] = []
+    for _ in range(30):  # 32 deep: the mapping, then 31 sequences
+        innermost = [innermost]
+    assert load_yaml_mapping(_nested(32)) == {"a": innermost}
+    with pytest.raises(FrontmatterError) as info:
+        load_yaml_mapping(_nested(33))
+    assert info.value.rule == "yaml-depth"
+    assert "deeper than 32 levels" in str(info.value)
+
+
+def test_frontmatter_of_exactly_64_kib_is_read_and_one_byte_more_is_refused() -> None:
+    head = "a: '"
+    at_limit = head + "x" * (MAX_FRONTMATTER_BYTES - len(head) - 1) + "'"
+    assert len(at_limit.encode()) == MAX_FRONTMATTER_BYTES
+    assert load_yaml_mapping(at_limit) == {"a": "x" * (MAX_FRONTMATTER_BYTES - len(head) - 1)}
+    with pytest.raises(FrontmatterError) as info:
+        load_yaml_mapping(head + "x" * (MAX_FRONTMATTER_BYTES - len(head)) + "'")
+    assert info.value.rule == "frontmatter-size"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("0o8", "0o8"), ("0o7", 7), ("0o", "0o"), ("0x1g", "0x1g"), ("0xff", 255), ("08", 8), ("+0o7", "+0o7")],
+)
+def test_octal_and_hex_follow_the_core_schema_exactly(text: str, value: object) -> None:
+    """``0o`` takes only the digits 0-7 and no sign: ``0o8`` stays the string ``"0o8"``."""
+    assert load_yaml_mapping(f"x: {text}") == {"x": value}
 
 
 @pytest.mark.parametrize(

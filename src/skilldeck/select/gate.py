@@ -65,14 +65,19 @@ class ToolGate:
         self._active = {(lbl, name) for lbl, name in self._active if lbl != label or name in self._listed[label]}
 
     def resolve(self, name: str, label: str | None = None) -> tuple[str, str]:
-        """``(label, tool)`` for a name as the model wrote it (``tool``, ``label/tool`` or ``label__tool``)."""
+        """``(label, tool)`` for a name as the model wrote it (``tool``, ``label/tool`` or ``label__tool``).
+
+        A tool whose own name holds ``/`` or ``__`` (``fs__read``) keeps it: the name is split only
+        when the part after the label is a tool that server listed, or no server lists the whole name.
+        """
         if label is None:
+            owners = [lbl for lbl, tools in self._listed.items() if name in tools]
             for sep in ("/", "__"):
                 if sep in name:
                     head, _, tail = name.partition(sep)
-                    if head in self._listed:
+                    # a tool listed under the whole name (``fs__read``) is not ``fs``'s unlisted ``read``
+                    if head in self._listed and (tail in self._listed[head] or not owners):
                         return head, tail
-            owners = [lbl for lbl, tools in self._listed.items() if name in tools]
             active_owners = [lbl for lbl in owners if (lbl, name) in self._active]
             if len(active_owners) == 1:
                 return active_owners[0], name

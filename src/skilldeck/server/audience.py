@@ -4,17 +4,19 @@
 the per-audience variant for a caller: skills the caller is not admitted to are absent (from
 ``skills/list``, ``skills/get``, ``resources/read`` and folder listings alike), text files are
 rendered with the caller's variables, ``metadata["dev.skilldeck/tools"]`` (where the skill
-declares it) names only the tools routed to the caller, and every entry's digests are those
-of the bytes this caller is served. A skill whose tools are all denied is hidden unless it is
-instruction-only on purpose.
+declares it, dynamic skills included) names only the tools routed to the caller, and every
+entry's digests are those of the bytes this caller is served. A skill whose tools are all denied
+is hidden unless it is instruction-only on purpose.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from skilldeck.errors import SkillError
 from skilldeck.server.catalog import Catalog, StaticSkill
+from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.policy import Caller, Policy, render_template
 from skilldeck.skill.frontmatter import parse_skill_md, render_frontmatter
 from skilldeck.skill.manifest import build_entry
@@ -85,16 +87,36 @@ def _render_file(rel: str, data: bytes, values: dict[str, str], routed: frozense
     return text.encode("utf-8")
 
 
+def _routed_frontmatter(frontmatter: Mapping[str, Any], routed: frozenset[str] | None) -> dict[str, Any] | None:
+    """``frontmatter`` with ``metadata["dev.skilldeck/tools"]`` narrowed to ``routed``; ``None`` without that key."""
+    metadata = frontmatter.get("metadata")
+    if routed is None or not isinstance(metadata, dict) or TOOLS_KEY not in metadata:
+        return None
+    declared = str(metadata[TOOLS_KEY]).split()
+    kept = " ".join(t for t in declared if t.rpartition("/")[2] in routed)
+    return {**frontmatter, "metadata": {**metadata, TOOLS_KEY: kept}}
+
+
 def _render_skill_md(text: str, values: dict[str, str], routed: frozenset[str] | None) -> str:
     parsed = parse_skill_md(text)
     head = text[: len(text) - len(parsed.body)]
-    metadata = parsed.frontmatter.get("metadata")
-    if routed is not None and isinstance(metadata, dict) and TOOLS_KEY in metadata:
-        declared = str(metadata[TOOLS_KEY]).split()
-        kept = " ".join(t for t in declared if t.rpartition("/")[2] in routed)
-        frontmatter = {**parsed.frontmatter, "metadata": {**metadata, TOOLS_KEY: kept}}
+    frontmatter = _routed_frontmatter(parsed.frontmatter, routed)
+    if frontmatter is not None:
         head = f"---\n{render_frontmatter(frontmatter)}---\n"
     return head + render_template(parsed.body, values)
+
+
+def _dynamic_variant(skill: DynamicSkill, policy: Policy, caller: Caller) -> DynamicSkill:
+    """A dynamic skill as ``caller`` sees it: its tools metadata names only the tools routed to them.
+
+    Its content is generated per request, so placeholders are the renderer's business; the entry,
+    and the frontmatter written into every ``SKILL.md`` it renders, come from this variant.
+    """
+    rule = policy.skill(skill.name)
+    frontmatter = None if rule is None else _routed_frontmatter(skill.frontmatter, rule.route(caller))
+    if frontmatter is None or frontmatter == skill.frontmatter:
+        return skill
+    return skill.with_frontmatter(frontmatter)
 
 
 def _without_hidden(skill: StaticSkill, hidden_paths: list[str]) -> StaticSkill:
@@ -126,5 +148,5 @@ def catalog_for(base: Catalog, policy: Policy, caller: Caller) -> Catalog:
             static.append(_render_skill(_without_hidden(skill, hidden), policy, caller, rendered))
         except SkillError as exc:  # a rendered variant over the limits, say: withheld, not half-served
             problems.append(exc)
-    dynamic = [d for d in base.dynamic_skills if _visible(policy, d.name, caller)]
+    dynamic = [_dynamic_variant(d, policy, caller) for d in base.dynamic_skills if _visible(policy, d.name, caller)]
     return Catalog(static, dynamic, problems)

@@ -84,6 +84,21 @@ class DynamicSkill:
     def name(self) -> str:
         return str(self.frontmatter["name"])
 
+    def with_frontmatter(self, frontmatter: Mapping[str, Any]) -> DynamicSkill:
+        """The same skill (path, name, renderers) published with other frontmatter: a per-caller variant, say.
+
+        Raises:
+            SourceError: the frontmatter breaks the Agent Skills rules.
+        """
+        fields = {k: v for k, v in frontmatter.items() if k not in ("name", "description")}
+        return DynamicSkill(
+            self.skill_path,
+            description=str(frontmatter.get("description", self.frontmatter["description"])),
+            body=self._body,
+            files=self._files,
+            frontmatter=fields,
+        )
+
     async def render(self, request: SkillRequest) -> dict[str, bytes]:
         """Every file of the skill for this request, ``SKILL.md`` included, as bytes.
 

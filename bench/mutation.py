@@ -1,0 +1,869 @@
+"""Hand-made mutations of skilldeck's security- and correctness-critical code, each run against its tests.
+
+Every mutation is an exact ``(file, old snippet, new snippet)``: a flipped comparison, a dropped
+check, a swapped order, an off-by-one on a limit, a prefix test without its ``/``. The script copies
+``src``, ``tests``, ``examples`` and ``pyproject.toml`` to a temporary folder, checks that the tests
+pass there unchanged, then applies one mutation at a time (the old snippet must occur exactly once,
+else the mutation is reported as stale with the file named), runs the tests named for it against
+the copy, and restores the file. A mutation is *caught* when those tests fail. The working tree is
+never modified: the copy is imported through ``PYTHONPATH``, which comes before the editable install.
+
+    .venv/bin/python bench/mutation.py                 # every mutation; 3-8 minutes on 2 cores
+    .venv/bin/python bench/mutation.py --only gate-split-any-name sources-early-stop
+    .venv/bin/python bench/mutation.py --check         # only check that every snippet still applies
+    .venv/bin/python bench/mutation.py --list
+    .venv/bin/python bench/mutation.py --tests-from REV --output bench/results/mutation-REV.json
+
+Results go to ``bench/results/mutation.json`` (``--output`` to change). ``--tests-from`` runs an
+older revision's tests against today's code, to see what that suite caught. The exit status is 0
+when every mutation not marked equivalent was caught, 1 when one survived, and 2 when one is stale
+or its run failed to start.
+``tests/test_mutation_patterns.py`` checks, on every test run, that every snippet still applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+COPIED = ("src", "tests", "examples", "pyproject.toml")
+RESULTS = REPO / "bench" / "results" / "mutation.json"
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-o", "timeout=120")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One fault: ``old`` (exactly once in ``file``, relative to the repository) becomes ``new``."""
+
+    id: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    """pytest targets (files or node ids, relative to the repository) that must fail on it."""
+    what: str
+    equivalent: str = ""
+    """Why no test can tell this mutant from the code, when that is so (it is run, but not counted)."""
+
+
+class PatternError(Exception):
+    """A mutation's snippet is not in its file exactly once: update the mutation."""
+
+
+def _m(
+    id: str, file: str, old: str, new: str, tests: tuple[str, ...] | str, what: str, equivalent: str = ""
+) -> Mutation:
+    targets = (tests,) if isinstance(tests, str) else tests
+    return Mutation(id, f"src/skilldeck/{file}", old, new, targets, what, equivalent)
+
+
+T_POLICY = "tests/server/test_policy.py"
+T_DYN_POLICY = "tests/server/test_dynamic_under_policy.py"
+T_CONTEXT = "tests/server/test_context_aware_http.py"
+T_LIMITS = "tests/server/test_limits_and_prefix_siblings.py"
+T_SOURCES = "tests/server/test_sources_and_catalog.py"
+T_FRONTMATTER = "tests/skill/test_frontmatter.py"
+T_MANIFEST = "tests/skill/test_manifest_and_uri.py"
+T_DISCOVERY = "tests/host/test_discovery_adversarial.py"
+T_CAPS = "tests/host/test_listing_caps_exact.py"
+T_LOADER = "tests/host/test_loader_adversarial.py"
+T_CACHE = "tests/host/test_cache.py"
+T_APPROVALS = "tests/host/test_approvals.py"
+T_ORIGINS = "tests/host/test_origins_and_collisions.py"
+T_GATE = "tests/select/test_gate_and_projection.py"
+T_EXTENSION = "tests/server/test_extension.py"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # -- server/audience.py: who sees what ------------------------------------------------------------
+    _m(
+        "audience-dynamic-admission",
+        "server/audience.py",
+        "for d in base.dynamic_skills if _visible(policy, d.name, caller)]",
+        "for d in base.dynamic_skills]",
+        T_DYN_POLICY,
+        "dynamic skills are served to callers the policy does not admit",
+    ),
+    _m(
+        "audience-dynamic-tools-metadata",
+        "server/audience.py",
+        "    if frontmatter is None or frontmatter == skill.frontmatter:\n        return skill\n",
+        "    return skill\n",
+        T_DYN_POLICY,
+        "a dynamic skill's tools metadata names tools not routed to the caller",
+    ),
+    _m(
+        "audience-static-admission",
+        "server/audience.py",
+        "s for e in base.entries if _visible(policy, e.name, caller) and (s := base.static_skill(e.uri)) is not None",
+        "s for e in base.entries if (s := base.static_skill(e.uri)) is not None",
+        T_POLICY,
+        "static skills are served to callers the policy does not admit",
+    ),
+    _m(
+        "audience-nested-hidden-files",
+        "server/audience.py",
+        "static.append(_render_skill(_without_hidden(skill, hidden), policy, caller, rendered))",
+        "static.append(_render_skill(skill, policy, caller, rendered))",
+        T_POLICY,
+        "an enclosing skill still carries the files of a nested skill hidden from the caller",
+    ),
+    _m(
+        "audience-hidden-sibling-prefix",
+        "server/audience.py",
+        'if p.startswith(skill.skill_path + "/")]',
+        "if p.startswith(skill.skill_path)]",
+        T_LIMITS,
+        "hiding pdf-forms drops the forms/ folder of pdf",
+    ),
+    _m(
+        "audience-all-denied-visible",
+        "server/audience.py",
+        "    return bool(rule.route(caller))\n",
+        "    return True\n",
+        T_POLICY,
+        "a skill whose tools are all denied to the caller is still offered",
+    ),
+    _m(
+        "audience-tools-metadata",
+        "server/audience.py",
+        'kept = " ".join(t for t in declared if t.rpartition("/")[2] in routed)',
+        'kept = " ".join(declared)',
+        (T_POLICY, T_DYN_POLICY),
+        "the tools metadata names tools not routed to the caller",
+    ),
+    _m(
+        "audience-allowed-tools-admission",
+        "server/audience.py",
+        "if rule is not None and _visible(policy, name, caller):",
+        "if rule is not None:",
+        T_POLICY,
+        "a route grants tools through a skill the caller is not admitted to",
+    ),
+    # -- server/catalog.py: what a folder and a page hold ----------------------------------------------
+    _m(
+        "catalog-children-prefix",
+        "server/catalog.py",
+        "        if not path.startswith(base):\n",
+        "        if not path.startswith(prefix):\n",
+        T_LIMITS,
+        "pdf-forms shows up as the made-up child skill://pdf/forms",
+    ),
+    _m(
+        "catalog-dynamic-file-prefix",
+        "server/catalog.py",
+        'for root, dyn in self._dynamic.items():\n            if uri.startswith(root + "/"):',
+        "for root, dyn in self._dynamic.items():\n            if uri.startswith(root):",
+        T_LIMITS,
+        "a file of dynamic pdf-forms is looked up in dynamic pdf",
+    ),
+    _m(
+        "catalog-dynamic-root-prefix",
+        "server/catalog.py",
+        'return dyn, ""\n            if uri.startswith(root + "/"):',
+        'return dyn, ""\n            if uri.startswith(root):',
+        T_LIMITS,
+        "the folder of dynamic pdf-forms is taken for a folder of dynamic pdf",
+    ),
+    _m(
+        "catalog-page-boundary",
+        "server/catalog.py",
+        "if start + limit < len(keys) and page else None",
+        "if start + limit <= len(keys) and page else None",
+        T_LIMITS,
+        "a listing ending exactly on a page boundary hands out a cursor to an empty page",
+    ),
+    _m(
+        "catalog-cursor-strict",
+        "server/catalog.py",
+        "if keys[mid] <= after:",
+        "if keys[mid] < after:",
+        T_LIMITS,
+        "the page after a cursor repeats the cursor's entry",
+    ),
+    _m(
+        "catalog-duplicate-uri",
+        "server/catalog.py",
+        "            if item.entry.uri in self._entries:\n",
+        "            if False:\n",
+        T_SOURCES,
+        "a skill path served twice is not reported",
+    ),
+    # -- server/sources.py: reading folders ------------------------------------------------------------
+    _m(
+        "sources-early-stop",
+        "server/sources.py",
+        "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
+        "if False:",
+        T_LIMITS,
+        "an oversize skill is read whole into memory before it is refused",
+    ),
+    _m(
+        "sources-early-stop-files-off-by-one",
+        "server/sources.py",
+        "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
+        "if total > MAX_SKILL_BYTES or len(files) >= MAX_RESOURCES_PER_SKILL:",
+        T_LIMITS,
+        "the early stop fires at exactly 512 files",
+        equivalent="the early stop only calls check_limits, which lets 512 files through: same outcome",
+    ),
+    _m(
+        "sources-file-size-off-by-one",
+        "server/sources.py",
+        "if st.st_size > MAX_SKILL_BYTES:",
+        "if st.st_size >= MAX_SKILL_BYTES:",
+        T_LIMITS,
+        "a file of exactly 16 MiB is refused on its own",
+    ),
+    _m(
+        "sources-symlink-escape",
+        "server/sources.py",
+        "if inside is None:\n                        raise _Escape",
+        "if inside is None:\n                        return os.open(str(target), _O_FILE)",
+        T_SOURCES,
+        "a symlink leaving the root is served",
+    ),
+    _m(
+        "sources-symlink-folder",
+        "server/sources.py",
+        "if stat.S_ISDIR(st.st_mode):\n                        problems.append(",
+        "if stat.S_ISDIR(st.st_mode):\n                        continue\n                        problems.append(",
+        T_SOURCES,
+        "a symlinked folder is not reported",
+    ),
+    # -- server/extension.py: enforcement on the wire ------------------------------------------------------
+    _m(
+        "extension-tool-call-gate",
+        "server/extension.py",
+        "if params.name not in allowed:",
+        "if False:",
+        f"{T_CONTEXT}::test_admin_tool_is_refused_to_a_user_not_run_and_audited",
+        "a tool no admitted route grants runs anyway",
+    ),
+    _m(
+        "extension-tools-list-filter",
+        "server/extension.py",
+        'return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}',
+        "return result",
+        f"{T_CONTEXT}::test_in_process_answers_for_the_default_identity",
+        "tools/list shows tools the caller may not call",
+    ),
+    _m(
+        "extension-read-unfiltered",
+        "server/extension.py",
+        "found = await self._ext.read_file(uri, _skill_request(ctx), self._ext.view(ctx))",
+        "found = await self._ext.read_file(uri, _skill_request(ctx))",
+        f"{T_CONTEXT}::test_meta_hints_never_widen_permissions",
+        "resources/read answers from the whole catalog, not the caller's view",
+    ),
+    _m(
+        "extension-cache-scope",
+        "server/extension.py",
+        'scope = "private" if self.policy is not None else self.cache_scope',
+        "scope = self.cache_scope",
+        f"{T_CONTEXT}::test_per_caller_skill_content_is_private_to_caches",
+        "per-caller answers are marked public for shared caches",
+    ),
+    _m(
+        "extension-dynamic-folder-prefix",
+        "server/extension.py",
+        'if folder and not any(p.startswith(folder + "/") for p in files):',
+        "if folder and not any(p.startswith(folder) for p in files):",
+        T_LIMITS,
+        "a prefix of a dynamic skill's folder name is listed as a folder",
+    ),
+    # -- skill/frontmatter.py: the YAML rule and the Agent Skills limits -----------------------------------
+    _m(
+        "frontmatter-name-length",
+        "skill/frontmatter.py",
+        "if len(name) > MAX_NAME_LENGTH:",
+        "if len(name) >= MAX_NAME_LENGTH:",
+        T_FRONTMATTER,
+        "a name of exactly 64 characters is refused",
+    ),
+    _m(
+        "frontmatter-description-length",
+        "skill/frontmatter.py",
+        "elif len(description) > MAX_DESCRIPTION_LENGTH:",
+        "elif len(description) >= MAX_DESCRIPTION_LENGTH:",
+        T_FRONTMATTER,
+        "a description of exactly 1024 characters is refused",
+    ),
+    _m(
+        "frontmatter-compatibility-length",
+        "skill/frontmatter.py",
+        "elif len(compatibility) > MAX_COMPATIBILITY_LENGTH:",
+        "elif len(compatibility) > MAX_COMPATIBILITY_LENGTH + 1:",
+        T_FRONTMATTER,
+        "a compatibility of 501 characters is accepted",
+    ),
+    _m(
+        "frontmatter-depth",
+        "skill/frontmatter.py",
+        "if self._depth > MAX_FRONTMATTER_DEPTH:",
+        "if self._depth >= MAX_FRONTMATTER_DEPTH:",
+        T_FRONTMATTER,
+        "frontmatter nested exactly 32 deep is refused",
+    ),
+    _m(
+        "frontmatter-size",
+        "skill/frontmatter.py",
+        'if len(text.encode("utf-8")) > MAX_FRONTMATTER_BYTES:',
+        'if len(text.encode("utf-8")) >= MAX_FRONTMATTER_BYTES:',
+        T_FRONTMATTER,
+        "frontmatter of exactly 64 KiB is refused",
+    ),
+    _m(
+        "frontmatter-octal-digits",
+        "skill/frontmatter.py",
+        "0o[0-7]+",
+        "0o[0-9]+",
+        T_FRONTMATTER,
+        "0o8 is taken for an integer (and then refused) instead of the string it is",
+    ),
+    _m(
+        "frontmatter-alias",
+        "skill/frontmatter.py",
+        "if self.check_event(AliasEvent):",
+        "if False:",
+        T_FRONTMATTER,
+        "YAML aliases (alias bombs) are expanded",
+    ),
+    _m(
+        "frontmatter-duplicate-key",
+        "skill/frontmatter.py",
+        "            if key in result:\n",
+        "            if False:\n",
+        T_FRONTMATTER,
+        "a duplicate key silently keeps the last value",
+    ),
+    _m(
+        "frontmatter-name-directory",
+        "skill/frontmatter.py",
+        "and name != directory_name:",
+        "and name == directory_name and False:",
+        T_FRONTMATTER,
+        "a name that differs from its folder is accepted",
+    ),
+    # -- skill/manifest.py: entries built and entries received ---------------------------------------------
+    _m(
+        "manifest-unknown-fields",
+        "skill/manifest.py",
+        "return SkillEntry(uri=file_uri(skill_path), frontmatter=dict(frontmatter), resources=resources)",
+        "return SkillEntry(uri=file_uri(skill_path), frontmatter={k: frontmatter[k] for k in "
+        '("name", "description", "license", "compatibility", "metadata", "allowed-tools") if k in frontmatter}, '
+        "resources=resources)",
+        T_FRONTMATTER,
+        "unknown frontmatter fields are dropped from the entry",
+    ),
+    _m(
+        "manifest-files-limit",
+        "skill/manifest.py",
+        "if len(sizes) > MAX_RESOURCES_PER_SKILL:",
+        "if len(sizes) >= MAX_RESOURCES_PER_SKILL:",
+        (T_MANIFEST, T_LIMITS),
+        "a skill of exactly 512 files is refused",
+    ),
+    _m(
+        "manifest-bytes-limit",
+        "skill/manifest.py",
+        "total = sum(sizes.values())\n    if total > MAX_SKILL_BYTES:",
+        "total = sum(sizes.values())\n    if total >= MAX_SKILL_BYTES:",
+        (T_MANIFEST, T_LIMITS),
+        "a skill of exactly 16 MiB is refused",
+    ),
+    _m(
+        "manifest-wire-files-limit",
+        "skill/manifest.py",
+        "if len(resources) > MAX_RESOURCES_PER_SKILL:",
+        "if len(resources) > MAX_RESOURCES_PER_SKILL + 1:",
+        T_DISCOVERY,
+        "a host accepts an entry of 513 files",
+    ),
+    _m(
+        "manifest-wire-bytes-limit",
+        "skill/manifest.py",
+        "total = sum(r.size for r in parsed)\n    if total > MAX_SKILL_BYTES:",
+        "total = sum(r.size for r in parsed)\n    if total >= MAX_SKILL_BYTES:",
+        T_DISCOVERY,
+        "a host refuses an entry of exactly 16 MiB",
+    ),
+    _m(
+        "manifest-wire-outside-root",
+        "skill/manifest.py",
+        'r_uri.startswith(root + "/")',
+        "r_uri.startswith(root)",
+        T_DISCOVERY,
+        "an entry of skill pre may list files of skill prefix",
+    ),
+    _m(
+        "manifest-wire-dot-segments",
+        "skill/manifest.py",
+        'if "/../" in r_uri + "/" or "/./" in r_uri + "/":',
+        "if False:",
+        T_DISCOVERY,
+        "an entry may list ../ resources",
+    ),
+    _m(
+        "manifest-wire-own-skill-md",
+        "skill/manifest.py",
+        "    if uri not in seen:\n",
+        "    if False:\n",
+        T_DISCOVERY,
+        "an entry need not list its own SKILL.md",
+    ),
+    _m(
+        "manifest-wire-name",
+        "skill/manifest.py",
+        "if skill_name_from_uri(uri) != name:",
+        "if False:",
+        T_DISCOVERY,
+        "an entry's URI may name another skill than its frontmatter",
+    ),
+    # -- skill/uri.py ----------------------------------------------------------------------------------
+    _m(
+        "uri-resolve-climb",
+        "skill/uri.py",
+        'if normalized in (".", "") or normalized == ".." or normalized.startswith("../"):',
+        'if normalized in (".", ""):',
+        T_MANIFEST,
+        "a relative reference may climb out of the skill",
+    ),
+    _m(
+        "uri-resolve-absolute",
+        "skill/uri.py",
+        'or "://" in reference or reference.startswith(("/", "\\\\")):',
+        'or "://" in reference:',
+        T_MANIFEST,
+        "an absolute path resolves inside the skill",
+    ),
+    # -- host: listing, loading, verifying, caching, approving ---------------------------------------------
+    _m(
+        "discover-entry-cap",
+        "host/discover.py",
+        "if len(items) > limits.max_entries:",
+        "if len(items) >= limits.max_entries:",
+        T_CAPS,
+        "a listing of exactly the entry cap is reported as truncated",
+    ),
+    _m(
+        "discover-page-cap",
+        "host/discover.py",
+        "for page_number in range(1, limits.max_pages + 1):",
+        "for page_number in range(1, limits.max_pages):",
+        T_CAPS,
+        "a listing of exactly the page cap loses its last page",
+    ),
+    _m(
+        "discover-repeated-cursor",
+        "host/discover.py",
+        "        if cursor in seen:\n",
+        "        if False:\n",
+        T_DISCOVERY,
+        "a listing that cycles its cursors is followed to the page cap",
+    ),
+    _m(
+        "discover-skills-not-declared",
+        "host/discover.py",
+        "    if connected.skills is None:\n        return\n",
+        "",
+        T_DISCOVERY,
+        "skills/list is sent to servers that did not declare the extension",
+    ),
+    _m(
+        "loader-resolve-sibling",
+        "host/loader.py",
+        'if not reference.startswith(root + "/") or',
+        "if not reference.startswith(root) or",
+        T_LOADER,
+        "a loaded pdf skill resolves skill://.../pdf-forms references as its own",
+    ),
+    _m(
+        "loader-resolve-dot-segments",
+        "host/loader.py",
+        'if not reference.startswith(root + "/") or any(s in (".", "..", "") for s in segments):',
+        'if not reference.startswith(root + "/"):',
+        T_LOADER,
+        "an absolute reference may climb out of a dynamic skill's folder",
+    ),
+    _m(
+        "loader-budget-off-by-one",
+        "host/loader.py",
+        "if self.used_bytes + size > self.budget_bytes:",
+        "if self.used_bytes + size >= self.budget_bytes:",
+        T_LOADER,
+        "a file that exactly fills the budget is refused",
+    ),
+    _m(
+        "loader-read-before-budget",
+        "host/loader.py",
+        "        self._reserve(resource.uri, resource.size)\n        data = await self.index.read(resource.uri)\n",
+        "        data = await self.index.read(resource.uri)\n        self._reserve(resource.uri, resource.size)\n",
+        T_LOADER,
+        "the budget is checked after the fetch instead of before",
+    ),
+    _m(
+        "loader-skip-frontmatter",
+        "host/loader.py",
+        "            text = verify_skill_md(entry.uri, data, entry.frontmatter, label=self.label)\n"
+        "        except VerificationError as failure:",
+        '            text = data.decode("utf-8")\n        except VerificationError as failure:',
+        T_LOADER,
+        "SKILL.md's frontmatter is not compared with the entry",
+    ),
+    _m(
+        "loader-dynamic-allowed",
+        "host/loader.py",
+        "            if not self.allow_dynamic:\n",
+        "            if False:\n",
+        T_LOADER,
+        "dynamic skills load without the opt-in",
+    ),
+    _m(
+        "loader-refresh-other-uri",
+        "host/loader.py",
+        "        if current.uri != entry.uri:  # an answer about another skill is no refresh of this one\n"
+        "            return failure\n",
+        "",
+        T_LOADER,
+        "a skills/get answer about another skill is taken as the current entry",
+    ),
+    _m(
+        "verify-size-first",
+        "host/verify.py",
+        "    if len(data) != size:\n",
+        "    if False:\n",
+        T_LOADER,
+        "a size mismatch is only caught by the digest",
+    ),
+    _m(
+        "cache-rehash",
+        "host/cache.py",
+        "        if digest_of(data) != digest:\n",
+        "        if False:\n",
+        T_CACHE,
+        "cached bytes are used without re-hashing them against the current entry",
+    ),
+    _m(
+        "approvals-content-bound",
+        "host/approvals.py",
+        'if record.get("resources") == _binding(entry):',
+        "if True:",
+        T_APPROVALS,
+        "an approval survives a change of the skill's content",
+    ),
+    _m(
+        "host-removed-server",
+        "host/host.py",
+        "        if label in self._removed:\n",
+        "        if False:\n",
+        f"{T_CACHE}::test_removed_server_stays_removed",
+        "a removed server is treated as merely disconnected",
+    ),
+    _m(
+        "registry-ambiguous-name",
+        "host/registry.py",
+        "        if len(matches) > 1:\n",
+        "        if False:\n",
+        T_ORIGINS,
+        "a bare name several skills answer to resolves to one of them",
+    ),
+    # -- select: the gate and the projection ------------------------------------------------------------------
+    _m(
+        "gate-split-any-name",
+        "select/gate.py",
+        "if head in self._listed and (tail in self._listed[head] or not owners):",
+        "if True:",
+        T_GATE,
+        "every tool name holding __ or / is split into server and tool",
+    ),
+    _m(
+        "gate-split-unlisted-tail",
+        "select/gate.py",
+        "if head in self._listed and (tail in self._listed[head] or not owners):",
+        "if head in self._listed:",
+        T_GATE,
+        "fs__read is taken for the unlisted tool read of server fs",
+    ),
+    _m(
+        "gate-active-set",
+        "select/gate.py",
+        "        if (label, tool) not in self._active:\n",
+        "        if False:\n",
+        T_GATE,
+        "a listed tool outside the active skill's set may be called",
+    ),
+    _m(
+        "gate-arguments",
+        "select/gate.py",
+        "        self._validate(label, tool, listed[tool], dict(arguments or {}))\n",
+        "",
+        T_GATE,
+        "arguments are not validated against the input schema",
+    ),
+    _m(
+        "gate-relisting",
+        "select/gate.py",
+        "        self._active = {(lbl, name) for lbl, name in self._active if lbl != label or name in self._listed[label]}"
+        "\n",
+        "",
+        T_GATE,
+        "a tool that disappeared from a re-listing stays active",
+    ),
+    _m(
+        "project-b-tokens-system",
+        "select/project.py",
+        "return count_tokens(self.system) + count_tokens(tools)",
+        "return count_tokens(tools)",
+        T_GATE,
+        "History B's token count leaves out its system prompt (cards and SKILL.md)",
+    ),
+)
+
+
+# -- applying -------------------------------------------------------------------------------------------
+
+
+def mutate(text: str, mutation: Mutation) -> str:
+    """``text`` with the mutation applied.
+
+    Raises:
+        PatternError: the snippet does not occur exactly once (the code moved on: update the mutation).
+    """
+    count = text.count(mutation.old)
+    if count != 1:
+        found = "not found" if count == 0 else f"found {count} times"
+        raise PatternError(f"{mutation.id}: pattern {found} in {mutation.file}: {mutation.old!r}")
+    return text.replace(mutation.old, mutation.new)
+
+
+def check(root: Path = REPO, mutations: tuple[Mutation, ...] = MUTATIONS) -> list[str]:
+    """Every problem with the mutation list against the tree at ``root`` (empty when all apply)."""
+    problems: list[str] = []
+    ids = [m.id for m in mutations]
+    problems += [f"{i}: id used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    for mutation in mutations:
+        path = root / mutation.file
+        if not path.is_file():
+            problems.append(f"{mutation.id}: no file {mutation.file}")
+        else:
+            try:
+                compile(mutate(path.read_text(encoding="utf-8"), mutation), str(path), "exec")
+            except PatternError as exc:
+                problems.append(str(exc))
+            except SyntaxError as exc:
+                problems.append(f"{mutation.id}: the mutated {mutation.file} does not compile: {exc}")
+        for target in mutation.tests:
+            file, _, test = target.partition("::")
+            if not (root / file).is_file():
+                problems.append(f"{mutation.id}: no test file {file}")
+            elif test and not re.search(rf"def {re.escape(test)}\b", (root / file).read_text(encoding="utf-8")):
+                problems.append(f"{mutation.id}: no test {test} in {file}")
+    return problems
+
+
+# -- running ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    id: str
+    file: str
+    what: str
+    tests: list[str]
+    status: str
+    """``caught``, ``survived``, ``equivalent`` (survived, and marked so), or ``error`` (no test ran)."""
+    seconds: float
+    failed: list[str]
+
+
+def _pytest(copy: Path, targets: list[str], timeout: float) -> tuple[int, str]:
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *PYTEST_ARGS, *targets],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return 1, "TIMEOUT (counted as caught: the tests did not pass)"
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _failed(output: str) -> list[str]:
+    return re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.MULTILINE)[:3]
+
+
+def _make_copy(where: Path) -> Path:
+    copy = where / "repo"
+    copy.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "node_modules")
+    for name in COPIED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=ignore, symlinks=True)
+        else:
+            shutil.copy2(source, copy / name)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import skilldeck; print(skilldeck.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(copy / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if not probe.stdout.strip().startswith(str(copy)):
+        raise SystemExit(f"the copy is not what gets imported ({probe.stdout.strip()}); is PYTHONPATH ignored?")
+    return copy
+
+
+def _old_tests(copy: Path, revision: str) -> None:
+    """Replace the copy's tests with those of ``revision`` (to measure what an older suite catches)."""
+    shutil.rmtree(copy / "tests")
+    archive = subprocess.run(["git", "archive", revision, "tests"], cwd=REPO, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(copy)], input=archive.stdout, check=True)
+
+
+def _targets(copy: Path, mutation: Mutation) -> list[str]:
+    """The mutation's test targets that exist in the copy; a missing test falls back to its file, a
+    missing file to every test in its folder (only with --tests-from, where older tests are run)."""
+    found: list[str] = []
+    for target in mutation.tests:
+        file, _, test = target.partition("::")
+        if not (copy / file).is_file():
+            target = str(Path(file).parent)
+        elif test and not re.search(rf"def {re.escape(test)}\b", (copy / file).read_text(encoding="utf-8")):
+            target = file
+        if target not in found:
+            found.append(target)
+    return found
+
+
+def run(
+    mutations: list[Mutation], timeout: float, verbose: bool, tests_from: str | None = None
+) -> tuple[list[Outcome], float]:
+    with tempfile.TemporaryDirectory(prefix="skilldeck-mutation-") as tmp:
+        copy = _make_copy(Path(tmp))
+        if tests_from:
+            _old_tests(copy, tests_from)
+        targets = sorted({t for m in mutations for t in _targets(copy, m)})
+        started = time.perf_counter()
+        code, output = _pytest(copy, targets, timeout * 4)
+        baseline = time.perf_counter() - started
+        if code != 0:
+            print(output[-4000:], file=sys.stderr)
+            raise SystemExit("the tests fail on the unmutated code; fix that first")
+        print(f"baseline: {len(targets)} test targets pass unmutated ({baseline:.1f} s)")
+        outcomes = []
+        for n, mutation in enumerate(mutations, 1):
+            path = copy / mutation.file
+            original = path.read_text(encoding="utf-8")
+            path.write_text(mutate(original, mutation), encoding="utf-8")
+            started = time.perf_counter()
+            try:
+                code, output = _pytest(copy, _targets(copy, mutation), timeout)
+            finally:
+                path.write_text(original, encoding="utf-8")
+            status = "caught" if code == 1 else "survived" if code == 0 else "error"
+            if status == "survived" and mutation.equivalent:
+                status = "equivalent"
+            outcome = Outcome(
+                mutation.id,
+                mutation.file,
+                mutation.what,
+                _targets(copy, mutation),
+                status,
+                round(time.perf_counter() - started, 1),
+                _failed(output),
+            )
+            outcomes.append(outcome)
+            print(f"[{n:2}/{len(mutations)}] {status:8} {mutation.id:40} {outcome.seconds:5.1f} s  {mutation.what}")
+            if status != "caught" and verbose:
+                print(output[-3000:])
+        return outcomes, baseline
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutations")
+    parser.add_argument("--check", action="store_true", help="only check that every mutation still applies")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per mutation run (default 300)")
+    parser.add_argument("--output", type=Path, default=RESULTS, help=f"result JSON (default {RESULTS})")
+    parser.add_argument("--verbose", action="store_true", help="print the test output of surviving mutations")
+    parser.add_argument(
+        "--tests-from",
+        metavar="REV",
+        help="run the tests of this git revision instead (a test it lacks: its file, else its folder)",
+    )
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.id:40} {m.file:32} {m.what}")
+        return 0
+    problems = check()
+    if problems:
+        print("stale mutations (update the snippet in bench/mutation.py):", *problems, sep="\n  ", file=sys.stderr)
+        return 2
+    if args.check:
+        print(f"all {len(MUTATIONS)} mutations apply")
+        return 0
+    chosen = list(MUTATIONS)
+    if args.only:
+        unknown = sorted(set(args.only) - {m.id for m in MUTATIONS})
+        if unknown:
+            parser.error(f"unknown mutation ids: {', '.join(unknown)} (see --list)")
+        chosen = [m for m in MUTATIONS if m.id in args.only]
+
+    started = time.perf_counter()
+    outcomes, baseline = run(chosen, args.timeout, args.verbose, args.tests_from)
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("caught", "survived", "equivalent", "error")}
+    result = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "commit": _git("rev-parse", "HEAD"),
+        "worktree_clean": _git("status", "--porcelain", "--", "src", "tests") == "",
+        "python": platform.python_version(),
+        "machine": {"cpus": os.cpu_count(), "load_average": list(os.getloadavg())},
+        "tests_from": args.tests_from or "the working tree",
+        "pytest_args": list(PYTEST_ARGS),
+        "baseline_seconds": round(baseline, 1),
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "summary": {"mutations": len(outcomes), **counts},
+        "mutations": [asdict(o) for o in outcomes],
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(
+        f"{counts['caught']}/{len(outcomes) - counts['equivalent']} non-equivalent mutations caught, "
+        f"{counts['survived']} survived, {counts['equivalent']} equivalent, {counts['error']} errors "
+        f"in {result['total_seconds']:.0f} s; wrote {args.output}"
+    )
+    if counts["error"]:
+        return 2
+    return 1 if counts["survived"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""The mutation list in bench/mutation.py still applies to the code: each snippet occurs exactly once.
+
+Running the mutations takes minutes (``.venv/bin/python bench/mutation.py``); this only checks that
+none went stale, so a change that moves a mutated line fails here and names the mutation to update.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def mutation() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("skilldeck_bench_mutation", REPO / "bench" / "mutation.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_mutation_applies_exactly_once_and_names_existing_tests(mutation: ModuleType) -> None:
+    assert len(mutation.MUTATIONS) >= 50
+    assert mutation.check() == []
+
+
+def test_a_stale_snippet_is_reported_with_the_mutation_and_file(mutation: ModuleType, tmp_path: Path) -> None:
+    stale = mutation.Mutation("demo", "src/x.py", "a > b", "a >= b", ("tests/test_x.py",), "an off-by-one")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "x.py").write_text("a >= b\n")
+    assert mutation.check(tmp_path, (stale,)) == [
+        "demo: pattern not found in src/x.py: 'a > b'",
+        "demo: no test file tests/test_x.py",
+    ]
+    (tmp_path / "src" / "x.py").write_text("a > b\na > b\n")
+    with pytest.raises(mutation.PatternError, match="found 2 times"):
+        mutation.mutate((tmp_path / "src" / "x.py").read_text(), stale)
