@@ -476,8 +476,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "discover-skills-not-declared",
         "host/discover.py",
-        "    if connected.skills is None:\n        return\n",
-        "",
+        "        if connected.skills is not None:\n",
+        "        if True:\n",
         T_DISCOVERY,
         "skills/list is sent to servers that did not declare the extension",
     ),

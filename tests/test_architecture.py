@@ -92,3 +92,53 @@ def test_server_never_imports_host_or_cli() -> None:
     for path in (SRC / "server").glob("*.py"):
         for name in imported_modules(path):
             assert not name.startswith(("skilldeck.host", "skilldeck.cli", "skilldeck.demo")), (path, name)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every skilldeck module and the skilldeck modules it imports (``TYPE_CHECKING`` imports too).
+
+    ``from skilldeck.host import stdio_guard`` counts as an import of the submodule, not the package.
+    """
+    modules = {
+        ".".join(("skilldeck", *path.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__"): path
+        for path in SRC.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name in modules)
+            elif isinstance(node, ast.ImportFrom) and node.module in modules:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    found.add(submodule if submodule in modules else node.module)
+        graph[module] = found - {module}
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    graph = module_graph()
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = "open"
+        path.append(module)
+        for name in sorted(graph[module]):
+            assert state.get(name) != "open", " -> ".join([*path[path.index(name) :], name])
+            if name not in state:
+                visit(name)
+        path.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+def test_the_host_watcher_only_listens() -> None:
+    """Re-listing is the host's (``Host.relist`` over ``discover.list_server``); the watcher neither
+    imports the host facade nor touches the registry or the listing code itself."""
+    names = imported_modules(SRC / "host" / "watch.py")
+    assert not {"skilldeck.host.host", "skilldeck.host.registry", "skilldeck.host.discover"} & names, names

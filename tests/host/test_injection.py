@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from skilldeck.ask import snapshot_from_host
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec
-from skilldeck.host.watch import CatalogChange, HostWatcher
+from skilldeck.host.watch import CatalogChange, ChannelState, HostWatcher
 from skilldeck.select.cards import Card, build_cards
 from skilldeck.select.gate import ToolGate, ToolNotActive, ToolNotListed
 from skilldeck.server import SkillsExtension, create_server, serve_http
@@ -271,3 +271,43 @@ async def test_only_the_changed_server_is_relisted_and_failures_do_not_stop_the_
             gone = await watcher.wait_for(after=mark)
         assert gone.error == "server 'other' is not connected"
         assert [t.tool for t in host.registry.tools("other")] == before
+
+
+@pytest.mark.anyio
+async def test_the_host_relists_one_server_itself_without_a_watcher() -> None:
+    """Re-listing is the host's own method: the registry, the report and the change, with no watcher running."""
+    shop, ext, _ = build_shop()
+    async with Host([ServerSpec(LABEL, InProcessServer(shop))], read_timeout=10) as host:
+        assert "issue_refund" in {t.name for t in host.registry.tools(LABEL)}
+        await ext.set_policy(policy_v2())
+        change = await host.relist(LABEL, ["requested"])
+        assert change.reasons == frozenset({"requested"})
+        assert change.tools_removed == ("issue_refund",)
+        assert change.tools_added == ("audit_refunds",)
+        assert change.error is None
+        assert change.tools is not None
+        assert {t["name"] for t in change.tools} == {"lookup_order", "audit_refunds", "ping"}
+        assert {t.name for t in host.registry.tools(LABEL)} == {"lookup_order", "audit_refunds", "ping"}
+        assert host.report.servers[LABEL].tools == 3
+        assert not await host.relist(LABEL)  # nothing new: an empty change
+        missing = await host.relist("nowhere")
+        assert missing.error == "server 'nowhere' is not connected"
+
+
+@pytest.mark.anyio
+async def test_a_channel_state_is_an_enum_and_its_reason_is_kept_apart() -> None:
+    other = MCPServer("other")
+
+    @other.tool()
+    def weather(city: str) -> str:
+        return "sunny"
+
+    async with Host([ServerSpec("other", InProcessServer(other))], read_timeout=10) as host, host.watch() as watcher:
+        assert watcher.channels == {"other": ChannelState.LISTEN}
+        assert watcher.channel_reasons == {}
+        host.connections.close("other")
+        with anyio.fail_after(10):
+            while watcher.channels["other"] is ChannelState.LISTEN:
+                await anyio.sleep(0.02)
+        assert watcher.channels["other"] is ChannelState.CLOSED
+        assert watcher.channel_reasons == {"other": "the server is no longer connected"}

@@ -3,7 +3,8 @@
 Listings are paged under caps (pages and entries per server); a server that pages forever or
 repeats a cursor is stopped and reported, and what was read so far is kept. ``skills/list`` is
 called only on servers that declared the Skills extension. Nothing here reads a skill file:
-discovery never prefetches content.
+discovery never prefetches content. :func:`list_server` is the one way a server's listings are
+read: :func:`discover` uses it for every server at once, ``Host.relist`` for one server again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ from skilldeck.host.connect import Connected, Connections
 from skilldeck.host.registry import Registry, Rejection
 from skilldeck.host.wire import SkillsWire
 
-__all__ = ["DiscoveryReport", "ListingLimits", "ServerReport", "discover", "page_skills", "page_tools"]
+__all__ = [
+    "DiscoveryReport",
+    "Listing",
+    "ListingLimits",
+    "ServerReport",
+    "discover",
+    "list_server",
+    "page_skills",
+    "page_tools",
+]
 
 
 @dataclass(frozen=True)
@@ -89,27 +99,41 @@ async def page_tools(connected: Connected, limits: ListingLimits) -> tuple[list[
     return await _page(fetch, "tools/list", limits)
 
 
-async def _discover_one(connected: Connected, registry: Registry, limits: ListingLimits, report: ServerReport) -> None:
-    if connected.client.server_capabilities.tools is not None:
-        try:
-            tools, note = await page_tools(connected, limits)
-            registry.set_tools(connected.label, tools)
-            report.tools = len(tools)
-            if note:
-                report.notes.append(note)
-        except Exception as exc:
-            report.notes.append(f"tools/list failed: {connected.explain(exc)}")
-    if connected.skills is None:
-        return
-    try:
-        entries, note = await page_skills(connected.wire, limits)
-    except Exception as exc:
-        report.notes.append(f"skills/list failed: {connected.explain(exc)}")
-        return
-    if note:
-        report.notes.append(note)
-    report.rejected = registry.add_listing(connected.label, entries)
-    report.skills = len(entries) - len(report.rejected)
+@dataclass
+class Listing:
+    """One server's ``tools/list`` and ``skills/list`` as read, under the caps and the server's timeout."""
+
+    tools: list[dict[str, Any]] | None = None
+    """``None`` when tools were not listed (not declared, failed, or out of time)."""
+    entries: list[Any] | None = None
+    """The raw ``skills/list`` entries; ``None`` when skills were not listed."""
+    notes: list[str] = field(default_factory=list)
+    """Caps hit and listing errors, in words."""
+    timed_out: bool = False
+
+
+async def list_server(connected: Connected, limits: ListingLimits) -> Listing:
+    """Read one server's listings — discovery and re-listing both go through here.
+
+    A server gets its configured timeout for listing too, so it cannot hold the others up; what was
+    read before the timeout is kept on the :class:`Listing`.
+    """
+    listing = Listing()
+    with anyio.move_on_after(connected.spec.timeout) as scope:
+        if connected.client.server_capabilities.tools is not None:
+            try:
+                listing.tools, note = await page_tools(connected, limits)
+                listing.notes += [note] if note else []
+            except Exception as exc:
+                listing.notes.append(f"tools/list failed: {connected.explain(exc)}")
+        if connected.skills is not None:
+            try:
+                listing.entries, note = await page_skills(connected.wire, limits)
+                listing.notes += [note] if note else []
+            except Exception as exc:
+                listing.notes.append(f"skills/list failed: {connected.explain(exc)}")
+    listing.timed_out = scope.cancelled_caught
+    return listing
 
 
 async def discover(
@@ -129,12 +153,17 @@ async def discover(
 async def _discover_within_timeout(
     connected: Connected, registry: Registry, limits: ListingLimits, report: ServerReport
 ) -> None:
-    """A server gets its configured timeout for listing too, so it cannot hold the others up."""
-    with anyio.move_on_after(connected.spec.timeout) as scope:
-        await _discover_one(connected, registry, limits, report)
-    if scope.cancelled_caught or connected.failure is not None:
+    listing = await list_server(connected, limits)
+    report.notes.extend(listing.notes)
+    if listing.timed_out or connected.failure is not None:
         registry.remove_server(connected.label)
-        report.skills = report.tools = 0
         report.error = connected.failure or (
             f"connected, but listing did not finish within {connected.spec.timeout:g}s (timed out)"
         )
+        return
+    if listing.tools is not None:
+        registry.set_tools(connected.label, listing.tools)
+        report.tools = len(listing.tools)
+    if listing.entries is not None:
+        report.rejected = registry.add_listing(connected.label, listing.entries)
+        report.skills = len(listing.entries) - len(report.rejected)

@@ -14,7 +14,7 @@ import inspect
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from skilldeck.errors import PeerError, SkilldeckError
@@ -22,11 +22,11 @@ from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
 from skilldeck.host.config import ConfigError, ServerSpec
 from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure
-from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover
+from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover, list_server
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
 from skilldeck.host.registry import LOCAL_LABEL, Registry, SkillRecord
-from skilldeck.host.watch import GateLike, HostWatcher, OnChange
+from skilldeck.host.watch import CatalogChange, GateLike, HostWatcher, OnChange
 from skilldeck.server.catalog import children_of
 from skilldeck.skill.manifest import entry_from_wire
 from skilldeck.skill.uri import skill_root_uri
@@ -124,10 +124,72 @@ class Host:
             )
         return self.report
 
+    async def relist(self, label: str, reasons: Iterable[str] = ()) -> CatalogChange:
+        """Re-list one connected server into :attr:`registry` and say what changed.
+
+        The listings are read first (under the host's caps and the server's timeout) and swapped in
+        whole, so the registry never holds half of an old and half of a new listing.
+        """
+        why = frozenset(reasons)
+        connected = self.connections.connected.get(label)
+        if connected is None:
+            return CatalogChange(label, why, error=f"server {label!r} is not connected")
+        listing = await list_server(connected, self.limits)
+        tools, entries, notes = listing.tools, listing.entries, listing.notes
+        if listing.timed_out:
+            notes.append(f"re-listing did not finish within {connected.spec.timeout:g}s (timed out)")
+
+        # From here on no await: the swap and the diff see one registry, whatever else runs.
+        registry = self.registry
+        old_tools = {t.name: dict(t.tool) for t in registry.tools(label)}
+        old_skills = {r.entry.uri: r for r in registry.skills if r.label == label}
+        registry.remove_server(label)
+        if tools is not None:
+            registry.set_tools(label, tools)
+        elif old_tools:
+            registry.set_tools(label, old_tools.values())
+        rejected = []
+        if entries is not None:
+            rejected = registry.add_listing(label, entries)
+        else:
+            for record in old_skills.values():
+                registry.add(record)
+        new_tools: dict[str, dict[str, Any]] = {t.name: dict(t.tool) for t in registry.tools(label)}
+        new_skills = {r.entry.uri: r for r in registry.skills if r.label == label}
+        self.report.servers[label] = ServerReport(
+            label,
+            connected.protocol_version,
+            connected.skills is not None,
+            skills=len(new_skills),
+            tools=len(new_tools),
+            rejected=rejected,
+            notes=notes,
+        )
+        return CatalogChange(
+            label,
+            why,
+            skills_added=tuple(sorted(new_skills.keys() - old_skills.keys())),
+            skills_removed=tuple(sorted(old_skills.keys() - new_skills.keys())),
+            skills_changed=tuple(
+                sorted(
+                    uri
+                    for uri in new_skills.keys() & old_skills.keys()
+                    if new_skills[uri].entry.to_wire() != old_skills[uri].entry.to_wire()
+                )
+            ),
+            tools_added=tuple(sorted(new_tools.keys() - old_tools.keys())),
+            tools_removed=tuple(sorted(old_tools.keys() - new_tools.keys())),
+            tools_changed=tuple(sorted(n for n in new_tools.keys() & old_tools.keys() if new_tools[n] != old_tools[n])),
+            rejected=tuple(str(r) for r in rejected),
+            error="; ".join(notes) or None,
+            tools=tuple(tools) if tools is not None else None,
+        )
+
     def watch(self, *, gates: Iterable[GateLike] = (), on_change: OnChange | None = None) -> HostWatcher:
         """Keep the registry (and ``gates``) in step with the servers' change events; use as ``async with``.
 
-        See :class:`skilldeck.host.watch.HostWatcher`.
+        The watcher listens; each change it hears is applied by :meth:`relist`. See
+        :class:`skilldeck.host.watch.HostWatcher`.
         """
         return HostWatcher(self, gates=gates, on_change=on_change)
 

@@ -5,9 +5,9 @@ skills and may call other tools — says so: on 2026-07-28 sessions as ``subscri
 events (``ToolsListChanged``, ``ResourcesListChanged``), on 2025-11-25 sessions as
 ``notifications/tools/list_changed`` and ``notifications/resources/list_changed``.
 :class:`HostWatcher` listens on every connected server in the way its session allows and, on each
-change, re-lists that one server (``tools/list`` and ``skills/list``, under the host's listing
-caps and the server's timeout), swaps the result into the host's registry, and hands the new tool
-listing to every registered tool gate (``update_listing``). From then on the host's next
+change, has the host re-list that one server (``Host.relist``: ``tools/list`` and ``skills/list``,
+under the host's listing caps and the server's timeout, swapped into the host's registry), then
+hands the new tool listing to every registered tool gate (``update_listing``). From then on the host's next
 selection (cards built from the registry) shows the new catalog, and a tool the server no longer
 lists can no longer be called through a gate. Events arriving while a re-list runs are coalesced
 into one more re-list; nothing is fetched but listings (skill content stays on demand)::
@@ -26,8 +26,9 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -40,13 +41,9 @@ from mcp.client.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skilldeck.host.connect import Connected
-from skilldeck.host.discover import ServerReport, page_skills, page_tools
+from skilldeck.host.connect import Connected, Connections
 
-if TYPE_CHECKING:
-    from skilldeck.host.host import Host
-
-__all__ = ["CatalogChange", "GateLike", "HostWatcher", "OnChange", "relist"]
+__all__ = ["CatalogChange", "ChannelState", "GateLike", "HostWatcher", "OnChange", "Relister"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +53,24 @@ _NOTIFICATIONS = {
 }
 _MAX_RELISTENS = 3
 """Times a lost ``subscriptions/listen`` stream is reopened in a row before the watcher gives up on it."""
+
+
+class ChannelState(StrEnum):
+    """How the watcher hears one server's changes (``HostWatcher.channels``).
+
+    The state says only what; why a channel ended is kept apart, in ``HostWatcher.channel_reasons``.
+    """
+
+    LISTEN = "listen"
+    """A 2026-07-28 ``subscriptions/listen`` stream is open."""
+    NOTIFICATIONS = "notifications"
+    """2025-11-25 list-changed notifications (or a server without ``subscriptions/listen``)."""
+    CLOSED = "closed"
+    """The server ended the subscription, or is no longer connected."""
+    LOST = "lost"
+    """The stream dropped and could not be reopened."""
+    UNAVAILABLE = "unavailable"
+    """``subscriptions/listen`` failed; changes of this server are not heard."""
 
 
 class GateLike(Protocol):
@@ -100,108 +115,45 @@ class CatalogChange:
 OnChange = Callable[[CatalogChange], Awaitable[None] | None]
 
 
+class Relister(Protocol):
+    """What the watcher needs of a host (:class:`skilldeck.host.Host` is one): its sessions, and a re-list."""
+
+    @property
+    def connections(self) -> Connections: ...
+
+    async def relist(self, label: str, reasons: Iterable[str] = ()) -> CatalogChange: ...
+
+
 def _reason(exc: BaseException) -> str:
     return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
-
-
-async def relist(host: Host, label: str, reasons: Iterable[str] = ()) -> CatalogChange:
-    """Re-list one connected server into ``host.registry`` and say what changed.
-
-    The listings are read first (under the host's caps and the server's timeout) and swapped in
-    whole, so the registry never holds half of an old and half of a new listing.
-    """
-    why = frozenset(reasons)
-    connected = host.connections.connected.get(label)
-    if connected is None:
-        return CatalogChange(label, why, error=f"server {label!r} is not connected")
-    tools: list[dict[str, Any]] | None = None
-    entries: list[Any] | None = None
-    notes: list[str] = []
-    with anyio.move_on_after(connected.spec.timeout) as scope:
-        if connected.client.server_capabilities.tools is not None:
-            try:
-                tools, note = await page_tools(connected, host.limits)
-                notes += [note] if note else []
-            except Exception as exc:
-                notes.append(f"tools/list failed: {connected.explain(exc)}")
-        if connected.skills is not None:
-            try:
-                entries, note = await page_skills(connected.wire, host.limits)
-                notes += [note] if note else []
-            except Exception as exc:
-                notes.append(f"skills/list failed: {connected.explain(exc)}")
-    if scope.cancelled_caught:
-        notes.append(f"re-listing did not finish within {connected.spec.timeout:g}s (timed out)")
-
-    # From here on no await: the swap and the diff see one registry, whatever else runs.
-    registry = host.registry
-    old_tools = {t.name: dict(t.tool) for t in registry.tools(label)}
-    old_skills = {r.entry.uri: r for r in registry.skills if r.label == label}
-    registry.remove_server(label)
-    if tools is not None:
-        registry.set_tools(label, tools)
-    elif old_tools:
-        registry.set_tools(label, old_tools.values())
-    rejected = []
-    if entries is not None:
-        rejected = registry.add_listing(label, entries)
-    else:
-        for record in old_skills.values():
-            registry.add(record)
-    new_tools = {t.name: dict(t.tool) for t in registry.tools(label)}
-    new_skills = {r.entry.uri: r for r in registry.skills if r.label == label}
-    host.report.servers[label] = ServerReport(
-        label,
-        connected.protocol_version,
-        connected.skills is not None,
-        skills=len(new_skills),
-        tools=len(new_tools),
-        rejected=rejected,
-        notes=notes,
-    )
-    return CatalogChange(
-        label,
-        why,
-        skills_added=tuple(sorted(new_skills.keys() - old_skills.keys())),
-        skills_removed=tuple(sorted(old_skills.keys() - new_skills.keys())),
-        skills_changed=tuple(
-            sorted(
-                uri
-                for uri in new_skills.keys() & old_skills.keys()
-                if new_skills[uri].entry.to_wire() != old_skills[uri].entry.to_wire()
-            )
-        ),
-        tools_added=tuple(sorted(new_tools.keys() - old_tools.keys())),
-        tools_removed=tuple(sorted(old_tools.keys() - new_tools.keys())),
-        tools_changed=tuple(sorted(n for n in new_tools.keys() & old_tools.keys() if new_tools[n] != old_tools[n])),
-        rejected=tuple(str(r) for r in rejected),
-        error="; ".join(notes) or None,
-        tools=tuple(tools) if tools is not None else None,
-    )
 
 
 class HostWatcher:
     """Follow the catalog changes of every server a :class:`Host` is connected to (``async with``).
 
     Args:
-        host: an entered host (its servers connected).
+        host: an entered host (its servers connected); the watcher only listens and asks it to
+            :meth:`~skilldeck.host.Host.relist` the server that changed.
         gates: tool gates to keep in step (``update_listing`` on every re-list of a server's tools).
         on_change: called (and awaited, if it returns an awaitable) with each :class:`CatalogChange`.
 
     Attributes:
         changes: every re-list so far, oldest first.
-        channels: per label, how changes are heard: ``listen`` (2026-07-28 ``subscriptions/listen``),
-            ``notifications`` (2025-11-25 list-changed notifications), or why neither is available.
+        channels: per label, how changes are heard (:class:`ChannelState`): ``listen`` (2026-07-28
+            ``subscriptions/listen``), ``notifications`` (2025-11-25 list-changed notifications), or
+            ``closed``/``lost``/``unavailable`` when neither is.
+        channel_reasons: per label whose channel ended, why, in words.
     """
 
-    def __init__(self, host: Host, *, gates: Iterable[GateLike] = (), on_change: OnChange | None = None) -> None:
+    def __init__(self, host: Relister, *, gates: Iterable[GateLike] = (), on_change: OnChange | None = None) -> None:
         self.host = host
         self.gates: list[GateLike] = list(gates)
         self.on_change = on_change
         self.changes: deque[CatalogChange] = deque(maxlen=256)
         self.change_count = 0
         """Changes seen since the start (``changes`` keeps the latest 256)."""
-        self.channels: dict[str, str] = {}
+        self.channels: dict[str, ChannelState] = {}
+        self.channel_reasons: dict[str, str] = {}
         self._pending: dict[str, set[str]] = {}
         # Events are made inside the event loop (anyio needs one running): see _events().
         self._wake: anyio.Event | None = None
@@ -264,7 +216,7 @@ class HostWatcher:
                     if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
                         starting.start_soon(self._tg.start, self._listen, label, connected)
                     else:
-                        self.channels[label] = "notifications"
+                        self.channels[label] = ChannelState.NOTIFICATIONS
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -302,9 +254,13 @@ class HostWatcher:
         """2026-07-28 sessions: hold a ``subscriptions/listen`` stream open; reopen it if it drops."""
         started = False
 
-        def settle(channel: str) -> None:
+        def settle(state: ChannelState, reason: str | None = None) -> None:
             nonlocal started
-            self.channels[label] = channel
+            self.channels[label] = state
+            if reason is None:
+                self.channel_reasons.pop(label, None)
+            else:
+                self.channel_reasons[label] = reason
             if not started:
                 started = True
                 task_status.started()
@@ -315,7 +271,7 @@ class HostWatcher:
                 try:
                     async with connected.client.listen(tools_list_changed=True, resources_list_changed=True) as sub:
                         resumed = started
-                        settle("listen")
+                        settle(ChannelState.LISTEN)
                         if resumed:  # events may have been missed while the stream was down
                             self._mark(label, "resubscribed")
                         lost = 0
@@ -324,21 +280,21 @@ class HostWatcher:
                                 self._mark(label, "tools")
                             elif isinstance(event, ResourcesListChanged):
                                 self._mark(label, "resources")
-                    settle("closed: the server ended the subscription")
+                    settle(ChannelState.CLOSED, "the server ended the subscription")
                     return
                 except ListenNotSupportedError:
-                    settle("notifications")
+                    settle(ChannelState.NOTIFICATIONS)
                     return
                 except SubscriptionLost as exc:
                     lost += 1
                     if lost > _MAX_RELISTENS:
-                        settle(f"lost: {exc}")
+                        settle(ChannelState.LOST, str(exc))
                         return
                     await anyio.sleep(0.05 * 2**lost)
                 except Exception as exc:
-                    settle(f"unavailable: {_reason(exc)}")
+                    settle(ChannelState.UNAVAILABLE, _reason(exc))
                     return
-            settle("closed: the server is no longer connected")
+            settle(ChannelState.CLOSED, "the server is no longer connected")
         finally:
             if not started:
                 task_status.started()
@@ -357,7 +313,7 @@ class HostWatcher:
 
     async def _apply(self, label: str, reasons: frozenset[str]) -> None:
         try:
-            change = await relist(self.host, label, reasons)
+            change = await self.host.relist(label, reasons)
         except Exception as exc:  # never let one server's trouble stop the watcher
             logger.warning("re-listing %r failed: %s", label, exc, exc_info=True)
             change = CatalogChange(label, reasons, error=_reason(exc))
