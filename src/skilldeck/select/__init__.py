@@ -3,6 +3,7 @@
 Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain data.
 """
 
+from skilldeck.errors import SnapshotError
 from skilldeck.select.cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Calibration, Decision, DecisionLog, Selector, default_calibration
 from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, split_jobs
@@ -10,7 +11,6 @@ from skilldeck.select.snapshot import (
     CatalogSnapshot,
     ServerSnapshot,
     SkillSnapshot,
-    SnapshotError,
     load_snapshot,
     parse_snapshot,
 )
