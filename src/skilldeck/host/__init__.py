@@ -32,6 +32,7 @@ from skilldeck.host.host import Host
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import LoadedSkill, SkillLoader
 from skilldeck.host.registry import Collision, Registry, SkillRecord, ToolRecord
+from skilldeck.host.watch import HostWatcher
 
 __all__ = [
     "AmbiguousName",
@@ -49,6 +50,7 @@ __all__ = [
     "DynamicSkillRefused",
     "Failure",
     "Host",
+    "HostWatcher",
     "HttpServer",
     "InProcessServer",
     "ListingLimits",
