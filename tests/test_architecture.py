@@ -142,3 +142,50 @@ def test_the_host_watcher_only_listens() -> None:
     imports the host facade nor touches the registry or the listing code itself."""
     names = imported_modules(SRC / "host" / "watch.py")
     assert not {"skilldeck.host.host", "skilldeck.host.registry", "skilldeck.host.discover"} & names, names
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """Like :func:`imported_modules`, leaving out what ``if TYPE_CHECKING:`` imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            node.body = []
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_errors_module_is_the_root_and_imports_no_skilldeck_module() -> None:
+    assert not {n for n in runtime_imports(SRC / "errors.py") if n.startswith("skilldeck")}
+
+
+def test_every_error_class_lives_in_errors_py() -> None:
+    """One error tree: an exception class defined anywhere else would be a second one."""
+    import skilldeck.errors
+
+    for path in SRC.rglob("*.py"):
+        if path.name == "errors.py" and path.parent == SRC:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                assert node.name not in skilldeck.errors.__all__, (path, node.name)
+                bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
+                assert not bases & {"Exception", *skilldeck.errors.__all__}, (path, node.name, bases)
+
+
+def test_every_error_sits_under_one_branch_of_the_tree() -> None:
+    """Each class is a SkilldeckError, on exactly one of the branches the module docstring draws."""
+    import skilldeck.errors as errors
+
+    branches = (errors.SkillError, errors.UsageError, errors.Refused, errors.NotServedError, errors.PeerError)
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        if not isinstance(cls, type) or cls is errors.SkilldeckError:
+            continue
+        assert issubclass(cls, errors.SkilldeckError), name
+        assert sum(issubclass(cls, branch) for branch in branches) == 1, name
+        assert name in (errors.__doc__ or ""), f"{name} is missing from the tree in errors.py's docstring"

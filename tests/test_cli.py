@@ -285,3 +285,48 @@ def test_server_info_carries_the_package_version_in_both_eras_raw() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_every_command_runs_through_its_own_handler() -> None:
+    import argparse
+
+    from skilldeck.cli import _build_parser
+
+    parser = _build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == {"serve", "demo", "skills", "load", "ask", "select", "snapshot"}
+    for name, sub in commands.choices.items():
+        assert callable(sub.get_default("handler")), name
+
+
+def test_stdio_command_after_double_dash_is_split_by_the_parser() -> None:
+    from skilldeck.cli import _build_parser
+
+    args = _build_parser().parse_args(["load", "--all-files", "--", "srv", "--flag", "--", "x"])
+    assert (args.server, args.skill, args.server_command) == (None, None, ["srv", "--flag", "--", "x"])
+    assert _build_parser().parse_args(["skills", "http://h/mcp"]).server_command is None
+
+
+def test_errors_map_to_exit_codes_in_one_place() -> None:
+    from skilldeck.cli.exits import ExitCode, exit_for
+    from skilldeck.errors import (
+        BudgetExceeded,
+        ConfigError,
+        CrossOriginRead,
+        DynamicSkillRefused,
+        EntryError,
+        NotApproved,
+        SkillError,
+        ToolNotActive,
+        VerificationError,
+    )
+
+    digest = VerificationError("digest mismatch", uri="skill://a/SKILL.md", check="digest", label="docs")
+    assert exit_for(digest) == (ExitCode.VERIFICATION, "verification failed (digest)")
+    assert exit_for(BudgetExceeded("over", label="docs"))[0] == ExitCode.BUDGET == 5
+    for refused in (NotApproved("no"), CrossOriginRead("no"), DynamicSkillRefused("no")):
+        assert exit_for(refused) == (ExitCode.REFUSED, "refused")
+    assert exit_for(ToolNotActive("no")) == (ExitCode.REFUSED, "refused by the tool gate")
+    for other in (ConfigError("bad"), EntryError("bad", label="docs"), SkillError("bad")):
+        assert exit_for(other) == (ExitCode.INPUT, "error")
+    assert [int(c) for c in (ExitCode.OK, ExitCode.USAGE, ExitCode.UNREACHABLE, ExitCode.BROKEN_PIPE)] == [0, 2, 3, 141]

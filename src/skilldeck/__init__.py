@@ -44,17 +44,17 @@ _LAZY = {
     "DirectorySource": "skilldeck.server",
     "DynamicSkill": "skilldeck.server",
     "create_server": "skilldeck.server",
-    "Policy": "skilldeck.server.policy",
-    "load_policy": "skilldeck.server.policy",
+    "Policy": "skilldeck.server",
+    "load_policy": "skilldeck.server",
     "Host": "skilldeck.host",
     "ServerSpec": "skilldeck.host",
     "load_config": "skilldeck.host",
     "ApprovalStore": "skilldeck.host",
     "ContentCache": "skilldeck.host",
-    "HostWatcher": "skilldeck.host.watch",
+    "HostWatcher": "skilldeck.host",
     "build_cards": "skilldeck.select",
     "Selector": "skilldeck.select",
-    "ToolGate": "skilldeck.select.gate",
+    "ToolGate": "skilldeck.select",
 }
 
 __all__ = [

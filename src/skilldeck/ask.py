@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skilldeck.errors import GateRefused
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.select.cards import CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Decision, DecisionLog, Selector
-from skilldeck.select.gate import GateRefused, ToolGate
+from skilldeck.select.gate import ToolGate
 from skilldeck.select.project import Payload, Render, history_a, history_b, token_summary
 from skilldeck.select.rank import Encoder
 from skilldeck.select.snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot

@@ -1,28 +1,80 @@
-"""The errors skilldeck raises.
+"""The errors skilldeck raises: every class lives here, in one tree.
 
-Two families, in the manner of h11's ``LocalProtocolError`` / ``RemoteProtocolError``:
+In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocolError`` /
+``RemoteProtocolError`` (whose side is at fault)::
 
-* :class:`SkillError` and its children: something on *our* side is wrong (a bad ``SKILL.md``
-  in a pack we serve, a skill over the limits, a misconfigured source). The message names the
-  file and the rule, and says what to change.
-* :class:`PeerError` and its children (used by the host): a server sent something that breaks
-  the rules (a tampered digest, a listing that never ends). The message names the server label.
+    SkilldeckError
+    ├── SkillError                  our side: a skill in a pack we serve (names the file and the rule)
+    │   ├── FrontmatterError
+    │   ├── SkillLimitError
+    │   └── SourceError
+    │       └── PolicyError
+    ├── UsageError                  our side: what the user asked for or configured cannot be done
+    │   ├── ConfigError
+    │   ├── AuthConfigError
+    │   ├── ServeError
+    │   ├── SnapshotError
+    │   ├── EncoderUnavailable
+    │   ├── UnknownSkill
+    │   ├── AmbiguousName
+    │   └── UnknownFile
+    ├── Refused                     a rule of ours said no; nothing was sent or read
+    │   ├── NotApproved
+    │   ├── DynamicSkillRefused
+    │   ├── CrossOriginRead
+    │   └── GateRefused
+    │       ├── ToolNotListed
+    │       ├── ToolNotActive
+    │       └── InvalidArguments
+    ├── NotServedError              the other side, as a client: it asked this server for what it does not serve
+    └── PeerError                   the other side, as a server: it broke the rules (names the server label)
+        ├── EntryError
+        ├── ReadFailed
+        ├── MessageTooLarge
+        ├── BudgetExceeded
+        └── VerificationError
+            └── SkillChanged
 
-Every error is a :class:`SkilldeckError`, so callers can catch the whole family at once.
+Every error is a :class:`SkilldeckError`, so callers can catch the whole family at once. A
+
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "AmbiguousName",
+    "AuthConfigError",
+    "BudgetExceeded",
+    "ConfigError",
+    "CrossOriginRead",
+    "DynamicSkillRefused",
+    "EncoderUnavailable",
     "EntryError",
     "FrontmatterError",
+    "GateRefused",
+    "InvalidArguments",
+    "MessageTooLarge",
+    "NotApproved",
     "NotServedError",
     "PeerError",
+    "PolicyError",
+    "ReadFailed",
+    "Refused",
     "ServeError",
+    "SkillChanged",
     "SkillError",
     "SkillLimitError",
     "SkilldeckError",
+    "SnapshotError",
     "SourceError",
+    "ToolNotActive",
+    "ToolNotListed",
+    "UnknownFile",
+    "UnknownSkill",
+    "UsageError",
+    "VerificationError",
     "shorten",
 ]
 
@@ -37,6 +89,9 @@ def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
 
 class SkilldeckError(Exception):
     """Base class of every error skilldeck raises on purpose."""
+
+
+# -- our side: a skill we serve ------------------------------------------------------------------------
 
 
 class SkillError(SkilldeckError):
@@ -65,8 +120,89 @@ class SourceError(SkillError):
     """A skill source (a folder root, a dynamic skill) that cannot be used as configured."""
 
 
-class ServeError(SkilldeckError):
+class PolicyError(SourceError):
+    """A policy that cannot be used as written; the message names the field."""
+
+
+# -- our side: what the user asked for ------------------------------------------------------------------
+
+
+class UsageError(SkilldeckError):
+    """What the user asked for or configured cannot be done as given; the message says what to change."""
+
+
+class ConfigError(UsageError):
+    """A server configuration that cannot be used; the message names the label and the field."""
+
+
+class AuthConfigError(UsageError):
+    """Token verification cannot be set up as configured (a JWKS that does not load, a missing flag)."""
+
+
+class ServeError(UsageError):
     """The server cannot start as asked (its address is taken or cannot be listened on)."""
+
+
+class SnapshotError(UsageError):
+    """A catalog snapshot that does not follow the documented format."""
+
+
+class EncoderUnavailable(UsageError):
+    """The encoder's packages are not installed (names the extra to install)."""
+
+
+class UnknownSkill(UsageError):
+    """No registered skill matches the name or URI asked for."""
+
+
+class AmbiguousName(UsageError):
+    """A bare name matches several skills; the message lists their qualified names."""
+
+    def __init__(self, name: str, candidates: list[str]) -> None:
+        super().__init__(f"{name!r} names {len(candidates)} skills; use one of: {', '.join(candidates)}")
+        self.candidates = candidates
+
+
+class UnknownFile(UsageError):
+    """A file asked for by name (``--file``) that the loaded skill's entry does not list; nothing was read."""
+
+
+# -- refusals: a rule of ours said no -------------------------------------------------------------------
+
+
+class Refused(SkilldeckError):
+    """A rule of the host or of the tool gate refused the action; nothing was sent or read."""
+
+
+class NotApproved(Refused):
+    """The user (or the approval callback) declined the skill."""
+
+
+class DynamicSkillRefused(Refused):
+    """The skill's content is generated (``"dynamic"``) and cannot be verified; opt in to load it."""
+
+
+class CrossOriginRead(Refused):
+    """A read that would reach another server than the skill's own; refused."""
+
+
+class GateRefused(Refused):
+    """A tool call the gate refused; nothing was sent."""
+
+
+class ToolNotListed(GateRefused):
+    """The server never listed a tool of that name."""
+
+
+class ToolNotActive(GateRefused):
+    """The tool exists but is not in the active skill's set."""
+
+
+class InvalidArguments(GateRefused):
+    """The arguments do not validate against the tool's input schema."""
+
+
+# -- the other side -------------------------------------------------------------------------------------
 
 
 class NotServedError(SkilldeckError):
@@ -96,3 +232,46 @@ class EntryError(PeerError):
         super().__init__(f"{uri}: {message}" if uri else message, label=label)
         self.uri = uri
         self.reason = message
+
+
+class ReadFailed(PeerError):
+    """The origin did not return the bytes asked for (an error answer or no content)."""
+
+
+class MessageTooLarge(PeerError):
+    """A server's response body, SSE event or stdio line passed the host's limit; the server is dropped."""
+
+
+class BudgetExceeded(PeerError):
+    """Reading this would take the origin past its byte budget; nothing was fetched."""
+
+
+class VerificationError(PeerError):
+    """Content that does not match its entry: never use it; refresh the entry with ``skills/get``."""
+
+    def __init__(self, message: str, *, uri: str, check: str, label: str | None = None) -> None:
+        super().__init__(f"{uri}: {message}", label=label)
+        self.uri = uri
+        self.check = check
+        self.reason = message
+
+
+class SkillChanged(VerificationError):
+    """Verification failed and the server's current entry differs: the skill changed since it was listed.
+
+    ``current`` is the refreshed :class:`~skilldeck.skill.manifest.SkillEntry` (typed ``Any`` here so
+    that this module, the root of every import, imports nothing of skilldeck's). Any approval bound
+    to the old content is void; ask again
+    before loading.
+    """
+
+    def __init__(self, cause: VerificationError, current: Any) -> None:
+        super().__init__(
+            f"{cause.reason}; the server's entry has changed since it was "
+            "listed: re-approve the new content before loading",
+            uri=cause.uri,
+            check=cause.check,
+            label=cause.label,
+        )
+        self.cause = cause
+        self.current = current

@@ -22,8 +22,8 @@ import anyio
 import pytest
 
 from skilldeck.cli import main
+from skilldeck.errors import ReadFailed
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
-from skilldeck.host.port import ReadFailed
 from skilldeck.host.stdio_guard import LINE_TOO_LONG, MARKER, NOT_UTF8, relay
 from skilldeck.server import create_server
 

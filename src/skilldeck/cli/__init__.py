@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -19,15 +19,41 @@ from rich.markup import escape
 
 from skilldeck import __version__
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
-from skilldeck.cli.host import add_host_commands, run_load, run_skills, split_command
+from skilldeck.cli.exits import ExitCode, exit_for
+from skilldeck.cli.host import add_host_commands
 from skilldeck.cli.output import StdoutConsole, stdout_closed
-from skilldeck.cli.select import add_select_commands, run_ask, run_select, run_snapshot
+from skilldeck.cli.select import add_select_commands
 from skilldeck.errors import SkilldeckError
 
 __all__ = ["main"]
 
-EXIT_OK = 0
-EXIT_USAGE = 2
+Handler = Callable[[argparse.Namespace, Console], int]
+"""What a command runs: its parsed arguments and the stderr console in, an :class:`ExitCode` out."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose subcommands may take a stdio server command after the first ``--``.
+
+    A subcommand made with ``server_command=True`` parses only what comes before ``--``, and
+    stores the rest, verbatim, as ``args.server_command`` (``None`` without a ``--``).
+    """
+
+    def __init__(self, *args: Any, server_command: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.server_command = server_command
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self.server_command:
+            return super().parse_known_args(args, namespace)
+        own = list(sys.argv[1:] if args is None else args)
+        command: list[str] | None = None
+        if "--" in own:
+            own, command = own[: own.index("--")], own[own.index("--") + 1 :]
+        parsed, extras = super().parse_known_args(own, namespace)
+        parsed.server_command = command
+        return parsed, extras
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -54,11 +80,11 @@ def _seconds(value: str) -> float:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="skilldeck", description="MCP capability discovery: serve, find and load Agent Skills over MCP."
     )
     parser.add_argument("--version", action="version", version=f"skilldeck {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
@@ -84,8 +110,10 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
     serve.add_argument("--policy", metavar="FILE", help="a YAML policy: which callers see which skills and tools")
     add_auth_arguments(serve)
+    serve.set_defaults(handler=_cmd_serve)
 
-    sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
+    demo = sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
+    demo.set_defaults(handler=_cmd_demo)
     add_host_commands(sub)
     add_select_commands(sub)
     return parser
@@ -95,7 +123,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.demo import run_demo
 
     anyio.run(lambda: run_demo(StdoutConsole(soft_wrap=False)))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
@@ -152,7 +180,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
                 on_policy_applied=on_policy_applied,
             )
         )
-        return EXIT_OK
+        return ExitCode.OK
 
     host, port = args.http
 
@@ -177,7 +205,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             session_idle_timeout=args.session_idle_timeout,
         )
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _policy_view(extension: Any) -> str:
@@ -200,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     A closed standard output (``skilldeck skills … | head -1``) ends any command quietly with 141.
     """
     try:
-        return _main(argv)
+        return int(_main(argv))
     except BrokenPipeError:
         return stdout_closed()
     except BaseExceptionGroup as group:  # printed from inside a task group
@@ -211,36 +239,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] | None = None
-    if argv and argv[0] in ("skills", "load"):
-        argv, command = split_command(argv)
-    args = parser.parse_args(argv)
-    if command is not None and args.command == "load" and args.server and not args.skill:
-        args.skill, args.server = args.server, None  # `load SKILL-URI -- COMMAND ARGS`
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True, soft_wrap=True)
-    if args.command is None:
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
         parser.print_help(sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
-        if args.command == "serve":
-            return _cmd_serve(args, err)
-        if args.command == "demo":
-            return _cmd_demo(args, err)
-        if args.command == "skills":
-            return run_skills(args, command, err)
-        if args.command == "load":
-            return run_load(args, command, err)
-        if args.command == "ask":
-            return run_ask(args, err)
-        if args.command == "select":
-            return run_select(args, err)
-        if args.command == "snapshot":
-            return run_snapshot(args, err)
+        return handler(args, err)
     except SkilldeckError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        return 1
+        code, heading = exit_for(exc)
+        err.print(f"[red]{escape(heading)}[/]: {escape(str(exc))}", highlight=False)
+        return code
     except KeyboardInterrupt:
-        return 130
-    parser.error(f"unknown command {args.command!r}")
-    return EXIT_USAGE  # pragma: no cover
+        return ExitCode.INTERRUPTED

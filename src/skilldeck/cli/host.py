@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,33 +30,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import StdoutConsole
-from skilldeck.errors import SkilldeckError
-from skilldeck.host import (
-    ApprovalStore,
-    BudgetExceeded,
-    ConfigError,
-    ContentCache,
-    CrossOriginRead,
-    DynamicSkillRefused,
-    Host,
-    NotApproved,
-    ServerSpec,
-    VerificationError,
-    load_config,
-)
+from skilldeck.errors import ConfigError
+from skilldeck.host import ApprovalStore, ContentCache, Host, ServerSpec, load_config
 from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
 from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES
 from skilldeck.host.loader import LoadedSkill
 
 __all__ = ["add_host_commands", "run_load", "run_skills"]
-
-EXIT_OK = 0
-EXIT_INPUT = 1
-EXIT_UNREACHABLE = 3
-EXIT_VERIFICATION = 4
-EXIT_BUDGET = 5
-EXIT_REFUSED = 6
 
 
 def _home() -> Path:
@@ -94,11 +76,17 @@ def add_host_commands(sub: Any) -> None:
         "--home", type=Path, default=None, help="state folder (approvals, cache); default $SKILLDECK_HOME"
     )
 
-    skills = sub.add_parser("skills", parents=[common], help="list skill and tool cards per server")
+    skills = sub.add_parser(
+        "skills", parents=[common], server_command=True, help="list skill and tool cards per server"
+    )
     skills.add_argument("server", nargs="?", metavar="SERVER", help="URL or --config label (or '-- COMMAND ARGS')")
+    skills.set_defaults(handler=run_skills)
 
     load = sub.add_parser(
-        "load", parents=[common], help="load one skill, verified, and print it tagged with its origin"
+        "load",
+        parents=[common],
+        server_command=True,
+        help="load one skill, verified, and print it tagged with its origin",
     )
     load.add_argument("server", nargs="?", metavar="SERVER", help="URL or --config label (or '-- COMMAND ARGS')")
     load.add_argument("skill", nargs="?", metavar="SKILL-URI", help="skill URI or name (default: the first listed)")
@@ -106,6 +94,7 @@ def add_host_commands(sub: Any) -> None:
     load.add_argument("--all-files", action="store_true", help="also read every listed supporting file")
     load.add_argument("--yes", action="store_true", help="approve the skill (and its allowed-tools) for this run")
     load.add_argument("--allow-dynamic", action="store_true", help="load generated skills, which cannot be verified")
+    load.set_defaults(handler=run_load)
 
 
 def _specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSpec]:
@@ -166,7 +155,7 @@ async def _skills(args: argparse.Namespace, command: list[str] | None, out: Cons
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         _print_cards(data, out, err)
-    return EXIT_UNREACHABLE if any(s["status"] != "connected" for s in data["servers"]) else EXIT_OK
+    return ExitCode.UNREACHABLE if any(s["status"] != "connected" for s in data["servers"]) else ExitCode.OK
 
 
 MAX_CHILD_STDERR_LINES = 20
@@ -275,7 +264,7 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
         for failure in host.failures.values():
             err.print(f"[red]unreachable[/] {escape(failure.label + ': ' + failure.reason)}", highlight=False)
         if len(host.failures) == len(specs):
-            return EXIT_UNREACHABLE
+            return ExitCode.UNREACHABLE
         if args.skill and len(specs) > 1:
             record = host.registry.resolve(args.skill)
         elif args.skill:
@@ -287,7 +276,7 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
             listed = [r for r in host.registry.skills if r.label == spec.label]
             if not listed:
                 err.print(f"{spec.label} lists no skills; name one by URI", highlight=False)
-                return EXIT_INPUT
+                return ExitCode.INPUT
             record = listed[0]
         loaded = await host.load(record)
         granted = _settle_approval(host, loaded, args, err)
@@ -299,7 +288,7 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
             uri = host.loader(record.label).listed(loaded, reference)  # a name the entry lacks is a typo: say so
             files.append((uri, await host.read(loaded, reference)))
     _print_loaded(loaded, files, granted, args.json, out)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _settle_approval(host: Host, loaded: LoadedSkill, args: argparse.Namespace, err: Console) -> list[str]:
@@ -378,35 +367,15 @@ def _sdk_logs_in_one_line() -> Iterator[None]:
 
 def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
     out = StdoutConsole(soft_wrap=True)
-    try:
-        with _sdk_logs_in_one_line():
-            return int(anyio.run(lambda: coro_fn(args, command, out, err)))
-    except VerificationError as exc:
-        err.print(f"[red]verification failed[/] ({exc.check}): {escape(str(exc))}", highlight=False)
-        return EXIT_VERIFICATION
-    except BudgetExceeded as exc:
-        err.print(f"[red]budget exceeded[/]: {escape(str(exc))}", highlight=False)
-        return EXIT_BUDGET
-    except (DynamicSkillRefused, CrossOriginRead, NotApproved) as exc:
-        err.print(f"[red]refused[/]: {escape(str(exc))}", highlight=False)
-        return EXIT_REFUSED
-    except SkilldeckError as exc:
-        err.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
-        return EXIT_INPUT
+    with _sdk_logs_in_one_line():
+        return int(anyio.run(lambda: coro_fn(args, command, out, err)))
 
 
-def run_skills(args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
-    return _run(_skills, args, command, err)
+def run_skills(args: argparse.Namespace, err: Console) -> int:
+    return _run(_skills, args, args.server_command, err)
 
 
-def run_load(args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
-    return _run(_load, args, command, err)
-
-
-def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
-    """Split ``argv`` at the first ``--``: skilldeck's own arguments, and a stdio server command."""
-    argv = list(argv)
-    if "--" in argv:
-        i = argv.index("--")
-        return argv[:i], argv[i + 1 :]
-    return argv, None
+def run_load(args: argparse.Namespace, err: Console) -> int:
+    if args.server_command is not None and args.server and not args.skill:
+        args.skill, args.server = args.server, None  # `load SKILL-URI -- COMMAND ARGS`
+    return _run(_load, args, args.server_command, err)

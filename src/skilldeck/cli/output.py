@@ -12,9 +12,9 @@ import sys
 
 from rich.console import Console
 
-__all__ = ["EXIT_BROKEN_PIPE", "StdoutConsole", "stdout_closed"]
+from skilldeck.cli.exits import ExitCode
 
-EXIT_BROKEN_PIPE = 141
+__all__ = ["StdoutConsole", "stdout_closed"]
 
 
 class StdoutConsole(Console):
@@ -28,13 +28,13 @@ class StdoutConsole(Console):
         raise BrokenPipeError("standard output was closed")
 
 
-def stdout_closed() -> int:
+def stdout_closed() -> ExitCode:
     """Point standard output at the null device (so the interpreter's last flush cannot fail
-    again) and return :data:`EXIT_BROKEN_PIPE`."""
+    again) and return :attr:`ExitCode.BROKEN_PIPE`."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (OSError, ValueError):  # stdout already closed or not a real file
         pass
-    return EXIT_BROKEN_PIPE
+    return ExitCode.BROKEN_PIPE

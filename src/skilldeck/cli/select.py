@@ -18,18 +18,13 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
 from skilldeck.select.decide import Decision, DecisionLog, Selector
-from skilldeck.select.gate import GateRefused
 
 __all__ = ["add_select_commands", "run_ask", "run_select", "run_snapshot"]
-
-EXIT_OK = 0
-EXIT_INPUT = 1
-EXIT_ABSTAINED = 0  # abstaining is a valid answer, not an error
-EXIT_GATE = 6
 
 
 def add_select_commands(sub: Any) -> None:
@@ -46,6 +41,7 @@ def add_select_commands(sub: Any) -> None:
     ask.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
     ask.add_argument("--log", type=Path, help="append the decision to this JSON-lines file")
     ask.add_argument("--yes", action="store_true", help="approve the chosen skill for this run")
+    ask.set_defaults(handler=run_ask)
 
     select = sub.add_parser("select", help="rank capabilities offline against a catalog snapshot")
     select.add_argument("--catalog", required=True, type=Path, metavar="FILE")
@@ -56,10 +52,12 @@ def add_select_commands(sub: Any) -> None:
     select.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm")
     select.add_argument("--threshold", type=float)
     select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10)")
+    select.set_defaults(handler=run_select)
 
     snapshot = sub.add_parser("snapshot", help="write a live discovery as a catalog snapshot (JSON on stdout)")
     snapshot.add_argument("--config", required=True, metavar="FILE")
     snapshot.add_argument("--bodies", action="store_true", help="load each skill (verified) and include its SKILL.md")
+    snapshot.set_defaults(handler=run_snapshot)
 
 
 def _encoder(name: str | None) -> Any:
@@ -104,7 +102,7 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     if args.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-        return EXIT_OK
+        return ExitCode.OK
     decision = result.decision
     table = Table(title="cards, ranked for the question", show_edge=False)
     for column in ("#", "kind", "origin", "name", "score"):
@@ -130,7 +128,7 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
                 title=f"tools/call {result.call['server']}/{result.call['tool']}",
             )
         )
-    return EXIT_ABSTAINED if decision.abstain else EXIT_OK
+    return ExitCode.OK  # an abstention too: it is a valid answer, not an error
 
 
 # -- select -------------------------------------------------------------------------------------------
@@ -164,7 +162,7 @@ def _select(args: argparse.Namespace) -> int:
             print(json.dumps(_select_line(decision, depth), ensure_ascii=False))
         else:
             print(f"{query}\n  -> {decision.reason}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _select_line(decision: Decision, depth: int) -> dict[str, Any]:
@@ -190,18 +188,14 @@ async def _snapshot(args: argparse.Namespace, err: Console) -> int:
                     err.print(f"[yellow]skipped body[/] {escape(str(exc))}", highlight=False)
         snapshot = snapshot_from_host(host, bodies)
     print(json.dumps(snapshot.to_json(), indent=2, ensure_ascii=False))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 # -- entry points ---------------------------------------------------------------------------------------
 
 
 def run_ask(args: argparse.Namespace, err: Console) -> int:
-    try:
-        return int(anyio.run(lambda: _ask(args, StdoutConsole(), err)))
-    except GateRefused as exc:
-        err.print(f"[red]refused by the tool gate[/]: {escape(str(exc))}", highlight=False)
-        return EXIT_GATE
+    return int(anyio.run(lambda: _ask(args, StdoutConsole(), err)))
 
 
 def run_select(args: argparse.Namespace, err: Console) -> int:

@@ -5,10 +5,20 @@ only through a :class:`SkillIndex`); ``connect``, ``discover``, ``wire`` and ``i
 MCP SDK; ``approvals`` and ``cache`` own the host's files.
 """
 
+from skilldeck.errors import (
+    AmbiguousName,
+    BudgetExceeded,
+    ConfigError,
+    CrossOriginRead,
+    DynamicSkillRefused,
+    NotApproved,
+    SkillChanged,
+    UnknownSkill,
+    VerificationError,
+)
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
 from skilldeck.host.config import (
-    ConfigError,
     HttpServer,
     InProcessServer,
     ServerSpec,
@@ -18,18 +28,11 @@ from skilldeck.host.config import (
 )
 from skilldeck.host.connect import Connected, Connections, Failure
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, discover
-from skilldeck.host.host import Host, NotApproved
+from skilldeck.host.host import Host
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
-from skilldeck.host.loader import (
-    BudgetExceeded,
-    CrossOriginRead,
-    DynamicSkillRefused,
-    LoadedSkill,
-    SkillChanged,
-    SkillLoader,
-)
-from skilldeck.host.registry import AmbiguousName, Collision, Registry, SkillRecord, ToolRecord, UnknownSkill
-from skilldeck.host.verify import VerificationError
+from skilldeck.host.loader import LoadedSkill, SkillLoader
+from skilldeck.host.registry import Collision, Registry, SkillRecord, ToolRecord
+from skilldeck.host.watch import HostWatcher
 
 __all__ = [
     "AmbiguousName",
@@ -47,6 +50,7 @@ __all__ = [
     "DynamicSkillRefused",
     "Failure",
     "Host",
+    "HostWatcher",
     "HttpServer",
     "InProcessServer",
     "ListingLimits",

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from skilldeck._documents import load_document
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import ConfigError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "ConfigError",
     "HttpServer",
     "InProcessServer",
     "ServerSpec",
@@ -40,10 +39,6 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a server has to start and answer the handshake before it is reported and skipped."""
-
-
-class ConfigError(SkilldeckError):
-    """A server configuration that cannot be used; the message names the label and the field."""
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
 from pydantic import ValidationError
 
-from skilldeck.errors import PeerError
+from skilldeck.errors import MessageTooLarge
 from skilldeck.host import stdio_guard
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
@@ -202,10 +202,6 @@ def _transport_fault(exc: BaseException) -> str | None:
         detail = _short_parse_error(exc.error.message)
         return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
     return None
-
-
-class MessageTooLarge(PeerError):
-    """A server's response body, SSE event or stdio line passed the host's limit; the server is dropped."""
 
 
 class _CappedStream(httpx2.AsyncByteStream):

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from skilldeck.errors import PeerError, SkilldeckError
+from skilldeck.errors import NotApproved, PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
 from skilldeck.host.config import ConfigError, ServerSpec
@@ -32,10 +32,6 @@ from skilldeck.skill.manifest import entry_from_wire
 from skilldeck.skill.uri import skill_root_uri
 
 __all__ = ["Host", "NotApproved"]
-
-
-class NotApproved(SkilldeckError):
-    """The user (or the approval callback) declined the skill."""
 
 
 class Host:

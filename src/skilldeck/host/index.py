@@ -14,10 +14,10 @@ from typing import Any, Literal
 import anyio.to_thread
 from mcp.shared.exceptions import MCPError
 
-from skilldeck.errors import NotServedError
+from skilldeck.errors import NotServedError, ReadFailed
 from skilldeck.host.connect import Connected
 from skilldeck.host.discover import ListingLimits, page_skills
-from skilldeck.host.port import ReadFailed, SkillIndex
+from skilldeck.host.port import SkillIndex
 from skilldeck.host.registry import LOCAL_LABEL
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.sources import DirectorySource

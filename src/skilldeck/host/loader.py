@@ -21,23 +21,27 @@ from html import escape
 from typing import Literal
 from urllib.parse import unquote
 
-from skilldeck.errors import EntryError, PeerError, SkilldeckError
+from skilldeck.errors import (
+    BudgetExceeded,
+    CrossOriginRead,
+    DynamicSkillRefused,
+    EntryError,
+    PeerError,
+    SkillChanged,
+    UnknownFile,
+    VerificationError,
+)
 from skilldeck.host.cache import ContentCache
 from skilldeck.host.port import SkillIndex
-from skilldeck.host.verify import VerificationError, same_json, verify_bytes, verify_skill_md
+from skilldeck.host.verify import same_json, verify_bytes, verify_skill_md
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import MAX_SKILL_BYTES, SkillEntry, SkillResource, entry_from_wire
 from skilldeck.skill.uri import resolve_reference, skill_root_uri
 
 __all__ = [
     "DEFAULT_BUDGET",
-    "BudgetExceeded",
-    "CrossOriginRead",
-    "DynamicSkillRefused",
     "LoadedSkill",
-    "SkillChanged",
     "SkillLoader",
-    "UnknownFile",
 ]
 
 # What a lenient reader (an HTML-ish parser, or a model) could take for a skill-content tag, opening or
@@ -57,41 +61,6 @@ _TAG = re.compile(
 
 DEFAULT_BUDGET = 64 * 1024 * 1024
 """Bytes one origin may make the host download in a session (64 MiB)."""
-
-
-class BudgetExceeded(PeerError):
-    """Reading this would take the origin past its byte budget; nothing was fetched."""
-
-
-class CrossOriginRead(SkilldeckError):
-    """A read that would reach another server than the skill's own; refused."""
-
-
-class UnknownFile(SkilldeckError):
-    """A file asked for by name (``--file``) that the loaded skill's entry does not list; nothing was read."""
-
-
-class DynamicSkillRefused(SkilldeckError):
-    """The skill's content is generated (``"dynamic"``) and cannot be verified; opt in to load it."""
-
-
-class SkillChanged(VerificationError):
-    """Verification failed and the server's current entry differs: the skill changed since it was listed.
-
-    ``current`` is the refreshed entry. Any approval bound to the old content is void; ask again
-    before loading.
-    """
-
-    def __init__(self, cause: VerificationError, current: SkillEntry) -> None:
-        super().__init__(
-            f"{cause.reason}; the server's entry has changed since it was "
-            "listed: re-approve the new content before loading",
-            uri=cause.uri,
-            check=cause.check,
-            label=cause.label,
-        )
-        self.cause = cause
-        self.current = current
 
 
 @dataclass

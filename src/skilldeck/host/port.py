@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from skilldeck.errors import PeerError
-
-__all__ = ["ReadFailed", "SkillIndex"]
-
-
-class ReadFailed(PeerError):
-    """The origin did not return the bytes asked for (an error answer or no content)."""
+__all__ = ["SkillIndex"]
 
 
 @runtime_checkable

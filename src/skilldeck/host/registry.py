@@ -15,19 +15,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from skilldeck.errors import EntryError, SkilldeckError
+from skilldeck.errors import AmbiguousName, EntryError, UnknownSkill
 from skilldeck.skill.manifest import SkillEntry, entry_from_wire
 from skilldeck.skill.uri import skill_root_uri
 
 __all__ = [
     "LOCAL_LABEL",
-    "AmbiguousName",
     "Collision",
     "Registry",
     "Rejection",
     "SkillRecord",
     "ToolRecord",
-    "UnknownSkill",
 ]
 
 LOCAL_LABEL = "local"
@@ -109,18 +107,6 @@ class Collision:
     def __str__(self) -> str:
         where = ", ".join(f"{r.label}:{r.entry.uri}" for r in self.records)
         return f"name {self.name!r} is used by {len(self.records)} skills ({self.scope}): {where}"
-
-
-class UnknownSkill(SkilldeckError):
-    """No registered skill matches the name or URI asked for."""
-
-
-class AmbiguousName(SkilldeckError):
-    """A bare name matches several skills; the message lists their qualified names."""
-
-    def __init__(self, name: str, candidates: list[str]) -> None:
-        super().__init__(f"{name!r} names {len(candidates)} skills; use one of: {', '.join(candidates)}")
-        self.candidates = candidates
 
 
 @dataclass

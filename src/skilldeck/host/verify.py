@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skilldeck.errors import FrontmatterError, PeerError
+from skilldeck.errors import FrontmatterError, VerificationError
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import digest_of
 
-__all__ = ["VerificationError", "same_json", "verify_bytes", "verify_skill_md"]
+__all__ = ["same_json", "verify_bytes", "verify_skill_md"]
 
 
 def same_json(a: Any, b: Any) -> bool:
@@ -29,16 +29,6 @@ def same_json(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
-
-
-class VerificationError(PeerError):
-    """Content that does not match its entry: never use it; refresh the entry with ``skills/get``."""
-
-    def __init__(self, message: str, *, uri: str, check: str, label: str | None = None) -> None:
-        super().__init__(f"{uri}: {message}", label=label)
-        self.uri = uri
-        self.check = check
-        self.reason = message
 
 
 def verify_bytes(uri: str, data: bytes, *, size: int, digest: str, label: str | None = None) -> None:

@@ -3,14 +3,15 @@
 Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain data.
 """
 
+from skilldeck.errors import SnapshotError
 from skilldeck.select.cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Calibration, Decision, DecisionLog, Selector, default_calibration
+from skilldeck.select.gate import ToolGate
 from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, split_jobs
 from skilldeck.select.snapshot import (
     CatalogSnapshot,
     ServerSnapshot,
     SkillSnapshot,
-    SnapshotError,
     load_snapshot,
     parse_snapshot,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "ServerSnapshot",
     "SkillSnapshot",
     "SnapshotError",
+    "ToolGate",
     "build_cards",
     "default_calibration",
     "load_snapshot",

@@ -22,15 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import EncoderUnavailable
 
-__all__ = ["ENCODERS", "EncoderUnavailable", "MiniLMEncoder", "WordLlamaEncoder", "load_encoder"]
+__all__ = ["ENCODERS", "MiniLMEncoder", "WordLlamaEncoder", "load_encoder"]
 
 EXTRA_HINT = "pip install 'skilldeck[semantic]'"
-
-
-class EncoderUnavailable(SkilldeckError):
-    """The encoder's packages are not installed (names the extra to install)."""
 
 
 class _Cached:

@@ -11,25 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import GateRefused, InvalidArguments, ToolNotActive, ToolNotListed
 
-__all__ = ["GateRefused", "InvalidArguments", "ToolGate", "ToolNotActive", "ToolNotListed"]
-
-
-class GateRefused(SkilldeckError):
-    """A tool call the gate refused; nothing was sent."""
-
-
-class ToolNotListed(GateRefused):
-    """The server never listed a tool of that name."""
-
-
-class ToolNotActive(GateRefused):
-    """The tool exists but is not in the active skill's set."""
-
-
-class InvalidArguments(GateRefused):
-    """The arguments do not validate against the tool's input schema."""
+__all__ = ["ToolGate"]
 
 
 class ToolGate:

@@ -19,14 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skilldeck._documents import load_document
-from skilldeck.errors import EntryError, SkilldeckError
+from skilldeck.errors import EntryError, SnapshotError
 from skilldeck.skill.manifest import SkillEntry, entry_from_wire
 
-__all__ = ["CatalogSnapshot", "ServerSnapshot", "SkillSnapshot", "SnapshotError", "load_snapshot", "parse_snapshot"]
-
-
-class SnapshotError(SkilldeckError):
-    """A catalog snapshot that does not follow the documented format."""
+__all__ = ["CatalogSnapshot", "ServerSnapshot", "SkillSnapshot", "load_snapshot", "parse_snapshot"]
 
 
 @dataclass(frozen=True)

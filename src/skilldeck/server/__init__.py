@@ -8,6 +8,7 @@ from skilldeck.server.app import create_server, serve_http, serve_stdio, watch_a
 from skilldeck.server.catalog import Catalog, CatalogDiff, StaticSkill
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.extension import EXTENSION_ID, SkillsExtension, SkillsMiddleware
+from skilldeck.server.policy import Policy, load_policy
 from skilldeck.server.sources import DirectorySource, LoadResult
 
 __all__ = [
@@ -17,11 +18,13 @@ __all__ = [
     "DirectorySource",
     "DynamicSkill",
     "LoadResult",
+    "Policy",
     "SkillRequest",
     "SkillsExtension",
     "SkillsMiddleware",
     "StaticSkill",
     "create_server",
+    "load_policy",
     "serve_http",
     "serve_stdio",
     "watch_and_reload",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from skilldeck._documents import load_document
-from skilldeck.errors import SourceError
+from skilldeck.errors import PolicyError
 
 __all__ = [
     "HINTS_PREFIX",
@@ -52,10 +52,6 @@ HINTS_PREFIX = "dev.skilldeck/"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _LOCALE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}")
 """A BCP 47 language tag (the common subset)."""
-
-
-class PolicyError(SourceError):
-    """A policy that cannot be used as written; the message names the field."""
 
 
 @dataclass(frozen=True)

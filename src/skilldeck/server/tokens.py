@@ -29,9 +29,9 @@ import anyio
 import jwt
 from mcp.server.auth.provider import AccessToken
 
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import AuthConfigError
 
-__all__ = ["ALGORITHMS", "MAX_JWKS_FILE_BYTES", "MAX_TOKEN_CHARS", "AuthConfigError", "JwtVerifier"]
+__all__ = ["ALGORITHMS", "MAX_JWKS_FILE_BYTES", "MAX_TOKEN_CHARS", "JwtVerifier"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +43,6 @@ MAX_TOKEN_CHARS = 16 * 1024
 
 MAX_JWKS_FILE_BYTES = 1024 * 1024
 """A JWKS file larger than this is refused at start."""
-
-
-class AuthConfigError(SkilldeckError):
-    """Token verification cannot be set up as configured (a JWKS that does not load, a missing flag)."""
 
 
 class JwtVerifier:
