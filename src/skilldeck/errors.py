@@ -261,8 +261,7 @@ class SkillChanged(VerificationError):
 
     ``current`` is the refreshed :class:`~skilldeck.skill.manifest.SkillEntry` (typed ``Any`` here so
     that this module, the root of every import, imports nothing of skilldeck's). Any approval bound
-    to the old content is void; ask again
-    before loading.
+    to the old content is void; ask again before loading.
     """
 
     def __init__(self, cause: VerificationError, current: Any) -> None:
