@@ -154,7 +154,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- server/catalog.py: what a folder and a page hold ----------------------------------------------
     _m(
         "catalog-children-prefix",
-        "server/catalog.py",
+        "skill/pack.py",
         "        if not path.startswith(base):\n",
         "        if not path.startswith(prefix):\n",
         T_LIMITS,
@@ -200,10 +200,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         T_SOURCES,
         "a skill path served twice is not reported",
     ),
-    # -- server/sources.py: reading folders ------------------------------------------------------------
+    # -- skill/pack.py: reading folders ----------------------------------------------------------------
     _m(
         "sources-early-stop",
-        "server/sources.py",
+        "skill/pack.py",
         "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
         "if False:",
         T_LIMITS,
@@ -211,7 +211,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-early-stop-files-off-by-one",
-        "server/sources.py",
+        "skill/pack.py",
         "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
         "if total > MAX_SKILL_BYTES or len(files) >= MAX_RESOURCES_PER_SKILL:",
         T_LIMITS,
@@ -220,7 +220,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-file-size-off-by-one",
-        "server/sources.py",
+        "skill/pack.py",
         "if st.st_size > MAX_SKILL_BYTES:",
         "if st.st_size >= MAX_SKILL_BYTES:",
         T_LIMITS,
@@ -228,7 +228,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-escape",
-        "server/sources.py",
+        "skill/pack.py",
         "if inside is None:\n                        raise _Escape",
         "if inside is None:\n                        return os.open(str(target), _O_FILE)",
         T_SOURCES,
@@ -236,7 +236,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-folder",
-        "server/sources.py",
+        "skill/pack.py",
         "if stat.S_ISDIR(st.st_mode):\n                        problems.append(",
         "if stat.S_ISDIR(st.st_mode):\n                        continue\n                        problems.append(",
         T_SOURCES,

@@ -13,6 +13,7 @@ PURE = [
     "skill/frontmatter.py",
     "skill/manifest.py",
     "skill/uri.py",
+    "skill/pack.py",  # disk I/O, but no SDK: the host and the server both read packs with it
     "server/catalog.py",
     "server/dynamic.py",
     "host/registry.py",
@@ -92,3 +93,10 @@ def test_server_never_imports_host_or_cli() -> None:
     for path in (SRC / "server").glob("*.py"):
         for name in imported_modules(path):
             assert not name.startswith(("skilldeck.host", "skilldeck.cli", "skilldeck.demo")), (path, name)
+
+
+def test_host_never_imports_server_or_cli() -> None:
+    """Host and server are siblings: what both need of a skill pack lives in ``skill/``."""
+    for path in (SRC / "host").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.server", "skilldeck.cli", "skilldeck.demo")), (path, name)

@@ -5,10 +5,10 @@ adapt to the MCP SDK.
 """
 
 from skilldeck.server.app import create_server, serve_http, serve_stdio, watch_and_reload
-from skilldeck.server.catalog import Catalog, CatalogDiff, StaticSkill
+from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.extension import EXTENSION_ID, SkillsExtension, SkillsMiddleware
-from skilldeck.server.sources import DirectorySource, LoadResult
+from skilldeck.skill.pack import DirectorySource, LoadResult, StaticSkill
 
 __all__ = [
     "EXTENSION_ID",

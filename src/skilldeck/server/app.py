@@ -27,7 +27,7 @@ from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
 from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, evict_idle_when_full
-from skilldeck.server.sources import DirectorySource
+from skilldeck.skill.pack import DirectorySource
 
 __all__ = ["create_server", "serve_http", "serve_stdio", "watch_and_reload"]
 

@@ -53,10 +53,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from skilldeck.errors import NotServedError, SkilldeckError, SourceError, shorten
 from skilldeck.server.audience import allowed_tools, catalog_for
 from skilldeck.server.audit import AuditLog
-from skilldeck.server.catalog import Catalog, CatalogDiff, SkillFile, children_of, page_keys
+from skilldeck.server.catalog import Catalog, CatalogDiff, page_keys
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.policy import HINTS_PREFIX, Caller, Policy, caller_from_claims
-from skilldeck.server.sources import DirectorySource, load_all
+from skilldeck.skill.pack import DirectorySource, SkillFile, children_of, load_all
 from skilldeck.skill.uri import SKILL_MD, file_uri, is_text_mime_type, mime_type_for
 
 __all__ = ["EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
