@@ -242,18 +242,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         T_SOURCES,
         "a symlinked folder is not reported",
     ),
-    # -- server/extension.py: enforcement on the wire ------------------------------------------------------
+    # -- server/service.py, middleware.py, extension.py: enforcement on the wire -------------------------
     _m(
         "extension-tool-call-gate",
-        "server/extension.py",
-        "if params.name not in allowed:",
+        "server/service.py",
+        "if name not in allowed:",
         "if False:",
         f"{T_CONTEXT}::test_admin_tool_is_refused_to_a_user_not_run_and_audited",
         "a tool no admitted route grants runs anyway",
     ),
     _m(
         "extension-tools-list-filter",
-        "server/extension.py",
+        "server/middleware.py",
         'return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}',
         "return result",
         f"{T_CONTEXT}::test_in_process_answers_for_the_default_identity",
@@ -261,15 +261,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "extension-read-unfiltered",
-        "server/extension.py",
-        "found = await self._ext.read_file(uri, _skill_request(ctx), self._ext.view(ctx))",
-        "found = await self._ext.read_file(uri, _skill_request(ctx))",
+        "server/middleware.py",
+        "found = await self._service.read_file(uri, skill_request(ctx), view_of(self._service, ctx))",
+        "found = await self._service.read_file(uri, skill_request(ctx))",
         f"{T_CONTEXT}::test_meta_hints_never_widen_permissions",
         "resources/read answers from the whole catalog, not the caller's view",
     ),
     _m(
         "extension-cache-scope",
-        "server/extension.py",
+        "server/service.py",
         'scope = "private" if self.policy is not None else self.cache_scope',
         "scope = self.cache_scope",
         f"{T_CONTEXT}::test_per_caller_skill_content_is_private_to_caches",

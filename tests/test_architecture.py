@@ -24,6 +24,7 @@ PURE = [
     "host/cache.py",
     "server/policy.py",
     "server/audience.py",
+    "server/service.py",
     "select/snapshot.py",
     "select/cards.py",
     "select/rank.py",
@@ -100,3 +101,13 @@ def test_host_never_imports_server_or_cli() -> None:
     for path in (SRC / "host").glob("*.py"):
         for name in imported_modules(path):
             assert not name.startswith(("skilldeck.server", "skilldeck.cli", "skilldeck.demo")), (path, name)
+
+
+@pytest.mark.parametrize("module_file", ["server/middleware.py", "server/extension.py", "server/app.py"])
+def test_server_adapters_use_each_other_only_through_public_names(module_file: str) -> None:
+    """``x._name`` only on ``self``: the middleware and the app read the extension's public surface."""
+    tree = ast.parse((SRC / module_file).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value.id if isinstance(node.value, ast.Name) else ast.unparse(node.value)
+            assert owner == "self", (module_file, node.lineno, node.attr)

@@ -1,7 +1,7 @@
 """The server side: publish Agent Skills over the MCP Skills extension.
 
-``catalog`` and ``dynamic`` are sans-I/O; ``sources`` reads folders; ``extension`` and ``app``
-adapt to the MCP SDK.
+``catalog``, ``dynamic`` and ``service`` are sans-I/O (folders are read by
+:mod:`skilldeck.skill.pack`); ``extension``, ``middleware``, ``notifier`` and ``app`` adapt to the MCP SDK.
 """
 
 from skilldeck.server.app import create_server, serve_http, serve_stdio, watch_and_reload
