@@ -154,7 +154,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- server/catalog.py: what a folder and a page hold ----------------------------------------------
     _m(
         "catalog-children-prefix",
-        "server/catalog.py",
+        "skill/pack.py",
         "        if not path.startswith(base):\n",
         "        if not path.startswith(prefix):\n",
         T_LIMITS,
@@ -200,10 +200,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         T_SOURCES,
         "a skill path served twice is not reported",
     ),
-    # -- server/sources.py: reading folders ------------------------------------------------------------
+    # -- skill/pack.py: reading folders ----------------------------------------------------------------
     _m(
         "sources-early-stop",
-        "server/sources.py",
+        "skill/pack.py",
         "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
         "if False:",
         T_LIMITS,
@@ -211,7 +211,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-early-stop-files-off-by-one",
-        "server/sources.py",
+        "skill/pack.py",
         "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
         "if total > MAX_SKILL_BYTES or len(files) >= MAX_RESOURCES_PER_SKILL:",
         T_LIMITS,
@@ -220,7 +220,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-file-size-off-by-one",
-        "server/sources.py",
+        "skill/pack.py",
         "if st.st_size > MAX_SKILL_BYTES:",
         "if st.st_size >= MAX_SKILL_BYTES:",
         T_LIMITS,
@@ -228,7 +228,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-escape",
-        "server/sources.py",
+        "skill/pack.py",
         "if inside is None:\n                        raise _Escape",
         "if inside is None:\n                        return os.open(str(target), _O_FILE)",
         T_SOURCES,
@@ -236,24 +236,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-folder",
-        "server/sources.py",
+        "skill/pack.py",
         "if stat.S_ISDIR(st.st_mode):\n                        problems.append(",
         "if stat.S_ISDIR(st.st_mode):\n                        continue\n                        problems.append(",
         T_SOURCES,
         "a symlinked folder is not reported",
     ),
-    # -- server/extension.py: enforcement on the wire ------------------------------------------------------
+    # -- server/service.py, middleware.py, extension.py: enforcement on the wire -------------------------
     _m(
         "extension-tool-call-gate",
-        "server/extension.py",
-        "if params.name not in allowed:",
+        "server/service.py",
+        "if name not in allowed:",
         "if False:",
         f"{T_CONTEXT}::test_admin_tool_is_refused_to_a_user_not_run_and_audited",
         "a tool no admitted route grants runs anyway",
     ),
     _m(
         "extension-tools-list-filter",
-        "server/extension.py",
+        "server/middleware.py",
         'return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}',
         "return result",
         f"{T_CONTEXT}::test_in_process_answers_for_the_default_identity",
@@ -261,15 +261,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "extension-read-unfiltered",
-        "server/extension.py",
-        "found = await self._ext.read_file(uri, _skill_request(ctx), self._ext.view(ctx))",
-        "found = await self._ext.read_file(uri, _skill_request(ctx))",
+        "server/middleware.py",
+        "found = await self._service.read_file(uri, skill_request(ctx), view_of(self._service, ctx))",
+        "found = await self._service.read_file(uri, skill_request(ctx))",
         f"{T_CONTEXT}::test_meta_hints_never_widen_permissions",
         "resources/read answers from the whole catalog, not the caller's view",
     ),
     _m(
         "extension-cache-scope",
-        "server/extension.py",
+        "server/service.py",
         'scope = "private" if self.policy is not None else self.cache_scope',
         "scope = self.cache_scope",
         f"{T_CONTEXT}::test_per_caller_skill_content_is_private_to_caches",

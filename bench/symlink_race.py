@@ -10,7 +10,7 @@ folders of the same shape hold a secret. One thread keeps swapping ``refs`` (and
 skill folder) for a symlink to the outside folder and back, while the main thread loads the root
 with ``DirectorySource.load()`` back to back, as ``skilldeck serve --watch`` does on every change.
 Every file of every load is checked for the secret. With ``--baseline REV``, the
-``src/skilldeck/server/sources.py`` of that revision is loaded from git into a separate module and
+``src/skilldeck/skill/pack.py`` (``server/sources.py`` before it moved) of that revision is loaded from git into a separate module and
 measured in the same run, alternating with the current one.
 
 Results: a table on stdout and ``bench/results/symlink_race.json``.
@@ -38,9 +38,12 @@ SECRET = b"root:x:0:0:TOP-SECRET-OUTSIDE-THE-ROOT"
 
 
 def _baseline_module(rev: str) -> ModuleType:
-    source = subprocess.run(
-        ["git", "show", f"{rev}:src/skilldeck/server/sources.py"], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout
+    for path in ("src/skilldeck/skill/pack.py", "src/skilldeck/server/sources.py"):  # where it lived at ``rev``
+        shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    source = shown.stdout
     spec = importlib.util.spec_from_loader("skilldeck_baseline_sources", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
@@ -124,7 +127,7 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "symlink_race.json")
     args = parser.parse_args()
 
-    from skilldeck.server import sources as current
+    from skilldeck.skill import pack as current
 
     impls: dict[str, ModuleType] = {"current": current}
     if args.baseline:

@@ -13,6 +13,7 @@ PURE = [
     "skill/frontmatter.py",
     "skill/manifest.py",
     "skill/uri.py",
+    "skill/pack.py",  # disk I/O, but no SDK: the host and the server both read packs with it
     "server/catalog.py",
     "server/dynamic.py",
     "host/registry.py",
@@ -23,6 +24,7 @@ PURE = [
     "host/cache.py",
     "server/policy.py",
     "server/audience.py",
+    "server/service.py",
     "select/snapshot.py",
     "select/cards.py",
     "select/rank.py",
@@ -189,3 +191,20 @@ def test_every_error_sits_under_one_branch_of_the_tree() -> None:
         assert issubclass(cls, errors.SkilldeckError), name
         assert sum(issubclass(cls, branch) for branch in branches) == 1, name
         assert name in (errors.__doc__ or ""), f"{name} is missing from the tree in errors.py's docstring"
+
+
+def test_host_never_imports_server_or_cli() -> None:
+    """Host and server are siblings: what both need of a skill pack lives in ``skill/``."""
+    for path in (SRC / "host").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.server", "skilldeck.cli", "skilldeck.demo")), (path, name)
+
+
+@pytest.mark.parametrize("module_file", ["server/middleware.py", "server/extension.py", "server/app.py"])
+def test_server_adapters_use_each_other_only_through_public_names(module_file: str) -> None:
+    """``x._name`` only on ``self``: the middleware and the app read the extension's public surface."""
+    tree = ast.parse((SRC / module_file).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value.id if isinstance(node.value, ast.Name) else ast.unparse(node.value)
+            assert owner == "self", (module_file, node.lineno, node.attr)

@@ -13,9 +13,9 @@ from skilldeck.select.gate import InvalidArguments, ToolGate
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.policy import Caller, parse_policy
-from skilldeck.server.sources import DirectorySource
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import digest_of, entry_from_wire
+from skilldeck.skill.pack import DirectorySource
 
 from .server.helpers import write_skill
 

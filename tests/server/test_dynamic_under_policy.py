@@ -26,8 +26,8 @@ from skilldeck.server import DynamicSkill, SkillRequest, create_server
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.policy import Caller, Policy, parse_policy
-from skilldeck.server.sources import DirectorySource
 from skilldeck.skill.frontmatter import parse_skill_md
+from skilldeck.skill.pack import DirectorySource
 
 from .test_context_aware_http import ADMIN_B, TOKENS, USER_A, Shop, StaticTokenVerifier, connect, serving
 

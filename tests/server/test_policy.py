@@ -28,9 +28,9 @@ from skilldeck.server.policy import (
     parse_policy,
     render_template,
 )
-from skilldeck.server.sources import DirectorySource, load_all
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import digest_of
+from skilldeck.skill.pack import DirectorySource, load_all
 
 from .helpers import write_skill
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ServerNotification
 
 from skilldeck.host.wire import SkillsWire
+from skilldeck.server import DirectorySource, SkillsExtension, watch_and_reload
+from skilldeck.server.policy import Policy, load_policy
 
 from .helpers import write_skill
 
@@ -61,3 +65,42 @@ async def test_policy_edits_apply_live_and_bad_ones_are_refused(tmp_path: Path) 
         assert await uris(wire) == ["skill://alpha/SKILL.md", "skill://beta/SKILL.md"]  # the previous one stays
     stderr.close()
     assert "skills.nonexistent: no such skill is served" in (tmp_path / "stderr.txt").read_text()
+
+
+class _ObservedServer(MCPServer[Any]):
+    """A real server that notes, each time its tools are listed, the policy its extension has in force."""
+
+    def __init__(self, extension: SkillsExtension) -> None:
+        super().__init__("observed", extensions=[extension], middleware=[extension.middleware])
+        self.extension = extension
+        self.in_force_while_listing: list[Policy | None] = []
+
+    async def list_tools(self) -> Any:
+        self.in_force_while_listing.append(self.extension.policy)
+        return await super().list_tools()
+
+
+@pytest.mark.anyio
+async def test_a_policy_being_checked_is_never_in_force(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write_skill(skills, "alpha")
+    write_skill(skills, "beta")
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(HIDE_BETA)
+    in_force = load_policy(policy_file)
+    extension = SkillsExtension(DirectorySource(skills), policy=in_force)
+    server = _ObservedServer(extension)
+    errors: list[Exception] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            partial(watch_and_reload, extension, server=server, policy_path=policy_file, on_policy_error=errors.append)
+        )
+        await anyio.sleep(0.5)  # let the watcher start
+        policy_file.write_text(BROKEN)
+        with anyio.fail_after(15):
+            while not errors:
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    assert "skills.nonexistent: no such skill is served" in str(errors[0])
+    assert server.in_force_while_listing == [in_force]  # checked while the previous policy stayed in force
+    assert extension.policy is in_force

@@ -10,8 +10,8 @@ import pytest
 from skilldeck.errors import NotServedError, SourceError
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.dynamic import DynamicSkill
-from skilldeck.server.sources import DirectorySource
 from skilldeck.skill.manifest import MAX_SKILL_BYTES, digest_of
+from skilldeck.skill.pack import DirectorySource
 
 from .helpers import write_skill
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from skilldeck.server.sources import MAX_DEPTH, DirectorySource, LoadResult
+from skilldeck.skill.pack import MAX_DEPTH, DirectorySource, LoadResult
 
 from .helpers import write_skill
 

@@ -27,8 +27,8 @@ from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
 from skilldeck.host.registry import LOCAL_LABEL, Registry, SkillRecord
 from skilldeck.host.watch import CatalogChange, GateLike, HostWatcher, OnChange
-from skilldeck.server.catalog import children_of
 from skilldeck.skill.manifest import entry_from_wire
+from skilldeck.skill.pack import children_of
 from skilldeck.skill.uri import skill_root_uri
 
 __all__ = ["Host", "NotApproved"]

@@ -19,8 +19,7 @@ from skilldeck.host.connect import Connected
 from skilldeck.host.discover import ListingLimits, page_skills
 from skilldeck.host.port import SkillIndex
 from skilldeck.host.registry import LOCAL_LABEL
-from skilldeck.server.catalog import Catalog
-from skilldeck.server.sources import DirectorySource
+from skilldeck.skill.pack import DirectorySource, Pack
 
 __all__ = ["LocalIndex", "ReadFailed", "SkillIndex", "WireIndex"]
 
@@ -66,17 +65,16 @@ class LocalIndex:
     def __init__(self, *roots: str | os.PathLike[str], label: str = LOCAL_LABEL) -> None:
         self.source = DirectorySource(*roots)
         self.label = label
-        self._catalog: Catalog | None = None
+        self._pack: Pack | None = None
 
-    async def _load(self) -> Catalog:
-        if self._catalog is None:
-            loaded = await anyio.to_thread.run_sync(self.source.load)
-            self._catalog = Catalog(loaded.skills, (), loaded.problems)
-        return self._catalog
+    async def _load(self) -> Pack:
+        if self._pack is None:
+            self._pack = Pack(await anyio.to_thread.run_sync(self.source.load))
+        return self._pack
 
     async def entries(self) -> tuple[list[Any], str | None]:
-        catalog = await self._load()
-        return [e.to_wire() for e in catalog.entries], None
+        pack = await self._load()
+        return [e.to_wire() for e in pack.entries], None
 
     async def get_entry(self, uri: str) -> Any:
         try:

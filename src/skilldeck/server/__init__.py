@@ -1,15 +1,15 @@
 """The server side: publish Agent Skills over the MCP Skills extension.
 
-``catalog`` and ``dynamic`` are sans-I/O; ``sources`` reads folders; ``extension`` and ``app``
-adapt to the MCP SDK.
+``catalog``, ``dynamic`` and ``service`` are sans-I/O (folders are read by
+:mod:`skilldeck.skill.pack`); ``extension``, ``middleware``, ``notifier`` and ``app`` adapt to the MCP SDK.
 """
 
 from skilldeck.server.app import create_server, serve_http, serve_stdio, watch_and_reload
-from skilldeck.server.catalog import Catalog, CatalogDiff, StaticSkill
+from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.extension import EXTENSION_ID, SkillsExtension, SkillsMiddleware
 from skilldeck.server.policy import Policy, load_policy
-from skilldeck.server.sources import DirectorySource, LoadResult
+from skilldeck.skill.pack import DirectorySource, LoadResult, StaticSkill
 
 __all__ = [
     "EXTENSION_ID",

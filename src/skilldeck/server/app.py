@@ -27,7 +27,7 @@ from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
 from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, evict_idle_when_full
-from skilldeck.server.sources import DirectorySource
+from skilldeck.skill.pack import DirectorySource
 
 __all__ = ["create_server", "serve_http", "serve_stdio", "watch_and_reload"]
 
@@ -73,7 +73,7 @@ def create_server(
 
 
 def _watched_roots(extension: SkillsExtension) -> list[Path]:
-    return [root for source in extension._directories for root in source.roots]
+    return extension.service.roots
 
 
 def _resolved(path: str | os.PathLike[str]) -> Path:
@@ -214,12 +214,8 @@ async def _watch_trees(
         if policy_file is not None and policy_file in changed:
             try:
                 policy = load_policy(policy_file)
-                previous, extension.policy = extension.policy, policy
-                try:
-                    if server is not None:
-                        await extension.check_policy(server)
-                finally:
-                    extension.policy = previous
+                if server is not None:
+                    await extension.check_policy(server, policy)  # checked, not yet in force
                 await extension.set_policy(policy)
                 if on_policy_applied is not None:
                     on_policy_applied(policy)

@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from skilldeck.errors import SkillError
-from skilldeck.server.catalog import Catalog, StaticSkill
+from skilldeck.server.catalog import Catalog
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.policy import Caller, Policy, render_template
 from skilldeck.skill.frontmatter import parse_skill_md, render_frontmatter
 from skilldeck.skill.manifest import build_entry
+from skilldeck.skill.pack import StaticSkill
 from skilldeck.skill.uri import SKILL_MD, is_text_mime_type, mime_type_for
 
 __all__ = ["allowed_tools", "catalog_for"]

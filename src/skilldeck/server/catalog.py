@@ -10,52 +10,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.skill.manifest import SkillEntry
+from skilldeck.skill.pack import DirectoryChild, SkillFile, StaticSkill, children_of
 from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri, mime_type_for
 
-__all__ = ["Catalog", "CatalogDiff", "DirectoryChild", "SkillFile", "StaticSkill", "children_of", "page_keys"]
-
-
-@dataclass(frozen=True, slots=True)
-class SkillFile:
-    """One served file: its URI, type and the exact bytes its digest covers."""
-
-    uri: str
-    path: str
-    mime_type: str
-    data: bytes
-
-
-@dataclass(frozen=True)
-class StaticSkill:
-    """A skill whose files were snapshotted at load: ``files`` maps ``/`` paths (relative to the skill root) to bytes."""
-
-    skill_path: str
-    entry: SkillEntry
-    files: Mapping[str, bytes]
-    origin: str = ""
-    """Where it was loaded from (a folder), for reports."""
-
-
-@dataclass(frozen=True, slots=True)
-class DirectoryChild:
-    """A direct child of a directory resource, as ``resources/directory/read`` lists it."""
-
-    uri: str
-    name: str
-    mime_type: str
-    size: int | None = None
-
-    def to_wire(self) -> dict[str, object]:
-        wire: dict[str, object] = {"uri": self.uri, "name": self.name, "mimeType": self.mime_type}
-        if self.size is not None:
-            wire["size"] = self.size
-        return wire
+__all__ = ["Catalog", "CatalogDiff", "page_keys"]
 
 
 @dataclass(frozen=True)
@@ -121,30 +85,6 @@ def page_keys(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str
     page = keys[start : start + limit]
     next_cursor = _encode_cursor(page[-1]) if start + limit < len(keys) and page else None
     return page, next_cursor
-
-
-def children_of(prefix: str, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> list[DirectoryChild]:
-    """Direct children of the directory ``prefix`` (a ``/`` path, ``""`` for the top) among file ``paths``.
-
-    URIs are ``skill://`` URIs of the full paths; sorted by name, folders and files alike.
-    """
-    base = f"{prefix}/" if prefix else ""
-    found: dict[str, DirectoryChild] = {}
-    for path in paths:
-        if not path.startswith(base):
-            continue
-        rest = path[len(base) :]
-        head, sep, _ = rest.partition("/")
-        full = base + head
-        skill_path, _, file_path = full.rpartition("/")
-        if sep:
-            found.setdefault(head, DirectoryChild(uri=directory_uri(full), name=head, mime_type=DIRECTORY_MIME_TYPE))
-        else:
-            uri = file_uri(skill_path, file_path) if skill_path else directory_uri(file_path)
-            found[head] = DirectoryChild(
-                uri=uri, name=head, mime_type=mime_type_for(head), size=None if sizes is None else sizes.get(path)
-            )
-    return [found[name] for name in sorted(found)]
 
 
 class Catalog:

@@ -1,4 +1,8 @@
-"""Skill sources: where a server's skills come from. This is the server's only filesystem I/O.
+"""The skill pack: a folder of skills read into memory, for the server and the host alike.
+
+This is the only filesystem I/O below ``skilldeck.server`` and ``skilldeck.host``: a server serves
+what it reads (its :class:`~skilldeck.server.catalog.Catalog` is built from the skills loaded here), and
+a host reads its local skills through :class:`Pack`. Neither side owns the format of a pack.
 
 :class:`DirectorySource` walks one or more folders: every folder holding a ``SKILL.md`` is a skill,
 its path below the root is its skill path (``acme/billing/refunds``), and every file under it is
@@ -25,20 +29,91 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from skilldeck.errors import FrontmatterError, SkillError, SourceError
-from skilldeck.server.catalog import StaticSkill
+from skilldeck.errors import FrontmatterError, NotServedError, SkillError, SourceError, shorten
 from skilldeck.skill.frontmatter import parse_skill_md, validate_frontmatter
-from skilldeck.skill.manifest import MAX_RESOURCES_PER_SKILL, MAX_SKILL_BYTES, build_entry, check_limits
-from skilldeck.skill.uri import SKILL_MD
+from skilldeck.skill.manifest import MAX_RESOURCES_PER_SKILL, MAX_SKILL_BYTES, SkillEntry, build_entry, check_limits
+from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SKILL_MD, directory_uri, file_uri, mime_type_for
 
-__all__ = ["DEFAULT_IGNORE", "MAX_DEPTH", "DirectorySource", "LoadResult"]
+__all__ = [
+    "DEFAULT_IGNORE",
+    "MAX_DEPTH",
+    "DirectoryChild",
+    "DirectorySource",
+    "LoadResult",
+    "Pack",
+    "SkillFile",
+    "StaticSkill",
+    "children_of",
+    "load_all",
+]
 
 DEFAULT_IGNORE = frozenset({".git", ".hg", ".svn", "__pycache__", ".DS_Store", ".pytest_cache", ".mypy_cache"})
 """Names never treated as skill files (version-control and cache folders)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFile:
+    """One served file: its URI, type and the exact bytes its digest covers."""
+
+    uri: str
+    path: str
+    mime_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class StaticSkill:
+    """A skill whose files were snapshotted at load: ``files`` maps ``/`` paths (relative to the skill root) to bytes."""
+
+    skill_path: str
+    entry: SkillEntry
+    files: Mapping[str, bytes]
+    origin: str = ""
+    """Where it was loaded from (a folder), for reports."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryChild:
+    """A direct child of a directory resource, as ``resources/directory/read`` lists it."""
+
+    uri: str
+    name: str
+    mime_type: str
+    size: int | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire: dict[str, object] = {"uri": self.uri, "name": self.name, "mimeType": self.mime_type}
+        if self.size is not None:
+            wire["size"] = self.size
+        return wire
+
+
+def children_of(prefix: str, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> list[DirectoryChild]:
+    """Direct children of the directory ``prefix`` (a ``/`` path, ``""`` for the top) among file ``paths``.
+
+    URIs are ``skill://`` URIs of the full paths; sorted by name, folders and files alike.
+    """
+    base = f"{prefix}/" if prefix else ""
+    found: dict[str, DirectoryChild] = {}
+    for path in paths:
+        if not path.startswith(base):
+            continue
+        rest = path[len(base) :]
+        head, sep, _ = rest.partition("/")
+        full = base + head
+        skill_path, _, file_path = full.rpartition("/")
+        if sep:
+            found.setdefault(head, DirectoryChild(uri=directory_uri(full), name=head, mime_type=DIRECTORY_MIME_TYPE))
+        else:
+            uri = file_uri(skill_path, file_path) if skill_path else directory_uri(file_path)
+            found[head] = DirectoryChild(
+                uri=uri, name=head, mime_type=mime_type_for(head), size=None if sizes is None else sizes.get(path)
+            )
+    return [found[name] for name in sorted(found)]
 
 
 @dataclass
@@ -467,3 +542,40 @@ def load_all(sources: Sequence[DirectorySource]) -> LoadResult:
             seen.add(skill.skill_path)
             merged.skills.append(skill)
     return merged
+
+
+class Pack:
+    """A loaded pack indexed by URI, as a host reads its local skills: no paging, no dynamic skills.
+
+    A file two skills both hold (a skill nested in another's folder) is the first skill's, as in
+    the server's catalog.
+    """
+
+    def __init__(self, loaded: LoadResult) -> None:
+        self.problems: list[SkillError] = list(loaded.problems)
+        self._entries = {skill.entry.uri: skill.entry for skill in loaded.skills}
+        self._files: dict[str, SkillFile] = {}
+        for skill in loaded.skills:
+            for rel, data in skill.files.items():
+                uri = file_uri(skill.skill_path, rel)
+                self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
+
+    @property
+    def entries(self) -> list[SkillEntry]:
+        """Every entry, in URI order."""
+        return [self._entries[uri] for uri in sorted(self._entries)]
+
+    def get(self, uri: str) -> SkillEntry:
+        """The entry of the skill whose ``SKILL.md`` is at ``uri``.
+
+        Raises:
+            NotServedError: no skill of the pack is at ``uri``.
+        """
+        entry = self._entries.get(uri)
+        if entry is None:
+            raise NotServedError(f"No skill is served at {shorten(uri)}", uri=uri)
+        return entry
+
+    def static_file(self, uri: str) -> SkillFile | None:
+        """The file at ``uri``, if any."""
+        return self._files.get(uri)

@@ -1,0 +1,218 @@
+"""The ``ServerMiddleware`` half of the Skills extension, and the request-to-service glue both halves share.
+
+Why a middleware as well as the extension: the SDK's ``Extension`` contributes *new* methods and a
+fixed set of resources at construction, but skill files change on reload and ``resources/read`` is
+a core method an extension may not bind. The middleware is the SDK's public seam for that: it
+answers ``resources/read`` for the skill files of the current snapshot, adds them to
+``resources/list``, filters ``tools/list`` to what the caller may call, passes every other request
+through untouched, and hands legacy sessions to the notifier so they can be told when the catalog
+changes. It reads the extension only through :class:`ServedSkills` (its public surface).
+
+Legacy (2025-11-25) clients: the SDK drops ``capabilities.extensions`` from the legacy
+``initialize`` reply (that schema names no such field), so the middleware puts the declaration
+back: under ``capabilities.extensions`` (the 2025-11-25 schema keeps capabilities open to
+additional keys) and mirrored under ``capabilities.experimental["io.modelcontextprotocol/skills"]``
+for clients that only look there.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import logging
+from typing import Any, Protocol
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skilldeck.errors import NotServedError, SkilldeckError, shorten
+from skilldeck.server.catalog import Catalog, page_keys
+from skilldeck.server.dynamic import SkillRequest
+from skilldeck.server.notifier import ChangeNotifier
+from skilldeck.server.policy import HINTS_PREFIX, Caller
+from skilldeck.server.service import SkillService
+from skilldeck.skill.pack import SkillFile
+from skilldeck.skill.uri import is_text_mime_type
+
+__all__ = ["ServedSkills", "SkillsMiddleware", "caller_of", "file_contents", "in_middleware", "view_of"]
+
+logger = logging.getLogger(__name__)
+
+_FILES_CURSOR = "skilldeck-files:"
+"""``resources/list`` cursors past the server's own resources, into the skill files."""
+
+_IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
+
+
+class ServedSkills(Protocol):
+    """What the middleware reads of the extension it belongs to."""
+
+    identifier: str
+    service: SkillService
+    notifier: ChangeNotifier
+
+    def settings(self) -> dict[str, Any]: ...
+
+
+def in_middleware() -> bool:
+    """Whether the current request passed through a :class:`SkillsMiddleware`."""
+    return _IN_MIDDLEWARE.get()
+
+
+def caller_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> Caller:
+    """Who the request is answered for: the verified token, else the policy's default identity."""
+    meta = ctx.meta or {}
+    hint = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
+    return service.caller(get_access_token(), hint)
+
+
+def view_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> Catalog:
+    """The catalog this request's caller sees (the whole catalog when no policy is set)."""
+    return service.catalog if service.policy is None else service.view(caller_of(service, ctx))
+
+
+def tools_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> frozenset[str] | None:
+    """Tool names this request's caller may list and call; ``None`` when no policy restricts them."""
+    return None if service.policy is None else service.tools_for(caller_of(service, ctx))
+
+
+def invalid_params(exc: NotServedError) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": exc.uri} if exc.uri else None)
+
+
+def skill_request(ctx: ServerRequestContext[Any, Any]) -> SkillRequest:
+    meta = dict(ctx.meta) if ctx.meta else {}
+    return SkillRequest(protocol_version=ctx.protocol_version, meta=meta)
+
+
+def _without_long_echo(exc: MCPError, echoed: str) -> MCPError:
+    """``exc`` with a long request input it echoes (in its message or ``data.uri``) cut as :func:`shorten` cuts it.
+
+    The SDK's own answers (``Unknown resource: <uri>``, with the URI again in ``data``) would
+    otherwise send a 4 MiB URI back twice.
+    """
+    short = shorten(echoed)
+    if short == echoed:
+        return exc
+    data = exc.error.data
+    if isinstance(data, dict) and data.get("uri") == echoed:
+        data = {**data, "uri": short}
+    return MCPError(code=exc.error.code, message=exc.error.message.replace(echoed, short), data=data)
+
+
+def file_contents(file: SkillFile) -> dict[str, Any]:
+    """``resources/read`` contents for a skill file: text when the type is textual and the bytes are UTF-8."""
+    if is_text_mime_type(file.mime_type):
+        try:
+            return {"uri": file.uri, "mimeType": file.mime_type, "text": file.data.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return {"uri": file.uri, "mimeType": file.mime_type, "blob": base64.b64encode(file.data).decode("ascii")}
+
+
+class SkillsMiddleware:
+    """The ``ServerMiddleware`` half of :class:`~skilldeck.server.extension.SkillsExtension` (see the module docs)."""
+
+    def __init__(self, extension: ServedSkills) -> None:
+        self._ext = extension
+        self._service = extension.service
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        token = _IN_MIDDLEWARE.set(True)
+        try:
+            method = ctx.method
+            if method == "resources/read":
+                return await self._read(ctx, call_next)
+            if method == "resources/list":
+                cursor = ctx.params.get("cursor") if isinstance(ctx.params, dict) else None
+                if isinstance(cursor, str) and cursor.startswith(_FILES_CURSOR):
+                    return self._files_page(ctx, cursor[len(_FILES_CURSOR) :])
+                return self._add_listed(ctx, await call_next(ctx))
+            if method == "tools/list":
+                return self._filter_tools(ctx, await call_next(ctx))
+            if method == "initialize":
+                return self._mirror_declaration(await call_next(ctx))
+            if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                self._ext.notifier.remember_legacy_session(ctx.session)
+            return await call_next(ctx)
+        finally:
+            _IN_MIDDLEWARE.reset(token)
+
+    async def _read(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if not isinstance(uri, str):
+            return await call_next(ctx)
+        try:
+            found = await self._service.read_file(uri, skill_request(ctx), view_of(self._service, ctx))
+        except SkilldeckError as exc:
+            logger.warning("rendering %s failed: %s", uri, exc)
+            raise MCPError(code=INTERNAL_ERROR, message=f"could not render {uri}") from None
+        if found is None:
+            try:
+                return await call_next(ctx)
+            except MCPError as exc:
+                raise _without_long_echo(exc, uri) from None
+        result = {"resultType": "complete", "contents": [file_contents(found)], **self._service.cache_fields()}
+        # Shaped by the negotiated version's schema: legacy replies drop the 2026-only fields.
+        return serialize_server_result("resources/read", ctx.protocol_version, result)
+
+    def _skill_resources_page(
+        self, ctx: ServerRequestContext[Any, Any], after: str | None
+    ) -> tuple[list[Any], str | None]:
+        """One page of skill-file resources after the (encoded) URI ``after``, keyed by URI like skills/list.
+
+        The sorted keys are built once per catalog (snapshot or audience variant); a page builds
+        only its own entries.
+        """
+        catalog = view_of(self._service, ctx)
+        service = self._service
+        keys, next_key = page_keys(catalog.listing_keys(service.list_files), after, service.directory_page_size)
+        return [service.listed_resource(catalog, k) for k in keys], (_FILES_CURSOR + next_key) if next_key else None
+
+    def _add_listed(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
+        """After the server's own resources (their last page), skill files follow, paged by our own cursor."""
+        if not isinstance(result, dict) or result.get("nextCursor"):
+            return result
+        page, next_cursor = self._skill_resources_page(ctx, None)
+        merged = {**result, "resources": [*result.get("resources", []), *page]}
+        if next_cursor:
+            merged["nextCursor"] = next_cursor
+        return merged
+
+    def _files_page(self, ctx: ServerRequestContext[Any, Any], after: str) -> HandlerResult:
+        try:
+            page, next_cursor = self._skill_resources_page(ctx, after)
+        except NotServedError as exc:
+            raise invalid_params(exc) from None
+        result: dict[str, Any] = {"resultType": "complete", "resources": page, **self._service.cache_fields()}
+        if next_cursor:
+            result["nextCursor"] = next_cursor
+        return serialize_server_result("resources/list", ctx.protocol_version, result)
+
+    def _filter_tools(self, ctx: ServerRequestContext[Any, Any], result: HandlerResult) -> HandlerResult:
+        allowed = tools_of(self._service, ctx)
+        if allowed is None or not isinstance(result, dict):
+            return result
+        return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}
+
+    def _mirror_declaration(self, result: HandlerResult) -> HandlerResult:
+        if not isinstance(result, dict):
+            return result
+        capabilities = dict(result.get("capabilities") or {})
+        # The 2025-11-25 schema leaves ServerCapabilities open ("not a closed set"), so the
+        # declaration can stand where 2026 hosts look for it as well as under `experimental`.
+        extensions = dict(capabilities.get("extensions") or {})
+        extensions[self._ext.identifier] = self._ext.settings()
+        capabilities["extensions"] = extensions
+        experimental = dict(capabilities.get("experimental") or {})
+        experimental[self._ext.identifier] = self._ext.settings()
+        capabilities["experimental"] = experimental
+        resources = dict(capabilities.get("resources") or {})
+        resources["listChanged"] = True  # reload() sends notifications/resources/list_changed
+        capabilities["resources"] = resources
+        return {**result, "capabilities": capabilities}
