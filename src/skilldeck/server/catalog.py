@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.skill.manifest import SkillEntry
-from skilldeck.skill.pack import DirectoryChild, SkillFile, StaticSkill, children_of
-from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri, mime_type_for
+from skilldeck.skill.pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, children_of
+from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri
 
 __all__ = ["Catalog", "CatalogDiff", "page_keys"]
 
@@ -87,7 +87,7 @@ def page_keys(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str
     return page, next_cursor
 
 
-class Catalog:
+class Catalog(StaticIndex):
     """Everything one server publishes, frozen at one moment.
 
     Static skills are indexed by the URI of every file and every folder (prefix folders such as
@@ -100,11 +100,10 @@ class Catalog:
         dynamic: Iterable[DynamicSkill] = (),
         problems: Iterable[SkillError] = (),
     ) -> None:
+        super().__init__()
         self._problems = list(problems)
-        self._entries: dict[str, SkillEntry] = {}
         self._static: dict[str, StaticSkill] = {}
         self._dynamic: dict[str, DynamicSkill] = {}
-        self._files: dict[str, SkillFile] = {}
         full_paths: dict[str, int] = {}
         dynamic_roots: list[str] = []
         for item in [*static, *dynamic]:
@@ -114,15 +113,14 @@ class Catalog:
                     SkillError("served twice; only the first is kept", path=origin, rule="duplicate-path")
                 )
                 continue
-            self._entries[item.entry.uri] = item.entry
             if isinstance(item, DynamicSkill):
+                self._entries[item.entry.uri] = item.entry
                 self._dynamic[directory_uri(item.skill_path)] = item
                 dynamic_roots.append(item.skill_path)
                 continue
+            self._index(item)
             self._static[item.entry.uri] = item
             for rel, data in item.files.items():
-                uri = file_uri(item.skill_path, rel)
-                self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
                 full_paths[f"{item.skill_path}/{rel}"] = len(data)
         self._order = sorted(self._entries)
         self._sizes = full_paths
@@ -207,21 +205,6 @@ class Catalog:
         """
         uris, next_cursor = page_keys(self._order, cursor, limit)
         return [self._entries[uri] for uri in uris], next_cursor
-
-    def get(self, uri: str) -> SkillEntry:
-        """The entry of the skill whose ``SKILL.md`` is at ``uri``.
-
-        Raises:
-            NotServedError: no skill is served at ``uri``.
-        """
-        entry = self._entries.get(uri)
-        if entry is None:
-            raise NotServedError(f"No skill is served at {shorten(uri)}", uri=uri)
-        return entry
-
-    def static_file(self, uri: str) -> SkillFile | None:
-        """The static file served at ``uri``, if any."""
-        return self._files.get(uri)
 
     def dynamic_skill_for(self, uri: str) -> tuple[DynamicSkill, str] | None:
         """The dynamic skill owning ``uri`` and the file's path inside it, or ``None``."""

@@ -46,6 +46,7 @@ __all__ = [
     "LoadResult",
     "Pack",
     "SkillFile",
+    "StaticIndex",
     "StaticSkill",
     "children_of",
     "load_all",
@@ -544,32 +545,28 @@ def load_all(sources: Sequence[DirectorySource]) -> LoadResult:
     return merged
 
 
-class Pack:
-    """A loaded pack indexed by URI, as a host reads its local skills: no paging, no dynamic skills.
+class StaticIndex:
+    """Skills' entries and static files by URI: the index :class:`Pack` and the server's catalog share.
 
-    A file two skills both hold (a skill nested in another's folder) is the first skill's, as in
-    the server's catalog.
+    A file two skills both hold (a skill nested in another's folder) is the first skill's.
     """
 
-    def __init__(self, loaded: LoadResult) -> None:
-        self.problems: list[SkillError] = list(loaded.problems)
-        self._entries = {skill.entry.uri: skill.entry for skill in loaded.skills}
+    def __init__(self) -> None:
+        self._entries: dict[str, SkillEntry] = {}
         self._files: dict[str, SkillFile] = {}
-        for skill in loaded.skills:
-            for rel, data in skill.files.items():
-                uri = file_uri(skill.skill_path, rel)
-                self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
 
-    @property
-    def entries(self) -> list[SkillEntry]:
-        """Every entry, in URI order."""
-        return [self._entries[uri] for uri in sorted(self._entries)]
+    def _index(self, skill: StaticSkill) -> None:
+        """Add ``skill``'s entry and every file of it not already indexed."""
+        self._entries[skill.entry.uri] = skill.entry
+        for rel, data in skill.files.items():
+            uri = file_uri(skill.skill_path, rel)
+            self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
 
     def get(self, uri: str) -> SkillEntry:
         """The entry of the skill whose ``SKILL.md`` is at ``uri``.
 
         Raises:
-            NotServedError: no skill of the pack is at ``uri``.
+            NotServedError: no skill is served at ``uri``.
         """
         entry = self._entries.get(uri)
         if entry is None:
@@ -577,5 +574,20 @@ class Pack:
         return entry
 
     def static_file(self, uri: str) -> SkillFile | None:
-        """The file at ``uri``, if any."""
+        """The static file at ``uri``, if any."""
         return self._files.get(uri)
+
+
+class Pack(StaticIndex):
+    """A loaded pack indexed by URI, as a host reads its local skills: no paging, no dynamic skills."""
+
+    def __init__(self, loaded: LoadResult) -> None:
+        super().__init__()
+        self.problems: list[SkillError] = list(loaded.problems)
+        for skill in loaded.skills:
+            self._index(skill)
+
+    @property
+    def entries(self) -> list[SkillEntry]:
+        """Every entry, in URI order."""
+        return [self._entries[uri] for uri in sorted(self._entries)]
