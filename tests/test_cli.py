@@ -21,7 +21,7 @@ from mcp import Client
 from skilldeck.cli import main
 from skilldeck.host.wire import SkillsWire
 
-from .server.helpers import write_skill
+from .server.helpers import CLI, POST_HEADERS, cli_env, initialize_request, stop, write_skill
 
 
 @pytest.mark.anyio
@@ -62,8 +62,7 @@ async def test_serve_http_reports_bad_skills_and_serves_good_ones(tmp_path: Path
             page = await SkillsWire(client).list_skills()
             assert [s["uri"] for s in page["skills"]] == ["skill://good/SKILL.md"]
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)
 
 
 def test_serve_rejects_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -81,8 +80,7 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
-CLI = [sys.executable, "-m", "skilldeck.cli"]
-WIDE = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}  # rich wraps stderr at 80 columns off a terminal
+WIDE = cli_env()
 
 
 def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
@@ -216,11 +214,7 @@ def _post(url: str, body: dict[str, object], headers: dict[str, str] | None = No
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            **(headers or {}),
-        },
+        headers={**POST_HEADERS, **(headers or {})},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as response:
@@ -251,19 +245,7 @@ def test_server_info_carries_the_package_version_in_both_eras_raw() -> None:
                 break
         assert url, "no startup line"
         expected = {"name": "skilldeck", "version": metadata.version("skilldeck")}
-        legacy = _post(
-            url,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            },
-        )
+        legacy = _post(url, initialize_request("raw", "1"))
         assert legacy["protocolVersion"] == "2025-11-25"
         assert legacy["serverInfo"] == expected
         # the declaration stands in both places a legacy host may look (see README, "Legacy hosts")
@@ -283,8 +265,7 @@ def test_server_info_carries_the_package_version_in_both_eras_raw() -> None:
         )
         assert modern["_meta"] == {"io.modelcontextprotocol/serverInfo": expected}  # type: ignore[comparison-overlap]
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)
 
 
 def test_every_command_runs_through_its_own_handler() -> None:

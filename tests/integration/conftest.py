@@ -24,11 +24,12 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from ..server.helpers import CLI, REPO, start_serve, wait_for_startup
+from ..server.helpers import stop as _stop
+
 EXAMPLES = REPO / "examples" / "skills"
 
 STARTUP_TIMEOUT = 30.0
-STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\S+)")
 
 # Pinned npm packages. Node 22 comes from the npm registry (`node@22`) because the system Node
 # may be older; both packages declare engines.node >= 22.
@@ -71,51 +72,24 @@ def _port_open(url: str) -> bool:
         return False
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
 def _start_server(
     log_dir: Path, page_size: int | None, extra_args: tuple[str, ...] = (), pack: str = "examples/skills"
 ) -> tuple[RunningServer | None, str]:
     """Start the server on ``pack``; return it once it is listening, or ``(None, why)`` (process already stopped)."""
-    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", pack, "--http", "127.0.0.1:0"]
+    cmd = [*CLI, "serve", pack, "--http", "127.0.0.1:0"]
     if page_size is not None:
         cmd += ["--page-size", str(page_size)]
     cmd += extra_args
     log_path = log_dir / "server.log"
-    # rich wraps stderr at 80 columns when it is not a terminal; keep the startup line on one line.
-    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        text = log_path.read_text(errors="replace")
-        match = STARTUP_LINE.search(text)
-        if match and _port_open(match.group(2)):
-            server = RunningServer(
-                url=match.group(2),
-                skill_count=int(match.group(1)),
-                page_size=page_size,
-                log_path=log_path,
-                process=proc,
-            )
-            return server, ""
-        if proc.poll() is not None:
-            return None, f"skilldeck server exited with code {proc.returncode} before it was ready:\n{text}"
-        time.sleep(0.1)
-    _stop(proc)
-    return (
-        None,
-        f"skilldeck server not ready within {STARTUP_TIMEOUT:.0f}s; its log:\n{log_path.read_text(errors='replace')}",
+    proc = start_serve(cmd, log_path)
+    match = wait_for_startup(proc, log_path, STARTUP_TIMEOUT, ready=lambda m: _port_open(m.group(2)))
+    if isinstance(match, str):
+        _stop(proc)
+        return None, match
+    server = RunningServer(
+        url=match.group(2), skill_count=int(match.group(1)), page_size=page_size, log_path=log_path, process=proc
     )
+    return server, ""
 
 
 def _serve(

@@ -1,8 +1,81 @@
-"""Small builders for skill folders in tests."""
+"""Small builders for skill folders in tests, and what tests share to run ``skilldeck serve`` and talk to it."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "skilldeck.cli"]
+STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\S+)")
+"""What ``skilldeck serve --http`` prints once its port is bound: the skill count and the URL."""
+POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+"""The headers of a raw streamable-HTTP POST."""
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment to run the CLI in: rich wraps stderr at 80 columns off a terminal, so keep lines whole."""
+    return {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", **extra}
+
+
+def initialize_request(client_name: str = "test", client_version: str = "0") -> dict[str, Any]:
+    """A raw legacy (2025-11-25) ``initialize`` request."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": client_name, "version": client_version},
+        },
+    }
+
+
+def start_serve(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Run ``cmd`` (a ``skilldeck serve``) from the repository, its stdout and stderr into ``log_path``."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=cli_env()
+        )
+
+
+def wait_for_startup(
+    proc: subprocess.Popen[bytes],
+    log_path: Path,
+    timeout: float,
+    ready: Callable[[re.Match[str]], bool] = lambda _: True,
+) -> re.Match[str] | str:
+    """The startup line once ``proc`` prints it (and ``ready`` holds of it), else why not (it exited, or time ran out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log_path.read_text(errors="replace")
+        match = STARTUP_LINE.search(text)
+        if match and ready(match):
+            return match
+        if proc.poll() is not None:
+            return f"skilldeck server exited with code {proc.returncode} before it was ready:\n{text}"
+        if time.monotonic() >= deadline:
+            return f"skilldeck server not ready within {timeout:.0f}s; its log:\n{text}"
+        time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Terminate ``proc`` (kill it if it does not end within 10 s) and reap it."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def write_skill(

@@ -34,6 +34,8 @@ from skilldeck.server.policy import Policy, load_policy
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import digest_of
 
+from .helpers import POST_HEADERS, initialize_request
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PACK = FIXTURES / "tenant-skills"
 POLICY_FILE = FIXTURES / "tenant-policy.yaml"
@@ -392,20 +394,9 @@ async def test_per_caller_skill_content_is_private_to_caches() -> None:
 @pytest.mark.anyio
 async def test_no_token_or_an_unknown_token_is_401() -> None:
     shop = build_shop()
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     async with serving(shop) as url, httpx2.AsyncClient() as http:
         for extra in ({}, {"Authorization": "Bearer not-a-token"}, {"Authorization": "Basic YWxpY2U6cHc="}):
-            response = await http.post(url, json=initialize, headers={**headers, **extra})
+            response = await http.post(url, json=initialize_request(), headers={**POST_HEADERS, **extra})
             assert response.status_code == 401, (extra, response.text)
             assert response.headers.get("www-authenticate", "").startswith("Bearer")
         for mode in ("auto", "legacy"):

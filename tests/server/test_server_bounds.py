@@ -3,10 +3,8 @@ legacy sessions. Each test drives a real server (in-process or over HTTP on loop
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,7 +21,7 @@ from skilldeck.server import DirectorySource, SkillsExtension, create_server, se
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
 
-from .helpers import write_skill
+from .helpers import CLI, cli_env, stop, write_skill
 
 ERAS = ["auto", "legacy"]
 
@@ -264,10 +262,11 @@ def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) ->
     for bad in (["--max-sessions", "0"], ["--session-idle-timeout", "0"], ["--session-idle-timeout", "nan"]):
         with pytest.raises(SystemExit):
             _build_parser().parse_args(["serve", "x", *bad])
-    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", str(examples_dir), "--http", "127.0.0.1:0"]
+    cmd = [*CLI, "serve", str(examples_dir), "--http", "127.0.0.1:0"]
     cmd += ["--max-sessions", "2", "--session-idle-timeout", "300"]
-    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=cli_env()
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
@@ -282,5 +281,4 @@ def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) ->
 
         anyio.run(check)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)

@@ -12,10 +12,7 @@ import base64
 import hashlib
 import hmac
 import json
-import os
-import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -37,10 +34,10 @@ from mcp.client.streamable_http import streamable_http_client
 from skilldeck.host.wire import SkillsWire
 from skilldeck.server.tokens import MAX_TOKEN_CHARS, AuthConfigError, JwtVerifier
 
-REPO = Path(__file__).resolve().parents[2]
+from .helpers import CLI, POST_HEADERS, REPO, cli_env, initialize_request, start_serve, stop, wait_for_startup
+
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://skills.example.test/mcp"
-STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\S+)")
 
 
 @dataclass
@@ -247,24 +244,13 @@ class Served:
 @contextmanager
 def _serve(tmp_path: Path, *args: str) -> Iterator[Served]:
     log = tmp_path / f"serve-{len(list(tmp_path.glob('serve-*')))}.log"
-    cmd = [sys.executable, "-m", "skilldeck.cli", "serve", "examples/skills", *args]
-    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    proc = start_serve([*CLI, "serve", "examples/skills", *args], log)
     try:
-        deadline = time.monotonic() + 30
-        while not (match := STARTUP_LINE.search(log.read_text(errors="replace"))):
-            assert proc.poll() is None, f"serve exited with {proc.returncode}:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"serve not ready in 30 s:\n{log.read_text()}"
-            time.sleep(0.1)
+        match = wait_for_startup(proc, log, 30)
+        assert not isinstance(match, str), match
         yield Served(match.group(2), log, proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
 
 
 @asynccontextmanager
@@ -296,17 +282,8 @@ def jwt_server(tmp_path_factory: pytest.TempPathFactory, jwks_url: JwksServer) -
 
 
 def test_serve_answers_401_to_every_refused_token(jwt_server: Served, keys: Keys) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    initialize = initialize_request("t")
+    headers = POST_HEADERS
     statuses = {}
     with httpx2.Client(timeout=10) as http:
         for name, token in {"no token": None, **_bad_tokens(keys)}.items():
@@ -380,12 +357,12 @@ def test_serve_refuses_incomplete_token_settings(
 ) -> None:
     args = [str(jwks_file) if a == "jwks.json" else a for a in args]
     proc = subprocess.run(
-        [sys.executable, "-m", "skilldeck.cli", "serve", "examples/skills", *args],
+        [*CLI, "serve", "examples/skills", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"},
+        env=cli_env(),
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 1
