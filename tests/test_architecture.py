@@ -34,8 +34,13 @@ PURE = [
 ]
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, *, runtime_only: bool = False) -> set[str]:
+    """The modules ``path`` imports; with ``runtime_only``, leaving out what ``if TYPE_CHECKING:`` imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    if runtime_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                node.body = []
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -148,17 +153,7 @@ def test_the_host_watcher_only_listens() -> None:
 
 def runtime_imports(path: Path) -> set[str]:
     """Like :func:`imported_modules`, leaving out what ``if TYPE_CHECKING:`` imports."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            node.body = []
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-    return found
+    return imported_modules(path, runtime_only=True)
 
 
 def test_errors_module_is_the_root_and_imports_no_skilldeck_module() -> None:
