@@ -179,7 +179,8 @@ def _stem(words: list[str]) -> list[str]:
         import Stemmer
 
         _stemmer = Stemmer.Stemmer("english")
-    return _stemmer.stemWords(words)
+    stemmed: list[str] = _stemmer.stemWords(words)
+    return stemmed
 
 
 def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
@@ -260,10 +261,10 @@ class _Index:
         cols: list[int] = []
         tfs: list[float] = []
         for i, doc in enumerate(docs):
-            for term, tf in doc.items():
+            for term, count in doc.items():
                 rows.append(i)
                 cols.append(vocab.setdefault(term, len(vocab)))
-                tfs.append(tf)
+                tfs.append(count)
         self.vocab = vocab
         r = np.array(rows, dtype=np.int32)
         c = np.array(cols, dtype=np.int32)
