@@ -143,6 +143,15 @@ def test_precomputed_vectors_must_match_the_cards(cardset: CardSet) -> None:
         Ranker(cardset.cards, encoder=enc, vectors=vectors[:3])
 
 
+@pytest.mark.parametrize(
+    "change", [{"job_merge": "maxx"}, {"fusion": "RRF"}, {"server_aggregate": "best"}], ids=lambda c: next(iter(c))
+)
+def test_a_misspelt_config_choice_is_refused_not_read_as_another(cardset: CardSet, change: dict[str, str]) -> None:
+    # the fields are Literal; a typo that escapes the type checker must not silently pick a branch
+    with pytest.raises(ValueError, match=next(iter(change))):
+        Ranker(cardset.cards, config=RankConfig(**change))  # type: ignore[arg-type]
+
+
 def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.MonkeyPatch) -> None:
     from skilldeck.select.encoders import EncoderUnavailable, load_encoder
 

@@ -33,7 +33,8 @@ def serve_auth(args: argparse.Namespace) -> tuple[JwtVerifier | None, Any]:
     Raises:
         AuthConfigError: a flag is missing or unusable (the message names it).
     """
-    from skilldeck.server.tokens import AuthConfigError, JwtVerifier
+    from skilldeck.errors import AuthConfigError
+    from skilldeck.server.tokens import JwtVerifier
 
     given = [f"--jwt-{n}" for n in ("issuer", "audience") if getattr(args, f"jwt_{n}")]
     if not args.jwt_jwks:

@@ -88,7 +88,13 @@ def tracker_server() -> MCPServer[Any]:
     @server.tool()
     def create_issue(title: str, body: str = "", labels: list[str] | None = None) -> dict[str, Any]:
         """File a new issue (bug report or task) in the tracker."""
-        issue = {"id": max(issues) + 1, "title": title, "body": body, "labels": labels or [], "state": "open"}
+        issue: dict[str, Any] = {
+            "id": max(issues) + 1,
+            "title": title,
+            "body": body,
+            "labels": labels or [],
+            "state": "open",
+        }
         issues[issue["id"]] = issue
         return issue
 

@@ -143,7 +143,7 @@ def _kind(label: str, entry: Mapping[str, Any]) -> str:
     raise ConfigError(f"server {label!r}: 'type' must be 'stdio' or 'http', not {declared!r}")
 
 
-def parse_config(data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT) -> list[ServerSpec]:
+def parse_config(data: object, *, timeout: float = DEFAULT_TIMEOUT) -> list[ServerSpec]:
     """Server specs from an ``{"mcpServers": {...}}`` document, VS Code's ``{"servers": {...}}``,
     or the inner mapping itself.
 

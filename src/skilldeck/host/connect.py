@@ -29,7 +29,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TextIO, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -293,7 +293,9 @@ def _client_for(
     target: Any
     if isinstance(transport, StdioServer):
         params = _guarded(transport, max_message_bytes)
-        target = stdio_client(params, errlog=errlog) if errlog is not None else params
+        # The SDK annotates ``errlog`` as TextIO but only hands it to the subprocess as its stderr
+        # (any file with a fileno); our temporary files are IO[str].
+        target = stdio_client(params, errlog=cast(TextIO, errlog)) if errlog is not None else params
     elif isinstance(transport, HttpServer):
         target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault)
     elif isinstance(transport, InProcessServer):
@@ -325,14 +327,14 @@ class Connections:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes <= 0:
-            from skilldeck.host.config import ConfigError
+            from skilldeck.errors import ConfigError
 
             raise ConfigError(f"max_message_bytes must be a positive number of bytes, not {max_message_bytes!r}")
         self.specs = list(specs)
         labels = [s.label for s in self.specs]
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
-            from skilldeck.host.config import ConfigError
+            from skilldeck.errors import ConfigError
 
             raise ConfigError(f"server labels must be unique; repeated: {', '.join(duplicates)}")
         self.read_timeout = read_timeout

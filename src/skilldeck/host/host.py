@@ -17,14 +17,14 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from skilldeck.errors import NotApproved, PeerError, SkilldeckError
+from skilldeck.errors import ConfigError, CrossOriginRead, NotApproved, PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
-from skilldeck.host.config import ConfigError, ServerSpec
+from skilldeck.host.config import ServerSpec
 from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover, list_server
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
-from skilldeck.host.loader import DEFAULT_BUDGET, CrossOriginRead, LoadedSkill, SkillLoader
+from skilldeck.host.loader import DEFAULT_BUDGET, LoadedSkill, SkillLoader
 from skilldeck.host.registry import LOCAL_LABEL, Registry, SkillRecord
 from skilldeck.host.watch import CatalogChange, GateLike, HostWatcher, OnChange
 from skilldeck.skill.manifest import entry_from_wire

@@ -16,7 +16,11 @@ class SkillIndex(Protocol):
     """A source of skill entries and bytes, bound to one origin."""
 
     label: str
-    origin: Literal["mcp", "local"]
+
+    @property
+    def origin(self) -> Literal["mcp", "local"]:
+        """Where the skills come from; read-only, so each adapter may narrow it to its one origin."""
+        ...
 
     async def entries(self) -> tuple[list[Any], str | None]:
         """Every raw entry, and a note when a cap stopped the listing."""

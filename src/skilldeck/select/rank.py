@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -82,13 +82,13 @@ class RankConfig:
     """Weight of the server's label and description inside each card's document."""
     server_mix: float = 0.5
     """A card's score = (1 - server_mix) * its own + server_mix * its server's."""
-    server_aggregate: str = "doc"
+    server_aggregate: Literal["doc", "max"] = "doc"
     """How a server is scored lexically: ``doc`` (BM25F of its document) or ``max`` (its best card)."""
     expand_paths: bool = True
     """Read file paths and extensions in the question as words."""
     request_stopwords: bool = True
     jobs: bool = True
-    job_merge: str = "sum"
+    job_merge: Literal["sum", "max"] = "sum"
     """How job rankings merge into the question's: ``sum`` (each adds ``job_weight / n_jobs`` of its
     normalised scores) or ``max`` (each counts ``job_weight`` of its normalised scores, max-merged)."""
     job_weight: float = 1.0
@@ -101,7 +101,7 @@ class RankConfig:
     """Share of the semantic similarity in the mix (when an encoder is given)."""
     semantic_jobs: bool = False
     """Encode each job too, not only the whole question (+0.03 Recall@5 on half B, about 2x the encoder time)."""
-    fusion: str = "mix"
+    fusion: Literal["mix", "rrf"] = "mix"
     """``mix`` (normalised score mix) or ``rrf`` (reciprocal rank fusion, k=60)."""
     background: bool = True
     """Add the shipped background document frequencies (from a 527-tool reference catalog) to the
@@ -179,7 +179,8 @@ def _stem(words: list[str]) -> list[str]:
         import Stemmer
 
         _stemmer = Stemmer.Stemmer("english")
-    return _stemmer.stemWords(words)
+    stemmed: list[str] = _stemmer.stemWords(words)
+    return stemmed
 
 
 def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
@@ -260,10 +261,10 @@ class _Index:
         cols: list[int] = []
         tfs: list[float] = []
         for i, doc in enumerate(docs):
-            for term, tf in doc.items():
+            for term, count in doc.items():
                 rows.append(i)
                 cols.append(vocab.setdefault(term, len(vocab)))
-                tfs.append(tf)
+                tfs.append(count)
         self.vocab = vocab
         r = np.array(rows, dtype=np.int32)
         c = np.array(cols, dtype=np.int32)
@@ -437,8 +438,12 @@ class Ranker:
         config = config or RankConfig()
         if semantic_weight is not None:
             config = replace(config, semantic_weight=semantic_weight)
-        if config.server_aggregate not in ("doc", "max") or config.fusion not in ("mix", "rrf"):
-            raise ValueError(f"unknown server_aggregate or fusion in {config}")
+        if (
+            config.server_aggregate not in ("doc", "max")
+            or config.fusion not in ("mix", "rrf")
+            or config.job_merge not in ("sum", "max")
+        ):
+            raise ValueError(f"unknown server_aggregate, fusion or job_merge in {config}")
         self.config = config
         self.cards = list(cards)
         self.encoder = encoder

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 from yaml.events import AliasEvent
@@ -98,7 +98,7 @@ def _install_core_resolvers(cls: Any) -> None:
 class _CoreLoader(yaml.SafeLoader):
     """A safe loader speaking the YAML 1.2 core schema and refusing what JSON cannot hold."""
 
-    yaml_constructors: dict[Any, Any] = {}  # noqa: RUF012 - PyYAML's class-level registry
+    yaml_constructors: ClassVar[dict[Any, Any]] = {}  # PyYAML's class-level registry
 
     _depth = 0
     first_line = 1
@@ -108,9 +108,9 @@ class _CoreLoader(yaml.SafeLoader):
         """The file's line number of ``node``, counting from 1."""
         return node.start_mark.line + self.first_line
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
             raise FrontmatterError(
                 f"YAML aliases (*{event.anchor}) are not allowed in frontmatter; write the value out in full",
                 rule="yaml-alias",
@@ -121,11 +121,11 @@ class _CoreLoader(yaml.SafeLoader):
                 raise FrontmatterError(
                     f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels; flatten it", rule="yaml-depth"
                 )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, MappingNode):
             raise FrontmatterError("expected a mapping", rule="yaml-type")
         result: dict[str, Any] = {}
