@@ -106,7 +106,8 @@ class Catalog(StaticIndex):
         self._dynamic: dict[str, DynamicSkill] = {}
         full_paths: dict[str, int] = {}
         dynamic_roots: list[str] = []
-        for item in [*static, *dynamic]:
+        items: list[StaticSkill | DynamicSkill] = [*static, *dynamic]
+        for item in items:
             if item.entry.uri in self._entries:
                 origin = item.origin if isinstance(item, StaticSkill) else item.skill_path
                 self._problems.append(

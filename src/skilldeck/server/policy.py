@@ -264,7 +264,7 @@ def _value(value: object) -> str:
 
 def _route(where: str, raw: object) -> Route:
     if raw in ("all", "none"):
-        return raw  # type: ignore[return-value]
+        return raw
     if isinstance(raw, list) and all(isinstance(v, str) for v in raw):
         return frozenset(raw)
     raise PolicyError(f"{where}: 'allow' must be 'all', 'none' or a list of tool names")
