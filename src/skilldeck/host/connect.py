@@ -20,7 +20,6 @@ end now instead of waiting out a timeout, and the other servers go on.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
 from pydantic import ValidationError
 
+from skilldeck._awaitable import maybe_await
 from skilldeck.errors import MessageTooLarge
 from skilldeck.host import stdio_guard
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
@@ -96,7 +96,7 @@ class Connected:
                 self.on_fault(fault)
         if self.failure is not None:
             return self.failure
-        return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+        return request_error(exc)
 
     @property
     def protocol_version(self) -> str:
@@ -113,6 +113,11 @@ class Failure:
 
     label: str
     reason: str
+
+
+def request_error(exc: BaseException) -> str:
+    """Words for a failed request: the server's error message, else the exception's type and text."""
+    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
 
 
 def _describe(exc: BaseException) -> str:
@@ -420,9 +425,7 @@ class Connections:
                 return
             for listener in list(self._listeners):
                 try:
-                    outcome = listener(label, message)
-                    if inspect.isawaitable(outcome):
-                        await outcome
+                    await maybe_await(listener(label, message))
                 except Exception:  # a listener's fault must not break the session's receive loop
                     logger.exception("a message listener failed on a message from %r", label)
             await anyio.lowlevel.checkpoint()

@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from skilldeck._awaitable import maybe_await
 from skilldeck.errors import ConfigError, CrossOriginRead, NotApproved, PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.cache import ContentCache
@@ -227,7 +227,7 @@ class Host:
         answer = self.approver(
             ApprovalRequest(record.label, record.entry, allowed if isinstance(allowed, str) else None, changed)
         )
-        return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+        return bool(await maybe_await(answer))
 
     async def approve(self, record: SkillRecord, *, allowed_tools: bool = False) -> None:
         self.approvals.approve(record.label, record.entry, allowed_tools=allowed_tools)

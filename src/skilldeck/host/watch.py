@@ -21,7 +21,6 @@ server still enforces its own policy, and the next event tries again.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -38,10 +37,10 @@ from mcp.client.subscriptions import (
     SubscriptionLost,
     ToolsListChanged,
 )
-from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skilldeck.host.connect import Connected, Connections
+from skilldeck._awaitable import maybe_await
+from skilldeck.host.connect import Connected, Connections, request_error
 
 __all__ = ["CatalogChange", "ChannelState", "GateLike", "HostWatcher", "OnChange", "Relister"]
 
@@ -122,10 +121,6 @@ class Relister(Protocol):
     def connections(self) -> Connections: ...
 
     async def relist(self, label: str, reasons: Iterable[str] = ()) -> CatalogChange: ...
-
-
-def _reason(exc: BaseException) -> str:
-    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
 
 
 class HostWatcher:
@@ -292,7 +287,7 @@ class HostWatcher:
                         return
                     await anyio.sleep(0.05 * 2**lost)
                 except Exception as exc:
-                    settle(ChannelState.UNAVAILABLE, _reason(exc))
+                    settle(ChannelState.UNAVAILABLE, request_error(exc))
                     return
             settle(ChannelState.CLOSED, "the server is no longer connected")
         finally:
@@ -316,7 +311,7 @@ class HostWatcher:
             change = await self.host.relist(label, reasons)
         except Exception as exc:  # never let one server's trouble stop the watcher
             logger.warning("re-listing %r failed: %s", label, exc, exc_info=True)
-            change = CatalogChange(label, reasons, error=_reason(exc))
+            change = CatalogChange(label, reasons, error=request_error(exc))
         if change.tools is not None:
             for gate in list(self.gates):
                 gate.update_listing(label, change.tools)
@@ -324,9 +319,7 @@ class HostWatcher:
         self.change_count += 1
         if self.on_change is not None:
             try:
-                outcome = self.on_change(change)
-                if inspect.isawaitable(outcome):
-                    await outcome
+                await maybe_await(self.on_change(change))
             except Exception:
                 logger.exception("on_change failed for a change of %r", label)
         _, changed = self._events()

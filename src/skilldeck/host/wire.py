@@ -15,9 +15,9 @@ from mcp import Client
 from mcp_types import BlobResourceContents, Request, RequestParams, Result, TextResourceContents
 from pydantic import ConfigDict
 
-__all__ = ["EXTENSION_ID", "SkillsWire", "declared_skills_settings"]
+from skilldeck.skill.uri import EXTENSION_ID
 
-EXTENSION_ID = "io.modelcontextprotocol/skills"
+__all__ = ["EXTENSION_ID", "SkillsWire", "declared_skills_settings"]
 
 
 class _Params(RequestParams):

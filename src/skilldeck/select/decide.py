@@ -27,15 +27,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from skilldeck._records import JsonLinesLog
 from skilldeck.select.cards import Card, CardSet
 from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit, tokens
 
@@ -146,20 +145,12 @@ class Decision:
         return out
 
 
-class DecisionLog:
+class DecisionLog(JsonLinesLog):
     """Structured record of decisions: in memory, and appended as JSON lines to ``path`` if given."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else None
-        self.records: list[dict[str, Any]] = []
-
     def record(self, decision: Decision) -> None:
-        entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **decision.to_json(depth=5)}
-        entry["features"] = {k: round(v, 4) for k, v in decision.features.items()}
-        self.records.append(entry)
-        if self.path is not None:
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        features = {k: round(v, 4) for k, v in decision.features.items()}
+        self._append({**decision.to_json(depth=5), "features": features})
 
 
 def _surface(question: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from skilldeck.errors import SkillError
+from skilldeck.select.cards import TOOLS_METADATA_KEY
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.policy import Caller, Policy, render_template
@@ -24,10 +25,6 @@ from skilldeck.skill.pack import StaticSkill
 from skilldeck.skill.uri import SKILL_MD, is_text_mime_type, mime_type_for
 
 __all__ = ["allowed_tools", "catalog_for"]
-
-TOOLS_KEY = "dev.skilldeck/tools"
-"""The ``metadata`` key naming a skill's tools (the key ``skilldeck.select.cards`` reads): our own
-namespace, since keys under ``io.modelcontextprotocol/`` are reserved for MCP extensions."""
 
 
 def _visible(policy: Policy, name: str, caller: Caller) -> bool:
@@ -91,11 +88,11 @@ def _render_file(rel: str, data: bytes, values: dict[str, str], routed: frozense
 def _routed_frontmatter(frontmatter: Mapping[str, Any], routed: frozenset[str] | None) -> dict[str, Any] | None:
     """``frontmatter`` with ``metadata["dev.skilldeck/tools"]`` narrowed to ``routed``; ``None`` without that key."""
     metadata = frontmatter.get("metadata")
-    if routed is None or not isinstance(metadata, dict) or TOOLS_KEY not in metadata:
+    if routed is None or not isinstance(metadata, dict) or TOOLS_METADATA_KEY not in metadata:
         return None
-    declared = str(metadata[TOOLS_KEY]).split()
+    declared = str(metadata[TOOLS_METADATA_KEY]).split()
     kept = " ".join(t for t in declared if t.rpartition("/")[2] in routed)
-    return {**frontmatter, "metadata": {**metadata, TOOLS_KEY: kept}}
+    return {**frontmatter, "metadata": {**metadata, TOOLS_METADATA_KEY: kept}}
 
 
 def _render_skill_md(text: str, values: dict[str, str], routed: frozenset[str] | None) -> str:

@@ -8,11 +8,11 @@ by :func:`~skilldeck.skill.frontmatter.render_skill_md`, so entry and file never
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skilldeck._awaitable import maybe_await
 from skilldeck.errors import SourceError
 from skilldeck.skill.frontmatter import render_skill_md, validate_frontmatter
 from skilldeck.skill.manifest import DYNAMIC, SkillEntry, check_limits
@@ -35,10 +35,6 @@ class SkillRequest:
 
 BodyRenderer = Callable[[SkillRequest], "str | Awaitable[str]"]
 FilesRenderer = Callable[[SkillRequest], "Mapping[str, str | bytes] | Awaitable[Mapping[str, str | bytes]]"]
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class DynamicSkill:
@@ -105,10 +101,10 @@ class DynamicSkill:
         Raises:
             SkillLimitError: the rendered skill is over 512 files or 16 MiB.
         """
-        body = await _maybe_await(self._body(request))
+        body = await maybe_await(self._body(request))
         rendered: dict[str, bytes] = {SKILL_MD: render_skill_md(self.frontmatter, str(body)).encode("utf-8")}
         if self._files is not None:
-            extra = await _maybe_await(self._files(request))
+            extra = await maybe_await(self._files(request))
             for path, content in extra.items():
                 clean = path.strip("/")
                 if not clean or clean == SKILL_MD or ".." in clean.split("/"):

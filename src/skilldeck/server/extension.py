@@ -52,10 +52,9 @@ from skilldeck.server.notifier import ChangeNotifier
 from skilldeck.server.policy import Caller, Policy
 from skilldeck.server.service import SkillService
 from skilldeck.skill.pack import DirectorySource, children_of
+from skilldeck.skill.uri import EXTENSION_ID
 
 __all__ = ["EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
-
-EXTENSION_ID = "io.modelcontextprotocol/skills"
 
 _MISSING_MIDDLEWARE = (
     "skilldeck's SkillsExtension is registered without its middleware, so skill files cannot be read. "

@@ -13,6 +13,7 @@ from urllib.parse import quote, unquote
 
 __all__ = [
     "DIRECTORY_MIME_TYPE",
+    "EXTENSION_ID",
     "SCHEME",
     "SKILL_MD",
     "directory_uri",
@@ -25,6 +26,8 @@ __all__ = [
     "skill_root_uri",
 ]
 
+EXTENSION_ID = "io.modelcontextprotocol/skills"
+"""The Skills extension's identifier, under which servers declare it and hosts look for it."""
 SCHEME = "skill"
 SKILL_MD = "SKILL.md"
 DIRECTORY_MIME_TYPE = "inode/directory"
