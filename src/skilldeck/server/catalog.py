@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.skill.manifest import SkillEntry
-from skilldeck.skill.pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, children_of
+from skilldeck.skill.pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, children_of, first_per_path
 from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri
 
 __all__ = ["Catalog", "CatalogDiff", "page_keys"]
@@ -87,6 +87,11 @@ def page_keys(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str
     return page, next_cursor
 
 
+def _origin(item: StaticSkill | DynamicSkill) -> str:
+    """Where a skill came from: a static skill's file, a dynamic skill's path."""
+    return item.origin if isinstance(item, StaticSkill) else item.skill_path
+
+
 class Catalog(StaticIndex):
     """Everything one server publishes, frozen at one moment.
 
@@ -107,13 +112,7 @@ class Catalog(StaticIndex):
         full_paths: dict[str, int] = {}
         dynamic_roots: list[str] = []
         items: list[StaticSkill | DynamicSkill] = [*static, *dynamic]
-        for item in items:
-            if item.entry.uri in self._entries:
-                origin = item.origin if isinstance(item, StaticSkill) else item.skill_path
-                self._problems.append(
-                    SkillError("served twice; only the first is kept", path=origin, rule="duplicate-path")
-                )
-                continue
+        for item in first_per_path(items, self._problems, origin=_origin):
             if isinstance(item, DynamicSkill):
                 self._entries[item.entry.uri] = item.entry
                 self._dynamic[directory_uri(item.skill_path)] = item

@@ -29,9 +29,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Protocol, TypeVar
 
 from skilldeck.errors import FrontmatterError, NotServedError, SkillError, SourceError, shorten
 from skilldeck.skill.frontmatter import parse_skill_md, validate_frontmatter
@@ -49,6 +50,7 @@ __all__ = [
     "StaticIndex",
     "StaticSkill",
     "children_of",
+    "first_per_path",
     "load_all",
 ]
 
@@ -154,20 +156,10 @@ class DirectorySource:
     def load(self) -> LoadResult:
         """Scan every root and snapshot every skill. Blocking I/O: run it off the event loop."""
         result = LoadResult()
-        seen: dict[str, str] = {}
+        served: dict[str, str] = {}
         for root in self.roots:
-            for skill in self._load_root(root, result.problems):
-                if skill.skill_path in seen:
-                    result.problems.append(
-                        SkillError(
-                            f"skill path {skill.skill_path!r} is already served from {seen[skill.skill_path]}",
-                            path=skill.origin,
-                            rule="duplicate-path",
-                        )
-                    )
-                    continue
-                seen[skill.skill_path] = skill.origin
-                result.skills.append(skill)
+            skills = self._load_root(root, result.problems)
+            result.skills += first_per_path(skills, result.problems, origin=_origin, served=served)
         return result
 
     # -- one root ------------------------------------------------------------------------------
@@ -528,21 +520,52 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 def load_all(sources: Sequence[DirectorySource]) -> LoadResult:
     """Load several directory sources into one result, refusing skill paths served twice."""
     merged = LoadResult()
-    seen: set[str] = set()
+    served: dict[str, str] = {}
     for source in sources:
         result = source.load()
         merged.problems.extend(result.problems)
-        for skill in result.skills:
-            if skill.skill_path in seen:
-                merged.problems.append(
-                    SkillError(
-                        f"skill path {skill.skill_path!r} is served twice", path=skill.origin, rule="duplicate-path"
-                    )
-                )
-                continue
-            seen.add(skill.skill_path)
-            merged.skills.append(skill)
+        merged.skills += first_per_path(result.skills, merged.problems, origin=_origin, served=served)
     return merged
+
+
+class _AtAPath(Protocol):
+    @property
+    def skill_path(self) -> str: ...
+
+
+S = TypeVar("S", bound=_AtAPath)
+
+
+def first_per_path(
+    skills: Iterable[S],
+    problems: list[SkillError],
+    *,
+    origin: Callable[[S], str],
+    served: dict[str, str] | None = None,
+) -> list[S]:
+    """The first of ``skills`` at each skill path; each later one is refused into ``problems``.
+
+    ``served`` (skill path to the ``origin`` of the skill kept there) carries what earlier calls kept.
+    """
+    served = {} if served is None else served
+    kept: list[S] = []
+    for skill in skills:
+        if skill.skill_path in served:
+            problems.append(
+                SkillError(
+                    f"skill path {skill.skill_path!r} is already served from {served[skill.skill_path]}",
+                    path=origin(skill),
+                    rule="duplicate-path",
+                )
+            )
+            continue
+        served[skill.skill_path] = origin(skill)
+        kept.append(skill)
+    return kept
+
+
+def _origin(skill: StaticSkill) -> str:
+    return skill.origin
 
 
 class StaticIndex:
