@@ -222,7 +222,7 @@ async def test_entries_over_limits_or_malformed_are_rejected_with_reasons_and_go
             if isinstance(raw, dict) and isinstance(raw.get("uri"), str):
                 assert rejection.uri == raw["uri"]
                 assert raw["uri"] in str(rejection)
-        assert all(r.startswith("evil") for r in reasons)
+        assert all(r.startswith("[evil] ") for r in reasons)
         assert host.registry.rejections == report.rejected
     assert server.reads() == []
 

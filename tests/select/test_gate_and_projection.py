@@ -77,7 +77,7 @@ def test_skill_tools_from_metadata_body_and_other_servers() -> None:
     assert by_name["quoted"].tools == (("jobs", "get_job"),)
     assert by_name["cross"].tools == (("files", "read_file"), ("jobs", "search_jobs"))
     assert "ghost" not in by_name  # every named tool missing: not offered
-    assert cards.not_offered == ["jobs: skill://ghost/SKILL.md: every tool it names is missing from its server"]
+    assert cards.not_offered == ["[jobs] skill://ghost/SKILL.md: every tool it names is missing from its server"]
     found, missing = skill_tools(
         "jobs", {"name": "x"}, "use `search_jobs` and `get_job`", {"jobs": ["search_jobs", "get_job"]}
     )

@@ -298,7 +298,7 @@ def _settle_approval(host: Host, loaded: LoadedSkill, args: argparse.Namespace, 
     if args.yes:  # for this run only: nothing is written to the approvals file
         host.approvals.approve(loaded.label, loaded.entry, allowed_tools=True, persist=False)
     elif isinstance(requested, str) and sys.stdin.isatty():
-        answer = input(f"{loaded.label}: {loaded.uri} asks for allowed-tools '{requested}'. Grant? [y/N] ")
+        answer = input(f"[{loaded.label}] {loaded.uri} asks for allowed-tools '{requested}'. Grant? [y/N] ")
         if answer.strip().lower() in ("y", "yes"):
             host.approvals.approve(loaded.label, loaded.entry, allowed_tools=True)
     elif isinstance(requested, str):

@@ -243,7 +243,7 @@ class Host:
             status = self.approvals.status(record.label, record.entry)
             if status != "approved":
                 if not await self._ask(record, changed=status == "changed"):
-                    raise NotApproved(f"{record.label}: {record.entry.uri} was not approved")
+                    raise NotApproved(f"[{record.label}] {record.entry.uri} was not approved")
                 self.approvals.approve(record.label, record.entry)
         return await self.loader(record.label).load(record.entry)
 

@@ -183,7 +183,7 @@ class SkillLoader:
         if isinstance(entry.resources, str):
             if not self.allow_dynamic:
                 raise DynamicSkillRefused(
-                    f'{self.label}: {entry.uri} is generated per request (resources: "dynamic") and cannot be '
+                    f'[{self.label}] {entry.uri} is generated per request (resources: "dynamic") and cannot be '
                     "verified; load it only if you trust this server (allow_dynamic=True, or --allow-dynamic)"
                 )
             self._reserve_unknown(entry.uri)

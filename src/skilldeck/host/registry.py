@@ -92,8 +92,7 @@ class Rejection:
     reason: str
 
     def __str__(self) -> str:
-        where = f"{self.label}: {self.uri}" if self.uri else self.label
-        return f"{where}: {self.reason}"
+        return f"[{self.label}] {self.uri}: {self.reason}" if self.uri else f"[{self.label}] {self.reason}"
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def build_cards(snapshot: CatalogSnapshot) -> CardSet:
             card = _skill_card(server.label, server.description, skill, server_tools)
             if card is None:
                 result.not_offered.append(
-                    f"{server.label}: {skill.entry.uri}: every tool it names is missing from its server"
+                    f"[{server.label}] {skill.entry.uri}: every tool it names is missing from its server"
                 )
                 continue
             result.cards.append(card)

@@ -93,7 +93,7 @@ def parse_snapshot(data: object) -> CatalogSnapshot:
             try:
                 skills.append(SkillSnapshot(entry_from_wire(entry_raw), body if isinstance(body, str) else None))
             except EntryError as exc:
-                rejected.append(f"{label}: {exc}")
+                rejected.append(f"[{label}] {exc}")
         description = raw.get("description")
         servers.append(
             ServerSnapshot(
