@@ -203,3 +203,19 @@ def test_server_adapters_use_each_other_only_through_public_names(module_file: s
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             owner = node.value.id if isinstance(node.value, ast.Name) else ast.unparse(node.value)
             assert owner == "self", (module_file, node.lineno, node.attr)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '= "io.modelcontextprotocol/skills"',  # the extension id
+        '= "dev.skilldeck/tools"',  # the metadata key naming a skill's tools
+        "inspect.isawaitable(",  # taking a callback's result, sync or async
+        "self.records.append(",  # keeping a JSON-lines log (audit trail, decisions)
+        "is already served from",  # refusing a skill path served twice
+        "exc.error.message if isinstance(exc, MCPError)",  # a failed request in words
+    ],
+)
+def test_a_shared_piece_is_written_in_one_module(text: str) -> None:
+    holders = [str(path.relative_to(SRC)) for path in SRC.rglob("*.py") if text in path.read_text(encoding="utf-8")]
+    assert len(holders) == 1, holders

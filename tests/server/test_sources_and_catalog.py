@@ -11,7 +11,7 @@ from skilldeck.errors import NotServedError, SourceError
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.skill.manifest import MAX_SKILL_BYTES, digest_of
-from skilldeck.skill.pack import DirectorySource
+from skilldeck.skill.pack import DirectorySource, load_all
 
 from .helpers import write_skill
 
@@ -163,6 +163,19 @@ def test_same_skill_path_from_two_roots_keeps_the_first(tmp_path: Path) -> None:
     catalog = _catalog(tmp_path / "a", tmp_path / "b")
     assert catalog.get("skill://dup/SKILL.md").description == "first"
     assert [p.rule for p in catalog.problems] == ["duplicate-path"]
+
+
+def test_a_duplicate_skill_path_names_where_the_kept_one_came_from_in_every_merge(tmp_path: Path) -> None:
+    first = write_skill(tmp_path / "a", "dup")
+    second = write_skill(tmp_path / "b", "dup")
+    merged = load_all([DirectorySource(tmp_path / "a"), DirectorySource(tmp_path / "b")])
+    roots = DirectorySource(tmp_path / "a", tmp_path / "b").load()
+    catalog = Catalog([*roots.skills, *merged.skills])
+    for problems in (merged.problems, roots.problems, catalog.problems):
+        (problem,) = problems
+        assert problem.rule == "duplicate-path"
+        assert f"'dup' is already served from {first}" in str(problem)
+    assert str(second) in str(merged.problems[0])
 
 
 def test_ignored_names_are_not_files(tmp_path: Path) -> None:
