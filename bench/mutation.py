@@ -194,9 +194,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "catalog-duplicate-uri",
-        "server/catalog.py",
-        "            if item.entry.uri in self._entries:\n",
-        "            if False:\n",
+        "skill/pack.py",
+        "        if skill.skill_path in served:\n",
+        "        if False:\n",
         T_SOURCES,
         "a skill path served twice is not reported",
     ),
