@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from skilldeck.errors import SkilldeckError
 from skilldeck.host import ApprovalRequest, ApprovalStore, NotApproved
 from skilldeck.skill.manifest import SkillEntry, entry_from_wire
 
@@ -294,3 +295,28 @@ async def test_skill_changed_voids_the_approval_of_the_old_content(tmp_path: Pat
         assert host.approvals.status("acme", info.value.current) == "changed"
         assert host.allowed_tools(loaded) == []  # the grant went with the approval
     assert ApprovalStore(path).status("acme", _entry(skill)) == "none"
+
+
+def test_damaged_approvals_file_says_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.json"
+    path.write_text("{not json")
+    with pytest.raises(SkilldeckError, match="delete it to start over"):
+        ApprovalStore(path)
+    path.write_text('{"version": 1}')
+    with pytest.raises(SkilldeckError, match="damaged"):
+        ApprovalStore(path)
+
+
+def test_a_run_only_approval_is_content_bound_and_never_written(tmp_path: Path) -> None:
+    from skilldeck.skill.manifest import entry_from_wire
+
+    path = tmp_path / "approvals.json"
+    store = ApprovalStore(path)
+    entry = entry_from_wire(Skill("runonly").entry())
+    store.approve("s", entry, allowed_tools=True, persist=False)
+    assert store.allows_tools("s", entry)
+    assert not path.exists()  # --yes approves for the run only
+    assert not ApprovalStore(path).is_approved("s", entry)
+    changed = entry_from_wire(Skill("runonly", {"new.md": b"n"}).entry())
+    assert store.status("s", changed) == "changed"  # still bound to the content it was given for
+    assert not store.is_approved("s", entry)

@@ -159,3 +159,9 @@ def test_a_label_with_a_colon_is_refused_or_resolvable() -> None:
     registry = Registry()
     registry.add_listing("team:docs", [Skill("refunds").entry()])
     assert registry.resolve("team:docs:skill://refunds/SKILL.md").label == "team:docs"
+
+
+def test_disabled_must_be_a_boolean() -> None:
+    with pytest.raises(ConfigError, match="'disabled' must be true or false"):
+        parse_config({"mcpServers": {"x": {"command": "y", "disabled": "true"}}})
+    assert parse_config({"mcpServers": {"x": {"command": "y", "disabled": True}}}) == []

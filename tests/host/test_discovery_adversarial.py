@@ -233,3 +233,18 @@ def test_registry_add_listing_reports_and_registers_independently() -> None:
     assert [r.reason for r in refused] == ["entry has no uri", "entry is not an object"]
     assert [r.name for r in registry.skills] == ["ok"]
     assert registry.labels == ["a"]
+
+
+@pytest.mark.anyio
+async def test_the_same_uri_twice_in_one_listing_is_rejected_once() -> None:
+    skill = Skill("twice")
+    second = dict(skill.entry())
+    second["frontmatter"] = {"name": "twice", "description": "Other words."}
+    server = HostileServer(entries=[skill.entry(), second])
+    server.files.update(skill.served())
+    async with open_host(("s", server)) as host:
+        (record,) = host.registry.skills
+        assert record.description == "A test skill."
+        report = host.report.servers["s"]
+        assert report.skills == 1
+        assert [r.reason for r in report.rejected] == ["listed twice in one listing; the first is kept"]

@@ -244,3 +244,21 @@ def test_duplicate_labels_are_refused() -> None:
     server = HostileServer()
     with pytest.raises(ConfigError, match="repeated: twin"):
         Host([ServerSpec("twin", InProcessServer(server.server)), ServerSpec("twin", InProcessServer(server.server))])
+
+
+def test_qualified_names_track_additions_and_removals() -> None:
+    from skilldeck.host.registry import SkillRecord
+
+    def entry(path: str) -> dict[str, object]:
+        uri = f"skill://{path}/SKILL.md"
+        name = path.rsplit("/", 1)[-1]
+        return {"uri": uri, "frontmatter": {"name": name, "description": "d"}, "resources": "dynamic"}
+
+    registry = Registry()
+    registry.add_listing("a", [entry("x/refunds"), entry("y/refunds")])
+    assert registry.qualified_names() == ["a/x/refunds", "a/y/refunds"]
+    registry.add(SkillRecord("a", entry_from_wire(entry("y/refunds"))))  # a refresh does not double-count
+    assert registry.qualified_names() == ["a/x/refunds", "a/y/refunds"]
+    registry.remove_server("a")
+    registry.add_listing("a", [entry("x/refunds")])
+    assert registry.qualified_names() == ["a/refunds"]

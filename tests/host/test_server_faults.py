@@ -306,3 +306,32 @@ def test_cli_load_timeout_bounds_resources_read(capsys: pytest.CaptureFixture[st
     assert f"resources/read {skill.uri} failed" in err, err
     assert "timed out" in err.lower(), err
     assert elapsed < 20, f"took {elapsed:.1f}s: --timeout 2 must bound the read"
+
+
+@pytest.mark.anyio
+async def test_a_server_that_stops_answering_while_listing_is_cut_off_at_its_timeout() -> None:
+    import time
+
+    import anyio
+
+    from skilldeck.host import Host, InProcessServer, ServerSpec
+
+    slow = HostileServer(Skill("slow"))
+
+    async def stall(ctx: object, params: object) -> dict[str, object]:
+        await anyio.sleep(60)
+        return {}
+
+    slow._list = stall  # type: ignore[method-assign, assignment]
+    slow.server = type(slow.server)("slow", extensions=[slow], middleware=[slow._middleware])
+    fine = HostileServer(Skill("fine"))
+    started = time.monotonic()
+    specs = [
+        ServerSpec("slow", InProcessServer(slow.server), timeout=1),
+        ServerSpec("fine", InProcessServer(fine.server)),
+    ]
+    async with Host(specs) as host:
+        assert time.monotonic() - started < 10
+        assert host.report.servers["slow"].error is not None
+        assert "did not finish within 1s" in (host.report.servers["slow"].error or "")
+        assert [r.name for r in host.registry.skills] == ["fine"]

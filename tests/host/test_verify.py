@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from skilldeck.host import SkillChanged
 from skilldeck.host.verify import VerificationError, same_json, verify_bytes, verify_skill_md
 from skilldeck.skill.manifest import digest_of
+
+from .hostile import HostileServer, Skill, open_host
 
 SKILL = b"---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\nSkill body.\n"
 ENTRY_FM = {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"}
@@ -54,3 +57,30 @@ def test_strict_json_equality() -> None:
     assert same_json({"m": {"k": ["v"]}}, {"m": {"k": ["v"]}})
     with pytest.raises(VerificationError):
         verify_skill_md(URI, SKILL.replace(b"---\nSkill", b"n: true\n---\nSkill"), {**ENTRY_FM, "n": 1})
+
+
+@pytest.mark.anyio
+async def test_refresh_that_only_changes_true_to_1_is_still_a_change() -> None:
+    skill = Skill("flags", extra="strict: true\n")
+    server = HostileServer(skill)
+    server.files[skill.uri] = server.files[skill.uri].replace(b"A test skill.", b"A test skill!")  # tampered
+    changed = dict(skill.entry())
+    changed["frontmatter"] = {**changed["frontmatter"], "strict": 1}
+    server.got[skill.uri] = changed
+    async with open_host(("s", server)) as host:
+        with pytest.raises(SkillChanged) as info:
+            await host.load(host.registry.resolve("flags"))
+    assert info.value.current is not None
+    assert info.value.current.frontmatter["strict"] == 1
+
+
+@pytest.mark.anyio
+async def test_an_unchanged_refresh_leaves_the_plain_failure() -> None:
+    skill = Skill("plain")
+    server = HostileServer(skill)
+    server.files[skill.uri] = server.files[skill.uri].replace(b"A test skill.", b"A test skill!")
+    async with open_host(("s", server)) as host:
+        with pytest.raises(VerificationError) as info:
+            await host.load(host.registry.resolve("plain"))
+    assert not isinstance(info.value, SkillChanged)
+    assert info.value.check == "digest"

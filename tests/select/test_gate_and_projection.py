@@ -261,3 +261,16 @@ def test_history_a_and_b_token_counts_on_a_known_catalog(
     assert b.tokens == 122 + b_schema_tokens == b_tokens
     assert b.to_json()["tokens"] == b_tokens
     assert history_b(cards, shown, [("jobs", "search_jobs")], render).tokens == 64 + b_schema_tokens
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"x": {"$ref": "https://example.invalid/schema.json"}}},
+        {"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}},
+    ],
+)
+def test_a_hostile_input_schema_refuses_the_call_instead_of_crashing(schema: dict[str, object]) -> None:
+    gate = ToolGate({"s": {"t": {"name": "t", "inputSchema": schema}}}, [("s", "t")])
+    with pytest.raises(InvalidArguments, match="cannot be used"):
+        gate.check("t", {"x": "y"})

@@ -507,3 +507,35 @@ def test_allowed_tools_are_the_routes_of_admitted_skills_plus_public(base: Catal
     gated = parse_policy({"skills": {"x": {"admit": {"tenants": ["globex"]}, "tools": ["t"]}}})
     assert allowed_tools(gated, ["x"], USER_A) == frozenset()
     assert allowed_tools(gated, ["x"], ADMIN_B) == frozenset({"t"})
+
+
+def test_nested_skill_under_a_policy_serves_exactly_its_digested_bytes(tmp_path: Path) -> None:
+    outer = write_skill(tmp_path, "orders", frontmatter_extra="metadata:\n  dev.skilldeck/tools: lookup_order\n")
+    inner = outer / "refunds"
+    inner.mkdir()
+    (inner / "SKILL.md").write_text(
+        "---\nname: refunds\ndescription: d\nmetadata:\n  dev.skilldeck/tools: lookup_order cancel_order\n"
+        "---\nMail {{ support_email }}\n"
+    )
+    policy = parse_policy(
+        {
+            "skills": {
+                "refunds": {
+                    "tools": ["lookup_order", "cancel_order"],
+                    "routes": [{"when": {"roles": ["user"]}, "allow": ["lookup_order"]}],
+                    "variables": [{"when": {"tenants": ["acme"]}, "set": {"support_email": "help@acme.test"}}],
+                }
+            }
+        }
+    )
+    loaded = DirectorySource(tmp_path).load()
+    variant = catalog_for(Catalog(loaded.skills), policy, Caller(tenant="acme", roles=frozenset({"user"})))
+    for entry in variant.entries:
+        assert not isinstance(entry.resources, str)
+        for resource in entry.resources:  # every listed digest is the digest of what is served
+            served = variant.static_file(resource.uri)
+            assert served is not None
+            assert digest_of(served.data) == resource.digest, resource.uri
+    text = variant.static_file("skill://orders/refunds/SKILL.md").data.decode()  # type: ignore[union-attr]
+    assert "help@acme.test" in text
+    assert "cancel_order" not in text

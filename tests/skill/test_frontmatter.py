@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from skilldeck.errors import FrontmatterError
@@ -14,6 +16,9 @@ from skilldeck.skill.frontmatter import (
     validate_frontmatter,
 )
 from skilldeck.skill.manifest import build_entry
+from skilldeck.skill.pack import DirectorySource
+
+from ..server.helpers import write_skill
 
 
 def test_core_schema_scalars_resolve_as_yaml_1_2() -> None:
@@ -250,3 +255,17 @@ def test_render_skill_md_round_trips_through_parse() -> None:
     parsed = parse_skill_md(text)
     assert parsed.frontmatter == fm
     assert parsed.body == "# Daily\n"
+
+
+def test_deeply_nested_frontmatter_is_refused_not_a_crash(tmp_path: Path) -> None:
+    deep = "x: " + "[" * 5000 + "]" * 5000
+    with pytest.raises(FrontmatterError) as info:
+        parse_skill_md(f"---\nname: a\ndescription: d\n{deep}\n---\n")
+    assert info.value.rule == "yaml-depth"
+    write_skill(tmp_path, "good")
+    bad = tmp_path / "deep"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text(f"---\nname: deep\ndescription: d\n{deep}\n---\n")
+    loaded = DirectorySource(tmp_path).load()  # one bad skill does not take the others down
+    assert [s.skill_path for s in loaded.skills] == ["good"]
+    assert [p.rule for p in loaded.problems] == ["yaml-depth"]
