@@ -10,14 +10,17 @@ the ranker tokenises cards and servers, so adding them to a catalog's own counts
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import sys
 from pathlib import Path
 
 from skilldeck.select.cards import build_cards
-from skilldeck.select.rank import RankConfig, Ranker
 from skilldeck.select.snapshot import load_snapshot
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from ablation import AblationConfig, AblationRanker  # noqa: E402
+
 OUT = HERE.parent.parent / "src" / "skilldeck" / "select" / "background-df.json"
 
 
@@ -25,7 +28,7 @@ def main() -> None:
     cards = build_cards(
         load_snapshot(HERE.parent.parent / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json")
     )
-    ranker = Ranker(cards.cards, schemas=cards.tools, config=replace(RankConfig(), background=False))
+    ranker = AblationRanker(cards.cards, schemas=cards.tools, ablation=AblationConfig(background=False))
 
     def table(index: object) -> dict[str, object]:
         vocab = index.vocab  # type: ignore[attr-defined]

@@ -37,11 +37,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
+from ablation import AblationRanker, configs  # noqa: E402
 from calibrate import auroc, fit_logistic, threshold_keeping  # noqa: E402
 from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: E402
 from synth import synthesize  # noqa: E402
 
-from skilldeck.select import CardSet, RankConfig, Ranker, Selector, build_cards, parse_snapshot  # noqa: E402
+from skilldeck.select import CardSet, RankConfig, Selector, build_cards, parse_snapshot  # noqa: E402
 from skilldeck.select.decide import FEATURES, Calibration, default_calibration  # noqa: E402
 from skilldeck.select.rank import semantic_text  # noqa: E402
 
@@ -314,8 +315,11 @@ SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
 
 
 def ablation(cards: CardSet, tasks: list[Task], encoders: dict[str, tuple[Any, np.ndarray]]) -> dict[str, Any]:
-    def run(config: RankConfig, encoder: Any = None, vectors: np.ndarray | None = None) -> dict[str, Any]:
-        ranker = Ranker(cards.cards, schemas=cards.tools, config=config, encoder=encoder, vectors=vectors)
+    def run(change: dict[str, Any], encoder: Any = None, vectors: np.ndarray | None = None) -> dict[str, Any]:
+        config, variant = configs(change)
+        ranker = AblationRanker(
+            cards.cards, schemas=cards.tools, config=config, ablation=variant, encoder=encoder, vectors=vectors
+        )
         rows = []
         for task in tasks:
             ranking = ranker.rank(task.question, limit=60)
@@ -326,12 +330,12 @@ def ablation(cards: CardSet, tasks: list[Task], encoders: dict[str, tuple[Any, n
 
     out: dict[str, Any] = {"lexical": {}}
     for name, change in ABLATION:
-        out["lexical"][name] = {"change": change, **run(RankConfig(**change))}
+        out["lexical"][name] = {"change": change, **run(change)}
         print(f"  lexical  {name:36s} {out['lexical'][name]['A']}  {out['lexical'][name]['B']}", flush=True)
     for enc_name, (encoder, vectors) in encoders.items():
         out[enc_name] = {}
         for name, change in SEMANTIC_ABLATION:
-            out[enc_name][name] = {"change": change, **run(RankConfig(**change), encoder, vectors)}
+            out[enc_name][name] = {"change": change, **run(change, encoder, vectors)}
             print(f"  {enc_name:8s} {name:36s} {out[enc_name][name]['A']}  {out[enc_name][name]['B']}", flush=True)
     return out
 

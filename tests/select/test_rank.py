@@ -1,14 +1,34 @@
-"""Ranking: tokens, jobs, the right card and server first, multi-job recall, encoders."""
+"""Ranking: tokens, jobs, the right card and server first, multi-job recall, encoders.
+
+The variants measured and not shipped live in ``bench/selection/ablation.py`` (an ``AblationRanker``
+over :class:`Ranker`'s hooks); the tests of those variants load it from there.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
 
-from skilldeck.select import CardSet, RankConfig, Ranker, split_jobs
+from skilldeck.select import CardSet, Ranker, Ranking, split_jobs
 from skilldeck.select.rank import semantic_text, tokens
+
+
+@pytest.fixture(scope="module")
+def ablation() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / "selection" / "ablation.py"
+    spec = importlib.util.spec_from_file_location("skilldeck_bench_ablation", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
 
 
 def servers_of(ranker: Ranker, question: str) -> list[str]:
@@ -59,10 +79,11 @@ def test_servers_are_listed_once_best_first(cardset: CardSet) -> None:
     assert len(Ranker(cardset.cards).rank("weather", limit=3).scored) == 3
 
 
-def test_a_file_path_in_the_question_brings_the_file_server(cardset: CardSet) -> None:
+def test_a_file_path_in_the_question_brings_the_file_server(cardset: CardSet, ablation: ModuleType) -> None:
     question = "Summarise today's weather forecast for Oslo and save it to /root/notes/oslo.md"
     assert "files" in servers_of(Ranker(cardset.cards, schemas=cardset.tools), question)[:2]
-    without = Ranker(cardset.cards, schemas=cardset.tools, config=RankConfig(expand_paths=False))
+    no_paths = ablation.AblationConfig(expand_paths=False)
+    without = ablation.AblationRanker(cardset.cards, schemas=cardset.tools, ablation=no_paths)
     assert servers_of(without, question).index("files") >= servers_of(
         Ranker(cardset.cards, schemas=cardset.tools), question
     ).index("files")
@@ -122,7 +143,7 @@ class KeywordEncoder:
         return np.stack(rows)
 
 
-def test_semantic_scores_are_mixed_in(cardset: CardSet) -> None:
+def test_semantic_scores_are_mixed_in(cardset: CardSet, ablation: ModuleType) -> None:
     lexical = Ranker(cardset.cards).rank("Do I need an umbrella?")
     assert lexical.units[0].lexical == 0.0  # no shared word at all
     ranker = Ranker(cardset.cards, encoder=KeywordEncoder())
@@ -130,7 +151,9 @@ def test_semantic_scores_are_mixed_in(cardset: CardSet) -> None:
     assert ranking.servers[0][0] == "weather"
     assert ranking.scored[0].semantic is not None
     assert ranking.units[0].semantic == pytest.approx(ranking.scored[0].semantic, abs=0.2)
-    rrf = Ranker(cardset.cards, encoder=KeywordEncoder(), config=RankConfig(fusion="rrf"))
+    rrf = ablation.AblationRanker(
+        cardset.cards, encoder=KeywordEncoder(), ablation=ablation.AblationConfig(fusion="rrf")
+    )
     assert rrf.rank("Do I need an umbrella?").servers[0][0] == "weather"
 
 
@@ -146,10 +169,60 @@ def test_precomputed_vectors_must_match_the_cards(cardset: CardSet) -> None:
 @pytest.mark.parametrize(
     "change", [{"job_merge": "maxx"}, {"fusion": "RRF"}, {"server_aggregate": "best"}], ids=lambda c: next(iter(c))
 )
-def test_a_misspelt_config_choice_is_refused_not_read_as_another(cardset: CardSet, change: dict[str, str]) -> None:
+def test_a_misspelt_variant_choice_is_refused_not_read_as_another(ablation: ModuleType, change: dict[str, str]) -> None:
     # the fields are Literal; a typo that escapes the type checker must not silently pick a branch
     with pytest.raises(ValueError, match=next(iter(change))):
-        Ranker(cardset.cards, config=RankConfig(**change))  # type: ignore[arg-type]
+        ablation.AblationConfig(**change)
+    with pytest.raises(ValueError, match="prf_card"):
+        ablation.configs({"prf_card": 3})  # a misspelt knob is not dropped either
+
+
+def _everything(ranking: Ranking) -> tuple[Any, ...]:
+    scored = [(s.card.key, s.score, s.lexical, s.semantic, s.matched_terms) for s in ranking.scored]
+    return scored, ranking.servers, ranking.units
+
+
+QUESTIONS = [
+    "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md",
+    "Do I need an umbrella in Oslo tomorrow? Please check the forecast and tell me",
+    "Combine these three PDF documents into a single one",
+]
+
+
+@pytest.mark.parametrize("encoder", [None, KeywordEncoder()], ids=["lexical", "semantic"])
+def test_the_ablation_ranker_with_default_switches_ranks_as_the_shipped_one(
+    cardset: CardSet, skill_card, ablation: ModuleType, encoder: KeywordEncoder | None
+) -> None:
+    cards = [skill_card, *cardset.cards]
+    shipped = Ranker(cards, schemas=cardset.tools, encoder=encoder)
+    variant = ablation.AblationRanker(cards, schemas=cardset.tools, encoder=encoder)
+    for question in QUESTIONS:
+        assert _everything(variant.rank(question, limit=None)) == _everything(shipped.rank(question, limit=None))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"jobs": False},
+        {"job_merge": "max", "job_weight": 0.9},
+        {"expand_paths": False},
+        {"request_stopwords": False},
+        {"server_aggregate": "max"},
+        {"prf_cards": 3},
+        {"semantic_jobs": True},
+        {"fusion": "rrf"},
+        {"background": False},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_each_variant_switch_reaches_its_hook(cardset: CardSet, ablation: ModuleType, change: dict[str, Any]) -> None:
+    # a switch whose hook is no longer called would measure the shipped ranker under another name
+    config, variant = ablation.configs(change)
+    shipped = Ranker(cardset.cards, schemas=cardset.tools, encoder=KeywordEncoder())
+    changed = ablation.AblationRanker(
+        cardset.cards, schemas=cardset.tools, encoder=KeywordEncoder(), config=config, ablation=variant
+    )
+    assert any(_everything(changed.rank(q, limit=None)) != _everything(shipped.rank(q, limit=None)) for q in QUESTIONS)
 
 
 def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.MonkeyPatch) -> None:

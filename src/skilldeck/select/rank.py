@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -68,7 +68,11 @@ class Scored:
 
 @dataclass(frozen=True)
 class RankConfig:
-    """The ranker's knobs. The defaults are the measured best (``bench/selection/run.py --ablation``)."""
+    """The ranker's weights. The defaults are the measured best (``bench/selection/run.py --ablation``).
+
+    The variants that were measured and not shipped (pseudo-relevance feedback, servers scored by
+    their best card, reciprocal rank fusion, max-merged or unsplit jobs, no path words, ...) live in
+    the benchmark (``bench/selection/ablation.py``), which overrides :class:`Ranker`'s hook methods."""
 
     k1: float = 1.2
     b: float = 0.75
@@ -82,31 +86,8 @@ class RankConfig:
     """Weight of the server's label and description inside each card's document."""
     server_mix: float = 0.5
     """A card's score = (1 - server_mix) * its own + server_mix * its server's."""
-    server_aggregate: Literal["doc", "max"] = "doc"
-    """How a server is scored lexically: ``doc`` (BM25F of its document) or ``max`` (its best card)."""
-    expand_paths: bool = True
-    """Read file paths and extensions in the question as words."""
-    request_stopwords: bool = True
-    jobs: bool = True
-    job_merge: Literal["sum", "max"] = "sum"
-    """How job rankings merge into the question's: ``sum`` (each adds ``job_weight / n_jobs`` of its
-    normalised scores) or ``max`` (each counts ``job_weight`` of its normalised scores, max-merged)."""
-    job_weight: float = 1.0
-
-    prf_cards: int = 0
-    """Pseudo-relevance feedback: terms from this many top cards are added to the query (0: off)."""
-    prf_terms: int = 8
-    prf_weight: float = 0.3
     semantic_weight: float = 0.5
     """Share of the semantic similarity in the mix (when an encoder is given)."""
-    semantic_jobs: bool = False
-    """Encode each job too, not only the whole question (+0.03 Recall@5 on half B, about 2x the encoder time)."""
-    fusion: Literal["mix", "rrf"] = "mix"
-    """``mix`` (normalised score mix) or ``rrf`` (reciprocal rank fusion, k=60)."""
-    background: bool = True
-    """Add the shipped background document frequencies (from a 527-tool reference catalog) to the
-    catalog's own when computing IDF, so that BM25 strengths — and the confidence built on them —
-    mean the same on a 10-card catalog as on a 10,000-card one."""
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -438,12 +419,6 @@ class Ranker:
         config = config or RankConfig()
         if semantic_weight is not None:
             config = replace(config, semantic_weight=semantic_weight)
-        if (
-            config.server_aggregate not in ("doc", "max")
-            or config.fusion not in ("mix", "rrf")
-            or config.job_merge not in ("sum", "max")
-        ):
-            raise ValueError(f"unknown server_aggregate, fusion or job_merge in {config}")
         self.config = config
         self.cards = list(cards)
         self.encoder = encoder
@@ -469,7 +444,7 @@ class Ranker:
                 server_fields[sid].append((t_server, c.name_weight))
             server_fields[sid].extend(fields)
         self._card_bags = card_bags
-        bg = _background() if c.background else None
+        bg = self._background_frequencies()
         self._cards = _Index(card_bags, c.k1, c.b, bg[0] if bg else None)
         self._servers = _Index([_bag(f) for f in server_fields], c.k1, c.server_b, bg[1] if bg else None)
         self._server_terms = [frozenset(itertools.chain.from_iterable(terms for terms, _ in f)) for f in server_fields]
@@ -500,14 +475,48 @@ class Ranker:
             self._vectors = vecs
             self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
 
+    # -- hooks: the shipped choice of each step (bench/selection/ablation.py overrides them) -----
+
+    def _background_frequencies(self) -> tuple[tuple[int, Mapping[str, int]], tuple[int, Mapping[str, int]]] | None:
+        """(cards, servers) background document frequencies added to the catalog's own for IDF.
+
+        The shipped ones come from a 527-tool reference catalog, so that BM25 strengths -- and the
+        confidence built on them -- mean the same on a 10-card catalog as on a 10,000-card one."""
+        return _background()
+
+    def _jobs(self, question: str) -> list[str]:
+        """The jobs of a question, each ranked on its own (:func:`split_jobs`)."""
+        return split_jobs(question)
+
+    def _query_texts(self, question: str, jobs: list[str]) -> list[str]:
+        """What the encoder reads per question: the whole question only (its jobs share its vector)."""
+        return [question]
+
+    def _card_scores(self, terms: dict[str, float]) -> np.ndarray:
+        """Raw BM25F scores of every card for the query terms."""
+        return self._cards.scores(terms)
+
+    def _server_lexical(self, server_raw: np.ndarray, card_raw: np.ndarray) -> np.ndarray:
+        """A server's lexical score: the BM25F score of its document (``card_raw`` is for variants)."""
+        return server_raw
+
+    def _fuse(self, lexical: np.ndarray, semantic: np.ndarray) -> np.ndarray:
+        """Lexical and semantic scores (each in [0, 1]) mixed by ``semantic_weight``."""
+        w = self.semantic_weight
+        return (1 - w) * lexical + w * semantic
+
+    def _merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
+        """Add one job's ranking (peak-normalised, ``job.max() > 0``) into the question's, in place:
+        each of ``n_jobs`` jobs adds ``1 / n_jobs`` of itself."""
+        mixed += (1.0 / n_jobs) * job / job.max()
+
     # -- pieces ---------------------------------------------------------------------------------
 
     def query_terms(self, question: str) -> dict[str, float]:
         """The weighted terms a question asks for (its own words 1, words read from paths 0.5)."""
-        terms = dict.fromkeys(tokens(question, request_stopwords=self.config.request_stopwords), 1.0)
-        if self.config.expand_paths:
-            for t in tokens(_expand(question)):
-                terms.setdefault(t, 0.5)
+        terms = dict.fromkeys(tokens(question, request_stopwords=True), 1.0)
+        for t in tokens(_expand(question)):
+            terms.setdefault(t, 0.5)
         return terms
 
     def card_terms(self, card: int) -> frozenset[str]:
@@ -521,26 +530,12 @@ class Ranker:
     def _per_server_max(self, card_scores: np.ndarray) -> np.ndarray:
         return np.maximum.reduceat(card_scores[self._group_order], self._group_starts)
 
-    def _prf(self, terms: dict[str, float], card_scores: np.ndarray) -> dict[str, float]:
-        c = self.config
-        top = [i for i in np.argsort(-card_scores)[: c.prf_cards] if card_scores[i] > 0]
-        gain: dict[str, float] = {}
-        for i in top:
-            for term, tf in self._card_bags[i].items():
-                if term not in terms:
-                    gain[term] = gain.get(term, 0.0) + tf * float(self._cards.idf[self._cards.vocab[term]])
-        best = sorted(gain.items(), key=lambda kv: -kv[1])[: c.prf_terms]
-        return {**terms, **{t: c.prf_weight for t, _ in best}}
-
     def _unit(self, text: str, qvec: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, _Evidence]:
         """Score one query unit: (card scores, server scores), both in [0, 1], and its raw evidence."""
-        c = self.config
         terms = self.query_terms(text)
-        card_raw = self._cards.scores(terms)
-        if c.prf_cards and card_raw.max() > 0:
-            card_raw = self._cards.scores(self._prf(terms, card_raw))
+        card_raw = self._card_scores(terms)
         server_raw = self._servers.scores(terms)
-        server_lex = server_raw if c.server_aggregate == "doc" else self._per_server_max(card_raw)
+        server_lex = self._server_lexical(server_raw, card_raw)
         card = card_raw / card_raw.max() if card_raw.max() > 0 else card_raw
         server = server_lex / server_lex.max() if server_lex.max() > 0 else server_lex
         card_sem = server_sem = None
@@ -548,12 +543,7 @@ class Ranker:
             # einsum, not BLAS: a threaded sgemv next to torch's own threads oversubscribes 2 cores (8x slower)
             card_sem = np.clip(np.einsum("ij,j->i", self._vectors, qvec), 0.0, 1.0).astype(np.float64)
             server_sem = np.clip(np.einsum("ij,j->i", self._server_vectors, qvec), 0.0, 1.0).astype(np.float64)
-            if c.fusion == "rrf":
-                card, server = _rrf([card, card_sem]), _rrf([server, server_sem])
-            else:
-                w = self.semantic_weight
-                card = (1 - w) * card + w * card_sem
-                server = (1 - w) * server + w * server_sem
+            card, server = self._fuse(card, card_sem), self._fuse(server, server_sem)
         own = tuple(t for t, w in terms.items() if w >= 1.0)
         # IDF-weighted share of the question's terms that the top 3 servers hold between them;
         # a term no server holds weighs as much as the rarest possible term
@@ -602,13 +592,12 @@ class Ranker:
         """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers."""
         c = self.config
         n = len(self.cards)
-        jobs = split_jobs(question) if c.jobs else []
+        jobs = self._jobs(question)
         if n == 0:
             return Ranking(question, [], [])
         qvecs = None
         if self.encoder is not None and self._vectors is not None:
-            texts = [question, *jobs] if c.semantic_jobs else [question]
-            qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+            qvecs = np.asarray(self.encoder.encode(self._query_texts(question, jobs)), dtype=np.float32)
         card, server, evidence = self._unit(question, None if qvecs is None else qvecs[0])
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
         jobs_found: list[Unit] = []
@@ -616,13 +605,8 @@ class Ranker:
             jc, js, job_evidence = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1])
             jm = (1 - c.server_mix) * jc + c.server_mix * js[self._card_server]
             jobs_found.append(self._anchored(job_evidence, int(np.argmax(jm))))  # told about the job's best card
-            peak = jm.max()
-            if peak <= 0:
-                continue
-            if c.job_merge == "sum":
-                mixed += (c.job_weight / len(jobs)) * jm / peak
-            else:
-                np.maximum(mixed, c.job_weight * jm / peak, out=mixed)
+            if jm.max() > 0:
+                self._merge_job(mixed, jm, len(jobs))
         for i, named in self._inherit:  # a skill scores at least as well as the best tool it names (discounted)
             mixed[i] = max(mixed[i], 0.9 * float(mixed[named].max()))
         peak = mixed.max()
@@ -657,12 +641,3 @@ class Ranker:
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
         """Cards scored for ``question``, best first (all of them unless ``limit``)."""
         return self.rank(question, limit=limit).scored
-
-
-def _rrf(lists: list[np.ndarray], k: float = 60.0) -> np.ndarray:
-    out = np.zeros(len(lists[0]))
-    for scores in lists:
-        ranks = np.empty(len(scores))
-        ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
-        out += 1.0 / (k + ranks)
-    return out / out.max() if out.max() > 0 else out
