@@ -583,7 +583,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "gate-split-any-name",
         "select/gate.py",
-        "if head in self._listed and (tail in self._listed[head] or not owners):",
+        "if head in self._listed and tail in self._listed[head]:",
         "if True:",
         T_GATE,
         "every tool name holding __ or / is split into server and tool",
@@ -591,7 +591,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "gate-split-unlisted-tail",
         "select/gate.py",
-        "if head in self._listed and (tail in self._listed[head] or not owners):",
+        "if head in self._listed and tail in self._listed[head]:",
         "if head in self._listed:",
         T_GATE,
         "fs__read is taken for the unlisted tool read of server fs",

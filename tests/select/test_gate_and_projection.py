@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from skilldeck.errors import GateRefused
 from skilldeck.select.cards import build_cards, skill_tools
 from skilldeck.select.gate import InvalidArguments, ToolGate, ToolNotActive, ToolNotListed
 from skilldeck.select.project import (
@@ -217,6 +218,31 @@ def test_a_listed_tool_whose_own_name_holds_a_separator_stays_callable() -> None
     assert gate.check("files__docs/search", {}) == ("files", "docs/search")
     with pytest.raises(ToolNotActive):
         gate.check("jobs__search_jobs", {})
+
+
+def test_a_tool_called_by_the_name_history_b_rendered_for_it_is_the_listed_tool() -> None:
+    """``docs/search`` and ``fs.read`` are rendered ``files__docs_search`` / ``files__fs_read`` for the APIs."""
+    listed = {"files": _listed("docs/search", "fs.read", "fs_read"), "jobs": _listed("search_jobs")}
+    gate = ToolGate(listed)
+    gate.activate([("files", "docs/search"), ("files", "fs.read")])
+    rendered = render_tools([("files", listed["files"]["docs/search"])], "anthropic")
+    assert isinstance(rendered, list)
+    assert rendered[0]["name"] == "files__docs_search"
+    assert gate.check("files__docs_search", {}) == ("files", "docs/search")
+    assert gate.check("docs_search", {}) == ("files", "docs/search")
+    # ``files__fs_read`` is both the rendering of ``fs.read`` and the qualified ``fs_read``: the listed name wins
+    assert gate.check("files__fs.read", {}) == ("files", "fs.read")
+    with pytest.raises(ToolNotActive):
+        gate.check("files__fs_read", {})
+    with pytest.raises(ToolNotListed):
+        gate.check("files__nothing_like_it", {})
+
+
+def test_a_rendered_name_that_stands_for_two_tools_is_refused() -> None:
+    gate = ToolGate({"files": _listed("a.b", "a/b")})
+    gate.activate([("files", "a.b"), ("files", "a/b")])
+    with pytest.raises(GateRefused, match="stands for several tools"):
+        gate.check("files__a_b", {})
 
 
 def test_a_tool_named_after_another_server_is_still_found() -> None:

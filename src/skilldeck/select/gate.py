@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from skilldeck.errors import GateRefused, InvalidArguments, ToolNotActive, ToolNotListed
+from skilldeck.select.project import tool_function_name
 
 __all__ = ["ToolGate"]
 
@@ -53,14 +54,22 @@ class ToolGate:
 
         A tool whose own name holds ``/`` or ``__`` (``fs__read``) keeps it: the name is split only
         when the part after the label is a tool that server listed, or no server lists the whole name.
+        A name as History B rendered it for an API (``files__docs_search`` for ``files``'s
+        ``docs/search``: characters the APIs refuse replaced) is mapped back to the listed tool.
         """
         if label is None:
             owners = [lbl for lbl, tools in self._listed.items() if name in tools]
-            for sep in ("/", "__"):
-                if sep in name:
-                    head, _, tail = name.partition(sep)
-                    # a tool listed under the whole name (``fs__read``) is not ``fs``'s unlisted ``read``
-                    if head in self._listed and (tail in self._listed[head] or not owners):
+            splits = [name.partition(sep) for sep in ("/", "__") if sep in name]
+            for head, _, tail in splits:
+                if head in self._listed and tail in self._listed[head]:
+                    return head, tail
+            if not owners:
+                rendered = self._rendered(name)
+                if rendered is not None:
+                    return rendered
+                # a tool listed under the whole name (``fs__read``) is not ``fs``'s unlisted ``read``
+                for head, _, tail in splits:
+                    if head in self._listed:
                         return head, tail
             active_owners = [lbl for lbl in owners if (lbl, name) in self._active]
             if len(active_owners) == 1:
@@ -73,6 +82,21 @@ class ToolGate:
                 f"{name!r} is listed by several servers ({', '.join(owners)}); qualify it as label/{name}"
             )
         return label, name
+
+    def _rendered(self, name: str) -> tuple[str, str] | None:
+        """The listed tool History B rendered as ``name`` (qualified or not), preferring active ones."""
+        found = [
+            (lbl, tool)
+            for lbl, tools in self._listed.items()
+            for tool in tools
+            if name in (tool_function_name(lbl, tool), tool_function_name(lbl, tool, qualify=False))
+        ]
+        active = [pair for pair in found if pair in self._active]
+        found = active or found
+        if len(found) > 1:
+            names = ", ".join(f"{lbl}/{tool}" for lbl, tool in sorted(found))
+            raise GateRefused(f"{name!r} stands for several tools ({names}); call one as label/tool")
+        return found[0] if found else None
 
     def check(self, name: str, arguments: Mapping[str, Any] | None, *, label: str | None = None) -> tuple[str, str]:
         """Refuse the call unless it is listed, active and well-formed; returns ``(label, tool)``.
