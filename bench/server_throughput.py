@@ -487,7 +487,11 @@ FASTMCP_PACKAGES = ["fastmcp", "mcp", "mcp-types", "uvicorn", "starlette", "pyda
 
 def _versions(python: Path | str, names: list[str]) -> dict[str, Any]:
     out = subprocess.run([str(python), "-c", _VERSIONS_SCRIPT, *names], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    found: dict[str, Any] = json.loads(out.stdout)
+    executable = Path(found["executable"])  # recorded relative to the repository: no machine paths in results
+    if executable.is_relative_to(REPO):
+        found["executable"] = executable.relative_to(REPO).as_posix()
+    return found
 
 
 def ensure_fastmcp_venv(spec: str, log: Callable[[str], None]) -> Path:
