@@ -6,8 +6,7 @@ none went stale, so a change that moves a mutated line fails here and names the 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -17,14 +16,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def mutation() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("skilldeck_bench_mutation", REPO / "bench" / "mutation.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+def mutation(load_bench: Callable[[str], ModuleType]) -> ModuleType:
+    return load_bench("mutation.py")
 
 
 def test_every_mutation_applies_exactly_once_and_names_existing_tests(mutation: ModuleType) -> None:

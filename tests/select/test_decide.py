@@ -137,20 +137,27 @@ def _server(label: str, description: str, *tools: tuple[str, str]) -> dict[str, 
     }
 
 
+def _billing_and_forex() -> list[dict[str, object]]:
+    """'billing' holds every word of "convert currency amount" over three tools; 'forex' has the one tool for it."""
+    return [
+        _server(
+            "billing",
+            "Billing: totals, currencies and conversions",
+            ("list_currencies", "List supported currencies"),
+            ("sum_total", "Total amount of an order"),
+            ("convert_units", "Convert units of measure"),
+        ),
+        _server("forex", "Foreign exchange", ("convert_currency", "Convert from one currency to another currency")),
+    ]
+
+
 def test_confidence_and_reason_are_those_of_the_chosen_card() -> None:
     # 'billing' holds every word of the question, spread over three tools, so its server document
     # scores best; 'forex' has the one tool that does the job, and that tool is ranked first. The
     # decision chooses the forex tool, so its confidence and reason must be about forex too.
     catalog = {
         "servers": [
-            _server(
-                "billing",
-                "Billing: totals, currencies and conversions",
-                ("list_currencies", "List supported currencies"),
-                ("sum_total", "Total amount of an order"),
-                ("convert_units", "Convert units of measure"),
-            ),
-            _server("forex", "Foreign exchange", ("convert_currency", "Convert from one currency to another currency")),
+            *_billing_and_forex(),
             _server("weather", "Weather forecasts", ("get_forecast", "Get the weather forecast for a city")),
         ]
     }
@@ -176,14 +183,7 @@ def test_confidence_and_reason_are_those_of_the_chosen_card() -> None:
 def test_an_abstention_names_the_server_of_the_best_candidate() -> None:
     catalog = {
         "servers": [
-            _server(
-                "billing",
-                "Billing: totals, currencies and conversions",
-                ("list_currencies", "List supported currencies"),
-                ("sum_total", "Total amount of an order"),
-                ("convert_units", "Convert units of measure"),
-            ),
-            _server("forex", "Foreign exchange", ("convert_currency", "Convert from one currency to another currency")),
+            *_billing_and_forex(),
         ]
     }
     decision = Selector(build_cards(parse_snapshot(catalog)), threshold=1.0).decide("convert currency amount")

@@ -6,9 +6,8 @@ over :class:`Ranker`'s hooks); the tests of those variants load it from there.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -20,15 +19,8 @@ from skilldeck.select.rank import semantic_text, tokens
 
 
 @pytest.fixture(scope="module")
-def ablation() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "selection" / "ablation.py"
-    spec = importlib.util.spec_from_file_location("skilldeck_bench_ablation", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+def ablation(load_bench: Callable[[str], ModuleType]) -> ModuleType:
+    return load_bench("selection/ablation.py")
 
 
 def servers_of(ranker: Ranker, question: str) -> list[str]:
