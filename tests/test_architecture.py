@@ -31,6 +31,8 @@ PURE = [
     "select/decide.py",
     "select/project.py",
     "select/gate.py",
+    "gateway/meta.py",
+    "gateway/activation.py",
 ]
 
 
@@ -186,6 +188,24 @@ def test_every_error_sits_under_one_branch_of_the_tree() -> None:
         assert issubclass(cls, errors.SkilldeckError), name
         assert sum(issubclass(cls, branch) for branch in branches) == 1, name
         assert name in (errors.__doc__ or ""), f"{name} is missing from the tree in errors.py's docstring"
+
+
+def test_nothing_below_the_gateway_imports_it() -> None:
+    """The gateway is an application of host, server and select: only the CLI (and the demo) build on it."""
+    for path in SRC.rglob("*.py"):
+        top = path.relative_to(SRC).parts[0]
+        if top in ("gateway", "cli", "demo"):
+            continue
+        for name in imported_modules(path):
+            assert not name.startswith("skilldeck.gateway"), (path, name)
+
+
+def test_the_gateway_service_knows_no_server_sdk() -> None:
+    """Find, load, read and call decide without a session: only ``gateway/server.py`` and ``app.py`` touch one."""
+    external = closure("gateway/service.py")
+    assert not {"starlette", "uvicorn"} & external, external
+    for name in imported_modules(SRC / "gateway" / "service.py"):
+        assert not name.startswith(("mcp.server", "skilldeck.gateway.server", "skilldeck.cli")), name
 
 
 def test_host_never_imports_server_or_cli() -> None:

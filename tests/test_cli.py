@@ -275,7 +275,7 @@ def test_every_command_runs_through_its_own_handler() -> None:
 
     parser = _build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(commands.choices) == {"serve", "demo", "skills", "load", "ask", "select", "snapshot"}
+    assert set(commands.choices) == {"serve", "demo", "skills", "load", "ask", "select", "snapshot", "gateway"}
     for name, sub in commands.choices.items():
         assert callable(sub.get_default("handler")), name
 

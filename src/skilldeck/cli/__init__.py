@@ -20,6 +20,7 @@ from rich.markup import escape
 from skilldeck import __version__
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode, exit_for
+from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
 from skilldeck.cli.output import StdoutConsole, stdout_closed
 from skilldeck.cli.select import add_select_commands
@@ -116,6 +117,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
     add_host_commands(sub)
     add_select_commands(sub)
+    add_gateway_command(sub, host_port=_host_port, positive=_positive, seconds=_seconds)
     return parser
 
 

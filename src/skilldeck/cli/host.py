@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from skilldeck.cli.exits import ExitCode
-from skilldeck.cli.output import StdoutConsole
+from skilldeck.cli.output import StdoutConsole, sdk_logs_in_one_line
 from skilldeck.errors import ConfigError
 from skilldeck.host import ApprovalStore, ContentCache, Host, ServerSpec, load_config
 from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
@@ -342,32 +339,9 @@ def _file_json(uri: str, data: bytes) -> dict[str, Any]:
 # -- entry points ---------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _sdk_logs_in_one_line() -> Iterator[None]:
-    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks.
-
-    Records that carry an exception are left out: the SDK logs those when it turns a server's bad
-    message into an error for a request or the session, and the host reports that per server, with
-    the server's label and the reason ("sent invalid JSON", "response over 32 MiB").
-    """
-    logger = logging.getLogger("mcp")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.addFilter(lambda record: record.exc_info is None)
-    handler.setFormatter(logging.Formatter("note: %(name)s: %(message)s"))
-    propagate = logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
-
-
 def _run(coro_fn: Any, args: argparse.Namespace, command: list[str] | None, err: Console) -> int:
     out = StdoutConsole(soft_wrap=True)
-    with _sdk_logs_in_one_line():
+    with sdk_logs_in_one_line():
         return int(anyio.run(lambda: coro_fn(args, command, out, err)))
 
 

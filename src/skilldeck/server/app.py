@@ -29,7 +29,7 @@ from skilldeck.server.policy import Policy
 from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, evict_idle_when_full
 from skilldeck.skill.pack import DirectorySource
 
-__all__ = ["create_server", "serve_http", "serve_stdio", "watch_and_reload"]
+__all__ = ["bind", "create_server", "run_http", "serve_http", "serve_stdio", "watch_and_reload"]
 
 logger = logging.getLogger(__name__)
 
@@ -328,6 +328,41 @@ async def serve_http(
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
     """
+    sockets = bind(host, port)  # before anything starts, so that a taken port is one clear error
+    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error, on_policy_applied):
+        await run_http(
+            server,
+            sockets=sockets,
+            host=host,
+            port=port,
+            path=path,
+            on_ready=on_ready,
+            log_level=log_level,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+        )
+
+
+async def run_http(
+    server: MCPServer[Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    on_ready: Callable[[str], None] | None = None,
+    log_level: str = "warning",
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+    sockets: list[socket.socket] | None = None,
+) -> None:
+    """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled.
+
+    Legacy sessions are bounded as :func:`serve_http` describes; ``on_ready`` hears the URL once
+    the socket accepts connections. ``sockets`` already bound (see :func:`bind`) are used as they are.
+
+    Raises:
+        ServeError: the port is in use, or the address cannot be listened on.
+    """
     import uvicorn
 
     app = server.streamable_http_app(
@@ -336,22 +371,23 @@ async def serve_http(
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uv = uvicorn.Server(config)
-    sockets = _listen(host, port)  # before anything starts, so that a taken port is one clear error
+    if sockets is None:
+        sockets = bind(host, port)
 
-    async with _serving(server, extension, watch, on_reload, policy_path, on_policy_error, on_policy_applied) as tg:
+    async def _announce() -> None:
+        while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+            await anyio.sleep(0.02)
+        if on_ready is not None:
+            bound = uv.servers[0].sockets[0].getsockname() if uv.servers else (host, port)
+            on_ready(f"http://{_host_for_url(host)}:{bound[1]}{path}")
 
-        async def _announce() -> None:
-            while not uv.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-                await anyio.sleep(0.02)
-            if on_ready is not None:
-                bound = uv.servers[0].sockets[0].getsockname() if uv.servers else (host, port)
-                on_ready(f"http://{_host_for_url(host)}:{bound[1]}{path}")
-
+    async with anyio.create_task_group() as tg:
         tg.start_soon(_announce)
         await uv.serve(sockets=sockets)
+        tg.cancel_scope.cancel()
 
 
-def _listen(host: str, port: int) -> list[socket.socket]:
+def bind(host: str, port: int) -> list[socket.socket]:
     """Bound sockets for every address of ``host`` (as asyncio's ``create_server`` would bind)."""
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)

@@ -40,6 +40,7 @@ __all__ = [
     "PolicyError",
     "Route",
     "SkillPolicy",
+    "caller_for",
     "caller_from_claims",
     "load_policy",
     "parse_policy",
@@ -97,6 +98,24 @@ def caller_from_claims(
         authenticated=True,
         locale=locale,
     )
+
+
+def caller_for(policy: Policy | None, token: Any, locale_hint: object = None) -> Caller:
+    """Who a request is answered for: the verified token (an ``AccessToken``-like object), else the
+    policy's default identity. Only a locale the policy lists is honoured: the hint is anyone's."""
+    locale = policy.locale_for(locale_hint) if policy else "en"
+    if token is not None:
+        return caller_from_claims(
+            subject=token.subject,
+            client_id=token.client_id,
+            scopes=token.scopes,
+            claims=token.claims,
+            tenant_claim=policy.tenant_claim if policy else "tenant",
+            roles_claim=policy.roles_claim if policy else "roles",
+            locale=locale,
+        )
+    identity = policy.default_identity if policy else Caller()
+    return replace(identity, locale=locale)
 
 
 @dataclass(frozen=True)

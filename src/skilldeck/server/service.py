@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -24,7 +23,7 @@ from skilldeck.server.audience import allowed_tools, catalog_for
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
-from skilldeck.server.policy import Caller, Policy, caller_from_claims
+from skilldeck.server.policy import Caller, Policy, caller_for
 from skilldeck.skill.pack import DirectorySource, SkillFile, load_all
 from skilldeck.skill.uri import SKILL_MD, file_uri, mime_type_for
 
@@ -141,21 +140,7 @@ class SkillService:
 
     def caller(self, token: VerifiedToken | None, locale_hint: Any = None) -> Caller:
         """Who a request is answered for: the verified token, else the policy's default identity."""
-        policy = self.policy
-        # Only a locale the policy lists: each one is a rendered variant, and the hint is anyone's.
-        locale = policy.locale_for(locale_hint) if policy else "en"
-        if token is not None:
-            return caller_from_claims(
-                subject=token.subject,
-                client_id=token.client_id,
-                scopes=token.scopes,
-                claims=token.claims,
-                tenant_claim=policy.tenant_claim if policy else "tenant",
-                roles_claim=policy.roles_claim if policy else "roles",
-                locale=locale,
-            )
-        identity = policy.default_identity if policy else Caller()
-        return replace(identity, locale=locale)
+        return caller_for(self.policy, token, locale_hint)
 
     def view(self, caller: Caller) -> Catalog:
         """The catalog ``caller`` sees (the whole catalog when no policy is set)."""

@@ -1,0 +1,150 @@
+"""``skilldeck gateway``: one MCP server in front of the servers of an ``mcpServers`` file."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+
+from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
+from skilldeck.cli.exits import ExitCode
+from skilldeck.cli.output import sdk_logs_in_one_line
+from skilldeck.errors import ConfigError
+
+__all__ = ["add_gateway_command"]
+
+
+def _pair(flag: str, sep: str) -> Any:
+    def parse(value: str) -> tuple[str, str]:
+        left, found, right = value.partition(sep)
+        if not found or not left or not right:
+            example = "docs/search" if sep == "/" else "docs:files"
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes LABEL{sep}{'TOOL' if sep == '/' else 'LABEL'} ({example}), got {value!r}"
+            )
+        return left, right
+
+    return parse
+
+
+def add_gateway_command(sub: Any, *, host_port: Any, positive: Any, seconds: Any) -> None:
+    gateway = sub.add_parser(
+        "gateway",
+        help="one MCP server in front of many: find, load and call their tools skill by skill",
+        description="Serve the servers of an mcpServers file through four meta-tools (find, load, read_skill_file, "
+        "call), disclosing tool schemas only for what a client loads.",
+    )
+    gateway.add_argument(
+        "--config", required=True, metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor, VS Code)"
+    )
+    gateway.add_argument("--http", type=host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    gateway.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    gateway.add_argument(
+        "--policy", metavar="FILE", help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL"
+    )
+    gateway.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        type=_pair("--pin", "/"),
+        metavar="LABEL/TOOL",
+        help="list this upstream tool to every client from the start (repeatable)",
+    )
+    gateway.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        type=_pair("--grant", ":"),
+        metavar="LABEL:LABEL",
+        help="let skills of the first server activate tools of the second (repeatable)",
+    )
+    gateway.add_argument("--log", metavar="FILE", help="append every find/load/call as a JSON line")
+    gateway.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="per upstream: to connect, and for each request",
+    )
+    gateway.add_argument(
+        "--allow-dynamic", action="store_true", help="let clients load generated (unverifiable) skills"
+    )
+    gateway.add_argument(
+        "--max-sessions", type=positive, default=1_000, metavar="N", help="legacy HTTP sessions held at once"
+    )
+    gateway.add_argument(
+        "--session-idle-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="end a legacy HTTP session after this long without a request or open stream",
+    )
+    add_auth_arguments(gateway)
+    gateway.set_defaults(handler=run_gateway_command)
+
+
+def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
+    from skilldeck.gateway.app import run_gateway
+    from skilldeck.gateway.server import create_gateway
+    from skilldeck.gateway.service import DecisionLog, GatewayService
+    from skilldeck.host import Host, load_config
+    from skilldeck.host.watch import CatalogChange
+    from skilldeck.server.policy import load_policy
+
+    specs = load_config(args.config, timeout=args.timeout)
+    if not specs:
+        raise ConfigError(f"{args.config} names no servers; add entries under mcpServers")
+    policy = load_policy(args.policy) if args.policy else None
+    verifier, auth = serve_auth(args)
+    for warning in serve_warnings(args):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+
+    def on_change(change: CatalogChange) -> None:
+        err.print(
+            f"[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+            highlight=False,
+        )
+
+    async def main() -> None:
+        async with Host(specs, allow_dynamic=args.allow_dynamic) as host:
+            for label, failure in sorted(host.failures.items()):
+                err.print(
+                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.reason)}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            service = GatewayService(
+                host, policy=policy, grants=args.grant, pinned=args.pin, log=DecisionLog(args.log, keep=10_000)
+            )
+            unknown = [f"{lbl}/{t}" for lbl, t in args.pin if t not in {r.name for r in host.registry.tools(lbl)}]
+            for pin in unknown:
+                err.print(f"[yellow]warning:[/] --pin {escape(pin)}: no connected server lists it", highlight=False)
+            server, middleware = create_gateway(service, token_verifier=verifier, auth=auth)
+            skills, tools = len(host.registry.skills), len(host.registry.tools())
+            up = len(specs) - len(host.failures)
+
+            def on_ready(where: str) -> None:
+                err.print(
+                    f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
+                    f"{'over stdio' if where == 'stdio' else 'at ' + where}",
+                    highlight=False,
+                )
+
+            await run_gateway(
+                service,
+                server,
+                middleware,
+                http=args.http,
+                path=args.path,
+                on_ready=on_ready,
+                on_change=on_change,
+                max_sessions=args.max_sessions,
+                session_idle_timeout=args.session_idle_timeout,
+            )
+
+    with sdk_logs_in_one_line():
+        anyio.run(main)
+    return ExitCode.OK

@@ -1,0 +1,86 @@
+"""What each downstream client has loaded, and so may call. Pure.
+
+Activation is kept per client: the stdio process, a legacy (2025-11-25) session, or on a
+2026-07-28 connection the verified token's subject plus an optional conversation id the client
+sends in ``_meta["dev.skilldeck/conversation"]``. The key comes from outside, so the table is
+bounded: at most ``max_clients`` activations are held, the least recently used one giving way.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["MAX_CONVERSATION_CHARS", "Activation", "ActivationTable", "client_key"]
+
+MAX_CONVERSATION_CHARS: Final = 128
+"""The longest conversation id a client may send; a longer or non-string one is ignored."""
+
+
+def client_key(kind: str, subject: str | None, conversation: object = None) -> str:
+    """The activation key for a client: ``kind`` (``stdio``, ``session:<id>``, ``http``), who, and which conversation.
+
+    A conversation id that is not a short printable string is ignored rather than refused: it only
+    separates one caller's activations, it never grants anything.
+    """
+    key = f"{kind}|{subject or 'anonymous'}"
+    if isinstance(conversation, str) and 0 < len(conversation) <= MAX_CONVERSATION_CHARS and conversation.isprintable():
+        key += f"|{conversation}"
+    return key
+
+
+@dataclass
+class Activation:
+    """One client's loaded skills (id -> the loaded skill) and active tools (``(label, tool)``)."""
+
+    skills: dict[str, Any] = field(default_factory=dict)
+    tools: dict[tuple[str, str], None] = field(default_factory=dict)
+    """Insertion-ordered set: injected tools are listed in the order they were loaded."""
+
+    def activate(self, tools: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Add ``tools``; returns those that were not active before."""
+        added = [t for t in tools if t not in self.tools]
+        for tool in added:
+            self.tools[tool] = None
+        return added
+
+    def forget_tools(self, label: str, keep: set[str] | frozenset[str]) -> bool:
+        """An upstream re-listed: its tools not in ``keep`` leave the active set. Returns whether any left."""
+        gone = [t for t in self.tools if t[0] == label and t[1] not in keep]
+        for tool in gone:
+            del self.tools[tool]
+        return bool(gone)
+
+
+class ActivationTable:
+    """Activations by client key, least recently used first out beyond ``max_clients``."""
+
+    def __init__(self, max_clients: int = 4_096) -> None:
+        if max_clients < 1:
+            raise ValueError("max_clients must be at least 1")
+        self.max_clients = max_clients
+        self._table: OrderedDict[str, Activation] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, key: str) -> Activation:
+        """The activation for ``key``, created empty when new (evicting the least recently used)."""
+        found = self._table.get(key)
+        if found is not None:
+            self._table.move_to_end(key)
+            return found
+        if len(self._table) >= self.max_clients:
+            self._table.popitem(last=False)
+        created = self._table[key] = Activation()
+        return created
+
+    def peek(self, key: str) -> Activation | None:
+        return self._table.get(key)
+
+    def drop(self, key: str) -> None:
+        self._table.pop(key, None)
+
+    def values(self) -> list[Activation]:
+        return list(self._table.values())

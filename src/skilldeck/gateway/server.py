@@ -1,0 +1,297 @@
+"""The gateway on the wire: an ``MCPServer`` whose tools are the meta-tools, bound to a :class:`GatewayService`.
+
+A :class:`GatewayMiddleware` (the SDK's public hook for wrapping requests) answers ``tools/list``
+and ``tools/call``:
+
+* ``tools/list``: the four meta-tools, the ``--pin``\\ ned tools, and — on a 2025-11-25 session
+  only — the tools that session loaded (*progressive injection*, named ``label__tool`` with the
+  upstream schema and annotations unchanged). On 2026-07-28 the list never varies per
+  connection (the base revision forbids it): loaded schemas travel in the ``load`` result.
+* ``tools/call``: a meta-tool is answered by the service; any other name (a pinned or injected
+  tool) goes through the same gate as ``call``. A refusal is a tool result with ``isError`` and
+  a reason, and nothing is sent upstream.
+
+After a ``load`` that added tools, a legacy session is sent ``notifications/tools/list_changed``
+(``tools.listChanged`` is declared in its ``initialize`` reply).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skilldeck import __version__
+from skilldeck.errors import GateRefused, SkilldeckError
+from skilldeck.gateway.activation import client_key
+from skilldeck.gateway.meta import CALL, FIND, LOAD, META_TOOLS, READ_SKILL_FILE
+from skilldeck.gateway.service import GatewayService
+from skilldeck.select.project import tool_function_name
+from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
+
+__all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
+
+logger = logging.getLogger(__name__)
+
+CONVERSATION_META_KEY = HINTS_PREFIX + "conversation"
+"""Request ``_meta`` key a 2026-07-28 client may send to keep activations of conversations apart."""
+
+LIST_TTL_MS = 60_000
+"""How long a client may reuse the gateway's ``tools/list`` (it changes only when a pinned tool does)."""
+
+INSTRUCTIONS = (
+    "This server fronts several MCP servers. Their tools are not listed here: call `find` with the task, "
+    "`load` the best card (a skill gives instructions and exactly the tools it needs), then `call` those tools "
+    "by LABEL/TOOL. If find abstains, say so instead of guessing."
+)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def _ok(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": text if text is not None else _text(structured)}],
+        "structuredContent": structured,
+        "isError": False,
+    }
+
+
+def _refused(reason: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": reason}], "isError": True}
+
+
+def _find_text(result: dict[str, Any]) -> str:
+    if result["abstain"]:
+        lines = [f"No card fits well enough: {result['reason']}"]
+        if result["cards"]:
+            lines.append("Closest (not recommended):")
+    else:
+        lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]
+    lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]
+    for item in result.get("unavailable", []):
+        lines.append(f"(server {item['server']} is unavailable: {item['reason']})")
+    return "\n".join(lines)
+
+
+def _load_text(result: dict[str, Any]) -> str:
+    parts = [s["content"] for s in result["skills"]]
+    if result["tools"]:
+        parts.append(
+            "Active tools (call them with `call`):\n"
+            + "\n".join(
+                f"- {t['name']}: {t.get('description', '')[:160]}\n  input schema: {json.dumps(t['inputSchema'])}"
+                for t in result["tools"]
+            )
+        )
+    parts += [f"Refused {r['id']}: {r['reason']}" for r in result["refused"]]
+    return "\n\n".join(parts) or "Nothing loaded."
+
+
+class GatewayMiddleware:
+    """Answers ``tools/list`` and ``tools/call`` for the gateway (see the module docs)."""
+
+    def __init__(self, service: GatewayService, subscriptions: SubscriptionBus | None = None) -> None:
+        self.service = service
+        self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
+        """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
+        self._legacy_sessions: dict[str, ServerSession] = {}
+
+    # -- who is asking -----------------------------------------------------------------------------
+
+    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
+        meta = ctx.meta or {}
+        hint = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
+        return caller_for(self.service.policy, get_access_token(), hint)
+
+    def client(self, ctx: ServerRequestContext[Any, Any], caller: Caller) -> str:
+        """The activation key of the client behind ``ctx`` (see :mod:`skilldeck.gateway.activation`)."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            # One activation per live legacy connection. The connection is reached through the
+            # session (as the change notifier does) until the SDK exposes it on the context.
+            connection = getattr(ctx.session, "_connection", ctx.session)
+            key = client_key(f"session:{id(connection)}", caller.subject)
+            if key not in self._legacy_sessions:
+                self._legacy_sessions[key] = ctx.session
+                exit_stack = getattr(connection, "exit_stack", None)
+                if exit_stack is not None:
+                    exit_stack.callback(self._forget, key)
+            return key
+        meta = ctx.meta or {}
+        conversation = meta.get(CONVERSATION_META_KEY) if isinstance(meta, dict) else None
+        return client_key("http" if ctx.request is not None else "local", caller.subject, conversation)
+
+    def _forget(self, key: str) -> None:
+        self._legacy_sessions.pop(key, None)
+        self.service.activations.drop(key)
+
+    # -- the hook ----------------------------------------------------------------------------------
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/list":
+            return serialize_server_result("tools/list", ctx.protocol_version, self._list(ctx))
+        if ctx.method == "tools/call":
+            result = await self._call(ctx)
+            return serialize_server_result("tools/call", ctx.protocol_version, {"resultType": "complete", **result})
+        if ctx.method == "initialize":
+            return self._declare_list_changed(await call_next(ctx))
+        return await call_next(ctx)
+
+    def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+        tools = [dict(t) for t in META_TOOLS]
+        listed = set()
+        shown = list(self.service.pinned)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            activation = self.service.activations.peek(self.client(ctx, self.caller(ctx)))
+            if activation is not None:
+                shown += [t for t in activation.tools if t not in shown]
+        registry_tools = {(t.label, t.name): t.tool for t in self.service.host.registry.tools()}
+        for label, name in shown:
+            upstream = registry_tools.get((label, name))
+            if upstream is None or (label, name) in listed:
+                continue
+            listed.add((label, name))
+            tools.append(self.injected(label, name, upstream))
+        # The same list for every 2026-07-28 caller (meta-tools and pins): any cache may keep it a while.
+        return {"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
+
+    @staticmethod
+    def injected(label: str, name: str, upstream: Any) -> dict[str, Any]:
+        """An upstream tool as the gateway lists it: ``label__tool``, schema and annotations unchanged."""
+        tool = dict(upstream)
+        tool["name"] = tool_function_name(label, name)
+        description = str(tool.get("description") or "")
+        tool["description"] = f"[{label}] {description}".strip()
+        return tool
+
+    async def _call(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        name = params.get("name")
+        arguments = params.get("arguments")
+        if not isinstance(name, str):
+            return _refused("tools/call needs a tool name")
+        if arguments is not None and not isinstance(arguments, dict):
+            return _refused("arguments must be an object")
+        caller = self.caller(ctx)
+        client = self.client(ctx, caller)
+        args: dict[str, Any] = arguments or {}
+        service = self.service
+        try:
+            if name == FIND:
+                query, limit = args.get("query"), args.get("limit")
+                _check_args(name, args, {"query", "limit"})
+                if not isinstance(query, str) or not query.strip() or len(query) > 2_000:
+                    return _refused("find needs a query: the task in your own words, at most 2,000 characters")
+                if limit is not None and (
+                    not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50
+                ):
+                    return _refused("limit must be a whole number from 1 to 50")
+                found = service.find(caller, client, query, limit)
+                return _ok(found, _find_text(found))
+            if name == LOAD:
+                _check_args(name, args, {"ids"})
+                ids = args.get("ids")
+                if isinstance(ids, str):
+                    ids = [ids]
+                if not isinstance(ids, list) or not ids or len(ids) > 20 or not all(isinstance(i, str) for i in ids):
+                    return _refused("load needs ids: a list of 1 to 20 card ids from find (LABEL/NAME)")
+                loaded = await service.load(caller, client, ids)
+                if loaded["tools"] and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    await self._announce(ctx.session)
+                return _ok(loaded, _load_text(loaded))
+            if name == READ_SKILL_FILE:
+                _check_args(name, args, {"skill", "path"})
+                skill, path = args.get("skill"), args.get("path")
+                if not isinstance(skill, str) or not isinstance(path, str) or len(path) > 1_024:
+                    return _refused("read_skill_file needs skill (a loaded skill id) and path (a file of it)")
+                read = await service.read_skill_file(client, skill, path)
+                return _ok(read, read.get("text") or f"{read['uri']} ({read.get('mimeType')}, base64 in blob)")
+            if name == CALL:
+                _check_args(name, args, {"tool", "arguments"})
+                tool, tool_args = args.get("tool"), args.get("arguments")
+                if not isinstance(tool, str):
+                    return _refused("call needs tool: a LABEL/TOOL name you loaded")
+                if tool_args is not None and not isinstance(tool_args, dict):
+                    return _refused("arguments must be an object matching the tool's input schema")
+                return await service.call(caller, client, tool, tool_args)
+            # a pinned or injected tool, by the name the gateway listed it under
+            return await service.call(caller, client, name, args)
+        except GateRefused as exc:
+            return _refused(str(exc))
+        except SkilldeckError as exc:
+            return _refused(str(exc))
+
+    async def _announce(self, session: ServerSession) -> None:
+        try:
+            await session.send_tool_list_changed()
+        except Exception:  # a client without a stream for notifications still gets the load result
+            logger.debug("could not send tools/list_changed", exc_info=True)
+
+    async def tools_changed(self, keys: Iterable[str] | None = None) -> None:
+        """Tell legacy sessions (those in ``keys``, or all) that their tool list changed."""
+        wanted = set(self._legacy_sessions) if keys is None else set(keys) & set(self._legacy_sessions)
+        for key in wanted:
+            session = self._legacy_sessions.get(key)
+            if session is not None:
+                await self._announce(session)
+
+    @staticmethod
+    def _declare_list_changed(result: HandlerResult) -> HandlerResult:
+        if not isinstance(result, dict):
+            return result
+        capabilities = dict(result.get("capabilities") or {})
+        capabilities["tools"] = {**dict(capabilities.get("tools") or {}), "listChanged": True}
+        return {**result, "capabilities": capabilities}
+
+
+def _check_args(tool: str, args: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise GateRefused(f"{tool} takes only {', '.join(sorted(allowed))}; unknown: {', '.join(unknown)[:200]}")
+
+
+def create_gateway(
+    service: GatewayService,
+    *,
+    name: str = "skilldeck-gateway",
+    token_verifier: Any = None,
+    auth: Any = None,
+    extra_middleware: Iterable[Any] = (),
+    extensions: Iterable[Any] = (),
+    subscriptions: SubscriptionBus | None = None,
+) -> tuple[MCPServer[Any], GatewayMiddleware]:
+    """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware."""
+    middleware = GatewayMiddleware(service, subscriptions)
+    server: MCPServer[Any] = MCPServer(
+        name,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        middleware=[middleware, *extra_middleware],
+        extensions=list(extensions),
+        subscriptions=middleware.subscriptions,
+        log_level="WARNING",
+        token_verifier=token_verifier,
+        auth=auth,
+    )
+    return server, middleware
+
+
+def pinned_pairs(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``LABEL/TOOL`` strings as pairs (the CLI's ``--pin``)."""
+    pairs = []
+    for value in values:
+        label, sep, tool = value.partition("/")
+        if not sep or not label or not tool:
+            raise SkilldeckError(f"--pin takes LABEL/TOOL, got {value!r}")
+        pairs.append((label, tool))
+    return pairs

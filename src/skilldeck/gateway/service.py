@@ -1,0 +1,419 @@
+"""The gateway's decisions: find, load, read a skill file, call — per caller and per client. No server SDK.
+
+:class:`GatewayService` sits on a connected :class:`~skilldeck.host.Host` (the upstream servers,
+verified loading, budgets, approvals) and answers the four meta-tools. Every answer is a plain
+``dict`` (the tool's ``structuredContent``); every refusal is a :class:`~skilldeck.errors.GateRefused` with a reason a
+model can act on, raised *before* anything is sent upstream.
+
+Per caller (:class:`~skilldeck.server.policy.Caller`, from the verified token or the policy's
+default identity) a policy in the format of ``skilldeck serve --policy`` decides, by id:
+
+* skills, keyed ``LABEL/NAME``: admitted or not (hidden from ``find``, refused by ``load``);
+* tools, ``LABEL/TOOL``: a caller may load and call only what the routes of its admitted skills
+  grant it, plus the policy's ``public_tools``.
+
+Per client (an :class:`~skilldeck.gateway.activation.Activation`) the service remembers what was
+loaded: only those tools pass the gate. A skill may name tools of another server
+(``metadata["dev.skilldeck/tools"]: "files/read_file"``); such a tool is activated only when the
+host grants that skill's server the other label (``grants``), never implied by the skill itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skilldeck._records import JsonLinesLog
+from skilldeck.ask import snapshot_from_host
+from skilldeck.errors import GateRefused, SkilldeckError, shorten
+from skilldeck.gateway.activation import Activation, ActivationTable
+from skilldeck.host import Host, LoadedSkill
+from skilldeck.host.registry import SkillRecord
+from skilldeck.select.cards import Card, CardSet, build_cards, skill_tools
+from skilldeck.select.decide import Selector
+from skilldeck.select.gate import ToolGate
+from skilldeck.select.project import count_tokens, history_a
+from skilldeck.select.rank import Encoder
+from skilldeck.server.audience import allowed_tools
+from skilldeck.server.audit import AuditLog
+from skilldeck.server.policy import Caller, Policy
+from skilldeck.skill.uri import is_text_mime_type, mime_type_for
+
+__all__ = ["DecisionLog", "GatewayService"]
+
+DEFAULT_FIND_LIMIT = 5
+MAX_SELECTORS = 32
+"""Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
+
+
+class DecisionLog(JsonLinesLog):
+    """Every ``find``, ``load`` and ``call`` as one JSON line (``--log FILE``)."""
+
+    def record(self, kind: str, client: str, **fields: Any) -> None:
+        self._append({"kind": kind, "client": client, **fields})
+
+
+@dataclass
+class _Index:
+    """What one registry generation offers one audience: its cards, ranker and History A size."""
+
+    cards: CardSet
+    selector: Selector
+    ids: dict[str, Card]
+    history_a_tokens: int | None = None
+
+
+def tool_id(label: str, tool: str) -> str:
+    return f"{label}/{tool}"
+
+
+class GatewayService:
+    """Answers ``find``/``load``/``read_skill_file``/``call`` over a connected host (see the module docs).
+
+    Args:
+        host: the upstream servers, connected.
+        policy: per-caller admission and tool routing over upstream skills and tools, by id.
+        grants: ``(skill label, tool label)`` pairs: a skill of the first may activate tools of the second.
+        pinned: ``(label, tool)`` pairs every client may call without loading them (``--pin``).
+        encoder: a semantic encoder for ranking (lexical by default).
+        threshold: override the calibrated abstention threshold.
+        log: where every find/load/call is recorded.
+        audit: where every policy decision on a call is recorded.
+        max_clients: activations held at once (least recently used out first).
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        policy: Policy | None = None,
+        grants: Iterable[tuple[str, str]] = (),
+        pinned: Iterable[tuple[str, str]] = (),
+        encoder: Encoder | None = None,
+        threshold: float | None = None,
+        log: DecisionLog | None = None,
+        audit: AuditLog | None = None,
+        max_clients: int = 4_096,
+    ) -> None:
+        self.host = host
+        self.policy = policy
+        self.grants = frozenset(grants)
+        self.pinned = list(dict.fromkeys(pinned))
+        self.encoder = encoder
+        self.threshold = threshold
+        self.log = log or DecisionLog(keep=10_000)
+        self.audit = audit or AuditLog()
+        self.activations = ActivationTable(max_clients)
+        self._indexes: OrderedDict[Any, _Index] = OrderedDict()
+        self.generation = 0
+
+    # -- the catalog -------------------------------------------------------------------------------
+
+    def reindex(self, label: str | None = None, tools: Iterable[str] | None = None) -> bool:
+        """The host's registry changed: rebuild rankers on next use; drop active tools an upstream no longer lists.
+
+        Returns whether any client's active tools changed (so its tool list should be re-announced).
+        """
+        self._indexes.clear()
+        self.generation += 1
+        if label is None:
+            return False
+        keep = frozenset(tools) if tools is not None else frozenset(t.name for t in self.host.registry.tools(label))
+        changed = False
+        for activation in self.activations.values():
+            changed |= activation.forget_tools(label, keep)
+        return changed
+
+    def _audience(self, caller: Caller) -> Any:
+        return None if self.policy is None else caller.audience
+
+    def index_for(self, caller: Caller) -> _Index:
+        """The cards ``caller`` may see, ranked by a selector built for them (cached per audience)."""
+        key = self._audience(caller)
+        found = self._indexes.get(key)
+        if found is not None:
+            self._indexes.move_to_end(key)
+            return found
+        cards = build_cards(snapshot_from_host(self.host))
+        if self.policy is not None:
+            cards = self._admitted_cards(cards, caller)
+        ids: dict[str, Card] = {}
+        for card in cards.cards:
+            ids.setdefault(self.card_id(card), card)
+        index = _Index(cards, Selector(cards, encoder=self.encoder, threshold=self.threshold), ids)
+        if len(self._indexes) >= MAX_SELECTORS:
+            self._indexes.popitem(last=False)
+        self._indexes[key] = index
+        return index
+
+    def card_id(self, card: Card) -> str:
+        if card.kind == "skill":
+            record = self.host.registry.get(card.server, card.uri or "")
+            if record is not None:
+                return self.host.registry.qualified_name(record)
+        return tool_id(card.server, card.name)
+
+    def _allowed_tools(self, caller: Caller) -> frozenset[str] | None:
+        """Tool ids ``caller`` may load and call; ``None`` when no policy restricts them."""
+        if self.policy is None:
+            return None
+        ids = [self.host.registry.qualified_name(r) for r in self.host.registry.skills]
+        return allowed_tools(self.policy, ids, caller)
+
+    def _admits_skill(self, caller: Caller, skill_id: str) -> bool:
+        if self.policy is None:
+            return True
+        rule = self.policy.skill(skill_id)
+        return rule is None or rule.admits(caller)
+
+    def _admitted_cards(self, cards: CardSet, caller: Caller) -> CardSet:
+        allowed = self._allowed_tools(caller) or frozenset()
+        kept = []
+        for card in cards.cards:
+            if card.kind == "skill":
+                if self._admits_skill(caller, self.card_id(card)):
+                    kept.append(card)
+            elif tool_id(card.server, card.name) in allowed:
+                kept.append(card)
+        tools = {
+            label: {name: tool for name, tool in listed.items() if tool_id(label, name) in allowed}
+            for label, listed in cards.tools.items()
+        }
+        return CardSet(kept, tools, cards.not_offered)
+
+    def history_a_tokens(self, caller: Caller) -> int:
+        """Tokens of every tool schema this caller could be shown (History A), counted once per index."""
+        index = self.index_for(caller)
+        if index.history_a_tokens is None:
+            index.history_a_tokens = history_a(index.cards).tokens
+        return index.history_a_tokens
+
+    # -- find --------------------------------------------------------------------------------------
+
+    def find(self, caller: Caller, client: str, query: str, limit: int | None = None) -> dict[str, Any]:
+        """Ranked cards for ``query``, or an abstention with its reason. Never input schemas."""
+        limit = DEFAULT_FIND_LIMIT if limit is None else max(1, min(int(limit), 50))
+        index = self.index_for(caller)
+        decision = index.selector.decide(query)
+        cards = []
+        seen: set[str] = set()
+        for scored in decision.ranked:
+            card_id = self.card_id(scored.card)
+            if card_id in seen:
+                continue
+            seen.add(card_id)
+            cards.append(
+                {
+                    "id": card_id,
+                    "kind": scored.card.kind,
+                    "server": scored.card.server,
+                    "name": scored.card.name,
+                    "description": scored.card.description,
+                    "score": round(float(scored.score), 4),
+                }
+            )
+            if len(cards) >= limit:
+                break
+        result: dict[str, Any] = {
+            "abstain": decision.abstain,
+            "confidence": round(decision.confidence, 4),
+            "reason": decision.reason,
+            "cards": cards,
+        }
+        unavailable = [
+            {"server": label, "reason": failure.reason} for label, failure in sorted(self.host.failures.items())
+        ]
+        if unavailable:
+            result["unavailable"] = unavailable
+        self.log.record(
+            "find",
+            client,
+            query=shorten(query),
+            abstain=decision.abstain,
+            confidence=result["confidence"],
+            chosen=[c["id"] for c in cards[:1]] if not decision.abstain else [],
+            scores=[[c["id"], c["score"]] for c in cards],
+            tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
+            history_a_tokens=self.history_a_tokens(caller),
+        )
+        return result
+
+    # -- load --------------------------------------------------------------------------------------
+
+    async def load(self, caller: Caller, client: str, ids: Iterable[str]) -> dict[str, Any]:
+        """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
+        activation = self.activations.get(client)
+        index = self.index_for(caller)
+        allowed = self._allowed_tools(caller)
+        skills: list[dict[str, Any]] = []
+        tools: list[tuple[str, str]] = []
+        refused: list[dict[str, str]] = []
+        for raw in dict.fromkeys(ids):
+            card_id = str(raw)
+            try:
+                if card_id in index.ids and index.ids[card_id].kind == "skill":
+                    loaded, named = await self._load_skill(caller, index, index.ids[card_id], allowed, refused)
+                    activation.skills[card_id] = loaded
+                    skills.append(
+                        {
+                            "id": card_id,
+                            "uri": loaded.uri,
+                            "verified": loaded.verified,
+                            "content": loaded.tagged(),
+                            "files": [u for u in loaded.listed_files() if u != loaded.uri],
+                        }
+                    )
+                    tools.extend(t for t in named if t not in tools)
+                else:
+                    pair = self._tool(index, card_id, allowed)
+                    if pair not in tools:
+                        tools.append(pair)
+            except SkilldeckError as exc:
+                refused.append({"id": shorten(card_id), "reason": str(exc)})
+        activation.activate(tools)
+        result = {
+            "skills": skills,
+            "tools": [self._schema(index, label, name) for label, name in tools],
+            "refused": refused,
+        }
+        self.log.record(
+            "load",
+            client,
+            ids=[shorten(str(i)) for i in ids][:20],
+            skills=[s["id"] for s in skills],
+            tools=[tool_id(*t) for t in tools],
+            refused=refused,
+            tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
+            history_a_tokens=self.history_a_tokens(caller),
+        )
+        return result
+
+    async def _load_skill(
+        self,
+        caller: Caller,
+        index: _Index,
+        card: Card,
+        allowed: frozenset[str] | None,
+        refused: list[dict[str, str]],
+    ) -> tuple[LoadedSkill, list[tuple[str, str]]]:
+        record = self.host.registry.get(card.server, card.uri or "")
+        if record is None:
+            raise GateRefused(f"{card.server}/{card.name} is no longer listed; call find again")
+        loaded = await self.host.load(record)  # verified against the listed entry, or raises
+        named = list(card.tools)
+        if not named:  # no metadata: tools quoted in the verified body
+            server_tools = {label: list(listed) for label, listed in index.cards.tools.items()}
+            named, _ = skill_tools(card.server, record.entry.frontmatter, loaded.body, server_tools)
+        kept = []
+        for label, name in named:
+            reason = self._tool_refusal(record, label, name, allowed)
+            if reason is None:
+                kept.append((label, name))
+            else:
+                refused.append({"id": tool_id(label, name), "reason": reason})
+        return loaded, kept
+
+    def _tool_refusal(self, record: SkillRecord, label: str, name: str, allowed: frozenset[str] | None) -> str | None:
+        if label != record.label and (record.label, label) not in self.grants:
+            return (
+                f"the skill {record.label}/{record.name} names a tool of another server ({label!r}); "
+                f"the gateway activates it only with a grant (--grant {record.label}:{label})"
+            )
+        if allowed is not None and tool_id(label, name) not in allowed:
+            return f"{tool_id(label, name)} is not routed to you by the policy"
+        return None
+
+    def _tool(self, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
+        label, sep, name = card_id.partition("/")
+        listed = index.cards.tools.get(label, {}) if sep else {}
+        if name not in listed or (allowed is not None and card_id not in allowed):
+            raise GateRefused(f"no card has the id {card_id!r}; ids come from find (LABEL/NAME)")
+        return label, name
+
+    @staticmethod
+    def _schema(index: _Index, label: str, name: str) -> dict[str, Any]:
+        tool = index.cards.tools.get(label, {}).get(name) or {}
+        out: dict[str, Any] = {"name": tool_id(label, name), "description": str(tool.get("description") or "")}
+        out["inputSchema"] = tool.get("inputSchema") or {"type": "object"}
+        for key in ("outputSchema", "annotations", "title"):
+            if key in tool:
+                out[key] = tool[key]
+        return out
+
+    # -- read a skill file -------------------------------------------------------------------------
+
+    async def read_skill_file(self, client: str, skill: str, path: str) -> dict[str, Any]:
+        """A supporting file of a skill this client loaded, verified against the held entry."""
+        activation = self.activations.peek(client)
+        loaded = activation.skills.get(skill) if activation is not None else None
+        if loaded is None:
+            loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
+            raise GateRefused(f"{shorten(skill)!r} is not a loaded skill (loaded: {loaded_ids}); load it first")
+        uri = self.host.loader(loaded.label).listed(loaded, path)
+        data = await self.host.read(loaded, path)
+        mime = mime_type_for(uri)
+        out: dict[str, Any] = {"skill": skill, "uri": uri, "mimeType": mime}
+        if is_text_mime_type(mime):
+            try:
+                out["text"] = loaded.tagged(data.decode("utf-8"), uri)
+                return out
+            except UnicodeDecodeError:
+                pass
+        out["blob"] = base64.b64encode(data).decode("ascii")
+        return out
+
+    # -- call --------------------------------------------------------------------------------------
+
+    def check_call(
+        self, caller: Caller, client: str, name: str, arguments: Mapping[str, Any] | None
+    ) -> tuple[str, str]:
+        """``(label, tool)`` for a call that may be sent; a :class:`~skilldeck.errors.GateRefused` otherwise.
+
+        The gate (listed, active for this client, arguments valid against the upstream schema) and
+        the policy (routed to this caller) both decide before anything is sent; every policy
+        decision is audited.
+        """
+        index = self.index_for(caller)
+        activation = self.activations.peek(client) or Activation()
+        pinned = [(label, name) for label, name in self.pinned if name in index.cards.tools.get(label, {})]
+        gate = ToolGate(index.cards.tools, [*activation.tools, *pinned])
+        try:
+            label, tool = gate.check(name, arguments)
+        except GateRefused as exc:
+            self.log.record("call", client, tool=shorten(name), refused=str(exc))
+            raise
+        allowed = self._allowed_tools(caller)
+        if allowed is not None:
+            granted = tool_id(label, tool) in allowed
+            self.audit.record(
+                caller,
+                tool_id(label, tool),
+                allowed=granted,
+                reason="granted" if granted else "not granted by any admitted skill",
+            )
+            if not granted:
+                raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
+        return label, tool
+
+    async def call(self, caller: Caller, client: str, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Send an active tool's call upstream, on the session that listed it; the result as it came."""
+        label, tool = self.check_call(caller, client, name, arguments)
+        connected = self.host.connections.connected.get(label)
+        if connected is None:
+            failure = self.host.failures.get(label)
+            raise GateRefused(
+                f"{label!r} is not connected" + (f" ({failure.reason})" if failure else "") + "; the call was not sent"
+            )
+        try:
+            result = await connected.client.call_tool(tool, dict(arguments or {}))
+        except Exception as exc:  # the upstream failed or timed out: the model hears why
+            reason = connected.explain(exc)
+            self.log.record("call", client, tool=tool_id(label, tool), error=reason)
+            return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
+        payload: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
+        return payload
