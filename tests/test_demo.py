@@ -72,3 +72,31 @@ async def test_demo_shows_the_history_b_path_the_abstention_and_the_extension() 
     assert "size, digest and frontmatter verified" in text
     assert "refused (-32602" in text
     assert "identical to the 2026-07-28 listing: True" in text
+
+
+@pytest.mark.anyio
+async def test_the_demo_drives_the_gateway_with_a_real_client_in_both_eras() -> None:
+    from skilldeck.demo.gateway import gateway_tour
+
+    out = io.StringIO()
+    await gateway_tour(Console(file=out, width=400, color_system=None))
+    text = out.getvalue()
+    assert "2026-07-28 session" in text
+    assert "2025-11-25 session" in text
+    assert text.count("tools/list: ['find', 'load', 'read_skill_file', 'call']") == 2
+    ratio = re.search(r"of LiveMCPBench's 70 servers [\d,]+ \((\d+)x the gateway's list\)", text)
+    assert ratio is not None, text
+    assert int(ratio.group(1)) >= 50
+    assert text.count("find 'Find senior Java roles in Costa Rica' → jobs/job-search (skill") == 2
+    assert text.count("tools now active: ['jobs/search_jobs']") == 2
+    assert (
+        "notifications/tools/list_changed received: True; tools/list now: ['find', 'load', 'read_skill_file', 'call', 'jobs__search_jobs']"
+        in text
+    )
+    assert text.count("call jobs/search_jobs → isError=False") == 2
+    assert (
+        text.count(
+            "call tracker/close_issue (never loaded) → isError=True: tracker/close_issue is not in the active skill's tools"
+        )
+        == 2
+    )

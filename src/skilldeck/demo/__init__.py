@@ -11,6 +11,9 @@ realistic catalog size. An out-of-scope question then abstains, with reasons.
 Part 2 (the Skills extension underneath): the bundled example pack is served in-process; a real
 SDK client in both protocol eras lists it, loads one skill the way a host must (size, then
 digest, then frontmatter), browses a folder, and a hostile read is refused.
+
+Part 3 (the gateway, :mod:`skilldeck.demo.gateway`): the same loop served by ``skilldeck gateway``
+to a real MCP client in both eras, through four meta-tools.
 """
 
 from __future__ import annotations
@@ -65,9 +68,12 @@ CALL = ("search_jobs", {"query": "Java", "location": "Costa Rica", "seniority": 
 
 
 async def run_demo(console: Console) -> None:
-    """Run both parts of the demo, printing each step to ``console``."""
+    """Run the three parts of the demo, printing each step to ``console``."""
+    from skilldeck.demo.gateway import gateway_tour
+
     await ask_tour(console)
     await server_tour(console)
+    await gateway_tour(console)
 
 
 async def ask_tour(console: Console) -> None:

@@ -10,7 +10,9 @@ default identity) a policy in the format of ``skilldeck serve --policy`` decides
 
 * skills, keyed ``LABEL/NAME``: admitted or not (hidden from ``find``, refused by ``load``);
 * tools, ``LABEL/TOOL``: a caller may load and call only what the routes of its admitted skills
-  grant it, plus the policy's ``public_tools``.
+  grant it, plus the policy's ``public_tools``;
+* instructions: ``{{ name }}`` placeholders in a loaded ``SKILL.md`` are filled with the caller's
+  variables (after verification: the bytes checked are the upstream's).
 
 Per client (an :class:`~skilldeck.gateway.activation.Activation`) the service remembers what was
 loaded: only those tools pass the gate. A skill may name tools of another server
@@ -40,7 +42,7 @@ from skilldeck.select.project import count_tokens, history_a
 from skilldeck.select.rank import Encoder
 from skilldeck.server.audience import allowed_tools
 from skilldeck.server.audit import AuditLog
-from skilldeck.server.policy import Caller, Policy
+from skilldeck.server.policy import Caller, Policy, render_template
 from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 
 __all__ = ["DecisionLog", "GatewayService"]
@@ -263,7 +265,7 @@ class GatewayService:
                             "id": card_id,
                             "uri": loaded.uri,
                             "verified": loaded.verified,
-                            "content": loaded.tagged(),
+                            "content": loaded.tagged(self._rendered(caller, card_id, loaded.text)),
                             "files": [u for u in loaded.listed_files() if u != loaded.uri],
                         }
                     )
@@ -291,6 +293,16 @@ class GatewayService:
             history_a_tokens=self.history_a_tokens(caller),
         )
         return result
+
+    def _rendered(self, caller: Caller, skill_id: str, text: str) -> str:
+        """The skill's text as this caller reads it: the policy's ``{{ name }}`` variables filled in.
+
+        The verified bytes are what the upstream listed; the rendering is the gateway's, for this caller.
+        """
+        rule = self.policy.skill(skill_id) if self.policy is not None else None
+        if rule is None:
+            return text
+        return render_template(text, {"tenant": caller.tenant or "", "locale": caller.locale, **rule.values(caller)})
 
     async def _load_skill(
         self,
