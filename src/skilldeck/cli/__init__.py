@@ -8,7 +8,6 @@ output on stdout stay clean.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from skilldeck import __version__
+from skilldeck.cli.arguments import add_http_arguments, positive
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
@@ -57,29 +57,6 @@ class _Parser(argparse.ArgumentParser):
         return parsed, extras
 
 
-def _host_port(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def _positive(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return int(value)
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value!r}")
-    return seconds
-
-
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="skilldeck", description="MCP capability discovery: serve, find and load Agent Skills over MCP."
@@ -89,24 +66,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
-    serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
-    serve.add_argument(
-        "--max-sessions",
-        type=_positive,
-        default=1_000,
-        metavar="N",
-        help="legacy (2025-11-25) HTTP sessions held at once; when full, the least recently used idle one "
-        "gives way to a new client (default 1000)",
-    )
-    serve.add_argument(
-        "--session-idle-timeout",
-        type=_seconds,
-        default=600.0,
-        metavar="SECONDS",
-        help="end a legacy HTTP session after this long without a request or open stream (default 600)",
-    )
-    serve.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills per skills/list page")
+    add_http_arguments(serve)
+    serve.add_argument("--page-size", type=positive, default=50, metavar="N", help="skills per skills/list page")
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
     serve.add_argument("--policy", metavar="FILE", help="a YAML policy: which callers see which skills and tools")
@@ -117,7 +78,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
     add_host_commands(sub)
     add_select_commands(sub)
-    add_gateway_command(sub, host_port=_host_port, positive=_positive, seconds=_seconds)
+    add_gateway_command(sub)
     return parser
 
 

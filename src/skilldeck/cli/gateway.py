@@ -9,6 +9,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
+from skilldeck.cli.arguments import add_http_arguments, seconds
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import sdk_logs_in_one_line
@@ -30,7 +31,7 @@ def _pair(flag: str, sep: str) -> Any:
     return parse
 
 
-def add_gateway_command(sub: Any, *, host_port: Any, positive: Any, seconds: Any) -> None:
+def add_gateway_command(sub: Any) -> None:
     gateway = sub.add_parser(
         "gateway",
         help="one MCP server in front of many: find, load and call their tools skill by skill",
@@ -40,8 +41,7 @@ def add_gateway_command(sub: Any, *, host_port: Any, positive: Any, seconds: Any
     gateway.add_argument(
         "--config", required=True, metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor, VS Code)"
     )
-    gateway.add_argument("--http", type=host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    gateway.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    add_http_arguments(gateway)
     gateway.add_argument(
         "--policy", metavar="FILE", help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL"
     )
@@ -71,16 +71,6 @@ def add_gateway_command(sub: Any, *, host_port: Any, positive: Any, seconds: Any
     )
     gateway.add_argument(
         "--allow-dynamic", action="store_true", help="let clients load generated (unverifiable) skills"
-    )
-    gateway.add_argument(
-        "--max-sessions", type=positive, default=1_000, metavar="N", help="legacy HTTP sessions held at once"
-    )
-    gateway.add_argument(
-        "--session-idle-timeout",
-        type=seconds,
-        default=600.0,
-        metavar="SECONDS",
-        help="end a legacy HTTP session after this long without a request or open stream",
     )
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)

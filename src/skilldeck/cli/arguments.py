@@ -1,0 +1,52 @@
+"""Argument types and the flags ``serve`` and ``gateway`` share (how they listen over HTTP)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+__all__ = ["add_http_arguments", "host_port", "positive", "seconds"]
+
+
+def host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 127.0.0.1:8000), got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
+def seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value!r}")
+    return seconds
+
+
+def add_http_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--http``, ``--path`` and the legacy-session bounds of a server command."""
+    parser.add_argument("--http", type=host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    parser.add_argument(
+        "--max-sessions",
+        type=positive,
+        default=1_000,
+        metavar="N",
+        help="legacy (2025-11-25) HTTP sessions held at once; when full, the least recently used idle one "
+        "gives way to a new client (default 1000)",
+    )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="end a legacy HTTP session after this long without a request or open stream (default 600)",
+    )
