@@ -79,7 +79,7 @@ async def test_the_demo_drives_the_gateway_with_a_real_client_in_both_eras() -> 
     from skilldeck.demo.gateway import gateway_tour
 
     out = io.StringIO()
-    await gateway_tour(Console(file=out, width=400, color_system=None))
+    await gateway_tour(Console(file=out, width=400, color_system=None), livemcpbench_snapshot())
     text = out.getvalue()
     assert "2026-07-28 session" in text
     assert "2025-11-25 session" in text

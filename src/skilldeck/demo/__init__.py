@@ -73,7 +73,7 @@ async def run_demo(console: Console) -> None:
 
     await ask_tour(console)
     await server_tour(console)
-    await gateway_tour(console)
+    await gateway_tour(console, livemcpbench_snapshot())
 
 
 async def ask_tour(console: Console) -> None:

@@ -20,15 +20,18 @@ from rich.markup import escape
 from skilldeck.select.cards import build_cards
 from skilldeck.select.project import count_tokens
 from skilldeck.select.project import history_a as history_a_of
+from skilldeck.select.snapshot import CatalogSnapshot
 
 __all__ = ["gateway_tour"]
 
 QUESTION = "Find senior Java roles in Costa Rica"
 
 
-async def gateway_tour(console: Console) -> None:
-    """Run the gateway over the demo servers and drive it with a real client in both eras."""
-    from skilldeck.demo import livemcpbench_snapshot
+async def gateway_tour(console: Console, at_scale: CatalogSnapshot) -> None:
+    """Run the gateway over the demo servers and drive it with a real client in both eras.
+
+    ``at_scale`` is the catalog the gateway's list is compared with (LiveMCPBench's in the demo).
+    """
     from skilldeck.demo.servers import demo_servers
     from skilldeck.gateway import GatewayService, create_gateway
     from skilldeck.host import Host, InProcessServer, ServerSpec
@@ -39,7 +42,7 @@ async def gateway_tour(console: Console) -> None:
         service = GatewayService(host)
         server, _ = create_gateway(service)
         history_a = sum(count_tokens(json.dumps(dict(t.tool), ensure_ascii=False)) for t in host.registry.tools())
-        at_scale = history_a_of(build_cards(livemcpbench_snapshot())).tokens
+        scale_tokens = history_a_of(build_cards(at_scale)).tokens
         for mode in ("auto", "legacy"):
             changed = anyio.Event()
 
@@ -56,8 +59,8 @@ async def gateway_tour(console: Console) -> None:
                 )
                 console.print(
                     f"tools/list: {names} — {start:,} tokens, whatever the catalog size; every schema of these "
-                    f"{len(specs)} servers is {history_a:,} tokens, of LiveMCPBench's 70 servers {at_scale:,} "
-                    f"({at_scale / start:.0f}x the gateway's list)",
+                    f"{len(specs)} servers is {history_a:,} tokens, of LiveMCPBench's {len(at_scale.servers)} servers "
+                    f"{scale_tokens:,} ({scale_tokens / start:.0f}x the gateway's list)",
                     highlight=False,
                 )
                 found = (await client.call_tool("find", {"query": QUESTION})).structured_content or {}
