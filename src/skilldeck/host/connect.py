@@ -66,6 +66,17 @@ MessageListener = Callable[[str, Any], Awaitable[None] | None]
 logger = logging.getLogger(__name__)
 
 
+class Unwinding:
+    """An async context manager whose ``__aenter__`` builds ``self._stack``: entry and exit unwind it alike."""
+
+    _stack: AsyncExitStack
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._stack.__aexit__(exc_type, exc, tb)
+
+
 @asynccontextmanager
 async def task_group() -> AsyncIterator[TaskGroup]:
     """An anyio task group out of which the body's own exception comes as itself, not wrapped in a group."""
@@ -327,7 +338,7 @@ def _client_for(
     return Client(target, mode=mode, read_timeout_seconds=read_timeout, cache=None, message_handler=message_handler)
 
 
-class Connections:
+class Connections(Unwinding):
     """Open labelled sessions with many servers; use as ``async with Connections(specs) as conns``.
 
     Args:
@@ -381,11 +392,6 @@ class Connections:
             await self._open_all()
             self._stack = stack.pop_all()
         return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return await self._stack.__aexit__(exc_type, exc, tb)
 
     def _close_logs(self) -> None:
         for log in self._stderr_files.values():

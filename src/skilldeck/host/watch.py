@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
@@ -41,7 +40,7 @@ from mcp.client.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck._awaitable import maybe_await
-from skilldeck.host.connect import Connected, Connections, request_error, task_group
+from skilldeck.host.connect import Connected, Connections, Unwinding, request_error, task_group
 
 __all__ = ["CatalogChange", "ChannelState", "GateLike", "HostWatcher", "OnChange", "Relister"]
 
@@ -124,7 +123,7 @@ class Relister(Protocol):
     async def relist(self, label: str, reasons: Iterable[str] = ()) -> CatalogChange: ...
 
 
-class HostWatcher:
+class HostWatcher(Unwinding):
     """Follow the catalog changes of every server a :class:`Host` is connected to (``async with``).
 
     Args:
@@ -218,11 +217,6 @@ class HostWatcher:
                         self.channels[label] = ChannelState.NOTIFICATIONS
             self._stack = stack.pop_all()
         return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return await self._stack.__aexit__(exc_type, exc, tb)
 
     # -- hearing changes ------------------------------------------------------------------------------
 
