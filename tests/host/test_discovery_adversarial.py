@@ -164,7 +164,7 @@ def _hostile_entries() -> list[tuple[str, Any]]:
     str_size = Skill("bad/str-size").entry()
     str_size["resources"][0]["size"] = "10"
     missing = {k: v for k, v in _entry("bad/no-resources").items() if k != "resources"}
-    not_a_list = 'resources must be a list of files or "dynamic"'
+    not_a_list = 'a list of files or "dynamic"'
     return [
         ("over the limit of 512", too_many),
         ("over the limit of 16777216", too_big),
@@ -174,25 +174,28 @@ def _hostile_entries() -> list[tuple[str, Any]]:
         ("outside the skill skill://bad/pre", prefix),
         ("outside the skill", other_server),
         ("dot segments", dotdot),
-        ("malformed digest", upper_hex),
-        ("malformed digest", md5),
-        ("malformed digest", short),
-        ("no valid size", neg),
-        ("no valid size", bool_size),
-        ("no valid size", str_size),
+        ("resources[0].digest: expected a digest sha256:", upper_hex),
+        ("resources[0].digest: expected a digest sha256:", md5),
+        ("resources[0].digest: expected a digest sha256:", short),
+        ("resources[0].size: expected a size in bytes", neg),
+        ("resources[0].size: expected a size in bytes", bool_size),
+        ("resources[0].size: expected a size in bytes", str_size),
         (not_a_list, missing),
         (not_a_list, _entry("bad/static", resources="static")),
         (not_a_list, _entry("bad/mapping", resources={"uri": "x"})),
         (not_a_list, _entry("bad/none", resources=None)),
-        ("a resources item is not an object", _entry("bad/items", resources=["skill://bad/items/SKILL.md"])),
+        (
+            "resources[0]: expected an object {uri, digest, size}",
+            _entry("bad/items", resources=["skill://bad/items/SKILL.md"]),
+        ),
         ("does not end in /SKILL.md", _entry("bad/readme", uri="skill://bad/readme/README.md")),
         ("does not end in /SKILL.md", _entry("bad/lower", uri="skill://bad/lower/skill.md")),
         ("is not the skill name", _entry("bad/mismatch", uri="skill://bad/other-name/SKILL.md")),
-        ("frontmatter is missing", _entry("bad/nofm", frontmatter=None)),
+        ("frontmatter: expected an object", _entry("bad/nofm", frontmatter=None)),
         ("description is missing", _entry("bad/nodesc", frontmatter={"name": "nodesc"})),
         ("lowercase letters", _entry("bad/Upper", frontmatter={"name": "Upper", "description": "d"})),
-        ("entry has no uri", {"frontmatter": {"name": "x", "description": "d"}, "resources": []}),
-        ("entry is not an object", "skill://bad/string/SKILL.md"),
+        ("'uri' is required", {"frontmatter": {"name": "x", "description": "d"}, "resources": []}),
+        ("expected an object {uri, frontmatter, resources}", "skill://bad/string/SKILL.md"),
     ]
 
 
@@ -230,7 +233,10 @@ async def test_entries_over_limits_or_malformed_are_rejected_with_reasons_and_go
 def test_registry_add_listing_reports_and_registers_independently() -> None:
     registry = Registry()
     refused = registry.add_listing("a", [Skill("x/ok").entry(), {"uri": 3}, None])
-    assert [r.reason for r in refused] == ["entry has no uri", "entry is not an object"]
+    assert [r.reason for r in refused] == [
+        "uri: expected the skill's SKILL.md URI",
+        "expected an object {uri, frontmatter, resources}",
+    ]
     assert [r.name for r in registry.skills] == ["ok"]
     assert registry.labels == ["a"]
 

@@ -143,7 +143,7 @@ def test_empty_policy_means_no_rules() -> None:
 
 
 BAD_POLICIES: list[tuple[Any, str]] = [
-    ([], "a policy is a mapping"),
+    ([], "expected a mapping with 'skills'"),
     ({"skill": {}}, "unknown top-level key 'skill'"),
     ({"default_identity": ["admin"]}, "default_identity: expected a mapping"),
     ({"default_identity": {"roles": 5}}, "default_identity.roles"),
@@ -153,11 +153,17 @@ BAD_POLICIES: list[tuple[Any, str]] = [
     ({"skills": {"x": "all"}}, "skills.x: expected a mapping"),
     ({"skills": {"x": {"tool": ["a"]}}}, "skills.x: unknown key 'tool'"),
     ({"skills": {"x": {"admit": "admin"}}}, "skills.x.admit[0]: expected a mapping"),
-    ({"skills": {"x": {"admit": [{}, {"group": "a"}]}}}, "skills.x.admit[1]: unknown condition 'group'"),
+    (
+        {"skills": {"x": {"admit": [{}, {"group": "a"}]}}},
+        "skills.x.admit[1]: unknown key 'group' (expected role, roles, scope, scopes, tenant, tenants)",
+    ),
     ({"skills": {"x": {"admit": {"roles": 5}}}}, "skills.x.admit[0].roles"),
     ({"skills": {"x": {"admit": {"tenants": ["a", 2]}}}}, "skills.x.admit[0].tenants"),
     ({"skills": {"x": {"tools": 5}}}, "skills.x.tools"),
-    ({"skills": {"x": {"routes": [{"when": {}}]}}}, "skills.x.routes[0]: expected {when"),
+    (
+        {"skills": {"x": {"routes": [{"when": {}}]}}},
+        "skills.x.routes[0]: 'allow' is required ('all', 'none' or a list of tool names)",
+    ),
     ({"skills": {"x": {"routes": ["all"]}}}, "skills.x.routes[0]"),
     ({"skills": {"x": {"routes": [{"allow": "some"}]}}}, "skills.x.routes[0].allow"),
     ({"skills": {"x": {"routes": [{"allow": ["a", 1]}]}}}, "skills.x.routes[0].allow"),

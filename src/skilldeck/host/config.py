@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator, model_validator
+
 from skilldeck._documents import load_document
+from skilldeck._validation import Model, parse, where
 from skilldeck.errors import ConfigError
 
 __all__ = [
@@ -83,14 +86,6 @@ def _check_label(label: object) -> str:
     return label
 
 
-def _str_map(label: str, name: str, value: object) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ConfigError(f"server {label!r}: {name!r} must be an object of strings")
-    return dict(value)
-
-
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
 
 
@@ -98,49 +93,72 @@ def _is_entry(value: object) -> bool:
     return isinstance(value, Mapping) and any(key in value for key in ("command", "url", "type"))
 
 
-def _servers_of(data: object) -> Mapping[Any, Any]:
-    """The label-to-entry mapping of a Claude Desktop / Cursor, VS Code or bare document."""
+def _servers_of(data: object) -> tuple[str, Mapping[Any, Any]]:
+    """The key and the label-to-entry mapping of a Claude Desktop / Cursor, VS Code or bare document."""
     if not isinstance(data, Mapping):
         raise ConfigError('expected {"mcpServers": {"label": {...}}}')
     if "mcpServers" in data:
-        servers = data["mcpServers"]
+        key, servers = "mcpServers", data["mcpServers"]
     elif isinstance(data.get("servers"), Mapping) and not _is_entry(data["servers"]):
-        servers = data["servers"]  # VS Code's mcp.json
+        key, servers = "servers", data["servers"]  # VS Code's mcp.json
     else:
-        for key in data:
-            if isinstance(key, str) and key != "mcpServers" and key.replace("_", "").lower() == "mcpservers":
+        for name in data:
+            if isinstance(name, str) and name != "mcpServers" and name.replace("_", "").lower() == "mcpservers":
                 raise ConfigError(
-                    f'found {key!r} but no "mcpServers": the key is "mcpServers", spelt exactly so (case matters)'
+                    f'found {name!r} but no "mcpServers": the key is "mcpServers", spelt exactly so (case matters)'
                 )
-        servers = data
+        key, servers = "", data
     if not isinstance(servers, Mapping):
         raise ConfigError('expected {"mcpServers": {"label": {...}}}')
-    return servers
+    return key, servers
 
 
-def _kind(label: str, entry: Mapping[str, Any]) -> str:
-    """``stdio`` or ``http``, from the entry's ``type`` when it has one, else from its fields."""
-    declared = entry.get("type")
-    if declared is None:
-        if "command" in entry:
-            return "stdio"
-        if "url" in entry:
-            return "http"
-        raise ConfigError(f"server {label!r}: needs 'command' (stdio) or 'url' (streamable HTTP)")
-    if declared == "stdio":
-        if "command" not in entry:
-            raise ConfigError(f"server {label!r}: 'type' is 'stdio', so it needs a 'command'")
-        return "stdio"
-    if declared in _HTTP_TYPES:
-        if "url" not in entry:
-            raise ConfigError(f"server {label!r}: 'type' is {declared!r}, so it needs a 'url'")
-        return "http"
-    if declared == "sse":
-        raise ConfigError(
-            f"server {label!r}: 'type' 'sse' is the old HTTP+SSE transport, which skilldeck does not speak; "
-            'if the server also serves streamable HTTP, use "type": "http" and that endpoint\'s \'url\''
-        )
-    raise ConfigError(f"server {label!r}: 'type' must be 'stdio' or 'http', not {declared!r}")
+class _Switch(Model, extra="allow"):
+    expected = "an object with 'command' (stdio) or 'url' (streamable HTTP)"
+    disabled: bool = Field(default=False, description="true or false")
+
+
+class _Entry(Model, extra="allow"):
+    """One server entry; clients keep keys of their own in it, which are passed over."""
+
+    expected = "an object with 'command' (stdio) or 'url' (streamable HTTP)"
+    type: Any = None
+    command: str = Field(default="", min_length=1, description="a non-empty string")
+    args: list[str] = Field(default=[], description="a list of strings")
+    env: dict[str, str] | None = Field(default=None, description="an object of strings")
+    cwd: str | None = Field(default=None, description="a string")
+    url: str = Field(default="", pattern="^https?://", description="an http:// or https:// URL")
+    headers: dict[str, str] | None = Field(default=None, description="an object of strings")
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0, description="a positive number of seconds")
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, declared: object) -> object:
+        if declared == "sse":
+            raise ValueError(
+                "'type' 'sse' is the old HTTP+SSE transport, which skilldeck does not speak; "
+                'if the server also serves streamable HTTP, use "type": "http" and that endpoint\'s \'url\''
+            )
+        if declared not in (None, "stdio", *_HTTP_TYPES):
+            raise ValueError(f"'type' must be 'stdio' or 'http', not {declared!r}")
+        return declared
+
+    @model_validator(mode="after")
+    def _kind(self) -> _Entry:
+        """``stdio`` or ``http``, from the entry's ``type`` when it has one, else from its fields."""
+        fields, declared = self.model_fields_set, self.type
+        if declared is None and not fields & {"command", "url"}:
+            raise ValueError("needs 'command' (stdio) or 'url' (streamable HTTP)")
+        if declared == "stdio" and "command" not in fields:
+            raise ValueError("'type' is 'stdio', so it needs a 'command'")
+        if declared in _HTTP_TYPES and "url" not in fields:
+            raise ValueError(f"'type' is {declared!r}, so it needs a 'url'")
+        return self
+
+    def transport(self) -> StdioServer | HttpServer:
+        if self.type in _HTTP_TYPES or (self.type is None and "command" not in self.model_fields_set):
+            return HttpServer(self.url, dict(self.headers or {}))
+        return StdioServer(self.command, tuple(self.args), self.env or None, self.cwd)
 
 
 def parse_config(data: object, *, timeout: float = DEFAULT_TIMEOUT) -> list[ServerSpec]:
@@ -150,37 +168,19 @@ def parse_config(data: object, *, timeout: float = DEFAULT_TIMEOUT) -> list[Serv
     Raises:
         ConfigError: naming the label and what is wrong.
     """
-    servers = _servers_of(data)
+    key, servers = _servers_of(data)
     specs: list[ServerSpec] = []
-    for label, entry in servers.items():
+    for label, raw in servers.items():
         label = _check_label(label)
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"server {label!r}: expected an object with 'command' or 'url'")
-        disabled = entry.get("disabled", False)
-        if not isinstance(disabled, bool):
-            raise ConfigError(f"server {label!r}: 'disabled' must be true or false")
-        if disabled:
+        at = where(key, label)
+        if parse(_Switch, raw, ConfigError, at=at).disabled:
             continue
-        entry_timeout = entry.get("timeout", timeout)
-        if isinstance(entry_timeout, bool) or not isinstance(entry_timeout, int | float) or entry_timeout <= 0:
-            raise ConfigError(f"server {label!r}: 'timeout' must be a positive number of seconds")
-        if _kind(label, entry) == "stdio":
-            command, args = entry["command"], entry.get("args", [])
-            if not isinstance(command, str) or not command:
-                raise ConfigError(f"server {label!r}: 'command' must be a non-empty string")
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                raise ConfigError(f"server {label!r}: 'args' must be a list of strings")
-            cwd = entry.get("cwd")
-            if cwd is not None and not isinstance(cwd, str):
-                raise ConfigError(f"server {label!r}: 'cwd' must be a string")
-            env = _str_map(label, "env", entry.get("env"))
-            transport: StdioServer | HttpServer = StdioServer(command, tuple(args), env or None, cwd)
-        else:
-            url = entry["url"]
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ConfigError(f"server {label!r}: 'url' must be an http:// or https:// URL")
-            transport = HttpServer(url, _str_map(label, "headers", entry.get("headers")))
-        specs.append(ServerSpec(label=label, transport=transport, timeout=float(entry_timeout)))
+        entry = parse(_Entry, raw, ConfigError, at=at)
+        specs.append(
+            ServerSpec(
+                label, entry.transport(), float(entry.timeout if "timeout" in entry.model_fields_set else timeout)
+            )
+        )
     return specs
 
 

@@ -24,7 +24,7 @@ import logging
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -64,6 +64,34 @@ MessageListener = Callable[[str, Any], Awaitable[None] | None]
 """Called with ``(label, message)`` for every message a server sends outside a response."""
 
 logger = logging.getLogger(__name__)
+
+
+class Unwinding:
+    """An async context manager whose ``__aenter__`` builds ``self._stack``: entry and exit unwind it alike."""
+
+    _stack: AsyncExitStack
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._stack.__aexit__(exc_type, exc, tb)
+
+
+@asynccontextmanager
+async def task_group() -> AsyncIterator[TaskGroup]:
+    """An anyio task group out of which the body's own exception comes as itself, not wrapped in a group."""
+    body: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            try:
+                yield tg
+            except BaseException as exc:
+                body = exc
+                raise
+    except BaseExceptionGroup as group:
+        if body is not None and all(e is body for e in group.exceptions):
+            raise body from None
+        raise
 
 
 @dataclass
@@ -310,7 +338,7 @@ def _client_for(
     return Client(target, mode=mode, read_timeout_seconds=read_timeout, cache=None, message_handler=message_handler)
 
 
-class Connections:
+class Connections(Unwinding):
     """Open labelled sessions with many servers; use as ``async with Connections(specs) as conns``.
 
     Args:
@@ -354,32 +382,20 @@ class Connections:
         self.server_stderr = server_stderr
         self._stderr_files: dict[str, IO[str]] = {}
         self._tg: TaskGroup | None = None
+        self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Connections:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        try:
+        async with AsyncExitStack() as stack:
+            stack.callback(self._close_logs)
+            self._tg = await stack.enter_async_context(task_group())
+            stack.callback(self._close.set)  # the sessions close before their task group is awaited
             await self._open_all()
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
+            self._stack = stack.pop_all()
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._close.set()
-        assert self._tg is not None
-        try:
-            await self._tg.__aexit__(exc_type, exc, tb)
-        except BaseExceptionGroup as group:
-            # The task group wraps the body's own exception; let the caller see it unwrapped.
-            if exc is not None and all(e is exc for e in group.exceptions):
-                return
-            raise
-        finally:
-            for log in self._stderr_files.values():
-                log.close()
+    def _close_logs(self) -> None:
+        for log in self._stderr_files.values():
+            log.close()
 
     def _errlog(self, spec: ServerSpec) -> IO[str] | None:
         """A stdio server's stderr goes to a file of its own, not over the host's output."""

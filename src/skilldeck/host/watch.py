@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
@@ -40,7 +40,7 @@ from mcp.client.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck._awaitable import maybe_await
-from skilldeck.host.connect import Connected, Connections, request_error
+from skilldeck.host.connect import Connected, Connections, Unwinding, request_error, task_group
 
 __all__ = ["CatalogChange", "ChannelState", "GateLike", "HostWatcher", "OnChange", "Relister"]
 
@@ -123,7 +123,7 @@ class Relister(Protocol):
     async def relist(self, label: str, reasons: Iterable[str] = ()) -> CatalogChange: ...
 
 
-class HostWatcher:
+class HostWatcher(Unwinding):
     """Follow the catalog changes of every server a :class:`Host` is connected to (``async with``).
 
     Args:
@@ -154,6 +154,7 @@ class HostWatcher:
         self._wake: anyio.Event | None = None
         self._changed: anyio.Event | None = None
         self._tg: TaskGroup | None = None
+        self._stack = AsyncExitStack()
 
     def _events(self) -> tuple[anyio.Event, anyio.Event]:
         if self._wake is None:
@@ -201,30 +202,21 @@ class HostWatcher:
         if self._tg is not None:
             raise RuntimeError("this HostWatcher is already running")
         self._events()
-        self.host.connections.add_message_listener(self._on_message)
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        try:
-            self._tg.start_soon(self._worker)
+        async with AsyncExitStack() as stack:
+            self.host.connections.add_message_listener(self._on_message)
+            stack.callback(self.host.connections.remove_message_listener, self._on_message)
+            stack.callback(setattr, self, "_tg", None)
+            self._tg = tg = await stack.enter_async_context(task_group())
+            stack.callback(tg.cancel_scope.cancel)  # the worker and the listeners run until the watcher exits
+            tg.start_soon(self._worker)
             async with anyio.create_task_group() as starting:  # subscribe everywhere at once
                 for label, connected in list(self.host.connections.connected.items()):
                     if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                        starting.start_soon(self._tg.start, self._listen, label, connected)
+                        starting.start_soon(tg.start, self._listen, label, connected)
                     else:
                         self.channels[label] = ChannelState.NOTIFICATIONS
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
+            self._stack = stack.pop_all()
         return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.host.connections.remove_message_listener(self._on_message)
-        tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
 
     # -- hearing changes ------------------------------------------------------------------------------
 

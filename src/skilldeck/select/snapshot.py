@@ -16,9 +16,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, model_validator
 
 from skilldeck._documents import load_document
+from skilldeck._validation import Model, parse
 from skilldeck.errors import EntryError, SnapshotError
 from skilldeck.skill.manifest import SkillEntry, entry_from_wire
 
@@ -58,52 +61,64 @@ class CatalogSnapshot:
         return {"servers": out}
 
 
+def _named(tool: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(tool.get("name"), str):
+        raise ValueError("an MCP Tool object needs a 'name' string")
+    return tool
+
+
+class _Server(Model, extra="ignore"):
+    expected = "an object with a 'label', 'tools' and 'skills'"
+    label: str = Field(min_length=1, description="the server's label, a non-empty string")
+    description: Any = ""
+    tools: list[Annotated[dict[str, Any], AfterValidator(_named)]] = Field(
+        default=[], description="a list of MCP Tool objects with a name"
+    )
+    skills: list[Any] = Field(default=[], description="a list of skill entries")
+
+
+class _Snapshot(Model, extra="ignore"):
+    expected = '{"servers": [...]}'
+    servers: list[_Server] = Field(description="a list of servers")
+
+    @model_validator(mode="after")
+    def _labels_once(self) -> _Snapshot:
+        seen: set[str] = set()
+        for i, server in enumerate(self.servers):
+            if server.label in seen:
+                raise ValueError(f"servers[{i}]: label {server.label!r} appears twice")
+            seen.add(server.label)
+        return self
+
+
+def _skill(label: str, raw: object, rejected: list[str]) -> SkillSnapshot | None:
+    """A listed skill (``body`` beside its entry); a rejected entry is noted and dropped."""
+    body = raw.get("body") if isinstance(raw, Mapping) else None
+    entry = {k: v for k, v in raw.items() if k != "body"} if isinstance(raw, Mapping) else raw
+    try:
+        return SkillSnapshot(entry_from_wire(entry), body if isinstance(body, str) else None)
+    except EntryError as exc:
+        rejected.append(f"[{label}] {exc}")
+        return None
+
+
 def parse_snapshot(data: object) -> CatalogSnapshot:
     """Validate a snapshot document; skill entries that break the extension's rules are dropped and listed.
 
     Raises:
         SnapshotError: the document's shape is wrong (with the path of the bad field).
     """
-    if not isinstance(data, Mapping) or not isinstance(data.get("servers"), list):
-        raise SnapshotError('a snapshot is {"servers": [...]}')
-    servers: list[ServerSnapshot] = []
     rejected: list[str] = []
-    labels: set[str] = set()
-    for i, raw in enumerate(data["servers"]):
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("label"), str) or not raw["label"]:
-            raise SnapshotError(f"servers[{i}] needs a non-empty 'label'")
-        label = raw["label"]
-        if label in labels:
-            raise SnapshotError(f"servers[{i}]: label {label!r} appears twice")
-        labels.add(label)
-        tools = raw.get("tools", [])
-        if not isinstance(tools, list) or not all(
-            isinstance(t, Mapping) and isinstance(t.get("name"), str) for t in tools
-        ):
-            raise SnapshotError(f"servers[{i}] ({label}): 'tools' must be a list of MCP Tool objects with a name")
-        skills: list[SkillSnapshot] = []
-        raw_skills = raw.get("skills", [])
-        if not isinstance(raw_skills, list):
-            raise SnapshotError(f"servers[{i}] ({label}): 'skills' must be a list of skill entries")
-        for raw_skill in raw_skills:
-            body = raw_skill.get("body") if isinstance(raw_skill, Mapping) else None
-            entry_raw = (
-                {k: v for k, v in raw_skill.items() if k != "body"} if isinstance(raw_skill, Mapping) else raw_skill
-            )
-            try:
-                skills.append(SkillSnapshot(entry_from_wire(entry_raw), body if isinstance(body, str) else None))
-            except EntryError as exc:
-                rejected.append(f"[{label}] {exc}")
-        description = raw.get("description")
-        servers.append(
-            ServerSnapshot(
-                label=label,
-                description=description if isinstance(description, str) else "",
-                tools=tuple(dict(t) for t in tools),
-                skills=tuple(skills),
-            )
+    servers = tuple(
+        ServerSnapshot(
+            label=server.label,
+            description=server.description if isinstance(server.description, str) else "",
+            tools=tuple(server.tools),
+            skills=tuple(s for raw in server.skills if (s := _skill(server.label, raw, rejected)) is not None),
         )
-    return CatalogSnapshot(tuple(servers), tuple(rejected))
+        for server in parse(_Snapshot, data, SnapshotError).servers
+    )
+    return CatalogSnapshot(servers, tuple(rejected))
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> CatalogSnapshot:

@@ -26,10 +26,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from skilldeck._documents import load_document
+from skilldeck._validation import Model, parse
 from skilldeck.errors import PolicyError
 
 __all__ = [
@@ -243,50 +246,124 @@ def render_template(text: str, values: Mapping[str, str]) -> str:
 # -- parsing the YAML/JSON document -------------------------------------------------------------------
 
 
-def _names(where: str, value: object) -> frozenset[str]:
-    if isinstance(value, str):
-        return frozenset([value])
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return frozenset(value)
-    raise PolicyError(f"{where}: expected a name or a list of names")
+def _one_or_many(value: object) -> object:
+    return [value] if isinstance(value, str) else value
 
 
-def _match(where: str, raw: object) -> Match:
-    if raw is None:
-        return Match()
-    if not isinstance(raw, Mapping):
-        raise PolicyError(f"{where}: expected a mapping with tenants, roles or scopes")
-    unknown = set(raw) - {"tenant", "tenants", "role", "roles", "scope", "scopes"}
-    if unknown:
-        raise PolicyError(f"{where}: unknown condition {sorted(unknown)[0]!r} (use tenants, roles or scopes)")
-
-    def pick(*keys: str) -> frozenset[str] | None:
-        for key in keys:
-            if key in raw:
-                return _names(f"{where}.{key}", raw[key])
-        return None
-
-    return Match(tenants=pick("tenant", "tenants"), roles=pick("role", "roles"), scopes=pick("scope", "scopes"))
+def _empty_as_none(value: object) -> object:
+    return value or None  # ``key:`` with nothing after it, or an empty mapping or list, means the default
 
 
-def _only(where: str, raw: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = set(raw) - allowed
-    if unknown:
-        raise PolicyError(f"{where}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(sorted(allowed))})")
-
-
-def _value(value: object) -> str:
+def _value(value: object) -> object:
     if isinstance(value, bool):  # YAML true/false read back as the JSON words, not Python's
         return "true" if value else "false"
-    return str(value)
+    return str(value) if isinstance(value, int | float) else value
 
 
-def _route(where: str, raw: object) -> Route:
-    if raw in ("all", "none"):
-        return raw
-    if isinstance(raw, list) and all(isinstance(v, str) for v in raw):
-        return frozenset(raw)
-    raise PolicyError(f"{where}: 'allow' must be 'all', 'none' or a list of tool names")
+_Names = Annotated[list[str], BeforeValidator(_one_or_many)]
+_NAMES = "a name or a list of names"
+
+
+class _Match(Model):
+    expected = "a mapping with tenants, roles or scopes"
+    tenant: _Names | None = Field(default=None, description=_NAMES)
+    tenants: _Names | None = Field(default=None, description=_NAMES)
+    role: _Names | None = Field(default=None, description=_NAMES)
+    roles: _Names | None = Field(default=None, description=_NAMES)
+    scope: _Names | None = Field(default=None, description=_NAMES)
+    scopes: _Names | None = Field(default=None, description=_NAMES)
+
+    def build(self) -> Match:
+        def pick(one: list[str] | None, many: list[str] | None) -> frozenset[str] | None:
+            chosen = one if one is not None else many
+            return None if chosen is None else frozenset(chosen)
+
+        return Match(pick(self.tenant, self.tenants), pick(self.role, self.roles), pick(self.scope, self.scopes))
+
+
+def _match(rule: _Match | None) -> Match:
+    return rule.build() if rule is not None else Match()
+
+
+class _RouteRule(Model):
+    expected = "{when: ..., allow: all | none | [tools]}"
+    when: _Match | None = None
+    allow: Literal["all", "none"] | list[str] = Field(
+        union_mode="left_to_right", description="'all', 'none' or a list of tool names"
+    )
+
+
+class _VariablesRule(Model):
+    expected = "{when: ..., set: {name: value}}"
+    when: _Match | None = None
+    set: dict[Any, Annotated[str, BeforeValidator(_value)]] = Field(description="a mapping of names to values")
+
+
+class _SkillRule(Model):
+    expected = "a mapping of admit, tools, routes, variables, instruction_only"
+    admit: Annotated[list[_Match | None], BeforeValidator(lambda v: v if isinstance(v, list) else [v])] = Field(
+        default=[], description="a mapping with tenants, roles or scopes, or a list of them"
+    )
+    tools: _Names = Field(default=[], description=_NAMES)
+    routes: Annotated[list[_RouteRule], BeforeValidator(lambda v: v or [])] = Field(
+        default=[], description="a list of {when: ..., allow: all | none | [tools]}"
+    )
+    variables: Annotated[list[_VariablesRule], BeforeValidator(lambda v: v or [])] = Field(
+        default=[], description="a list of {when: ..., set: {name: value}}"
+    )
+    instruction_only: bool = Field(default=False, description="true or false")
+
+    def build(self) -> SkillPolicy:
+        return SkillPolicy(
+            admit=tuple(_match(m) for m in self.admit),
+            tools=tuple(sorted(set(self.tools))),
+            routes=tuple(
+                (_match(r.when), r.allow if isinstance(r.allow, str) else frozenset(r.allow)) for r in self.routes
+            ),
+            variables=tuple((_match(v.when), {str(k): x for k, x in v.set.items()}) for v in self.variables),
+            instruction_only=self.instruction_only,
+        )
+
+
+class _Identity(Model):
+    subject: Any = "local"
+    tenant: Any = None
+    roles: _Names = Field(default=[], description=_NAMES)
+    scopes: _Names = Field(default=[], description=_NAMES)
+
+
+class _Claims(Model):
+    tenant: Any = "tenant"
+    roles: Any = "roles"
+
+
+def _locales(tags: list[str]) -> list[str]:
+    """``locales``: distinct BCP 47 tags (``en``, ``de-CH``), the default first."""
+    seen: set[str] = set()
+    for tag in tags:
+        if not _LOCALE_TAG.fullmatch(tag):
+            raise ValueError(f"{tag!r} is not a language tag such as en or de-CH")
+        if tag.lower() in seen:
+            raise ValueError(f"{tag!r} is listed twice")
+        seen.add(tag.lower())
+    return tags
+
+
+class _Policy(Model):
+    expected = "a mapping with 'skills' (and optionally 'public_tools', 'default_identity', 'claims', 'locales')"
+    skills: Annotated[dict[Any, _SkillRule], BeforeValidator(lambda v: v or {})] = Field(
+        default={}, description="a mapping of skill names to rules"
+    )
+    public_tools: _Names = Field(default=[], description=_NAMES)
+    default_identity: Annotated[_Identity | None, BeforeValidator(_empty_as_none)] = Field(
+        default=None, description="a mapping with subject, tenant, roles, scopes"
+    )
+    claims: Annotated[_Claims | None, BeforeValidator(_empty_as_none)] = Field(
+        default=None, description="a mapping like {tenant: tenant, roles: roles}"
+    )
+    locales: Annotated[list[str], BeforeValidator(_one_or_many), Field(min_length=1), AfterValidator(_locales)] = Field(
+        default=["en"], description="a list of language tags such as [en, de-CH] (the first is the default)"
+    )
 
 
 def parse_policy(data: object) -> Policy:
@@ -295,91 +372,20 @@ def parse_policy(data: object) -> Policy:
     Raises:
         PolicyError: naming the field that is wrong.
     """
-    if not isinstance(data, Mapping):
-        raise PolicyError("a policy is a mapping with 'skills' (and optionally 'public_tools', 'default_identity')")
-    unknown = set(data) - {"skills", "public_tools", "default_identity", "claims", "locales"}
-    if unknown:
-        raise PolicyError(f"unknown top-level key {sorted(unknown)[0]!r}")
-    identity_raw = data.get("default_identity") or {}
-    if not isinstance(identity_raw, Mapping):
-        raise PolicyError("default_identity: expected a mapping")
-    _only("default_identity", identity_raw, {"subject", "tenant", "roles", "scopes"})
-    identity = Caller(
-        subject=str(identity_raw.get("subject", "local")),
-        tenant=str(identity_raw["tenant"]) if identity_raw.get("tenant") is not None else None,
-        roles=_names("default_identity.roles", identity_raw.get("roles", [])),
-        scopes=_names("default_identity.scopes", identity_raw.get("scopes", [])),
-        authenticated=False,
-    )
-    claims = data.get("claims") or {}
-    if not isinstance(claims, Mapping):
-        raise PolicyError("claims: expected a mapping like {tenant: tenant, roles: roles}")
-    _only("claims", claims, {"tenant", "roles"})
-    skills: dict[str, SkillPolicy] = {}
-    raw_skills = data.get("skills") or {}
-    if not isinstance(raw_skills, Mapping):
-        raise PolicyError("skills: expected a mapping of skill names to rules")
-    for name, raw in raw_skills.items():
-        where = f"skills.{name}"
-        if not isinstance(raw, Mapping):
-            raise PolicyError(f"{where}: expected a mapping")
-        unknown = set(raw) - {"admit", "tools", "routes", "variables", "instruction_only"}
-        if unknown:
-            raise PolicyError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-        admit_raw = raw.get("admit", [])
-        admit_list = admit_raw if isinstance(admit_raw, list) else [admit_raw]
-        routes = []
-        for i, rule in enumerate(raw.get("routes", []) or []):
-            if not isinstance(rule, Mapping) or "allow" not in rule:
-                raise PolicyError(f"{where}.routes[{i}]: expected {{when: ..., allow: all | none | [tools]}}")
-            _only(f"{where}.routes[{i}]", rule, {"when", "allow"})
-            routes.append(
-                (
-                    _match(f"{where}.routes[{i}].when", rule.get("when")),
-                    _route(f"{where}.routes[{i}].allow", rule["allow"]),
-                )
-            )
-        variables = []
-        for i, rule in enumerate(raw.get("variables", []) or []):
-            values = rule.get("set") if isinstance(rule, Mapping) else None
-            if not isinstance(values, Mapping) or not all(isinstance(v, str | int | float) for v in values.values()):
-                raise PolicyError(f"{where}.variables[{i}]: expected {{when: ..., set: {{name: value}}}}")
-            _only(f"{where}.variables[{i}]", rule, {"when", "set"})
-            variables.append(
-                (_match(f"{where}.variables[{i}].when", rule.get("when")), {k: _value(v) for k, v in values.items()})
-            )
-        instruction_only = raw.get("instruction_only", False)
-        if not isinstance(instruction_only, bool):
-            raise PolicyError(f"{where}.instruction_only: expected true or false")
-        skills[str(name)] = SkillPolicy(
-            admit=tuple(_match(f"{where}.admit[{i}]", m) for i, m in enumerate(admit_list)),
-            tools=tuple(sorted(_names(f"{where}.tools", raw.get("tools", [])))),
-            routes=tuple(routes),
-            variables=tuple(variables),
-            instruction_only=instruction_only,
-        )
-    locales = _locales(data.get("locales", ["en"]))
+    doc = parse(_Policy, data, PolicyError)
+    identity, claims = doc.default_identity or _Identity(), doc.claims or _Claims()
     return Policy(
-        skills=skills,
-        public_tools=_names("public_tools", data.get("public_tools", [])),
-        default_identity=replace(identity, locale=locales[0]),
-        tenant_claim=str(claims.get("tenant", "tenant")),
-        roles_claim=str(claims.get("roles", "roles")),
-        locales=locales,
+        skills={str(name): rule.build() for name, rule in doc.skills.items()},
+        public_tools=frozenset(doc.public_tools),
+        default_identity=Caller(
+            subject=str(identity.subject),
+            tenant=str(identity.tenant) if identity.tenant is not None else None,
+            roles=frozenset(identity.roles),
+            scopes=frozenset(identity.scopes),
+            authenticated=False,
+            locale=doc.locales[0],
+        ),
+        tenant_claim=str(claims.tenant),
+        roles_claim=str(claims.roles),
+        locales=tuple(doc.locales),
     )
-
-
-def _locales(raw: object) -> tuple[str, ...]:
-    """``locales``: a non-empty list of distinct BCP 47 tags (``en``, ``de-CH``), the default first."""
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not raw or not all(isinstance(v, str) for v in raw):
-        raise PolicyError("locales: expected a list of language tags such as [en, de-CH] (the first is the default)")
-    seen: set[str] = set()
-    for tag in raw:
-        if not _LOCALE_TAG.fullmatch(tag):
-            raise PolicyError(f"locales: {tag!r} is not a language tag such as en or de-CH")
-        if tag.lower() in seen:
-            raise PolicyError(f"locales: {tag!r} is listed twice")
-        seen.add(tag.lower())
-    return tuple(raw)

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import Field
+
+from skilldeck._validation import Model, parse
 from skilldeck.errors import EntryError, SkillLimitError
 from skilldeck.skill.uri import SKILL_MD, file_uri
 
@@ -129,6 +132,24 @@ def build_entry(skill_path: str, frontmatter: Mapping[str, Any], files: Mapping[
     return SkillEntry(uri=file_uri(skill_path), frontmatter=dict(frontmatter), resources=resources)
 
 
+class _WireResource(Model, extra="ignore"):
+    expected = "an object {uri, digest, size}"
+    uri: str = Field(description="the file's URI, inside the skill")
+    digest: str = Field(pattern=DIGEST_PATTERN.pattern, description="a digest sha256:<64 lowercase hex digits>")
+    size: int = Field(ge=0, description="a size in bytes (a whole number, 0 or more)")
+
+
+class _WireEntry(Model, extra="ignore"):
+    """A ``Skill`` entry as a server sent it; other keys (``_meta`` among them) are passed over."""
+
+    expected = "an object {uri, frontmatter, resources}"
+    uri: str = Field(min_length=1, description="the skill's SKILL.md URI")
+    frontmatter: dict[str, Any] = Field(description="an object with the skill's name and description")
+    resources: Literal["dynamic"] | list[_WireResource] = Field(
+        union_mode="left_to_right", description='a list of files or "dynamic"'
+    )
+
+
 def entry_from_wire(raw: object) -> SkillEntry:
     """Validate a ``Skill`` entry as a server sent it, for a host that must not trust it.
 
@@ -143,19 +164,15 @@ def entry_from_wire(raw: object) -> SkillEntry:
     from skilldeck.skill.frontmatter import validate_name
     from skilldeck.skill.uri import skill_name_from_uri, skill_root_uri
 
-    if not isinstance(raw, dict):
-        raise EntryError("entry is not an object")
-    uri = raw.get("uri")
-    if not isinstance(uri, str) or not uri:
-        raise EntryError("entry has no uri")
+    raw_uri = raw.get("uri") if isinstance(raw, dict) else None
+    shown = (repr(raw_uri) if _UNSAFE_URI.search(raw_uri) else raw_uri) if isinstance(raw_uri, str) else None
+    entry = parse(_WireEntry, raw, lambda message: EntryError(message, uri=shown))
+    uri, frontmatter, resources = entry.uri, entry.frontmatter, entry.resources
     if _UNSAFE_URI.search(uri):
-        raise EntryError("uri contains spaces, quotes, angle brackets or control characters", uri=repr(uri))
+        raise EntryError("uri contains spaces, quotes, angle brackets or control characters", uri=shown)
     root = skill_root_uri(uri)
     if root is None:
         raise EntryError(f"uri {uri!r} does not end in /SKILL.md", uri=uri)
-    frontmatter = raw.get("frontmatter")
-    if not isinstance(frontmatter, dict):
-        raise EntryError("frontmatter is missing or not an object", uri=uri)
     name = frontmatter.get("name")
     problems = validate_name(name)
     if problems:
@@ -165,36 +182,26 @@ def entry_from_wire(raw: object) -> SkillEntry:
     description = frontmatter.get("description")
     if not isinstance(description, str) or not description:
         raise EntryError("frontmatter.description is missing or empty", uri=uri)
-    resources = raw.get("resources", None)
     if resources == DYNAMIC:
         return SkillEntry(uri=uri, frontmatter=frontmatter, resources=DYNAMIC)
-    if not isinstance(resources, list):
-        raise EntryError('resources must be a list of files or "dynamic"', uri=uri)
     if len(resources) > MAX_RESOURCES_PER_SKILL:
         raise EntryError(f"{len(resources)} files, over the limit of {MAX_RESOURCES_PER_SKILL}", uri=uri)
-    parsed: list[SkillResource] = []
     seen: set[str] = set()
     for item in resources:
-        if not isinstance(item, dict):
-            raise EntryError("a resources item is not an object", uri=uri)
-        r_uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
-        if isinstance(r_uri, str) and _UNSAFE_URI.search(r_uri):
+        r_uri = item.uri
+        if _UNSAFE_URI.search(r_uri):
             raise EntryError("a resource uri contains spaces, quotes, angle brackets or control characters", uri=uri)
-        if not isinstance(r_uri, str) or not (r_uri == uri or r_uri.startswith(root + "/")):
+        if not (r_uri == uri or r_uri.startswith(root + "/")):
             raise EntryError(f"resource {r_uri!r} is outside the skill {root}", uri=uri)
         if "/../" in r_uri + "/" or "/./" in r_uri + "/":
             raise EntryError(f"resource {r_uri!r} has dot segments", uri=uri)
         if r_uri in seen:
             raise EntryError(f"resource {r_uri!r} is listed twice", uri=uri)
-        if not isinstance(digest, str) or not DIGEST_PATTERN.match(digest):
-            raise EntryError(f"resource {r_uri!r} has a malformed digest", uri=uri)
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise EntryError(f"resource {r_uri!r} has no valid size", uri=uri)
         seen.add(r_uri)
-        parsed.append(SkillResource(uri=r_uri, digest=digest, size=size))
     if uri not in seen:
         raise EntryError("resources does not list the skill's own SKILL.md", uri=uri)
+    parsed = tuple(SkillResource(uri=r.uri, digest=r.digest, size=r.size) for r in resources)
     total = sum(r.size for r in parsed)
     if total > MAX_SKILL_BYTES:
         raise EntryError(f"{total} bytes in all, over the limit of {MAX_SKILL_BYTES} (16 MiB)", uri=uri)
-    return SkillEntry(uri=uri, frontmatter=frontmatter, resources=tuple(parsed))
+    return SkillEntry(uri=uri, frontmatter=frontmatter, resources=parsed)
