@@ -36,7 +36,7 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
             └── SkillChanged
 
 Every error is a :class:`SkilldeckError`, so callers can catch the whole family at once. A
-
+message says what went wrong and what to do about it; labels print as ``[label] …``.
 """
 
 from __future__ import annotations
