@@ -72,7 +72,8 @@ class RepublishedSkills:
     Args:
         service: the gateway service (its host, its policy).
         subscriptions: the ``subscriptions/listen`` bus the gateway serves (one is created when omitted).
-        page_size, ttl_ms: as :class:`~skilldeck.server.SkillsExtension`'s.
+        page_size, ttl_ms, cache_scope: as :class:`~skilldeck.server.SkillsExtension`'s.
+        max_held: verified skills held between reads of their files.
     """
 
     def __init__(
@@ -83,8 +84,10 @@ class RepublishedSkills:
         page_size: int = 50,
         ttl_ms: int = 60_000,
         cache_scope: Literal["public", "private"] = "public",
+        max_held: int = MAX_HELD_SKILLS,
     ) -> None:
         self.gateway = service
+        self.max_held = max_held
         self._held: OrderedDict[tuple[str, str], LoadedSkill] = OrderedDict()
         self.extension = SkillsExtension(
             self,
@@ -169,9 +172,14 @@ class RepublishedSkills:
         if loaded.verified and len(loaded.text) <= MAX_HELD_SKILL_MD:
             self._held[record.key] = loaded
             self._held.move_to_end(record.key)
-            while len(self._held) > MAX_HELD_SKILLS:
+            while len(self._held) > self.max_held:
                 self._held.popitem(last=False)
         return loaded
+
+    @property
+    def held(self) -> int:
+        """How many verified skills are held now (at most ``max_held``)."""
+        return len(self._held)
 
     # -- keeping up ------------------------------------------------------------------------------
 
