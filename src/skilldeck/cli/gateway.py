@@ -70,7 +70,9 @@ def add_gateway_command(sub: Any, *, host_port: Any, positive: Any, seconds: Any
         help="per upstream: to connect, and for each request",
     )
     gateway.add_argument(
-        "--allow-dynamic", action="store_true", help="let clients load generated (unverifiable) skills"
+        "--allow-dynamic",
+        action="store_true",
+        help="let clients load generated (unverifiable) skills, and re-publish them",
     )
     gateway.add_argument(
         "--max-sessions", type=positive, default=1_000, metavar="N", help="legacy HTTP sessions held at once"
