@@ -16,6 +16,7 @@ PURE = [
     "skill/pack.py",  # disk I/O, but no SDK: the host and the server both read packs with it
     "server/catalog.py",
     "server/dynamic.py",
+    "server/remote.py",
     "host/registry.py",
     "host/verify.py",
     "host/loader.py",

@@ -70,7 +70,9 @@ def add_gateway_command(sub: Any) -> None:
         help="per upstream: to connect, and for each request",
     )
     gateway.add_argument(
-        "--allow-dynamic", action="store_true", help="let clients load generated (unverifiable) skills"
+        "--allow-dynamic",
+        action="store_true",
+        help="let clients load generated (unverifiable) skills, and re-publish them",
     )
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)

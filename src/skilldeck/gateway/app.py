@@ -4,7 +4,8 @@
 entered (every upstream connected in parallel, each failure reported while the others go on), a
 :class:`~skilldeck.host.HostWatcher` re-lists an upstream that reports a change — the service
 re-indexes, active tools an upstream dropped leave every client's active set, and legacy sessions
-whose injected tools changed are told with ``notifications/tools/list_changed`` — and the
+whose injected tools changed are told with ``notifications/tools/list_changed``, the re-published
+skills are refreshed (clients told of what changed, both eras) — and the
 gateway is served until the client goes away (stdio) or the process is stopped (HTTP).
 """
 
@@ -41,7 +42,9 @@ def follow_upstreams(
         bus = middleware.subscriptions
         if pinned and tools_differ:
             await bus.publish(ToolsListChanged())
-        if change.skills_added or change.skills_removed or change.skills_changed:
+        if middleware.skills is not None:
+            await middleware.skills.refresh()  # serves the new listing; tells both eras if it differs
+        elif change.skills_added or change.skills_removed or change.skills_changed:
             await bus.publish(ResourcesListChanged())
         if on_change is not None:
             on_change(change)

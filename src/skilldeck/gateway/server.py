@@ -34,6 +34,7 @@ from skilldeck import __version__
 from skilldeck.errors import GateRefused, SkilldeckError
 from skilldeck.gateway.activation import client_key
 from skilldeck.gateway.meta import CALL, FIND, LOAD, META_TOOLS, READ_SKILL_FILE
+from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService
 from skilldeck.select.project import tool_function_name
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
@@ -105,6 +106,8 @@ class GatewayMiddleware:
         self.service = service
         self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
+        self.skills: RepublishedSkills | None = None
+        """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
         self._legacy_sessions: dict[str, ServerSession] = {}
 
     # -- who is asking -----------------------------------------------------------------------------
@@ -269,15 +272,23 @@ def create_gateway(
     extra_middleware: Iterable[Any] = (),
     extensions: Iterable[Any] = (),
     subscriptions: SubscriptionBus | None = None,
+    republish_skills: bool = True,
 ) -> tuple[MCPServer[Any], GatewayMiddleware]:
-    """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware."""
-    middleware = GatewayMiddleware(service, subscriptions)
+    """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware.
+
+    With ``republish_skills`` (the default) the gateway also declares the Skills extension and
+    serves every upstream's skills under ``skill://LABEL/...`` (``middleware.skills``; see
+    :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus.
+    """
+    skills = RepublishedSkills(service, subscriptions=subscriptions) if republish_skills else None
+    middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions)
+    middleware.skills = skills
     server: MCPServer[Any] = MCPServer(
         name,
         version=__version__,
         instructions=INSTRUCTIONS,
-        middleware=[middleware, *extra_middleware],
-        extensions=list(extensions),
+        middleware=[middleware, *([skills.middleware] if skills is not None else []), *extra_middleware],
+        extensions=[*([skills.extension] if skills is not None else []), *extensions],
         subscriptions=middleware.subscriptions,
         log_level="WARNING",
         token_verifier=token_verifier,

@@ -6,12 +6,14 @@ the per-audience variant for a caller: skills the caller is not admitted to are 
 rendered with the caller's variables, ``metadata["dev.skilldeck/tools"]`` (where the skill
 declares it, dynamic skills included) names only the tools routed to the caller, and every
 entry's digests are those of the bytes this caller is served. A skill whose tools are all denied
-is hidden unless it is instruction-only on purpose.
+is hidden unless it is instruction-only on purpose. Remote skills (re-published from another
+server) are admitted or not by their key, never rendered: their digests stay the origin's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from skilldeck.errors import SkillError
@@ -19,6 +21,7 @@ from skilldeck.select.cards import TOOLS_METADATA_KEY
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.policy import Caller, Policy, render_template
+from skilldeck.server.remote import RemoteSkill
 from skilldeck.skill.frontmatter import parse_skill_md, render_frontmatter
 from skilldeck.skill.manifest import build_entry
 from skilldeck.skill.pack import StaticSkill
@@ -147,4 +150,28 @@ def catalog_for(base: Catalog, policy: Policy, caller: Caller) -> Catalog:
         except SkillError as exc:  # a rendered variant over the limits, say: withheld, not half-served
             problems.append(exc)
     dynamic = [_dynamic_variant(d, policy, caller) for d in base.dynamic_skills if _visible(policy, d.name, caller)]
-    return Catalog(static, dynamic, problems)
+    return Catalog(static, dynamic, problems, _remote_variants(base.remote_skills, policy, caller))
+
+
+def _remote_variants(skills: list[RemoteSkill], policy: Policy, caller: Caller) -> list[RemoteSkill]:
+    """The remote skills ``caller`` is admitted to (by their key), as they came: same bytes, same digests.
+
+    A remote skill is not rendered (its bytes are fetched from its origin and checked against the
+    origin's digests), only admitted or not; a visible one that encloses a hidden one loses that
+    one's files from its manifest, so they cannot be read through it.
+    """
+    kept: list[RemoteSkill] = []
+    hidden: list[RemoteSkill] = []
+    for skill in skills:
+        rule = policy.skill(skill.policy_key)
+        (kept if rule is None or rule.admits(caller) else hidden).append(skill)
+    if not hidden:
+        return kept
+    out: list[RemoteSkill] = []
+    for skill in kept:
+        inner = [h.root + "/" for h in hidden if h.skill_path.startswith(skill.skill_path + "/")]
+        if inner and not isinstance(skill.entry.resources, str):
+            resources = tuple(r for r in skill.entry.resources if not r.uri.startswith(tuple(inner)))
+            skill = replace(skill, entry=replace(skill.entry, resources=resources))
+        out.append(skill)
+    return out

@@ -12,12 +12,14 @@ import base64
 import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server.dynamic import DynamicSkill
-from skilldeck.skill.manifest import SkillEntry
+from skilldeck.server.remote import RemoteSkill
+from skilldeck.skill.manifest import SkillEntry, SkillResource
 from skilldeck.skill.pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, children_of, first_per_path
-from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri
+from skilldeck.skill.uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri
 
 __all__ = ["Catalog", "CatalogDiff", "page_keys"]
 
@@ -87,16 +89,20 @@ def page_keys(keys: list[str], cursor: str | None, limit: int) -> tuple[list[str
     return page, next_cursor
 
 
-def _origin(item: StaticSkill | DynamicSkill) -> str:
-    """Where a skill came from: a static skill's file, a dynamic skill's path."""
-    return item.origin if isinstance(item, StaticSkill) else item.skill_path
+def _origin(item: StaticSkill | DynamicSkill | RemoteSkill) -> str:
+    """Where a skill came from: a static skill's file, a dynamic skill's path, a remote skill's origin."""
+    if isinstance(item, DynamicSkill):
+        return item.skill_path
+    return item.origin or item.skill_path
 
 
 class Catalog(StaticIndex):
     """Everything one server publishes, frozen at one moment.
 
     Static skills are indexed by the URI of every file and every folder (prefix folders such as
-    ``skill://acme/billing`` included); dynamic skills by their root, rendered per request.
+    ``skill://acme/billing`` included); dynamic skills by their root, rendered per request; remote
+    skills (:class:`~skilldeck.server.remote.RemoteSkill`) by their manifest, like static ones, with
+    their bytes fetched on a read (a dynamic remote skill by its root, like a dynamic one).
     """
 
     def __init__(
@@ -104,15 +110,26 @@ class Catalog(StaticIndex):
         static: Iterable[StaticSkill] = (),
         dynamic: Iterable[DynamicSkill] = (),
         problems: Iterable[SkillError] = (),
+        remote: Iterable[RemoteSkill] = (),
     ) -> None:
         super().__init__()
         self._problems = list(problems)
         self._static: dict[str, StaticSkill] = {}
         self._dynamic: dict[str, DynamicSkill] = {}
+        self._remote: dict[str, RemoteSkill] = {}
+        """Remote skills by the URI of their ``SKILL.md``."""
+        self._remote_files: dict[str, tuple[RemoteSkill, SkillResource]] = {}
+        self._remote_dynamic: dict[str, RemoteSkill] = {}
         full_paths: dict[str, int] = {}
         dynamic_roots: list[str] = []
-        items: list[StaticSkill | DynamicSkill] = [*static, *dynamic]
+        items: list[StaticSkill | DynamicSkill | RemoteSkill] = [*static, *dynamic, *remote]
         for item in first_per_path(items, self._problems, origin=_origin):
+            if isinstance(item, RemoteSkill):
+                if not self._index_remote(item, full_paths):
+                    continue
+                if isinstance(item.entry.resources, str):
+                    dynamic_roots.append(item.skill_path)
+                continue
             if isinstance(item, DynamicSkill):
                 self._entries[item.entry.uri] = item.entry
                 self._dynamic[directory_uri(item.skill_path)] = item
@@ -133,6 +150,35 @@ class Catalog(StaticIndex):
         self._directory_uris = {directory_uri(d): d for d in self._directories}
         self._dynamic_root_paths = dynamic_roots
         self._listing: list[str] | None = None
+
+    def _index_remote(self, item: RemoteSkill, full_paths: dict[str, int]) -> bool:
+        """Index a remote skill by its manifest; refuse (into problems) one whose URIs are not under its path."""
+        root = item.root
+        if item.entry.uri != f"{root}/{SKILL_MD}":
+            self._problems.append(
+                SkillError(f"entry {shorten(item.entry.uri)!r} is not served at {root}", path=_origin(item))
+            )
+            return False
+        if isinstance(item.entry.resources, str):
+            self._entries[item.entry.uri] = item.entry
+            self._remote[item.entry.uri] = item
+            self._remote_dynamic[root] = item
+            return True
+        paths = {}
+        for resource in item.entry.resources:
+            rel = unquote(resource.uri[len(root) + 1 :]) if resource.uri.startswith(root + "/") else ""
+            if not rel or file_uri(item.skill_path, rel) != resource.uri:
+                self._problems.append(
+                    SkillError(f"resource {shorten(resource.uri)!r} is not a file under {root}", path=_origin(item))
+                )
+                return False
+            paths[f"{item.skill_path}/{rel}"] = resource
+        self._entries[item.entry.uri] = item.entry
+        self._remote[item.entry.uri] = item
+        for full, resource in paths.items():
+            self._remote_files.setdefault(resource.uri, (item, resource))
+            full_paths.setdefault(full, resource.size)
+        return True
 
     # -- what is served ---------------------------------------------------------------------
 
@@ -163,7 +209,7 @@ class Catalog(StaticIndex):
         if not files:
             return self._order
         if self._listing is None:
-            self._listing = sorted(self._files.keys() | self._entries.keys())
+            self._listing = sorted(self._files.keys() | self._remote_files.keys() | self._entries.keys())
         return self._listing
 
     def footprint(self, shared_with: Catalog | None = None) -> int:
@@ -179,6 +225,7 @@ class Catalog(StaticIndex):
             other = shared_with._files.get(uri) if shared_with is not None else None
             if other is None or other.data is not found.data:
                 total += len(found.data)
+        total += sum(_FILE_BYTES + 3 * len(uri) for uri in self._remote_files)
         for uri, entry in self._entries.items():
             if shared_with is None or shared_with._entries.get(uri) is not entry:
                 total += _MANIFEST_BYTES * (1 if isinstance(entry.resources, str) else len(entry.resources) + 1)
@@ -194,6 +241,21 @@ class Catalog(StaticIndex):
 
     def static_skill(self, uri: str) -> StaticSkill | None:
         return self._static.get(uri)
+
+    @property
+    def remote_skills(self) -> list[RemoteSkill]:
+        """Every remote skill, in URI order."""
+        return [self._remote[uri] for uri in sorted(self._remote)]
+
+    def remote_file(self, uri: str) -> tuple[RemoteSkill, SkillResource | None] | None:
+        """The remote skill serving ``uri`` and its manifest line (``None`` inside a dynamic one), if any."""
+        found = self._remote_files.get(uri)
+        if found is not None:
+            return found
+        for root, skill in self._remote_dynamic.items():
+            if uri.startswith(root + "/"):
+                return skill, None
+        return None
 
     # -- the extension's questions -----------------------------------------------------------
 
@@ -234,6 +296,13 @@ class Catalog(StaticIndex):
         path = self._directory_uris.get(uri)
         if path is None:
             raise NotServedError(self._not_a_directory(uri), uri=uri)
+        for root in self._remote_dynamic:
+            if uri == root or uri.startswith(root + "/"):
+                raise NotServedError(
+                    f"{shorten(uri)} is in a generated skill held by another server; its folders are not listed "
+                    f"here: read {root}/{SKILL_MD}",
+                    uri=uri,
+                )
         return children_of(path, self._sizes.keys(), self._sizes) + [
             DirectoryChild(uri=directory_uri(root), name=root.rsplit("/", 1)[-1], mime_type=DIRECTORY_MIME_TYPE)
             for root in self._dynamic_root_paths
@@ -241,7 +310,7 @@ class Catalog(StaticIndex):
         ]
 
     def _not_a_directory(self, uri: str) -> str:
-        if uri in self._files or self.dynamic_skill_for(uri) is not None:
+        if uri in self._files or uri in self._remote_files or self.dynamic_skill_for(uri) is not None:
             return f"{shorten(uri)} is not a directory resource"
         return f"No directory is served at {shorten(uri)}"
 

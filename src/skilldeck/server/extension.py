@@ -50,6 +50,7 @@ from skilldeck.server.middleware import (
 )
 from skilldeck.server.notifier import ChangeNotifier
 from skilldeck.server.policy import Caller, Policy
+from skilldeck.server.remote import RemoteSource
 from skilldeck.server.service import SkillService
 from skilldeck.skill.pack import DirectorySource, children_of
 from skilldeck.skill.uri import EXTENSION_ID
@@ -96,7 +97,8 @@ class SkillsExtension(Extension):
     """Serve Agent Skills through the MCP Skills extension.
 
     Args:
-        sources: :class:`DirectorySource` folders and :class:`DynamicSkill` objects.
+        sources: :class:`DirectorySource` folders, :class:`DynamicSkill` objects and
+            remote sources (:class:`~skilldeck.server.remote.RemoteSource`: skills held elsewhere, read on demand).
         page_size: entries per ``skills/list`` page (entries are never split).
         directory_page_size: children per ``resources/directory/read`` page.
         ttl_ms, cache_scope: the ``CacheableResult`` hints on ``skills/list``, ``skills/get``,
@@ -125,7 +127,7 @@ class SkillsExtension(Extension):
 
     def __init__(
         self,
-        *sources: DirectorySource | DynamicSkill,
+        *sources: DirectorySource | DynamicSkill | RemoteSource,
         page_size: int = 50,
         directory_page_size: int = 200,
         ttl_ms: int = 60_000,

@@ -29,7 +29,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skilldeck.errors import NotServedError, SkilldeckError, shorten
+from skilldeck.errors import NotServedError, PeerError, Refused, SkilldeckError, shorten
 from skilldeck.server.catalog import Catalog, page_keys
 from skilldeck.server.dynamic import SkillRequest
 from skilldeck.server.notifier import ChangeNotifier
@@ -149,6 +149,15 @@ class SkillsMiddleware:
             return await call_next(ctx)
         try:
             found = await self._service.read_file(uri, skill_request(ctx), view_of(self._service, ctx))
+        except NotServedError as exc:
+            raise invalid_params(exc) from None
+        except (PeerError, Refused) as exc:  # a remote skill's origin failed, refused, or sent other bytes
+            logger.warning("fetching %s failed: %s", uri, exc)
+            raise MCPError(
+                code=INTERNAL_ERROR,
+                message=f"could not serve {shorten(uri)}: {shorten(str(exc), 600)}",
+                data={"uri": shorten(uri)},
+            ) from None
         except SkilldeckError as exc:
             logger.warning("rendering %s failed: %s", uri, exc)
             raise MCPError(code=INTERNAL_ERROR, message=f"could not render {uri}") from None

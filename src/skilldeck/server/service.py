@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import unquote
 
 from skilldeck.errors import SkilldeckError, SourceError, shorten
 from skilldeck.server.audience import allowed_tools, catalog_for
@@ -24,6 +25,7 @@ from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.policy import Caller, Policy, caller_for
+from skilldeck.server.remote import RemoteSource
 from skilldeck.skill.pack import DirectorySource, SkillFile, load_all
 from skilldeck.skill.uri import SKILL_MD, file_uri, mime_type_for
 
@@ -54,7 +56,7 @@ class SkillService:
 
     def __init__(
         self,
-        sources: Iterable[DirectorySource | DynamicSkill],
+        sources: Iterable[DirectorySource | DynamicSkill | RemoteSource],
         *,
         page_size: int = 50,
         directory_page_size: int = 200,
@@ -75,9 +77,12 @@ class SkillService:
             raise SourceError("variant_cache_bytes and max_variants must be >= 0", rule="variant-cache")
         self.directories = [s for s in sources if isinstance(s, DirectorySource)]
         self.dynamic = [s for s in sources if isinstance(s, DynamicSkill)]
-        unknown = [s for s in sources if not isinstance(s, DirectorySource | DynamicSkill)]
+        self.remote = [s for s in sources if isinstance(s, RemoteSource)]
+        unknown = [s for s in sources if not isinstance(s, DirectorySource | DynamicSkill | RemoteSource)]
         if unknown:
-            raise SourceError(f"not a skill source: {unknown[0]!r} (use DirectorySource or DynamicSkill)")
+            raise SourceError(
+                f"not a skill source: {unknown[0]!r} (use DirectorySource, DynamicSkill or a RemoteSource)"
+            )
         self.page_size = page_size
         self.directory_page_size = directory_page_size
         self.ttl_ms = ttl_ms
@@ -101,7 +106,8 @@ class SkillService:
     def load(self) -> Catalog:
         """Read every source into a new catalog (not yet served). Blocking I/O: run it off the event loop."""
         loaded = load_all(self.directories)
-        return Catalog(loaded.skills, self.dynamic, loaded.problems)
+        remote = [skill for source in self.remote for skill in source.remote_skills()]
+        return Catalog(loaded.skills, self.dynamic, loaded.problems, remote)
 
     @property
     def catalog(self) -> Catalog:
@@ -200,11 +206,23 @@ class SkillService:
     # -- files ----------------------------------------------------------------------------------
 
     async def read_file(self, uri: str, request: SkillRequest, catalog: Catalog | None = None) -> SkillFile | None:
-        """The file served at ``uri`` for this request, or ``None`` if no skill serves it."""
+        """The file served at ``uri`` for this request, or ``None`` if no skill serves it.
+
+        A remote skill's file is fetched now and checked against its entry.
+
+        Raises:
+            SkilldeckError: a dynamic skill failed to render, or a remote file could not be fetched
+                or did not match its entry (:class:`~skilldeck.errors.VerificationError`).
+        """
         catalog = catalog if catalog is not None else self._catalog
         found = catalog.static_file(uri)
         if found is not None:
             return found
+        remote = catalog.remote_file(uri)
+        if remote is not None:
+            data = await remote[0].read(uri)
+            path = unquote(uri[len(remote[0].root) + 1 :])
+            return SkillFile(uri=uri, path=path, mime_type=mime_type_for(path), data=data)
         dynamic = catalog.dynamic_skill_for(uri)
         if dynamic is None:
             return None
@@ -218,6 +236,13 @@ class SkillService:
     def listed_resource(self, catalog: Catalog, uri: str) -> dict[str, Any]:
         """The ``resources/list`` entry of one of ``catalog.listing_keys()``."""
         found = catalog.static_file(uri) if self.list_files else None
+        remote = catalog.remote_file(uri) if self.list_files and found is None else None
+        if remote is not None and remote[1] is not None:
+            size, path = remote[1].size, unquote(uri[len(remote[0].root) + 1 :])
+            entry = catalog.entry(uri)
+            if entry is not None:
+                return {**self._skill_md_resource(uri, entry.frontmatter), "size": size}
+            return {"uri": uri, "name": path.rsplit("/", 1)[-1], "mimeType": mime_type_for(path), "size": size}
         entry = catalog.entry(uri) if found is None or found.path.endswith(SKILL_MD) else None
         if entry is not None:
             resource = self._skill_md_resource(uri, entry.frontmatter)
