@@ -386,6 +386,26 @@ async def test_budget_refuses_a_supporting_file_before_the_read() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_budget_window_starts_the_budget_again_and_not_before() -> None:
+    """A long-running host (the gateway) gets budget_bytes per window, not once in its life."""
+    skill = _refunds()
+    server = HostileServer(skill)
+    size = len(skill.files["SKILL.md"])
+    async with open_host(("acme", server), budget_bytes=size) as host:
+        now = [0.0]
+        loader = host.loader("acme")
+        loader.budget_window, loader._clock, loader._window_start = 60.0, (lambda: now[0]), 0.0
+        record = host.registry.resolve("refunds")
+        await host.load(record)
+        now[0] = 59.0
+        with pytest.raises(BudgetExceeded):
+            await host.load(record)  # still inside the window: spent
+        now[0] = 60.0
+        await host.load(record)  # a new window: the budget starts again
+    assert server.reads() == [skill.uri, skill.uri]
+
+
+@pytest.mark.anyio
 async def test_budget_is_per_server() -> None:
     a, b = _refunds(), _refunds()
     sa, sb = HostileServer(a), HostileServer(b)

@@ -74,6 +74,13 @@ def add_gateway_command(sub: Any) -> None:
         action="store_true",
         help="let clients load generated (unverifiable) skills, and re-publish them",
     )
+    gateway.add_argument(
+        "--budget-window",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="each upstream may make the gateway download 64 MiB of skill content per this many seconds (default 600)",
+    )
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)
 
@@ -101,7 +108,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         )
 
     async def main() -> None:
-        async with Host(specs, allow_dynamic=args.allow_dynamic) as host:
+        async with Host(specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window) as host:
             for label, failure in sorted(host.failures.items()):
                 err.print(
                     f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.reason)}",

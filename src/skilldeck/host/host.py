@@ -45,7 +45,10 @@ class Host:
             grant (``allowed-tools``) is requested; returns whether the user approves.
         require_approval: ask before loading any MCP-served skill not approved for its content.
         cache: an on-demand cache of verified content.
-        budget_bytes: what one server may make the host download.
+        budget_bytes: what one server may make the host download (per ``budget_window`` when set).
+        budget_window: seconds after which each server's budget starts again; ``None`` (the default)
+            gives one budget for the life of the host, as suits one command; a long-running host
+            (the gateway) sets a window.
         allow_dynamic: load ``"dynamic"`` skills (unverifiable) instead of refusing them.
         read_timeout: seconds any single request may take; by default each server's own ``timeout``
             (the one it has to connect and to list), so one timeout bounds every request to it.
@@ -64,6 +67,7 @@ class Host:
         require_approval: bool = False,
         cache: ContentCache | None = None,
         budget_bytes: int = DEFAULT_BUDGET,
+        budget_window: float | None = None,
         allow_dynamic: bool = False,
         limits: ListingLimits | None = None,
         read_timeout: float | None = None,
@@ -79,6 +83,7 @@ class Host:
         self.require_approval = require_approval
         self.cache = cache
         self.budget_bytes = budget_bytes
+        self.budget_window = budget_window
         self.allow_dynamic = allow_dynamic
         self.limits = limits or ListingLimits()
         self.report = DiscoveryReport()
@@ -204,7 +209,11 @@ class Host:
     def loader(self, label: str) -> SkillLoader:
         if label not in self._loaders:
             self._loaders[label] = SkillLoader(
-                self.index(label), budget_bytes=self.budget_bytes, allow_dynamic=self.allow_dynamic, cache=self.cache
+                self.index(label),
+                budget_bytes=self.budget_bytes,
+                budget_window=self.budget_window,
+                allow_dynamic=self.allow_dynamic,
+                cache=self.cache,
             )
         return self._loaders[label]
 

@@ -16,6 +16,8 @@ refused unless the caller opts in; they are then loaded unverified and marked so
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Literal
@@ -110,17 +112,32 @@ class SkillLoader:
         budget_bytes: int = DEFAULT_BUDGET,
         allow_dynamic: bool = False,
         cache: ContentCache | None = None,
+        budget_window: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.index = index
         self.label = index.label
         self.budget_bytes = budget_bytes
+        self.budget_window = budget_window
+        """Seconds after which the budget starts again (``None``: once per loader, as for one CLI run).
+
+        A long-running host (the gateway) sets one, so a server gets ``budget_bytes`` per window
+        rather than once in the life of the process."""
         self.allow_dynamic = allow_dynamic
         self.cache = cache if index.origin == "mcp" else None
         self.used_bytes = 0
+        self._clock = clock
+        self._window_start = clock()
+
+    def _roll(self) -> None:
+        if self.budget_window is not None and self._clock() - self._window_start >= self.budget_window:
+            self._window_start = self._clock()
+            self.used_bytes = 0
 
     # -- fetching under the budget -------------------------------------------------------------------
 
     def _reserve(self, uri: str, size: int) -> None:
+        self._roll()
         if self.used_bytes + size > self.budget_bytes:
             raise BudgetExceeded(
                 f"reading {uri} ({size} bytes) would pass this server's budget of {self.budget_bytes} bytes "
@@ -130,6 +147,7 @@ class SkillLoader:
 
     def _reserve_unknown(self, uri: str) -> None:
         """Before a read of unknown size (dynamic content): refuse once the budget is spent."""
+        self._roll()
         if self.used_bytes >= self.budget_bytes:
             raise BudgetExceeded(
                 f"reading {uri} would pass this server's budget of {self.budget_bytes} bytes "
