@@ -77,7 +77,11 @@ class ActivationTable:
         return created
 
     def peek(self, key: str) -> Activation | None:
-        return self._table.get(key)
+        """The activation for ``key`` if there is one (never created); using it counts as recent use."""
+        found = self._table.get(key)
+        if found is not None:
+            self._table.move_to_end(key)
+        return found
 
     def drop(self, key: str) -> None:
         self._table.pop(key, None)
