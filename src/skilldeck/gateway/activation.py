@@ -15,14 +15,14 @@ from typing import Any, Final
 __all__ = ["MAX_CONVERSATION_CHARS", "Activation", "ActivationTable", "client_key"]
 
 MAX_CONVERSATION_CHARS: Final = 128
-"""The longest conversation id a client may send; a longer or non-string one is ignored."""
+"""The longest conversation id a client may send; the gateway refuses a request with a longer or non-string one."""
 
 
 def client_key(kind: str, subject: str | None, conversation: object = None) -> str:
     """The activation key for a client: ``kind`` (``stdio``, ``session:<id>``, ``http``), who, and which conversation.
 
-    A conversation id that is not a short printable string is ignored rather than refused: it only
-    separates one caller's activations, it never grants anything.
+    A conversation id that is not a short printable string is ignored here (it only separates one
+    caller's activations, it never grants anything); the gateway refuses such a request before.
     """
     key = f"{kind}|{subject or 'anonymous'}"
     if isinstance(conversation, str) and 0 < len(conversation) <= MAX_CONVERSATION_CHARS and conversation.isprintable():
