@@ -15,14 +15,14 @@ from typing import Any, Final
 __all__ = ["MAX_CONVERSATION_CHARS", "Activation", "ActivationTable", "client_key"]
 
 MAX_CONVERSATION_CHARS: Final = 128
-"""The longest conversation id a client may send; a longer or non-string one is ignored."""
+"""The longest conversation id a client may send; the gateway refuses a request with a longer or non-string one."""
 
 
 def client_key(kind: str, subject: str | None, conversation: object = None) -> str:
     """The activation key for a client: ``kind`` (``stdio``, ``session:<id>``, ``http``), who, and which conversation.
 
-    A conversation id that is not a short printable string is ignored rather than refused: it only
-    separates one caller's activations, it never grants anything.
+    A conversation id that is not a short printable string is ignored here (it only separates one
+    caller's activations, it never grants anything); the gateway refuses such a request before.
     """
     key = f"{kind}|{subject or 'anonymous'}"
     if isinstance(conversation, str) and 0 < len(conversation) <= MAX_CONVERSATION_CHARS and conversation.isprintable():
@@ -77,7 +77,11 @@ class ActivationTable:
         return created
 
     def peek(self, key: str) -> Activation | None:
-        return self._table.get(key)
+        """The activation for ``key`` if there is one (never created); using it counts as recent use."""
+        found = self._table.get(key)
+        if found is not None:
+            self._table.move_to_end(key)
+        return found
 
     def drop(self, key: str) -> None:
         self._table.pop(key, None)

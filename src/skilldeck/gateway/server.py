@@ -32,8 +32,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck import __version__
 from skilldeck.errors import GateRefused, SkilldeckError
-from skilldeck.gateway.activation import client_key
-from skilldeck.gateway.meta import CALL, FIND, LOAD, META_TOOLS, READ_SKILL_FILE
+from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, client_key
+from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, READ_SKILL_FILE
 from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService
 from skilldeck.select.project import tool_function_name
@@ -70,6 +70,13 @@ def _ok(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
 
 def _refused(reason: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": reason}], "isError": True}
+
+
+_TOO_LONG = f"at most {MAX_ID_CHARS} characters"
+
+
+def _too_long(value: object) -> bool:
+    return isinstance(value, str) and len(value) > MAX_ID_CHARS
 
 
 def _find_text(result: dict[str, Any]) -> str:
@@ -183,8 +190,13 @@ class GatewayMiddleware:
         arguments = params.get("arguments")
         if not isinstance(name, str):
             return _refused("tools/call needs a tool name")
+        if _too_long(name):
+            return _refused(f"a tool name is {_TOO_LONG}; nothing was sent")
         if arguments is not None and not isinstance(arguments, dict):
             return _refused("arguments must be an object")
+        conversation = self._conversation_refusal(ctx)
+        if conversation is not None:
+            return _refused(conversation)
         caller = self.caller(ctx)
         client = self.client(ctx, caller)
         args: dict[str, Any] = arguments or {}
@@ -208,6 +220,8 @@ class GatewayMiddleware:
                     ids = [ids]
                 if not isinstance(ids, list) or not ids or len(ids) > 20 or not all(isinstance(i, str) for i in ids):
                     return _refused("load needs ids: a list of 1 to 20 card ids from find (LABEL/NAME)")
+                if any(_too_long(i) for i in ids):
+                    return _refused(f"a card id is {_TOO_LONG} (LABEL/NAME, as find returned it); nothing was loaded")
                 loaded = await service.load(caller, client, ids)
                 if loaded["tools"] and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                     await self._announce(ctx.session)
@@ -217,6 +231,8 @@ class GatewayMiddleware:
                 skill, path = args.get("skill"), args.get("path")
                 if not isinstance(skill, str) or not isinstance(path, str) or len(path) > 1_024:
                     return _refused("read_skill_file needs skill (a loaded skill id) and path (a file of it)")
+                if _too_long(skill):
+                    return _refused(f"a skill id is {_TOO_LONG} (LABEL/NAME, as load returned it)")
                 read = await service.read_skill_file(client, skill, path)
                 return _ok(read, read.get("text") or f"{read['uri']} ({read.get('mimeType')}, base64 in blob)")
             if name == CALL:
@@ -224,6 +240,8 @@ class GatewayMiddleware:
                 tool, tool_args = args.get("tool"), args.get("arguments")
                 if not isinstance(tool, str):
                     return _refused("call needs tool: a LABEL/TOOL name you loaded")
+                if _too_long(tool):
+                    return _refused(f"a tool name is {_TOO_LONG} (LABEL/TOOL, as load returned it); nothing was sent")
                 if tool_args is not None and not isinstance(tool_args, dict):
                     return _refused("arguments must be an object matching the tool's input schema")
                 return await service.call(caller, client, tool, tool_args)
@@ -233,6 +251,26 @@ class GatewayMiddleware:
             return _refused(str(exc))
         except SkilldeckError as exc:
             return _refused(str(exc))
+
+    @staticmethod
+    def _conversation_refusal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+        """Why a 2026-07-28 request's conversation id cannot be used, or ``None``.
+
+        An unusable id is refused rather than ignored: ignoring it would answer the request from the
+        caller's shared (no conversation) activation, which the client asked to be kept apart from.
+        """
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return None
+        meta: Any = ctx.meta or {}
+        if not isinstance(meta, dict) or CONVERSATION_META_KEY not in meta:
+            return None
+        value = meta[CONVERSATION_META_KEY]
+        if isinstance(value, str) and 0 < len(value) <= MAX_CONVERSATION_CHARS and value.isprintable():
+            return None
+        return (
+            f"_meta[{CONVERSATION_META_KEY!r}] must be a printable string of 1 to {MAX_CONVERSATION_CHARS} "
+            "characters; nothing was done. Send a shorter id, or none to use your shared activation."
+        )
 
     async def _announce(self, session: ServerSession) -> None:
         try:

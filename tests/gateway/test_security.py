@@ -1,0 +1,310 @@
+"""The gateway's security cases: every refusal is a tool result with a reason, and NOTHING reaches an upstream.
+
+Each upstream is a real in-process ``MCPServer`` that records every request it receives
+(:func:`~.gateway_clients_support.recording_upstream`); the tests count its ``tools/call``
+requests. Clients are the official Python SDK client, in both protocol eras where it matters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS
+from skilldeck.gateway.meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
+from skilldeck.gateway.server import CONVERSATION_META_KEY
+from skilldeck.server.policy import load_policy
+
+from .gateway_clients_support import (
+    ToolSkill,
+    check_structured,
+    client,
+    files_upstream,
+    jobs_upstream,
+    open_gateway,
+    recording_upstream,
+    refusal,
+    tool_calls,
+)
+
+pytestmark = pytest.mark.anyio
+
+ERAS = ["modern", "legacy"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_tool_never_activated_is_refused_by_call_and_by_injected_name(era: str) -> None:
+    jobs, files = jobs_upstream(), files_upstream()
+    async with open_gateway({"jobs": jobs, "files": files}) as gw, client(gw, era) as c:
+        for name in ("jobs/search_jobs", "files/read_file"):
+            text = refusal(await c.call_tool("call", {"tool": name, "arguments": {"query": "x", "path": "a"}}))
+            assert "active tools: none" in text, text
+        text = refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}))
+        assert "not in the active" in text, text
+        assert "active tools: none" in text, text
+        refusal(await c.call_tool("files__read_file", {"path": "notes.txt"}))
+        # loading the skill activates exactly its tool: its neighbour stays refused, both ways
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        assert [t["name"] for t in loaded["tools"]] == ["jobs/search_jobs"], loaded
+        text = refusal(await c.call_tool("call", {"tool": "jobs/delete_job", "arguments": {"job_id": "J-1"}}))
+        assert "active tools: jobs/search_jobs" in text, text
+        refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}))
+        assert tool_calls(jobs) == []
+        assert tool_calls(files) == []
+        result = await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}})
+        assert not result.is_error, result
+        assert [p["name"] for p in tool_calls(jobs)] == ["search_jobs"]
+
+
+@pytest.mark.parametrize(
+    "guess",
+    [
+        "search_jobs",  # the bare name of an inactive tool
+        "jobs/delete_job",
+        "jobs__delete_job",
+        "jobs.delete_job",
+        "jobs/nuke_everything",  # never listed
+        "jobs__nuke_everything",
+        "files__read_file",
+        "files/../jobs/delete_job",
+        "Jobs__Delete_Job",
+        "jobs__search_jobs/../delete_job",
+        "call",  # a meta-tool's name, through call
+    ],
+)
+async def test_guessed_names_are_refused(guess: str) -> None:
+    jobs, files = jobs_upstream(), files_upstream()
+    async with open_gateway({"jobs": jobs, "files": files}) as gw, client(gw, "legacy") as c:
+        await c.call_tool("load", {"ids": ["files/write_file"]})  # something is active, not what is guessed
+        refusal(await c.call_tool("call", {"tool": guess, "arguments": {}}))
+        if "/" not in guess and guess not in ("call",):
+            refusal(await c.call_tool(guess, {}))
+        assert tool_calls(jobs) == []
+        assert tool_calls(files) == []
+
+
+async def test_a_tool_of_another_label_named_by_a_skill_needs_a_grant() -> None:
+    def upstreams() -> dict[str, Any]:
+        reporter = recording_upstream(
+            "reports", ToolSkill("weekly-report", "files/read_file", "Write the weekly report from the notes file.")
+        )
+        return {"reports": reporter, "files": files_upstream()}
+
+    ups = upstreams()
+    async with open_gateway(ups) as gw, client(gw, "legacy") as c:
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["reports/weekly-report"]}))
+        assert [s["id"] for s in loaded["skills"]] == ["reports/weekly-report"]
+        assert loaded["tools"] == [], loaded
+        (refused,) = loaded["refused"]
+        assert refused["id"] == "files/read_file", refused
+        assert "--grant reports:files" in refused["reason"], refused
+        refusal(await c.call_tool("call", {"tool": "files/read_file", "arguments": {"path": "notes.txt"}}))
+        refusal(await c.call_tool("files__read_file", {"path": "notes.txt"}))
+        assert tool_calls(ups["files"]) == []
+
+    ups = upstreams()
+    async with open_gateway(ups, grants=[("reports", "files")]) as gw, client(gw, "legacy") as c:
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["reports/weekly-report"]}))
+        assert [t["name"] for t in loaded["tools"]] == ["files/read_file"], loaded
+        result = await c.call_tool("files__read_file", {"path": "notes.txt"})
+        assert not result.is_error, result
+        assert [p["name"] for p in tool_calls(ups["files"])] == ["read_file"]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},  # a required argument missing
+        {"query": 42},
+        {"query": "python", "limit": "five"},
+        {"query": ["a", "list"]},
+    ],
+)
+@pytest.mark.parametrize("era", ERAS)
+async def test_arguments_failing_the_upstream_schema_are_refused(era: str, arguments: dict[str, Any]) -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
+        await c.call_tool("load", {"ids": ["jobs/job-search"]})
+        text = refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": arguments}))
+        assert "do not match its input schema" in text, text
+        refusal(await c.call_tool("jobs__search_jobs", arguments))
+        assert tool_calls(jobs) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_skill_whose_bytes_changed_after_listing_is_refused_and_activates_nothing(era: str) -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
+        found = check_structured("find", await c.call_tool("find", {"query": "find job openings in a city"}))
+        assert "jobs/job-search" in [card["id"] for card in found["cards"]], found
+        # the upstream now serves other bytes, of the same size, under the entry it listed
+        uri = "skill://job-search/SKILL.md"
+        jobs.files[uri] = jobs.files[uri].replace(b"city", b"town")
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        assert loaded["skills"] == [], loaded
+        assert loaded["tools"] == [], loaded
+        (refused,) = loaded["refused"]
+        assert refused["id"] == "jobs/job-search", refused
+        assert "digest" in refused["reason"].lower(), refused
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
+        refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}))
+        assert tool_calls(jobs) == []
+
+
+ROUTES_NONE = """\
+default_identity: {subject: intern, tenant: acme, roles: [reader]}
+public_tools: [files/read_file]
+skills:
+  jobs/job-search:
+    tools: [jobs/search_jobs]
+    routes:
+      - when: {roles: [admin]}
+        allow: all
+"""
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_caller_whose_policy_routes_none_is_refused(era: str, tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(ROUTES_NONE)
+    jobs, files = jobs_upstream(), files_upstream()
+    pinned = [("jobs", "search_jobs")]  # even a pinned tool passes the policy first
+    async with (
+        open_gateway({"jobs": jobs, "files": files}, policy=load_policy(path), pinned=pinned) as gw,
+        client(gw, era) as c,
+    ):
+        found = check_structured("find", await c.call_tool("find", {"query": "search jobs", "limit": 10}))
+        ids = {card["id"] for card in found["cards"]}
+        assert not {"jobs/search_jobs", "jobs/delete_job"} & ids, found
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search", "jobs/search_jobs"]}))
+        assert [s["id"] for s in loaded["skills"]] == ["jobs/job-search"], loaded  # admitted: instructions only
+        assert loaded["tools"] == [], loaded
+        # the skill's tool is refused as not routed; the tool id is not even a card for this caller
+        reasons = [(r["id"], r["reason"]) for r in loaded["refused"]]
+        assert [i for i, _ in reasons] == ["jobs/search_jobs", "jobs/search_jobs"], reasons
+        assert "not routed to you" in reasons[0][1], reasons
+        assert "no card has the id" in reasons[1][1], reasons
+        text = refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
+        assert "search_jobs" in text, text
+        refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}))
+        refusal(await c.call_tool("call", {"tool": "files/write_file", "arguments": {"path": "a", "content": "b"}}))
+        assert tool_calls(jobs) == []
+        assert tool_calls(files) == []
+        # what the policy does route (a public tool) still works
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["files/read_file"]}))
+        assert [t["name"] for t in loaded["tools"]] == ["files/read_file"], loaded
+        assert not (await c.call_tool("call", {"tool": "files/read_file", "arguments": {"path": "a"}})).is_error
+        assert [p["name"] for p in tool_calls(files)] == ["read_file"]
+
+
+async def test_one_legacy_session_never_sees_another_sessions_activation() -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, "legacy") as first, client(gw, "legacy") as second:
+        await first.call_tool("load", {"ids": ["jobs/job-search"]})
+        assert "jobs__search_jobs" in [t.name for t in (await first.list_tools()).tools]
+        assert "jobs__search_jobs" not in [t.name for t in (await second.list_tools()).tools]
+        refusal(await second.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
+        refusal(await second.call_tool("jobs__search_jobs", {"query": "python"}))
+        refusal(await second.call_tool("read_skill_file", {"skill": "jobs/job-search", "path": "SKILL.md"}))
+        assert tool_calls(jobs) == []
+        assert not (await first.call_tool("jobs__search_jobs", {"query": "python"})).is_error
+        assert len(tool_calls(jobs)) == 1
+
+
+async def test_modern_callers_with_different_conversations_never_share_activation() -> None:
+    jobs = jobs_upstream()
+    one, two = {CONVERSATION_META_KEY: "conversation-1"}, {CONVERSATION_META_KEY: "conversation-2"}
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, "modern") as c:
+        await c.call_tool("load", {"ids": ["jobs/job-search"]}, meta=one)
+        call = {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}
+        refusal(await c.call_tool("call", call, meta=two))
+        refusal(await c.call_tool("call", call))  # no conversation id: the caller's shared state, also empty
+        refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}, meta=two))
+        assert tool_calls(jobs) == []
+        assert not (await c.call_tool("call", call, meta=one)).is_error
+        assert len(tool_calls(jobs)) == 1
+
+
+# -- resource bounds -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_bounds_on_find_and_load_inputs(era: str) -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
+        text = refusal(await c.call_tool("find", {"query": "x" * (MAX_QUERY_CHARS + 1)}))
+        assert "at most 2,000 characters" in text, text
+        check_structured("find", await c.call_tool("find", {"query": "jobs " * (MAX_QUERY_CHARS // 5)}))
+        text = refusal(await c.call_tool("load", {"ids": [f"jobs/tool-{i}" for i in range(MAX_LOAD_IDS + 1)]}))
+        assert "1 to 20 card ids" in text, text
+        refusal(await c.call_tool("find", {"query": "jobs", "limit": 51}))
+        refusal(await c.call_tool("find", {"query": "jobs", "limit": True}))
+        assert gw.service.activations.peek("local|anonymous") is None or not gw.service.activations.values()[0].tools
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_over_long_ids_and_tool_names_are_refused_without_being_echoed(era: str) -> None:
+    jobs = jobs_upstream()
+    long_id = "jobs/" + "x" * MAX_ID_CHARS
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
+        for result in (
+            await c.call_tool("load", {"ids": ["jobs/job-search", long_id]}),
+            await c.call_tool("call", {"tool": long_id, "arguments": {}}),
+            await c.call_tool("read_skill_file", {"skill": long_id, "path": "SKILL.md"}),
+        ):
+            text = refusal(result)
+            assert f"at most {MAX_ID_CHARS} characters" in text, text
+            assert long_id not in text
+        # the over-long request loaded nothing, not even its valid id
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
+        assert tool_calls(jobs) == []
+
+
+async def test_an_over_long_conversation_id_is_refused_not_merged_into_shared_state() -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, "modern") as c:
+        await c.call_tool("load", {"ids": ["jobs/job-search"]})  # the caller's shared (no conversation) state
+        too_long = {CONVERSATION_META_KEY: "c" * (MAX_CONVERSATION_CHARS + 1)}
+        for bad in (too_long, {CONVERSATION_META_KEY: 42}, {CONVERSATION_META_KEY: "a\nb"}):
+            text = refusal(
+                await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}, meta=bad)
+            )
+            assert CONVERSATION_META_KEY in text, text
+            assert f"1 to {MAX_CONVERSATION_CHARS}" in text, text
+            refusal(await c.call_tool("find", {"query": "jobs"}, meta=bad))
+        assert tool_calls(jobs) == []
+        ok = {CONVERSATION_META_KEY: "c" * MAX_CONVERSATION_CHARS}
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}, meta=ok))
+        assert tool_calls(jobs) == []
+
+
+async def test_more_clients_than_max_clients_evicts_the_least_recently_used() -> None:
+    jobs = jobs_upstream()
+    call = {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}
+    async with open_gateway({"jobs": jobs}, max_clients=2) as gw, client(gw, "modern") as c:
+
+        def conv(name: str) -> dict[str, Any]:
+            return {CONVERSATION_META_KEY: name}
+
+        await c.call_tool("load", {"ids": ["jobs/job-search"]}, meta=conv("a"))
+        await c.call_tool("load", {"ids": ["jobs/job-search"]}, meta=conv("b"))
+        assert not (await c.call_tool("call", call, meta=conv("a"))).is_error  # a is now the most recently used
+        await c.call_tool("load", {"ids": ["jobs/job-search"]}, meta=conv("c"))  # a third: b gives way
+        assert len(gw.service.activations) == 2
+        assert not (await c.call_tool("call", call, meta=conv("a"))).is_error
+        assert not (await c.call_tool("call", call, meta=conv("c"))).is_error
+        text = refusal(await c.call_tool("call", call, meta=conv("b")))
+        assert "active tools: none" in text, text
+        assert len(tool_calls(jobs)) == 3
+
+        # many more clients than the bound: the table stays bounded
+        async def load(name: str) -> None:
+            await c.call_tool("load", {"ids": ["jobs/job-search"]}, meta=conv(name))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(load, f"n{i}")
+        assert len(gw.service.activations) == 2
