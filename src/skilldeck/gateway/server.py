@@ -37,6 +37,7 @@ from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, R
 from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService
 from skilldeck.select.project import tool_function_name
+from skilldeck.server.notifier import MAX_LEGACY_SESSIONS
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
@@ -116,6 +117,8 @@ class GatewayMiddleware:
         self.skills: RepublishedSkills | None = None
         """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
         self._legacy_sessions: dict[str, ServerSession] = {}
+        self.max_legacy_sessions = MAX_LEGACY_SESSIONS
+        """Legacy connections remembered at once; past it the oldest is forgotten with its activation."""
 
     # -- who is asking -----------------------------------------------------------------------------
 
@@ -132,6 +135,8 @@ class GatewayMiddleware:
             connection = getattr(ctx.session, "_connection", ctx.session)
             key = client_key(f"session:{id(connection)}", caller.subject)
             if key not in self._legacy_sessions:
+                if len(self._legacy_sessions) >= self.max_legacy_sessions:  # a transport that never cleans up
+                    self._forget(next(iter(self._legacy_sessions)))
                 self._legacy_sessions[key] = ctx.session
                 exit_stack = getattr(connection, "exit_stack", None)
                 if exit_stack is not None:
