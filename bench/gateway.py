@@ -104,65 +104,87 @@ class GatewaySession(st.Session):
 class Cell:
     era: str
     clients: int
-    direct: list[st.RepResult] = field(default_factory=list)
-    gateway: list[st.RepResult] = field(default_factory=list)
-    order: list[str] = field(default_factory=list)
+    runs: dict[str, list[st.RepResult]] = field(default_factory=dict)
+    order: list[list[str]] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        pairs = list(zip(self.direct, self.gateway, strict=True))
+    def _vs_direct(self, kind: str) -> dict[str, Any]:
+        direct, proxied = self.runs["direct"], self.runs[kind]
+        pairs = list(zip(direct, proxied, strict=True))
         added = [g.p50_ms - d.p50_ms for d, g in pairs]
         share = [g.rps / d.rps for d, g in pairs if d.rps]
         return {
-            "era": self.era,
-            "clients": self.clients,
-            "direct_rps": round(statistics.median(r.rps for r in self.direct), 1),
-            "gateway_rps": round(statistics.median(r.rps for r in self.gateway), 1),
-            "direct_p50_ms": round(statistics.median(r.p50_ms for r in self.direct), 3),
-            "gateway_p50_ms": round(statistics.median(r.p50_ms for r in self.gateway), 3),
+            "rps": round(statistics.median(r.rps for r in proxied), 1),
+            "p50_ms": round(statistics.median(r.p50_ms for r in proxied), 3),
+            "p99_ms": round(statistics.median(r.p99_ms for r in proxied), 3),
+            "server_cpu_pct": round(statistics.median(r.server_cpu_pct for r in proxied), 1),
+            "cpu_ms_per_call": round(statistics.median(10 * r.server_cpu_pct / r.rps for r in proxied if r.rps), 3),
             "added_p50_ms": round(statistics.median(added), 3),
-            "added_p50_ms_per_rep": [round(a, 3) for a in added],
+            "added_p50_ms_per_rep": [round(x, 3) for x in added],
             "throughput_share": round(statistics.median(share), 3),
             "throughput_share_per_rep": [round(x, 3) for x in share],
-            "direct_server_cpu_pct": round(statistics.median(r.server_cpu_pct for r in self.direct), 1),
-            "gateway_server_cpu_pct": round(statistics.median(r.server_cpu_pct for r in self.gateway), 1),
-            "errors": sum(r.errors for r in (*self.direct, *self.gateway)),
-            "order_per_rep": self.order,
-            "reps": {"direct": [r.as_dict() for r in self.direct], "gateway": [r.as_dict() for r in self.gateway]},
+            "errors": sum(r.errors for r in proxied),
+            "reps": [r.as_dict() for r in proxied],
         }
 
+    def summary(self) -> dict[str, Any]:
+        direct = self.runs["direct"]
+        out: dict[str, Any] = {
+            "era": self.era,
+            "clients": self.clients,
+            "direct": {
+                "rps": round(statistics.median(r.rps for r in direct), 1),
+                "p50_ms": round(statistics.median(r.p50_ms for r in direct), 3),
+                "p99_ms": round(statistics.median(r.p99_ms for r in direct), 3),
+                "server_cpu_pct": round(statistics.median(r.server_cpu_pct for r in direct), 1),
+                "cpu_ms_per_call": round(statistics.median(10 * r.server_cpu_pct / r.rps for r in direct if r.rps), 3),
+                "errors": sum(r.errors for r in direct),
+                "reps": [r.as_dict() for r in direct],
+            },
+            "order_per_rep": self.order,
+        }
+        for kind in self.runs:
+            if kind != "direct":
+                out[kind] = self._vs_direct(kind)
+        return out
 
-def meets_targets(cell: dict[str, Any]) -> bool:
+
+def meets_targets(cell: dict[str, Any], kind: str = "gateway") -> bool:
+    entry = cell[kind]
     return bool(
-        cell["added_p50_ms"] <= ADDED_P50_TARGET_MS
-        and cell["throughput_share"] >= THROUGHPUT_SHARE_TARGET
-        and cell["errors"] == 0
+        entry["added_p50_ms"] <= ADDED_P50_TARGET_MS
+        and entry["throughput_share"] >= THROUGHPUT_SHARE_TARGET
+        and entry["errors"] == 0
+        and cell["direct"]["errors"] == 0
     )
 
 
 async def run_cells(
-    upstream: st.Target, gateway: st.Target, args: argparse.Namespace, say: Any
+    upstream: st.Target, gateways: dict[str, st.Target], args: argparse.Namespace, say: Any
 ) -> list[dict[str, Any]]:
-    runs = {"direct": (upstream, DIRECT, st.Session), "gateway": (gateway, PROXIED, GatewaySession)}
+    runs: dict[str, tuple[st.Target, ToolCall, Any]] = {"direct": (upstream, DIRECT, st.Session)}
+    runs |= {kind: (target, PROXIED, GatewaySession) for kind, target in gateways.items()}
+    kinds = list(runs)
     cells = [Cell(era, clients) for era in args.eras for clients in args.clients]
     for rep in range(args.reps):
         for i, cell in enumerate(cells):
-            order = ["direct", "gateway"] if (rep + i) % 2 == 0 else ["gateway", "direct"]
-            cell.order.append(order[0])
+            shift = (rep + i) % len(kinds)  # rotate who goes first
+            order = kinds[shift:] + kinds[:shift]
+            cell.order.append(order)
             for kind in order:
                 target, op, session = runs[kind]
                 result = await st.run_rep(
                     target,
                     cell.era,
-                    op,
+                    op,  # type: ignore[arg-type]
                     cell.clients,
                     args.warmup,
                     args.duration,
                     "raw",
-                    session,  # type: ignore[arg-type]
+                    session,
                 )
-                getattr(cell, kind).append(result)
+                cell.runs.setdefault(kind, []).append(result)
                 say(
-                    f"  rep {rep + 1} {cell.era} c={cell.clients:<2} {kind:<7} {result.rps:7.0f} req/s  "
+                    f"  rep {rep + 1} {cell.era} c={cell.clients:<2} {kind:<8} {result.rps:7.0f} req/s  "
                     f"p50 {result.p50_ms:6.3f} ms  server CPU {result.server_cpu_pct:3.0f}%  "
                     f"client CPU {result.client_cpu_pct:3.0f}%"
                     + (f"  errors {result.errors} ({result.first_error})" if result.errors else "")
@@ -172,16 +194,18 @@ async def run_cells(
 
 def markdown_table(cells: list[dict[str, Any]]) -> str:
     lines = [
-        "| protocol | clients | direct req/s | gateway req/s | gateway / direct | direct p50 ms | gateway p50 ms "
-        "| added p50 ms | gateway CPU % | upstream CPU % (direct) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| protocol | clients | path | req/s | share of direct | p50 ms | added p50 ms | server CPU % | CPU ms / call |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for c in cells:
-        lines.append(
-            f"| {c['era']} | {c['clients']} | {c['direct_rps']:,.0f} | {c['gateway_rps']:,.0f} | "
-            f"{100 * c['throughput_share']:.0f}% | {c['direct_p50_ms']:.2f} | {c['gateway_p50_ms']:.2f} | "
-            f"{c['added_p50_ms']:.2f} | {c['gateway_server_cpu_pct']:.0f} | {c['direct_server_cpu_pct']:.0f} |"
-        )
+        for kind in [k for k in c if isinstance(c[k], dict)]:
+            e = c[kind]
+            share = f"{100 * e['throughput_share']:.0f}%" if "throughput_share" in e else ""
+            added = f"{e['added_p50_ms']:.2f}" if "added_p50_ms" in e else ""
+            lines.append(
+                f"| {c['era']} | {c['clients']} | {kind} | {e['rps']:,.0f} | {share} | {e['p50_ms']:.2f} | {added} "
+                f"| {e['server_cpu_pct']:.0f} | {e['cpu_ms_per_call']:.2f} |"
+            )
     return "\n".join(lines)
 
 
@@ -200,6 +224,77 @@ def profile_top(path: Path, limit: int = 40) -> list[dict[str, Any]]:
     return [{"by": "tottime", "rows": by_own}, {"by": "cumtime", "rows": by_cum}]
 
 
+# -- where a proxied call's CPU goes (in one process, so process CPU time can be split) -------------
+
+
+async def _breakdown(url: str, calls: int) -> dict[str, float]:
+    """CPU per call (process time, ms) of the upstream hop alone, the gateway's check, and check + hop.
+
+    Run in a child process (``--breakdown URL``) so the baseline's ``src/`` can be put on its path.
+    ``check_call_70_servers`` is the same check with LiveMCPBench's 70 servers (527 tools) listed.
+    """
+    import gateway_agent as agent
+    from skilldeck.gateway.service import GatewayService
+    from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec
+    from skilldeck.server.policy import caller_for
+
+    caller = caller_for(None, None, None)
+    arguments = {"text": TEXT}
+    out: dict[str, float] = {}
+
+    def per_call(started: float) -> float:
+        return round(1000 * (time.process_time() - started) / calls, 4)
+
+    async with Host([ServerSpec("echo", HttpServer(url))]) as host:
+        service = GatewayService(host)
+        await service.load(caller, "bench", ["echo/echo"])
+        client = host.connections.connected["echo"].client
+        await service.call(caller, "bench", "echo/echo", arguments)
+        for _ in range(2):  # the second pass is the one kept (warm)
+            started = time.process_time()
+            for _ in range(calls):
+                await client.call_tool("echo", arguments)
+            out["upstream_hop"] = per_call(started)
+            started = time.process_time()
+            for _ in range(calls):
+                service.check_call(caller, "bench", "echo/echo", arguments)
+            out["check_call"] = per_call(started)
+            started = time.process_time()
+            for _ in range(calls):
+                await service.call(caller, "bench", "echo/echo", arguments)
+            out["service_call"] = per_call(started)
+    servers, _ = agent.catalog()
+    upstreams = [
+        ServerSpec(s["label"], InProcessServer(agent.upstream_server(s["label"], s["tools"])[0])) for s in servers
+    ]
+    async with Host(upstreams) as host:
+        service = GatewayService(host)
+        await service.load(caller, "bench", ["whois/whois_domain"])
+        whois = {"domain": "example.com"}
+        service.check_call(caller, "bench", "whois/whois_domain", whois)
+        started = time.process_time()
+        for _ in range(calls):
+            service.check_call(caller, "bench", "whois/whois_domain", whois)
+        out["check_call_70_servers"] = per_call(started)
+    return out
+
+
+def breakdown(url: str, calls: int, pythonpath: Path | None = None) -> dict[str, float]:
+    env = {**os.environ, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {})}
+    command = [sys.executable, str(Path(__file__).resolve()), "--breakdown", url, "--calls", str(calls)]
+    done = subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _checkout(rev: str, into: Path) -> Path:
+    """``src/`` as of ``rev``, written under ``into`` (a temp dir); the path to put on PYTHONPATH."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", rev, "src"], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
     p.add_argument("--quick", action="store_true", help="1 rep, 0.3 s warm-up, 1 s windows")
@@ -209,6 +304,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--clients", type=int, nargs="+", default=[1, 8], help="concurrent clients (default 1 8)")
     p.add_argument("--eras", nargs="+", choices=st.ERAS, default=list(st.ERAS), help="protocol versions to run")
     p.add_argument("--profile", type=Path, metavar="FILE", help="run the gateway under cProfile, stats to FILE")
+    p.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the gateway as of this git revision (its src/ checked out to a temp dir), same run",
+    )
+    p.add_argument("--calls", type=int, default=300, help="sequential calls per breakdown figure (default 300)")
+    p.add_argument("--breakdown", metavar="URL", help=argparse.SUPPRESS)  # the child process of breakdown()
     p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results path")
     args = p.parse_args(argv)
     args.reps = args.reps or (1 if args.quick else 3)
@@ -221,6 +323,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.breakdown:
+        import anyio
+
+        print(json.dumps(anyio.run(_breakdown, args.breakdown, args.calls)))
+        return 0
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -228,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     upstream = st.Target(
         "upstream", "echo upstream", [sys.executable, str(HERE / "_echo_server.py"), st.HOST], EchoExpectations()
     )  # type: ignore[arg-type]
-    gateway = st.Target("gateway", "skilldeck gateway", [], EchoExpectations())  # type: ignore[arg-type]
+    gateways = {"gateway": st.Target("gateway", "skilldeck gateway", [], EchoExpectations())}  # type: ignore[arg-type]
+    if args.baseline:
+        gateways["baseline"] = st.Target("baseline", f"gateway at {args.baseline}", [], EchoExpectations())  # type: ignore[arg-type]
     load_at_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = dt.datetime.now(dt.UTC)
     wall0 = time.perf_counter()
@@ -243,34 +352,36 @@ def main(argv: list[str] | None = None) -> int:
             config = log_dir / "mcp.json"
             url = f"http://{st.HOST}:{upstream.port}{st.PATH}"
             config.write_text(json.dumps({"mcpServers": {"echo": {"url": url}}}))
-            gateway.port = st._free_port()
-            profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile else []
-            gateway.command = [
-                sys.executable,
-                *profiler,
-                "-m",
-                "skilldeck.cli",
-                "gateway",
-                "--config",
-                str(config),
-                "--http",
-                f"{st.HOST}:{gateway.port}",
-            ]
-            st._start(gateway, log_dir)
-            st._wait_ready(gateway)
-            say(f"upstream at {url} (pid {upstream.process.pid}); gateway at http://{st.HOST}:{gateway.port}{st.PATH}")  # type: ignore[union-attr]
-            cells = asyncio.run(run_cells(upstream, gateway, args, say))
+            for kind, gateway in gateways.items():
+                gateway.port = st._free_port()
+                profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile and kind == "gateway" else []
+                gateway.command = [sys.executable, *profiler, "-m", "skilldeck.cli", "gateway", "--config", str(config)]
+                gateway.command += ["--http", f"{st.HOST}:{gateway.port}"]
+                if kind == "baseline":
+                    gateway.env = {"PYTHONPATH": str(_checkout(args.baseline, log_dir / "baseline"))}
+                st._start(gateway, log_dir)
+            for gateway in gateways.values():
+                st._wait_ready(gateway)
+            say(f"upstream at {url}; gateways at " + ", ".join(f"{k} :{g.port}" for k, g in gateways.items()))
+            cells = asyncio.run(run_cells(upstream, gateways, args, say))
+            cpu = {"gateway": breakdown(url, args.calls)}
+            if args.baseline:
+                cpu["baseline"] = breakdown(url, args.calls, log_dir / "baseline" / "src")
+            for kind, figures in cpu.items():
+                say(f"  CPU ms per call ({kind}): " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
         finally:
-            if args.profile and gateway.process is not None and gateway.process.poll() is None:
-                gateway.process.send_signal(signal.SIGINT)  # cProfile writes its stats on the way out
+            profiled = gateways["gateway"].process
+            if args.profile and profiled is not None and profiled.poll() is None:
+                profiled.send_signal(signal.SIGINT)  # cProfile writes its stats on the way out
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    gateway.process.wait(timeout=30)
-            for target in (gateway, upstream):
+                    profiled.wait(timeout=30)
+            for target in (*gateways.values(), upstream):
                 st._stop(target)
         if args.profile and args.profile.exists():
             top = profile_top(args.profile)
     elapsed = time.perf_counter() - wall0
     ok = all(meets_targets(c) for c in cells)
+    baseline_ok = all(meets_targets(c, "baseline") for c in cells) if args.baseline else None
     report = {
         "benchmark": "gateway",
         "date": started.isoformat(timespec="seconds"),
@@ -291,12 +402,15 @@ def main(argv: list[str] | None = None) -> int:
             "clients": args.clients,
             "eras": args.eras,
             "profiled": bool(args.profile),
+            "baseline": args.baseline,
             "direct": DIRECT.params,
             "gateway": PROXIED.params,
         },
         "targets": {"added_p50_ms_at_most": ADDED_P50_TARGET_MS, "throughput_share_at_least": THROUGHPUT_SHARE_TARGET},
         "met": ok,
+        "baseline_met": baseline_ok,
         "cells": cells,
+        "cpu_ms_per_call_in_process": cpu,
         "markdown_table": markdown_table(cells),
     }
     if top is not None:
