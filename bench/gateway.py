@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/gateway.py            # both eras, 1 and 8 clients, 3 reps (about 1 minute)
+    .venv/bin/python bench/gateway.py            # both eras, 1 and 8 clients, 3 reps (about 1.5 minutes)
     .venv/bin/python bench/gateway.py --quick    # 1 rep, shorter windows
 
 Two subprocesses on 127.0.0.1: the upstream, ``bench/_echo_server.py`` (an ``MCPServer`` with one

@@ -25,7 +25,7 @@ Reported (``bench/results/gateway_agent.json``):
 * upstream ``tools/call`` requests of a tool that was not active for the calling conversation: must be 0;
 * hit rate: the loaded card's server is one the task's annotation needs (information only).
 
-Run from the repository root: ``.venv/bin/python bench/gateway_agent.py`` (about a minute).
+Run from the repository root: ``.venv/bin/python bench/gateway_agent.py`` (both eras, about 25 s).
 """
 
 from __future__ import annotations
