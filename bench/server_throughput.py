@@ -337,7 +337,7 @@ class Session:
             raise BenchError(f"notifications/initialized answered HTTP {note.status}")
 
     def _request_parts(self, method: str, params: dict[str, Any]) -> tuple[Any, bytes]:
-        key = (method, str(params.get("uri", "")))
+        key = (method, str(params.get("uri") or params.get("name") or ""))
         cached = self._prepared.get(key)
         if cached is None:
             headers = dict(self._base)
@@ -346,6 +346,8 @@ class Session:
                 headers |= {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
                 if method == "resources/read":
                     headers["Mcp-Name"] = params["uri"]  # plain ASCII URIs here: no =?base64? needed
+                elif method == "tools/call":
+                    headers["Mcp-Name"] = params["name"]
                 payload["_meta"] = META
             tail = json.dumps({"method": method, "params": payload}, separators=(",", ":")).encode()
             cached = (self.http.prepare(headers), b'{"jsonrpc":"2.0","id":%d,' + tail[1:].replace(b"%", b"%%"))
@@ -540,8 +542,13 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, round(q * (len(sorted_values) - 1)))]
 
 
-async def _open_sessions(target: Target, era: str, clients: int, client_kind: str) -> list[Session]:
-    sessions = [Session(CLIENTS[client_kind](HOST, target.port, PATH), era) for _ in range(clients)]
+SessionFactory = Callable[[RawHTTP | Httpx2HTTP, str], Session]
+
+
+async def _open_sessions(
+    target: Target, era: str, clients: int, client_kind: str, session: SessionFactory = Session
+) -> list[Session]:
+    sessions = [session(CLIENTS[client_kind](HOST, target.port, PATH), era) for _ in range(clients)]
     try:
         # a few at a time: 64 simultaneous handshakes is a connection storm, not what is measured
         semaphore = asyncio.Semaphore(8)
@@ -559,10 +566,17 @@ async def _open_sessions(target: Target, era: str, clients: int, client_kind: st
 
 
 async def run_rep(
-    target: Target, era: str, op: Operation, clients: int, warmup_s: float, duration_s: float, client_kind: str
+    target: Target,
+    era: str,
+    op: Operation,
+    clients: int,
+    warmup_s: float,
+    duration_s: float,
+    client_kind: str,
+    session: SessionFactory = Session,
 ) -> RepResult:
     assert target.process is not None
-    sessions = await _open_sessions(target, era, clients, client_kind)
+    sessions = await _open_sessions(target, era, clients, client_kind, session)
     try:
         # every client checks one full answer before the clock starts (and every answer after it)
         for s in sessions:

@@ -67,6 +67,8 @@ class _Index:
     selector: Selector
     ids: dict[str, Card]
     history_a_tokens: int | None = None
+    gate: ToolGate | None = None
+    """The listing's gate (validators built once per schema); each call checks a view with the client's tools."""
 
 
 def tool_id(label: str, tool: str) -> str:
@@ -392,7 +394,9 @@ class GatewayService:
         index = self.index_for(caller)
         activation = self.activations.peek(client) or Activation()
         pinned = [(label, name) for label, name in self.pinned if name in index.cards.tools.get(label, {})]
-        gate = ToolGate(index.cards.tools, [*activation.tools, *pinned])
+        if index.gate is None:
+            index.gate = ToolGate(index.cards.tools)
+        gate = index.gate.with_active([*activation.tools, *pinned])
         try:
             label, tool = gate.check(name, arguments)
         except GateRefused as exc:

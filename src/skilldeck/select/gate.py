@@ -8,6 +8,7 @@ available. The caller then sends the call on the same session that listed the to
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,7 +31,19 @@ class ToolGate:
     ) -> None:
         self._listed = {label: dict(tools) for label, tools in listed.items()}
         self._active: set[tuple[str, str]] = set()
+        self._validators: dict[tuple[str, str], tuple[Any, Any]] = {}
+        """(label, tool) -> (the input schema, its validator): built once per schema, not per call."""
         self.activate(active)
+
+    def with_active(self, active: Iterable[tuple[str, str]]) -> ToolGate:
+        """A gate over the same listing and validators (shared, not copied) with its own active set.
+
+        For a service that checks calls of many clients against one listing: the view costs what
+        its active set does, not what the listing does. Re-list on the gate it came from.
+        """
+        view = copy.copy(self)
+        view.activate(active)
+        return view
 
     @property
     def active(self) -> list[tuple[str, str]]:
@@ -58,11 +71,11 @@ class ToolGate:
         ``docs/search``: characters the APIs refuse replaced) is mapped back to the listed tool.
         """
         if label is None:
-            owners = [lbl for lbl, tools in self._listed.items() if name in tools]
             splits = [name.partition(sep) for sep in ("/", "__") if sep in name]
             for head, _, tail in splits:
                 if head in self._listed and tail in self._listed[head]:
                     return head, tail
+            owners = [lbl for lbl, tools in self._listed.items() if name in tools]
             if not owners:
                 rendered = self._rendered(name)
                 if rendered is not None:
@@ -113,20 +126,29 @@ class ToolGate:
         self._validate(label, tool, listed[tool], dict(arguments or {}))
         return label, tool
 
+    def _validator(self, label: str, tool: str, schema: Mapping[str, Any]) -> Any:
+        import jsonschema
+
+        cached = self._validators.get((label, tool))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator = validator_cls(schema)
+        self._validators[(label, tool)] = (schema, validator)
+        return validator
+
     def _available(self) -> str:
         active = ", ".join(f"{lbl}/{name}" for lbl, name in self.active) or "none"
         return f"active tools: {active}"
 
-    @staticmethod
-    def _validate(label: str, tool: str, definition: Mapping[str, Any], arguments: dict[str, Any]) -> None:
+    def _validate(self, label: str, tool: str, definition: Mapping[str, Any], arguments: dict[str, Any]) -> None:
         import jsonschema
 
         schema = definition.get("inputSchema")
         if not isinstance(schema, Mapping):
             return
         try:
-            validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-            validator = validator_cls(schema)
+            validator = self._validator(label, tool, schema)
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
         except jsonschema.exceptions.SchemaError as exc:
             raise InvalidArguments(f"{label}/{tool} has an input schema that cannot be used: {exc.message}") from None

@@ -1,0 +1,426 @@
+"""What the gateway adds to a ``tools/call``: proxied through ``skilldeck gateway`` vs sent directly, same run.
+
+Run from the repository root::
+
+    .venv/bin/python bench/gateway.py            # both eras, 1 and 8 clients, 3 reps (about 1.5 minutes)
+    .venv/bin/python bench/gateway.py --quick    # 1 rep, shorter windows
+
+Two subprocesses on 127.0.0.1: the upstream, ``bench/_echo_server.py`` (an ``MCPServer`` with one
+``echo(text)`` tool, served over streamable HTTP by ``skilldeck.server.app.run_http``), and the
+gateway, ``python -m skilldeck.cli gateway --config CONFIG --http 127.0.0.1:PORT`` whose config
+names the upstream by URL. The load generator, the sessions and the measuring loop are those of
+``bench/server_throughput.py`` (imported, not copied): each client owns one keep-alive connection
+and one session and sends requests back to back; only exactly right answers count.
+
+* **direct**: ``tools/call echo {"text": ...}`` sent to the upstream;
+* **gateway**: ``tools/call call {"tool": "echo/echo", "arguments": {"text": ...}}`` sent to the
+  gateway (each session first loads ``echo/echo``), which checks it against the gate and sends the
+  same ``tools/call echo`` upstream on its own session.
+
+Per era (2026-07-28, 2025-11-25) and client count (1, 8), each repetition runs both back to back,
+alternating which goes first. Reported: the added p50 latency (gateway p50 - direct p50, per rep
+and its median; target at most 1 ms) and the gateway's throughput as a share of direct (target at
+least 40%; a proxy is two hops, so 50% is the floor), with the CPU of the measured process.
+``--profile`` runs the gateway under cProfile and writes its top functions to the JSON.
+
+Results: a table on stdout and ``bench/results/gateway.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import pstats
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import server_throughput as st  # noqa: E402
+
+REPO = st.REPO
+DEFAULT_OUTPUT = HERE / "results" / "gateway.json"
+TEXT = "hello from the load generator"
+ADDED_P50_TARGET_MS = 1.0
+THROUGHPUT_SHARE_TARGET = 0.40
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One ``tools/call`` as the load generator sends it (``run_rep`` reads ``method`` and ``params``)."""
+
+    key: str
+    label: str
+    params: dict[str, Any]
+    method: str = "tools/call"
+
+
+DIRECT = ToolCall("direct", "tools/call echo", {"name": "echo", "arguments": {"text": TEXT}})
+PROXIED = ToolCall(
+    "gateway",
+    "tools/call call(echo/echo)",
+    {"name": "call", "arguments": {"tool": "echo/echo", "arguments": {"text": TEXT}}},
+)
+LOAD = {"name": "load", "arguments": {"ids": ["echo/echo"]}}
+
+
+class EchoExpectations:
+    """A right answer: not an error, and exactly the text sent, as the only content."""
+
+    def check(self, op: Any, result: Any) -> None:
+        if not isinstance(result, dict) or result.get("isError"):
+            raise st.BenchError(f"{op.label}: error result {result!r:.200}")
+        content = result.get("content")
+        if not isinstance(content, list) or len(content) != 1 or content[0].get("text") != TEXT:
+            raise st.BenchError(f"{op.label}: unexpected content {content!r:.200}")
+
+
+class GatewaySession(st.Session):
+    """A session with the gateway: opened, then ``load``\\ s ``echo/echo`` so ``call`` may send it."""
+
+    async def open(self) -> None:
+        await super().open()
+        loaded = await self.call("tools/call", LOAD)
+        tools = (loaded.get("structuredContent") or {}).get("tools") or []
+        if loaded.get("isError") or [t.get("name") for t in tools] != ["echo/echo"]:
+            raise st.BenchError(f"load echo/echo failed: {loaded!r:.300}")
+
+
+@dataclass
+class Cell:
+    era: str
+    clients: int
+    runs: dict[str, list[st.RepResult]] = field(default_factory=dict)
+    order: list[list[str]] = field(default_factory=list)
+
+    def _vs_direct(self, kind: str) -> dict[str, Any]:
+        direct, proxied = self.runs["direct"], self.runs[kind]
+        pairs = list(zip(direct, proxied, strict=True))
+        added = [g.p50_ms - d.p50_ms for d, g in pairs]
+        share = [g.rps / d.rps for d, g in pairs if d.rps]
+        return {
+            "rps": round(statistics.median(r.rps for r in proxied), 1),
+            "p50_ms": round(statistics.median(r.p50_ms for r in proxied), 3),
+            "p99_ms": round(statistics.median(r.p99_ms for r in proxied), 3),
+            "server_cpu_pct": round(statistics.median(r.server_cpu_pct for r in proxied), 1),
+            "cpu_ms_per_call": round(statistics.median(10 * r.server_cpu_pct / r.rps for r in proxied if r.rps), 3),
+            "added_p50_ms": round(statistics.median(added), 3),
+            "added_p50_ms_per_rep": [round(x, 3) for x in added],
+            "throughput_share": round(statistics.median(share), 3),
+            "throughput_share_per_rep": [round(x, 3) for x in share],
+            "errors": sum(r.errors for r in proxied),
+            "reps": [r.as_dict() for r in proxied],
+        }
+
+    def summary(self) -> dict[str, Any]:
+        direct = self.runs["direct"]
+        out: dict[str, Any] = {
+            "era": self.era,
+            "clients": self.clients,
+            "direct": {
+                "rps": round(statistics.median(r.rps for r in direct), 1),
+                "p50_ms": round(statistics.median(r.p50_ms for r in direct), 3),
+                "p99_ms": round(statistics.median(r.p99_ms for r in direct), 3),
+                "server_cpu_pct": round(statistics.median(r.server_cpu_pct for r in direct), 1),
+                "cpu_ms_per_call": round(statistics.median(10 * r.server_cpu_pct / r.rps for r in direct if r.rps), 3),
+                "errors": sum(r.errors for r in direct),
+                "reps": [r.as_dict() for r in direct],
+            },
+            "order_per_rep": self.order,
+        }
+        for kind in self.runs:
+            if kind != "direct":
+                out[kind] = self._vs_direct(kind)
+        return out
+
+
+def meets_targets(cell: dict[str, Any], kind: str = "gateway") -> bool:
+    entry = cell[kind]
+    return bool(
+        entry["added_p50_ms"] <= ADDED_P50_TARGET_MS
+        and entry["throughput_share"] >= THROUGHPUT_SHARE_TARGET
+        and entry["errors"] == 0
+        and cell["direct"]["errors"] == 0
+    )
+
+
+async def run_cells(
+    upstream: st.Target, gateways: dict[str, st.Target], args: argparse.Namespace, say: Any
+) -> list[dict[str, Any]]:
+    runs: dict[str, tuple[st.Target, ToolCall, Any]] = {"direct": (upstream, DIRECT, st.Session)}
+    runs |= {kind: (target, PROXIED, GatewaySession) for kind, target in gateways.items()}
+    kinds = list(runs)
+    cells = [Cell(era, clients) for era in args.eras for clients in args.clients]
+    for rep in range(args.reps):
+        for i, cell in enumerate(cells):
+            shift = (rep + i) % len(kinds)  # rotate who goes first
+            order = kinds[shift:] + kinds[:shift]
+            cell.order.append(order)
+            for kind in order:
+                target, op, session = runs[kind]
+                result = await st.run_rep(
+                    target,
+                    cell.era,
+                    op,  # type: ignore[arg-type]
+                    cell.clients,
+                    args.warmup,
+                    args.duration,
+                    "raw",
+                    session,
+                )
+                cell.runs.setdefault(kind, []).append(result)
+                say(
+                    f"  rep {rep + 1} {cell.era} c={cell.clients:<2} {kind:<8} {result.rps:7.0f} req/s  "
+                    f"p50 {result.p50_ms:6.3f} ms  server CPU {result.server_cpu_pct:3.0f}%  "
+                    f"client CPU {result.client_cpu_pct:3.0f}%"
+                    + (f"  errors {result.errors} ({result.first_error})" if result.errors else "")
+                )
+    return [c.summary() for c in cells]
+
+
+def markdown_table(cells: list[dict[str, Any]]) -> str:
+    lines = [
+        "| protocol | clients | path | req/s | share of direct | p50 ms | added p50 ms | server CPU % | CPU ms / call |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in cells:
+        for kind in [k for k in c if isinstance(c[k], dict)]:
+            e = c[kind]
+            share = f"{100 * e['throughput_share']:.0f}%" if "throughput_share" in e else ""
+            added = f"{e['added_p50_ms']:.2f}" if "added_p50_ms" in e else ""
+            lines.append(
+                f"| {c['era']} | {c['clients']} | {kind} | {e['rps']:,.0f} | {share} | {e['p50_ms']:.2f} | {added} "
+                f"| {e['server_cpu_pct']:.0f} | {e['cpu_ms_per_call']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def profile_top(path: Path, limit: int = 40) -> list[dict[str, Any]]:
+    """The gateway's functions by cumulative time, then by own time (cProfile's output)."""
+    stats = pstats.Stats(str(path))
+    rows = []
+    for (filename, line, name), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = filename
+        for marker in ("site-packages/", "src/"):
+            if marker in filename:
+                where = filename.split(marker, 1)[1]
+        rows.append({"function": f"{where}:{line}({name})", "calls": calls, "tottime_s": tottime, "cumtime_s": cumtime})
+    by_own = sorted(rows, key=lambda r: -r["tottime_s"])[:limit]
+    by_cum = sorted(rows, key=lambda r: -r["cumtime_s"])[:limit]
+    return [{"by": "tottime", "rows": by_own}, {"by": "cumtime", "rows": by_cum}]
+
+
+# -- where a proxied call's CPU goes (in one process, so process CPU time can be split) -------------
+
+
+async def _breakdown(url: str, calls: int) -> dict[str, float]:
+    """CPU per call (process time, ms) of the upstream hop alone, the gateway's check, and check + hop.
+
+    Run in a child process (``--breakdown URL``) so the baseline's ``src/`` can be put on its path.
+    ``check_call_70_servers`` is the same check with LiveMCPBench's 70 servers (527 tools) listed.
+    """
+    import gateway_agent as agent
+    from skilldeck.gateway.service import GatewayService
+    from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec
+    from skilldeck.server.policy import caller_for
+
+    caller = caller_for(None, None, None)
+    arguments = {"text": TEXT}
+    out: dict[str, float] = {}
+
+    def per_call(started: float) -> float:
+        return round(1000 * (time.process_time() - started) / calls, 4)
+
+    async with Host([ServerSpec("echo", HttpServer(url))]) as host:
+        service = GatewayService(host)
+        await service.load(caller, "bench", ["echo/echo"])
+        client = host.connections.connected["echo"].client
+        await service.call(caller, "bench", "echo/echo", arguments)
+        for _ in range(2):  # the second pass is the one kept (warm)
+            started = time.process_time()
+            for _ in range(calls):
+                await client.call_tool("echo", arguments)
+            out["upstream_hop"] = per_call(started)
+            started = time.process_time()
+            for _ in range(calls):
+                service.check_call(caller, "bench", "echo/echo", arguments)
+            out["check_call"] = per_call(started)
+            started = time.process_time()
+            for _ in range(calls):
+                await service.call(caller, "bench", "echo/echo", arguments)
+            out["service_call"] = per_call(started)
+    servers, _ = agent.catalog()
+    upstreams = [
+        ServerSpec(s["label"], InProcessServer(agent.upstream_server(s["label"], s["tools"])[0])) for s in servers
+    ]
+    async with Host(upstreams) as host:
+        service = GatewayService(host)
+        await service.load(caller, "bench", ["whois/whois_domain"])
+        whois = {"domain": "example.com"}
+        service.check_call(caller, "bench", "whois/whois_domain", whois)
+        started = time.process_time()
+        for _ in range(calls):
+            service.check_call(caller, "bench", "whois/whois_domain", whois)
+        out["check_call_70_servers"] = per_call(started)
+    return out
+
+
+def breakdown(url: str, calls: int, pythonpath: Path | None = None) -> dict[str, float]:
+    env = {**os.environ, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {})}
+    command = [sys.executable, str(Path(__file__).resolve()), "--breakdown", url, "--calls", str(calls)]
+    done = subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _checkout(rev: str, into: Path) -> Path:
+    """``src/`` as of ``rev``, written under ``into`` (a temp dir); the path to put on PYTHONPATH."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", rev, "src"], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
+    p.add_argument("--quick", action="store_true", help="1 rep, 0.3 s warm-up, 1 s windows")
+    p.add_argument("--reps", type=int, help="repetitions per cell (default 3; 1 with --quick)")
+    p.add_argument("--duration", type=float, help="measured seconds per repetition (default 2; 1 with --quick)")
+    p.add_argument("--warmup", type=float, help="warm-up seconds before each window (default 0.5; 0.3 with --quick)")
+    p.add_argument("--clients", type=int, nargs="+", default=[1, 8], help="concurrent clients (default 1 8)")
+    p.add_argument("--eras", nargs="+", choices=st.ERAS, default=list(st.ERAS), help="protocol versions to run")
+    p.add_argument("--profile", type=Path, metavar="FILE", help="run the gateway under cProfile, stats to FILE")
+    p.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the gateway as of this git revision (its src/ checked out to a temp dir), same run",
+    )
+    p.add_argument("--calls", type=int, default=300, help="sequential calls per breakdown figure (default 300)")
+    p.add_argument("--breakdown", metavar="URL", help=argparse.SUPPRESS)  # the child process of breakdown()
+    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results path")
+    args = p.parse_args(argv)
+    args.reps = args.reps or (1 if args.quick else 3)
+    args.duration = args.duration or (1.0 if args.quick else 2.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
+    if args.reps < 1 or args.duration <= 0 or args.warmup < 0 or min(args.clients) < 1 or max(args.clients) > 64:
+        p.error("need reps >= 1, duration > 0, warmup >= 0 and 1 <= clients <= 64")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.breakdown:
+        import anyio
+
+        print(json.dumps(anyio.run(_breakdown, args.breakdown, args.calls)))
+        return 0
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    upstream = st.Target(
+        "upstream", "echo upstream", [sys.executable, str(HERE / "_echo_server.py"), st.HOST], EchoExpectations()
+    )  # type: ignore[arg-type]
+    gateways = {"gateway": st.Target("gateway", "skilldeck gateway", [], EchoExpectations())}  # type: ignore[arg-type]
+    if args.baseline:
+        gateways["baseline"] = st.Target("baseline", f"gateway at {args.baseline}", [], EchoExpectations())  # type: ignore[arg-type]
+    load_at_start = os.getloadavg() if hasattr(os, "getloadavg") else None
+    started = dt.datetime.now(dt.UTC)
+    wall0 = time.perf_counter()
+    top: list[dict[str, Any]] | None = None
+    with tempfile.TemporaryDirectory(prefix="skilldeck-bench-") as tmp:
+        log_dir = Path(tmp)
+        try:
+            upstream.port = st._free_port()
+            upstream.command.append(str(upstream.port))
+            st._start(upstream, log_dir)
+            st._wait_ready(upstream)
+            config = log_dir / "mcp.json"
+            url = f"http://{st.HOST}:{upstream.port}{st.PATH}"
+            config.write_text(json.dumps({"mcpServers": {"echo": {"url": url}}}))
+            for kind, gateway in gateways.items():
+                gateway.port = st._free_port()
+                profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile and kind == "gateway" else []
+                gateway.command = [sys.executable, *profiler, "-m", "skilldeck.cli", "gateway", "--config", str(config)]
+                gateway.command += ["--http", f"{st.HOST}:{gateway.port}"]
+                if kind == "baseline":
+                    gateway.env = {"PYTHONPATH": str(_checkout(args.baseline, log_dir / "baseline"))}
+                st._start(gateway, log_dir)
+            for gateway in gateways.values():
+                st._wait_ready(gateway)
+            say(f"upstream at {url}; gateways at " + ", ".join(f"{k} :{g.port}" for k, g in gateways.items()))
+            cells = asyncio.run(run_cells(upstream, gateways, args, say))
+            cpu = {"gateway": breakdown(url, args.calls)}
+            if args.baseline:
+                cpu["baseline"] = breakdown(url, args.calls, log_dir / "baseline" / "src")
+            for kind, figures in cpu.items():
+                say(f"  CPU ms per call ({kind}): " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+        finally:
+            profiled = gateways["gateway"].process
+            if args.profile and profiled is not None and profiled.poll() is None:
+                profiled.send_signal(signal.SIGINT)  # cProfile writes its stats on the way out
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    profiled.wait(timeout=30)
+            for target in (*gateways.values(), upstream):
+                st._stop(target)
+        if args.profile and args.profile.exists():
+            top = profile_top(args.profile)
+    elapsed = time.perf_counter() - wall0
+    ok = all(meets_targets(c) for c in cells)
+    baseline_ok = all(meets_targets(c, "baseline") for c in cells) if args.baseline else None
+    report = {
+        "benchmark": "gateway",
+        "date": started.isoformat(timespec="seconds"),
+        "command": shlex.join(["bench/gateway.py", *(argv if argv is not None else sys.argv[1:])]),
+        "elapsed_s": round(elapsed, 1),
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "cpu_model": st._cpu_model(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "loadavg_at_start": load_at_start,
+        },
+        "versions": st._versions(sys.executable, st.MAIN_PACKAGES),
+        "settings": {
+            "reps": args.reps,
+            "warmup_s": args.warmup,
+            "duration_s": args.duration,
+            "clients": args.clients,
+            "eras": args.eras,
+            "profiled": bool(args.profile),
+            "baseline": args.baseline,
+            "direct": DIRECT.params,
+            "gateway": PROXIED.params,
+        },
+        "targets": {"added_p50_ms_at_most": ADDED_P50_TARGET_MS, "throughput_share_at_least": THROUGHPUT_SHARE_TARGET},
+        "met": ok,
+        "baseline_met": baseline_ok,
+        "cells": cells,
+        "cpu_ms_per_call_in_process": cpu,
+        "markdown_table": markdown_table(cells),
+    }
+    if top is not None:
+        report["profile"] = top
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(markdown_table(cells))
+    say(f"wrote {args.output} in {elapsed:.0f}s; targets {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
