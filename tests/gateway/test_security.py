@@ -176,6 +176,11 @@ async def test_a_caller_whose_policy_routes_none_is_refused(era: str, tmp_path: 
         open_gateway({"jobs": jobs, "files": files}, policy=load_policy(path), pinned=pinned) as gw,
         client(gw, era) as c,
     ):
+        # the pin routed out is not listed to this caller, and the list is not for shared caches
+        listed = await c.list_tools()
+        assert [t.name for t in listed.tools] == ["find", "load", "read_skill_file", "call"]
+        if era == "modern":
+            assert listed.cache_scope == "private"
         found = check_structured("find", await c.call_tool("find", {"query": "search jobs", "limit": 10}))
         ids = {card["id"] for card in found["cards"]}
         assert not {"jobs/search_jobs", "jobs/delete_job"} & ids, found

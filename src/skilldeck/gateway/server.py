@@ -165,9 +165,11 @@ class GatewayMiddleware:
     def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         tools = [dict(t) for t in META_TOOLS]
         listed = set()
-        shown = list(self.service.pinned)
+        caller = self.caller(ctx)
+        routed = self.service.tools_for(caller)
+        shown = [p for p in self.service.pinned if routed is None or f"{p[0]}/{p[1]}" in routed]
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            activation = self.service.activations.peek(self.client(ctx, self.caller(ctx)))
+            activation = self.service.activations.peek(self.client(ctx, caller))
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
         registry_tools = {(t.label, t.name): t.tool for t in self.service.host.registry.tools()}
@@ -177,8 +179,10 @@ class GatewayMiddleware:
                 continue
             listed.add((label, name))
             tools.append(self.injected(label, name, upstream))
-        # The same list for every 2026-07-28 caller (meta-tools and pins): any cache may keep it a while.
-        return {"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
+        # Without a policy, the same list for every 2026-07-28 caller (meta-tools and pins): any cache may
+        # keep it a while. Under a policy, the pins shown depend on the caller's token: no shared cache.
+        scope = "public" if routed is None else "private"
+        return {"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": scope}
 
     @staticmethod
     def injected(label: str, name: str, upstream: Any) -> dict[str, Any]:

@@ -433,3 +433,7 @@ class GatewayService:
         payload: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
         return payload
+
+    def tools_for(self, caller: Caller) -> frozenset[str] | None:
+        """Tool ids (``LABEL/TOOL``) ``caller`` may load and call; ``None`` when no policy restricts them."""
+        return self._allowed_tools(caller)
