@@ -257,11 +257,11 @@ class SkillsExtension(Extension):
             entries, next_cursor = view_of(self.service, ctx).list_page(params.cursor, self.service.page_size)
         except NotServedError as exc:
             raise invalid_params(exc) from None
-        result: dict[str, Any] = {
-            "resultType": "complete",
-            "skills": [e.to_wire() for e in entries],
-            **self.service.cache_fields(),
-        }
+        return self._page("skills", [e.to_wire() for e in entries], next_cursor)
+
+    def _page(self, key: str, items: list[dict[str, Any]], next_cursor: str | None) -> HandlerResult:
+        """One page of a listing, with the cache hints every skills answer carries."""
+        result: dict[str, Any] = {"resultType": "complete", key: items, **self.service.cache_fields()}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result
@@ -296,11 +296,4 @@ class SkillsExtension(Extension):
             raise invalid_params(exc) from None
         # 2026-07-28 clients validate this reply as a CacheableResult (the TypeScript SDK's SkillsClient
         # and MCP Inspector refuse it without `ttlMs` and `cacheScope`), as they do skills/list's.
-        result: dict[str, Any] = {
-            "resultType": "complete",
-            "resources": [c.to_wire() for c in page],
-            **self.service.cache_fields(),
-        }
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
+        return self._page("resources", [c.to_wire() for c in page], next_cursor)
