@@ -9,7 +9,7 @@ import pytest
 import skilldeck
 import skilldeck.errors
 
-PACKAGES = ["skilldeck.skill", "skilldeck.server", "skilldeck.host", "skilldeck.select"]
+PACKAGES = ["skilldeck.skill", "skilldeck.server", "skilldeck.host", "skilldeck.select", "skilldeck.gateway"]
 
 
 @pytest.mark.parametrize("name", ["skilldeck", "skilldeck.errors", *PACKAGES])

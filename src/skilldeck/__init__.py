@@ -7,6 +7,7 @@ The public API, re-exported here (imported lazily, so ``import skilldeck`` stays
 * hosting: :class:`Host`, :class:`ServerSpec`, :func:`load_config`, :class:`ApprovalStore`,
   :class:`ContentCache`, :class:`HostWatcher`;
 * selecting: :func:`build_cards`, :class:`Selector`, :class:`ToolGate` (and :func:`skilldeck.ask.ask`);
+* the gateway: :class:`GatewayService`, :func:`create_gateway`;
 * errors: :class:`SkilldeckError` and its family in :mod:`skilldeck.errors`.
 """
 
@@ -55,6 +56,8 @@ _LAZY = {
     "build_cards": "skilldeck.select",
     "Selector": "skilldeck.select",
     "ToolGate": "skilldeck.select",
+    "GatewayService": "skilldeck.gateway",
+    "create_gateway": "skilldeck.gateway",
 }
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "DynamicSkill",
     "EntryError",
     "FrontmatterError",
+    "GatewayService",
     "Host",
     "HostWatcher",
     "NotServedError",
@@ -79,6 +83,7 @@ __all__ = [
     "ToolGate",
     "__version__",
     "build_cards",
+    "create_gateway",
     "create_server",
     "load_config",
     "load_policy",
