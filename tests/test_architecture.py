@@ -192,10 +192,13 @@ def test_every_error_sits_under_one_branch_of_the_tree() -> None:
 
 
 def test_nothing_below_the_gateway_imports_it() -> None:
-    """The gateway is an application of host, server and select: only the CLI (and the demo) build on it."""
+    """The gateway is an application of host, server and select: only the CLI, the demo and the agent
+    adapters build on it (and nothing imports the adapters but themselves)."""
     for path in SRC.rglob("*.py"):
         top = path.relative_to(SRC).parts[0]
-        if top in ("gateway", "cli", "demo"):
+        if top != "agents":
+            assert not any(n.startswith("skilldeck.agents") for n in imported_modules(path)), path
+        if top in ("gateway", "cli", "demo", "agents"):
             continue
         for name in imported_modules(path):
             assert not name.startswith("skilldeck.gateway"), (path, name)
