@@ -1,0 +1,147 @@
+"""pydantic-ai: SkillToolset starts collapsed, load_skill reveals exactly the skill's tools, calls are gated.
+
+Driven by pydantic-ai's own ``FunctionModel`` (scripted turns, no network) over real in-process
+upstreams that count every ``tools/call`` they receive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from skilldeck.agents import SkillSession
+from skilldeck.agents.pydantic_ai import SkillToolset
+from skilldeck.gateway.meta import MAX_QUERY_CHARS
+
+from ..gateway.gateway_clients_support import jobs_upstream, open_gateway, tool_calls
+
+pytestmark = pytest.mark.anyio
+
+Step = Callable[[list[ModelMessage]], ModelResponse]
+
+
+def scripted(steps: list[Step], seen: list[list[str]]) -> FunctionModel:
+    """A model that answers turn ``i`` with ``steps[i]`` and records the tool names it was shown each turn."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(sorted(t.name for t in info.function_tools))
+        return steps[len(seen) - 1](messages)
+
+    return FunctionModel(respond)
+
+
+def call(name: str, args: dict[str, Any]) -> Step:
+    return lambda _messages: ModelResponse(parts=[ToolCallPart(name, args)])
+
+
+def answer(_messages: list[ModelMessage]) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("done")])
+
+
+def returns(messages: list[ModelMessage]) -> list[Any]:
+    """Every tool result (and failed result) the model received, in order."""
+    return [
+        part
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for part in m.parts
+        if isinstance(part, ToolReturnPart | RetryPromptPart)
+    ]
+
+
+async def test_find_load_call_answer_reveals_exactly_the_loaded_skills_tools() -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw:
+        session = SkillSession(gw.service)
+        seen: list[list[str]] = []
+        model = scripted(
+            [
+                call("find", {"query": "search python jobs"}),
+                call("load_skill", {"id": "jobs/job-search"}),
+                call("jobs__search_jobs", {"query": "python"}),
+                answer,
+            ],
+            seen,
+        )
+        agent = Agent(model, toolsets=[SkillToolset(session)])
+        result = await agent.run("find me python jobs")
+        assert result.output == "done"
+        # collapsed until the load; then exactly the skill's one tool, never delete_job
+        assert seen == [
+            ["find", "load_skill"],
+            ["find", "load_skill"],
+            ["find", "jobs__search_jobs", "load_skill"],
+            ["find", "jobs__search_jobs", "load_skill"],
+        ]
+        found, loaded, called = (p.content for p in returns(result.all_messages()))
+        assert found["cards"][0]["id"] == "jobs/job-search"
+        assert loaded["tools"] == ["jobs__search_jobs"]
+        assert loaded["skills"][0]["verified"] is True
+        assert "job-search" in loaded["skills"][0]["instructions"]
+        assert called == {"result": "found 3 jobs for python"}  # the upstream's structuredContent
+    assert [c["name"] for c in tool_calls(jobs)] == ["search_jobs"]
+
+
+async def test_the_instructions_list_the_cards_for_the_prompt() -> None:
+    async with open_gateway({"jobs": jobs_upstream()}) as gw:
+        instructions: list[str | None] = []
+
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            instructions.append(info.instructions)
+            return ModelResponse(parts=[TextPart("ok")])
+
+        agent = Agent(FunctionModel(respond), toolsets=[SkillToolset(SkillSession(gw.service))])
+        await agent.run("search python jobs")
+        assert "jobs/job-search (skill)" in (instructions[0] or "")
+
+
+async def test_a_call_of_a_tool_never_loaded_is_refused_and_nothing_is_sent() -> None:
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw:
+        seen: list[list[str]] = []
+        model = scripted(
+            [
+                call("jobs__delete_job", {"job_id": "J-1"}),  # never loaded: not even listed
+                call("load_skill", {"id": "jobs/job-search"}),
+                call("jobs__delete_job", {"job_id": "J-1"}),  # the skill does not name it
+                call("jobs__search_jobs", {"query": 42}),  # loaded, but the arguments break its schema
+                answer,
+            ],
+            seen,
+        )
+        agent = Agent(model, toolsets=[SkillToolset(SkillSession(gw.service))], retries=3)
+        result = await agent.run("delete job J-1")
+        assert result.output == "done"
+        parts = returns(result.all_messages())
+        texts = [str(getattr(p, "content", "")) for p in parts]
+        assert "Unknown tool name: 'jobs__delete_job'" in texts[0]
+        assert "Unknown tool name: 'jobs__delete_job'" in texts[2]
+        refused = parts[3]
+        assert isinstance(refused, ToolReturnPart)
+        assert refused.outcome == "failed", refused
+        assert "query" in str(refused.content)  # the gate's reason names the argument
+        assert "jobs__delete_job" not in seen[-1]
+    assert tool_calls(jobs) == []
+
+
+async def test_find_refuses_an_overlong_query_before_ranking() -> None:
+    async with open_gateway({"jobs": jobs_upstream()}) as gw:
+        seen: list[list[str]] = []
+        model = scripted([call("find", {"query": "x" * (MAX_QUERY_CHARS + 1)}), answer], seen)
+        result = await Agent(model, toolsets=[SkillToolset(SkillSession(gw.service), cards=0)]).run("hi")
+        (retry,) = returns(result.all_messages())
+        assert "at most 2000 characters" in str(retry.content)
+        assert gw.service.log.records == [] or all(r["kind"] != "find" for r in gw.service.log.records)
