@@ -32,7 +32,7 @@ from skilldeck.gateway import META_TOOLS
 
 from ..server.helpers import REPO, start_serve
 from ..server.helpers import stop as _stop
-from .conftest import STARTUP_TIMEOUT, _port_open
+from .conftest import STARTUP_TIMEOUT, _port_open, _start_server
 
 pytestmark = pytest.mark.thirdparty
 
@@ -124,6 +124,27 @@ def test_fastmcp_client_lists_gets_and_reads_every_skill(
         (read,) = report["readSkill"]
         assert read["ok"] is False, read
         assert "_manifest" in read["error"], read
+
+
+def test_a_name_ending_in_a_newline_is_not_served_so_fastmcp_lists_the_rest(
+    fastmcp_python: Path, tmp_path: Path
+) -> None:
+    """A folder ``bad\\n`` whose SKILL.md says ``name: "bad\\n"`` used to be served (the name check was
+    ``^...$``, and ``$`` matches before a final newline). FastMCP's client validates every entry of a
+    ``skills/list`` page and refused the whole page, so it saw none of the server's skills."""
+    pack = tmp_path / "pack"
+    for folder, name in (("good", "good"), ("bad\n", '"bad\\n"')):
+        (pack / folder).mkdir(parents=True)
+        (pack / folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: A skill.\n---\nBody\n")
+    server, why = _start_server(tmp_path, None, pack=str(pack))
+    assert server is not None, why
+    try:
+        report = run_client(fastmcp_python, "skills", server.url, "modern")
+        server.assert_alive()
+    finally:
+        _stop(server.process)
+    check_skills_modern(report, {"skill://good/SKILL.md": {"SKILL.md": digest(pack / "good" / "SKILL.md")}})
+    assert "refused" in server.log(), server.log()
 
 
 # -- through the gateway ---------------------------------------------------------------------------
