@@ -127,3 +127,14 @@ def test_a_wire_entry_with_an_unsafe_uri_is_not_echoed_raw() -> None:
         entry_from_wire({"uri": uri, "frontmatter": 3, "resources": []})
     assert info.value.uri == repr(uri)
     assert "\n" not in str(info.value)
+
+
+def test_a_wire_entry_whose_name_ends_in_a_newline_is_refused() -> None:
+    digest = digest_of(b"x")
+    entry = {
+        "uri": "skill://docs%0A/SKILL.md",
+        "frontmatter": {"name": "docs\n", "description": "d"},
+        "resources": [{"uri": "skill://docs%0A/SKILL.md", "digest": digest, "size": 1}],
+    }
+    with pytest.raises(EntryError, match="lowercase"):
+        entry_from_wire(entry)

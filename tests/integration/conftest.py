@@ -239,6 +239,9 @@ SERVER_MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
 # mcp-server-time (PyPI) 2026.10.10 needs mcp<2, while the project venv must keep mcp 2.3, so it lives
 # in a venv of its own under the test cache (see time_server_python); its mcp is pinned too.
 TIME_SERVER = "mcp-server-time==2026.10.10 mcp==1.30.0"
+# FastMCP's client (fastmcp.Client with its skills methods) pins its own mcp, so it too lives in a venv
+# of its own (see ensure_fastmcp_venv) and is driven by tests/integration/fastmcp_client.py.
+FASTMCP = "fastmcp==4.2.3"
 
 # Seconds a `skilldeck skills` / `skilldeck load` run may take before the test gives up on it.
 SKILLDECK_CLI_TIMEOUT = 120.0
@@ -266,21 +269,54 @@ def ensure_time_server_venv() -> Path:
     Raises:
         RuntimeError: the venv could not be created or the packages not installed (output attached).
     """
+    return _ensure_pip_venv(TIME_SERVER, "import mcp_server_time")
+
+
+def ensure_fastmcp_venv() -> Path:
+    """A venv holding ``FASTMCP`` (exactly that version); return its ``python``.
+
+    FastMCP pins its own ``mcp``, so it never enters the project venv. The bench's
+    ``bench/.venv-fastmcp`` (made by ``bench/server_throughput.py``) is reused when it holds the same
+    version; otherwise a venv of its own is built once under the test cache, next to the
+    mcp-server-time one, and reused while its marker names the same pin. ``.ci/run`` calls this too.
+
+    Raises:
+        RuntimeError: the venv could not be created or FastMCP not installed (output attached).
+    """
+    version = FASTMCP.partition("==")[2]
+    probe = (
+        "import importlib.metadata, fastmcp.client, fastmcp.skills\n"
+        f"assert importlib.metadata.version('fastmcp') == {version!r}"
+    )
+    bench = REPO / "bench" / ".venv-fastmcp" / "bin" / "python"
+    if bench.exists() and _probe(bench, probe):
+        return bench
+    return _ensure_pip_venv(FASTMCP, probe)
+
+
+def _probe(python: Path, code: str) -> bool:
+    proc = subprocess.run([str(python), "-c", code], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    return proc.returncode == 0
+
+
+def _ensure_pip_venv(spec: str, probe: str) -> Path:
+    """Create (once) a venv under the test cache holding the pip requirements ``spec``; return its ``python``.
+
+    Reused while its marker names the same ``spec`` and the Python code ``probe`` runs without error;
+    otherwise rebuilt from scratch. A lock file keeps two runs from building it at once.
+    """
     import fcntl
 
     cache = tool_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    venv = cache / ("venv-" + re.sub(r"[^A-Za-z0-9.]+", "-", TIME_SERVER).strip("-"))
+    venv = cache / ("venv-" + re.sub(r"[^A-Za-z0-9.]+", "-", spec).strip("-"))
     python = venv / "bin" / "python"
     marker = venv / ".skilldeck-tests-complete"
 
     def usable() -> bool:
-        if not marker.is_file() or marker.read_text() != TIME_SERVER or not python.exists():
+        if not marker.is_file() or marker.read_text() != spec or not python.exists():
             return False
-        probe = subprocess.run(
-            [str(python), "-c", "import mcp_server_time"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60
-        )
-        return probe.returncode == 0
+        return _probe(python, probe)
 
     def run(cmd: list[str]) -> None:
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
@@ -301,10 +337,10 @@ def ensure_time_server_venv() -> Path:
         shutil.rmtree(venv, ignore_errors=True)
         # sys.executable may itself be a venv's python; `-m venv` builds on its base interpreter.
         run([sys.executable, "-m", "venv", str(venv)])
-        run([str(python), "-m", "pip", "install", "--quiet", *TIME_SERVER.split()])
-        marker.write_text(TIME_SERVER)
+        run([str(python), "-m", "pip", "install", "--quiet", *spec.split()])
+        marker.write_text(spec)
         if not usable():
-            raise RuntimeError(f"{venv}: installed {TIME_SERVER}, but `import mcp_server_time` fails")
+            raise RuntimeError(f"{venv}: installed {spec}, but this check fails: {probe}")
     return python
 
 
@@ -365,6 +401,15 @@ def ts_skills_client_cmd(ts_client_dir: Path) -> list[str]:
     """npx arguments that run tests/integration/ts_skills_client.mjs on Node 22 (append URL, era, folders)."""
     script = Path(__file__).resolve().parent / "ts_skills_client.mjs"
     return ["-p", NODE, "node", str(script), str(ts_client_dir)]
+
+
+@pytest.fixture(scope="session")
+def fastmcp_python() -> Path:
+    """The ``python`` of the venv holding ``FASTMCP`` (it runs tests/integration/fastmcp_client.py)."""
+    try:
+        return ensure_fastmcp_venv()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        pytest.fail(f"could not prepare the FastMCP venv ({FASTMCP}):\n{exc}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -213,6 +213,7 @@ def test_octal_and_hex_follow_the_core_schema_exactly(text: str, value: object) 
         (_valid(name="PDF"), "name", "lowercase"),
         (_valid(name="-a"), "name", "lowercase"),
         (_valid(name="a--b"), "name", "lowercase"),
+        (_valid(name="pdf-forms\n"), "name", "lowercase"),  # `$` alone would let a final newline through
         (_valid(name="a" * 65), "name", "limit is 64"),
         (_valid(name="other"), "name-directory", "must equal its folder name 'pdf-forms'"),
         ({"name": "pdf-forms"}, "description", "'description' is required"),
@@ -269,3 +270,14 @@ def test_deeply_nested_frontmatter_is_refused_not_a_crash(tmp_path: Path) -> Non
     loaded = DirectorySource(tmp_path).load()  # one bad skill does not take the others down
     assert [s.skill_path for s in loaded.skills] == ["good"]
     assert [p.rule for p in loaded.problems] == ["yaml-depth"]
+
+
+def test_a_folder_and_name_ending_in_a_newline_is_refused_and_the_rest_served(tmp_path: Path) -> None:
+    """Such a name is no Agent Skills name: served, it made FastMCP's client refuse the whole skills/list page."""
+    write_skill(tmp_path, "good")
+    folder = tmp_path / "bad\n"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text('---\nname: "bad\\n"\ndescription: A name ending in a newline.\n---\nBody\n')
+    loaded = DirectorySource(tmp_path).load()
+    assert [s.skill_path for s in loaded.skills] == ["good"]
+    assert [p.rule for p in loaded.problems] == ["name"]

@@ -57,8 +57,8 @@ MAX_FRONTMATTER_DEPTH = 32
 MAX_FRONTMATTER_BYTES = 64 * 1024
 """Frontmatter is a header, not a document: anything larger is refused before YAML sees it."""
 
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-"""Agent Skills ``name``: lowercase letters, digits and single inner hyphens."""
+NAME_PATTERN = re.compile(r"\A[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+"""Agent Skills ``name``: lowercase letters, digits and single inner hyphens (``\\Z``: not even a final newline)."""
 
 _FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
