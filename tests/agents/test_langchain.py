@@ -8,7 +8,10 @@ tools it was bound to on each turn. Upstreams are real in-process servers that c
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -128,3 +131,11 @@ def test_tool_names_fit_a_model_s_tool_name_rules() -> None:
 def test_a_run_without_a_session_is_told_how_to_pass_one() -> None:
     with pytest.raises(UsageError, match=r"context=SkillSession"):
         session_of(None)
+
+
+def test_the_example_runs_offline_and_answers() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "langchain_agent.py"
+    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "the model sees ['find', 'jobs__search_jobs', 'load_skill', 'read_skill_file']" in done.stdout
+    assert done.stdout.rstrip().endswith("Here are the Python jobs in Berlin.")

@@ -8,8 +8,11 @@ The agent's MCP server object talks streamable HTTP to a real upstream on loopba
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,3 +183,11 @@ async def test_load_skill_refuses_too_many_ids_and_loads_nothing() -> None:
 def test_a_run_without_a_session_is_told_how_to_pass_one() -> None:
     with pytest.raises(UsageError, match=r"context=SkillSession"):
         session_of({"user": "x"})
+
+
+def test_the_example_runs_offline_and_answers() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "openai_agents.py"
+    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "turn 3: the model sees ['find', 'load_skill', 'read_skill_file', 'search_jobs']" in done.stdout
+    assert done.stdout.rstrip().endswith("Here are the Python jobs in Berlin.")
