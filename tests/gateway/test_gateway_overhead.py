@@ -6,6 +6,7 @@ cache or a faster event loop could break.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,3 +60,21 @@ async def test_routed_tools_are_kept_per_audience_and_recomputed_after_a_reindex
         with pytest.raises(GateRefused):  # not routed: not even listed for this audience
             await service.call(admin, "a", "jobs/search_jobs", args)
         assert len(tool_calls(jobs)) == 2
+
+
+def test_the_gateway_command_runs_on_uvloop_where_it_is_installed() -> None:
+    import anyio
+
+    from skilldeck.server.app import event_loop_options
+
+    async def loop_module() -> str:
+        import asyncio
+
+        return type(asyncio.get_running_loop()).__module__
+
+    options = event_loop_options()
+    if importlib.util.find_spec("uvloop") is None:  # e.g. Windows: asyncio's own loop, and no option
+        assert options == {}
+        return
+    assert options == {"use_uvloop": True}
+    assert anyio.run(loop_module, backend_options=options).startswith("uvloop")
