@@ -279,6 +279,32 @@ async def _breakdown(url: str, calls: int) -> dict[str, float]:
     return out
 
 
+def floor(cells: list[dict[str, Any]], cpu: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """What any proxy on this stack pays per call, next to what the gateway pays (CPU ms, 1 client).
+
+    A proxied call is at least one SDK server pass (what the upstream spends on a whole direct
+    call) plus one SDK client hop (``upstream_hop``); the gateway's own decisions are the rest.
+    The added p50 at 1 client cannot be below the gateway's CPU per call.
+    """
+    rows = []
+    for cell in cells:
+        if cell["clients"] != 1:
+            continue
+        for kind, figures in cpu.items():
+            server_pass = cell["direct"]["cpu_ms_per_call"]
+            rows.append(
+                {
+                    "era": cell["era"],
+                    "gateway": kind,
+                    "server_pass_ms": server_pass,
+                    "client_hop_ms": figures["upstream_hop"],
+                    "floor_ms": round(server_pass + figures["upstream_hop"], 3),
+                    "gateway_cpu_ms": cell[kind]["cpu_ms_per_call"],
+                }
+            )
+    return rows
+
+
 def breakdown(url: str, calls: int, pythonpath: Path | None = None) -> dict[str, float]:
     env = {**os.environ, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {})}
     command = [sys.executable, str(Path(__file__).resolve()), "--breakdown", url, "--calls", str(calls)]
@@ -326,7 +352,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.breakdown:
         import anyio
 
-        print(json.dumps(anyio.run(_breakdown, args.breakdown, args.calls)))
+        try:  # the event loop the gateway command runs on (uvloop where installed), as of that src/
+            from skilldeck.server.app import event_loop_options
+
+            options = event_loop_options()
+        except ImportError:  # an older src/: asyncio's own loop
+            options = {}
+        figures = anyio.run(_breakdown, args.breakdown, args.calls, backend_options=options)
+        print(json.dumps({**figures, "uvloop": bool(options)}))
         return 0
 
     def say(message: str) -> None:
@@ -369,6 +402,13 @@ def main(argv: list[str] | None = None) -> int:
                 cpu["baseline"] = breakdown(url, args.calls, log_dir / "baseline" / "src")
             for kind, figures in cpu.items():
                 say(f"  CPU ms per call ({kind}): " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+            floors = floor(cells, cpu)
+            for row in floors:
+                say(
+                    f"  floor {row['era']} {row['gateway']}: server pass {row['server_pass_ms']:.2f} + client hop "
+                    f"{row['client_hop_ms']:.2f} = {row['floor_ms']:.2f} ms CPU; the gateway spent "
+                    f"{row['gateway_cpu_ms']:.2f}"
+                )
         finally:
             profiled = gateways["gateway"].process
             if args.profile and profiled is not None and profiled.poll() is None:
@@ -393,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "loadavg_at_start": load_at_start,
+            "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         },
         "versions": st._versions(sys.executable, st.MAIN_PACKAGES),
         "settings": {
@@ -411,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         "baseline_met": baseline_ok,
         "cells": cells,
         "cpu_ms_per_call_in_process": cpu,
+        "floor_cpu_ms_per_call": floors,
         "markdown_table": markdown_table(cells),
     }
     if top is not None:

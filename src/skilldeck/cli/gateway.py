@@ -91,6 +91,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.gateway.service import DecisionLog, GatewayService
     from skilldeck.host import Host, load_config
     from skilldeck.host.watch import CatalogChange
+    from skilldeck.server.app import event_loop_options
     from skilldeck.server.policy import load_policy
 
     specs = load_config(args.config, timeout=args.timeout)
@@ -145,5 +146,5 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             )
 
     with sdk_logs_in_one_line():
-        anyio.run(main)
+        anyio.run(main, backend_options=event_loop_options())
     return ExitCode.OK

@@ -69,6 +69,8 @@ class _Index:
     history_a_tokens: int | None = None
     gate: ToolGate | None = None
     """The listing's gate (validators built once per schema); each call checks a view with the client's tools."""
+    allowed: frozenset[str] | None = None
+    """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
 
 
 def tool_id(label: str, tool: str) -> str:
@@ -165,8 +167,14 @@ class GatewayService:
         """Tool ids ``caller`` may load and call; ``None`` when no policy restricts them."""
         if self.policy is None:
             return None
+        index = self._indexes.get(self._audience(caller))
+        if index is not None and index.allowed is not None:
+            return index.allowed
         ids = [self.host.registry.qualified_name(r) for r in self.host.registry.skills]
-        return allowed_tools(self.policy, ids, caller)
+        allowed = allowed_tools(self.policy, ids, caller)
+        if index is not None:  # the audience's index is dropped with it on reindex
+            index.allowed = allowed
+        return allowed
 
     def _admits_skill(self, caller: Caller, skill_id: str) -> bool:
         if self.policy is None:
