@@ -300,3 +300,17 @@ async def test_python_client_over_stdio_as_a_desktop_client_starts_it(tmp_path: 
     )
     async with Client(params, mode="auto" if era == "modern" else "legacy", cache=None) as c:
         await drive(c, era)
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_a_proxied_result_is_stamped_by_the_gateway_and_names_its_origin(era: str) -> None:
+    from .gateway_clients_support import client, jobs_upstream, open_gateway
+
+    async with open_gateway({"jobs": jobs_upstream()}) as gw, client(gw, era) as c:
+        await c.call_tool("load", {"ids": ["jobs/job-search"]})
+        result = await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}})
+        assert not result.is_error, result
+        meta = result.meta or {}
+        assert meta.get("dev.skilldeck/server") == "jobs", meta
+        stamp = meta.get("io.modelcontextprotocol/serverInfo")
+        assert stamp is None or stamp.get("name") == "skilldeck-gateway", meta

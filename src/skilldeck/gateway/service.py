@@ -48,6 +48,10 @@ from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 __all__ = ["DecisionLog", "GatewayService"]
 
 DEFAULT_FIND_LIMIT = 5
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+"""The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
+ORIGIN_META = "dev.skilldeck/server"
+"""``_meta`` key of a proxied result naming the label of the upstream that produced it."""
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 
@@ -439,6 +443,10 @@ class GatewayService:
             self.log.record("call", client, tool=tool_id(label, tool), error=reason)
             return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
         payload: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        # The upstream's response stamp names the upstream; the gateway's answer is stamped with its own.
+        # Every other `_meta` key of the result passes through, and the origin label is added.
+        meta = {k: v for k, v in (payload.get("_meta") or {}).items() if k != SERVER_INFO_META}
+        payload["_meta"] = {**meta, ORIGIN_META: label}
         self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
         return payload
 
