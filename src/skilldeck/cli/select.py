@@ -37,7 +37,7 @@ def add_select_commands(sub: Any) -> None:
     ask.add_argument("--call", metavar="TOOL", help="call this tool through the gate (label/tool or tool)")
     ask.add_argument("--args", metavar="JSON", default="{}", help="the tool call's arguments as a JSON object")
     ask.add_argument("--json", action="store_true")
-    ask.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm", help="use a semantic encoder")
+    _encoder_flags(ask)
     ask.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
     ask.add_argument("--log", type=Path, help="append the decision to this JSON-lines file")
     ask.add_argument("--yes", action="store_true", help="approve the chosen skill for this run")
@@ -49,7 +49,7 @@ def add_select_commands(sub: Any) -> None:
     group.add_argument("--query", metavar="Q")
     group.add_argument("--queries", type=Path, metavar="FILE.jsonl", help="one JSON object per line with a 'query'")
     select.add_argument("--json", action="store_true", help="one JSON line per query")
-    select.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm")
+    _encoder_flags(select)
     select.add_argument("--threshold", type=float)
     select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10)")
     select.set_defaults(handler=run_select)
@@ -60,12 +60,52 @@ def add_select_commands(sub: Any) -> None:
     snapshot.set_defaults(handler=run_snapshot)
 
 
-def _encoder(name: str | None) -> Any:
-    if name is None:
-        return None
-    from skilldeck.select.encoders import load_encoder
+def _encoder_flags(parser: argparse.ArgumentParser) -> None:
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--semantic",
+        metavar="ENCODER",
+        default="minilm",
+        help="the encoder fused with the lexical ranker: minilm (default, int8 ONNX) or wordllama",
+    )
+    how.add_argument("--lexical", action="store_true", help="rank lexically only (no encoder is loaded)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="where card vectors are kept between runs; default $SKILLDECK_HOME/cache/%%vectors",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="keep no card vectors on disk")
 
-    return load_encoder(name)
+
+def _encoder(args: argparse.Namespace, err: Console) -> Any:
+    """The encoder asked for; when the default one cannot load, lexical ranking with a one-line notice."""
+    if args.lexical:
+        return None
+    from skilldeck.errors import EncoderUnavailable
+    from skilldeck.select.encoders import DEFAULT_ENCODER, load_encoder
+
+    try:
+        return load_encoder(args.semantic)
+    except EncoderUnavailable as exc:
+        if args.semantic != DEFAULT_ENCODER:
+            raise  # asked for by name: an error, not a fallback
+        err.print(f"[yellow]notice[/] ranking lexically: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return None
+
+
+def _cache_dir(args: argparse.Namespace) -> Path | None:
+    if args.no_cache or args.lexical:
+        return None
+    if args.cache_dir is not None:
+        return Path(args.cache_dir)
+    from skilldeck.cli.host import _home
+
+    return _home() / "cache" / VECTOR_FOLDER
+
+
+VECTOR_FOLDER = "%vectors"
+"""Inside the host's cache folder; never a server's folder there (labels are percent-encoded)."""
 
 
 def _specs(config: str | None) -> list[ServerSpec]:
@@ -82,6 +122,8 @@ def _specs(config: str | None) -> list[ServerSpec]:
 async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     from skilldeck.ask import ask
 
+    encoder = _encoder(args, err)
+
     try:
         call_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
@@ -94,7 +136,8 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         result = await ask(
             host,
             args.question,
-            encoder=_encoder(args.semantic),
+            encoder=encoder,
+            cache_dir=_cache_dir(args) if encoder is not None else None,
             render=args.render,
             threshold=args.threshold,
             log=DecisionLog(args.log) if args.log else None,
@@ -134,12 +177,18 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 # -- select -------------------------------------------------------------------------------------------
 
 
-def _select(args: argparse.Namespace) -> int:
+def _select(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.select.cards import build_cards
     from skilldeck.select.snapshot import load_snapshot
 
     snapshot = load_snapshot(args.catalog)
-    selector = Selector(build_cards(snapshot), encoder=_encoder(args.semantic), threshold=args.threshold)
+    encoder = _encoder(args, err)
+    selector = Selector(
+        build_cards(snapshot),
+        encoder=encoder,
+        threshold=args.threshold,
+        cache_dir=_cache_dir(args) if encoder is not None else None,
+    )
     queries: list[str]
     if args.query is not None:
         queries = [args.query]
@@ -199,7 +248,7 @@ def run_ask(args: argparse.Namespace, err: Console) -> int:
 
 
 def run_select(args: argparse.Namespace, err: Console) -> int:
-    return _select(args)
+    return _select(args, err)
 
 
 def run_snapshot(args: argparse.Namespace, err: Console) -> int:

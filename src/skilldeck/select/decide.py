@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,18 @@ from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, 
 
 __all__ = ["FEATURES", "Calibration", "Decision", "DecisionLog", "Selector", "default_calibration", "unit_features"]
 
-FEATURES = ("lexical", "server_lexical", "idf_coverage", "terms", "semantic", "server_semantic")
+FEATURES = (
+    "lexical",
+    "server_lexical",
+    "idf_coverage",
+    "terms",
+    "semantic",
+    "server_semantic",
+    "fused",
+    "fused_margin",
+    "agreement",
+    "label_semantic",
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,10 @@ def unit_features(unit: Unit) -> dict[str, float]:
         feats["semantic"] = unit.semantic
     if unit.server_semantic is not None:
         feats["server_semantic"] = unit.server_semantic
+    for name in ("fused", "fused_margin", "agreement", "label_semantic"):
+        value = getattr(unit, name)
+        if value is not None:
+            feats[name] = float(value)
     return feats
 
 
@@ -183,6 +199,7 @@ class Selector:
         config: ranking knobs (:class:`~skilldeck.select.rank.RankConfig`).
         vectors: precomputed card vectors for ``encoder`` (see :class:`~skilldeck.select.rank.Ranker`).
         limit: how many ranked cards a decision keeps.
+        cache_dir: where card vectors are kept by content between runs (``None``: nowhere).
     """
 
     def __init__(
@@ -198,10 +215,13 @@ class Selector:
         config: RankConfig | None = None,
         vectors: np.ndarray | None = None,
         limit: int = 50,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
-        self.ranker = Ranker(self.cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors)
+        self.ranker = Ranker(
+            self.cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors, cache_dir=cache_dir
+        )
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
         self.log = log

@@ -110,7 +110,7 @@ class MiniLMEncoder(_Cached):
         *,
         model_path: str | os.PathLike[str] | None = None,
         threads: int | None = None,
-        batch_size: int = 32,
+        batch_size: int = 4,
         cache_size: int = 256,
     ) -> None:
         super().__init__(cache_size)

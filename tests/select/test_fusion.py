@@ -1,0 +1,136 @@
+"""Card vectors cached by content, and the five-view fusion of servers (vectorised, checked against a loop)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skilldeck.select import CardSet, Ranker, Selector
+from skilldeck.select.cards import Card
+from skilldeck.select.vectors import VectorCache
+
+# -- the vector cache -------------------------------------------------------------------------------
+
+
+class CountingEncoder:
+    """Deterministic vectors from a hash of the text; counts what it is asked to encode."""
+
+    name = "counting"
+    fingerprint = "counting-v1"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts):
+        self.seen.extend(texts)
+        rows = [np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(8).astype(np.float32) for t in texts]
+        out = np.stack(rows) if rows else np.zeros((0, 8), dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_card_vectors_are_cached_by_content_so_a_restart_encodes_only_what_changed(
+    cardset: CardSet, tmp_path: Path
+) -> None:
+    cache = tmp_path / "vectors"
+    first = CountingEncoder()
+    ranker = Ranker(cardset.cards, encoder=first, cache_dir=cache)
+    n_servers = len(ranker.server_labels)
+    assert len(first.seen) == len(cardset.cards) + n_servers  # cold: every card and server text
+    again = CountingEncoder()
+    restarted = Ranker(cardset.cards, encoder=again, cache_dir=cache)
+    assert again.seen == []  # warm restart: nothing encoded
+    assert np.array_equal(restarted._vectors, ranker._vectors)
+    question = "Do I need an umbrella tomorrow?"
+    assert restarted.rank(question).servers == ranker.rank(question).servers
+    # a re-list where one tool's description changed: that card alone is encoded again
+    changed = [
+        Card(**{**c.__dict__, "description": c.description + " (now with hourly data)"})
+        if c.name == "get_forecast"
+        else c
+        for c in cardset.cards
+    ]
+    relisted = CountingEncoder()
+    Ranker(changed, encoder=relisted, cache_dir=cache)
+    assert len(relisted.seen) == 1
+    assert "hourly data" in relisted.seen[0]
+
+
+def test_nothing_is_written_without_a_cache_dir_and_an_unreadable_file_is_replaced(
+    cardset: CardSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Selector(cardset, encoder=CountingEncoder())
+    assert list(tmp_path.iterdir()) == []
+    cache = VectorCache(tmp_path / "c")
+    path = cache.path_for(CountingEncoder.fingerprint)
+    path.parent.mkdir()
+    path.write_bytes(b"not an npz file")
+    enc = CountingEncoder()
+    Ranker(cardset.cards, encoder=enc, cache_dir=tmp_path / "c")
+    assert len(enc.seen) > 0  # re-encoded, not crashed
+    enc2 = CountingEncoder()
+    Ranker(cardset.cards, encoder=enc2, cache_dir=tmp_path / "c")
+    assert enc2.seen == []  # and the file was rewritten whole
+
+
+def test_the_cache_keeps_at_most_max_entries_rows(tmp_path: Path) -> None:
+    cache = VectorCache(tmp_path, max_entries=5)
+    enc = CountingEncoder()
+    first = cache.encode(enc, [f"text {i}" for i in range(4)])
+    cache.encode(enc, [f"other {i}" for i in range(4)])
+    with np.load(cache.path_for(enc.fingerprint)) as data:
+        assert len(data["keys"]) == 5  # the 4 asked for last, then 1 older row
+    enc.seen.clear()
+    again = cache.encode(enc, ["text 0", "other 3"])
+    assert enc.seen == ["text 0"] or enc.seen == []  # at most the dropped rows are encoded again
+    assert np.allclose(again[0], first[0])
+
+
+def test_an_encoder_without_a_fingerprint_is_not_cached(cardset: CardSet, tmp_path: Path) -> None:
+    class Anonymous(CountingEncoder):
+        fingerprint = ""
+
+    Ranker(cardset.cards, encoder=Anonymous(), cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- fusion ---------------------------------------------------------------------------------------
+
+
+def _zscore(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean()) / x.std() if x.std() > 1e-12 else np.zeros_like(x)
+
+
+def test_the_vectorised_fusion_matches_a_plain_loop_over_servers(cardset: CardSet) -> None:
+    enc = CountingEncoder()
+    ranker = Ranker(cardset.cards, encoder=enc, schemas=cardset.tools)
+    lexical = Ranker(cardset.cards, schemas=cardset.tools)
+    question = "plot the stock price of Apple as a bar chart"
+    q = enc.encode([question])[0]
+    unit = ranker.rank(question, limit=None).units[0]
+    lex = lexical.rank(question, limit=None)
+    labels = ranker.server_labels
+    views = []
+    views.append([dict(lex.servers)[s] for s in labels])  # 1. the lexical server score
+    raw = lexical._cards.scores(lexical.query_terms(question))
+    views.append([max(raw[i] for i, c in enumerate(cardset.cards) if c.server == s) for s in labels])  # 2.
+    top2 = []
+    for s in labels:  # 3. mean of the two best card cosines
+        cos = sorted(
+            (float(ranker._vectors[i] @ q) for i, c in enumerate(cardset.cards) if c.server == s), reverse=True
+        )
+        top2.append(np.mean(cos[:2]))
+    views.append(top2)
+    centroid = []
+    for s in labels:  # 4. cosine to the centroid of the server's card vectors
+        m = np.mean([ranker._vectors[i] for i, c in enumerate(cardset.cards) if c.server == s], axis=0)
+        centroid.append(float(m @ q / np.linalg.norm(m)))
+    views.append(centroid)
+    views.append([float(v @ q) for v in ranker._label_vectors])  # 5. the "label: description" text
+    fused = sum(_zscore(np.asarray(v, dtype=float)) for v in views)
+    best = labels.index(unit.server)
+    assert unit.fused == pytest.approx(fused[best], abs=1e-4)
+    assert unit.fused_margin == pytest.approx(fused[best] - np.delete(fused, best).max(), abs=1e-4)
+    assert labels[int(np.argmax(fused))] == ranker.rank(question).servers[0][0]
