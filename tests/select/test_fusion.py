@@ -103,34 +103,73 @@ def _zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / x.std() if x.std() > 1e-12 else np.zeros_like(x)
 
 
-def test_the_vectorised_fusion_matches_a_plain_loop_over_servers(cardset: CardSet) -> None:
+def _reference_fused(ranker: Ranker, cardset: CardSet, question: str, q: np.ndarray) -> np.ndarray:
+    """The five views of every server, computed one server at a time, z-scored and summed."""
+    cards = cardset.cards
+    lexical = Ranker(cards, schemas=cardset.tools)
+    lex = dict(lexical.rank(question, limit=None).servers)
+    raw = lexical._cards.scores(lexical.query_terms(question))
+    views: list[list[float]] = [[], [], [], [], []]
+    for k, s in enumerate(ranker.server_labels):
+        own = [i for i, c in enumerate(cards) if c.server == s]
+        cos = sorted((float(ranker._vectors[i] @ q) for i in own), reverse=True)
+        centroid = np.mean([ranker._vectors[i] for i in own], axis=0)
+        views[0].append(lex[s])  # 1. the lexical server score
+        views[1].append(max(raw[i] for i in own))  # 2. its best BM25F card
+        views[2].append(float(np.mean(cos[:2])))  # 3. mean of its two best card cosines
+        views[3].append(float(centroid @ q / np.linalg.norm(centroid)))  # 4. cosine to its centroid
+        views[4].append(float(ranker._label_vectors[k] @ q))  # 5. its "label: description" text
+    return sum((_zscore(np.asarray(v, dtype=float)) for v in views), np.zeros(len(ranker.server_labels)))
+
+
+QUESTIONS = [
+    "plot the stock price of Apple as a bar chart",
+    "Do I need an umbrella in Oslo tomorrow?",
+    "write the forecast to a file",
+]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_the_vectorised_fusion_matches_a_plain_loop_over_servers(cardset: CardSet, question: str) -> None:
     enc = CountingEncoder()
     ranker = Ranker(cardset.cards, encoder=enc, schemas=cardset.tools)
-    lexical = Ranker(cardset.cards, schemas=cardset.tools)
-    question = "plot the stock price of Apple as a bar chart"
     q = enc.encode([question])[0]
-    unit = ranker.rank(question, limit=None).units[0]
-    lex = lexical.rank(question, limit=None)
-    labels = ranker.server_labels
-    views = []
-    views.append([dict(lex.servers)[s] for s in labels])  # 1. the lexical server score
-    raw = lexical._cards.scores(lexical.query_terms(question))
-    views.append([max(raw[i] for i, c in enumerate(cardset.cards) if c.server == s) for s in labels])  # 2.
-    top2 = []
-    for s in labels:  # 3. mean of the two best card cosines
-        cos = sorted(
-            (float(ranker._vectors[i] @ q) for i, c in enumerate(cardset.cards) if c.server == s), reverse=True
-        )
-        top2.append(np.mean(cos[:2]))
-    views.append(top2)
-    centroid = []
-    for s in labels:  # 4. cosine to the centroid of the server's card vectors
-        m = np.mean([ranker._vectors[i] for i, c in enumerate(cardset.cards) if c.server == s], axis=0)
-        centroid.append(float(m @ q / np.linalg.norm(m)))
-    views.append(centroid)
-    views.append([float(v @ q) for v in ranker._label_vectors])  # 5. the "label: description" text
-    fused = sum(_zscore(np.asarray(v, dtype=float)) for v in views)
-    best = labels.index(unit.server)
+    fused = _reference_fused(ranker, cardset, question, q)
+    ranking = ranker.rank(question, limit=None)
+    unit = ranking.units[0]
+    best = ranker.server_labels.index(unit.server)
     assert unit.fused == pytest.approx(fused[best], abs=1e-4)
     assert unit.fused_margin == pytest.approx(fused[best] - np.delete(fused, best).max(), abs=1e-4)
-    assert labels[int(np.argmax(fused))] == ranker.rank(question).servers[0][0]
+    assert ranker.server_labels[int(np.argmax(fused))] == ranking.servers[0][0]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_under_fusion_the_decision_describes_the_card_it_chose(cardset: CardSet, question: str) -> None:
+    enc = CountingEncoder()
+    selector = Selector(cardset, encoder=enc)
+    ranker = selector.ranker
+    q = enc.encode([question])[0]
+    fused = _reference_fused(ranker, cardset, question, q)
+    decision = selector.decide(question)
+    chosen = decision.ranked[0].card
+    k = ranker.server_labels.index(chosen.server)
+    assert decision.servers[0][0] == chosen.server == ranker.server_labels[int(np.argmax(fused))]
+    assert decision.features["fused"] == pytest.approx(fused[k], abs=1e-4)
+    assert decision.features["label_semantic"] == pytest.approx(float(ranker._label_vectors[k] @ q), abs=1e-5)
+    assert decision.features["semantic"] == pytest.approx(
+        max(0.0, float(ranker._vectors[cardset.cards.index(chosen)] @ q)), abs=1e-5
+    )
+    assert decision.confidence == pytest.approx(selector.calibration.confidence(decision.features))
+    assert chosen.server in decision.reason or decision.abstain
+
+
+def test_with_an_encoder_each_confident_job_still_adds_its_capability(cardset: CardSet) -> None:
+    from skilldeck.select.encoders import load_encoder
+
+    question = "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md"
+    lexical = Selector(cardset).decide(question)
+    decision = Selector(cardset, encoder=load_encoder("minilm")).decide(question)
+    assert not decision.abstain
+    # the jobs are ranked lexically (only the whole question is encoded): the lexical model judges them
+    assert len(decision.chosen) == len(lexical.chosen) > 1
+    assert {c.server for c in decision.chosen} == {c.server for c in lexical.chosen}

@@ -8,14 +8,20 @@ logistic function of features that do not depend on how the rest of the catalog 
 * ``idf_coverage``: the IDF-weighted share of the question's terms that the top three servers'
   documents hold between them (a term no server holds counts as the rarest possible term);
 * ``terms``: ``log(1 + number of question terms)`` (long questions cover less by nature);
-* ``semantic`` / ``server_semantic``: cosine similarity of that card / its server (with an encoder).
+* with an encoder (the fused ranking, :mod:`skilldeck.select.rank`): ``semantic`` /
+  ``server_semantic`` / ``label_semantic``, the cosine of that card / its server's centroid / its
+  server's ``label: description``; ``coverage``, the share of the question's terms in that
+  server's document; ``fused``, that server's fused score (a sum of five z-scores);
+  ``fused_margin``, that score minus the best other server's; ``agreement``, the share of the five
+  views that rank that server first.
 
 So the confidence and the reason of a decision are those of the card it chooses (or, when it
 abstains, of the best candidate), never of another server that happened to score higher as a whole.
 
 The weights, bias and threshold are fitted by ``bench/selection/run.py --calibrate`` (plain numpy
-logistic regression on in-scope questions and their out-of-scope twins from half of LiveMCPBench;
-the threshold keeps 90% of that half's in-scope questions) and shipped as
+L2 logistic regression on in-scope questions and their out-of-scope twins from half of
+LiveMCPBench, its regularisation chosen by cross-validation grouped by task; the threshold keeps
+90% of that half's in-scope questions) and shipped as
 ``calibration-lexical.json`` / ``calibration-semantic.json``. Below the threshold the answer is
 **abstain**, naming the best candidates and why they fell short. A question with several jobs
 (:func:`~skilldeck.select.rank.split_jobs`) may get one capability per job, each job judged by
@@ -48,11 +54,14 @@ FEATURES = (
     "terms",
     "semantic",
     "server_semantic",
+    "coverage",
     "fused",
     "fused_margin",
     "agreement",
     "label_semantic",
 )
+LEXICAL_FEATURES = FEATURES[:4]
+"""What the lexical calibration reads (the encoder's features are absent without one)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +117,7 @@ def unit_features(unit: Unit) -> dict[str, float]:
         "terms": math.log1p(len(unit.terms)),
     }
     if unit.semantic is not None:
+        feats["coverage"] = unit.coverage
         feats["semantic"] = unit.semantic
     if unit.server_semantic is not None:
         feats["server_semantic"] = unit.server_semantic
@@ -224,6 +234,11 @@ class Selector:
         )
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
+        # a job of a multi-job question is ranked lexically (only the whole question is encoded), so
+        # with an encoder it is judged by the lexical model, which reads what a job has
+        self.job_calibration = (
+            default_calibration(False) if encoder is not None and calibration is None else self.calibration
+        )
         self.log = log
         self.max_tools_per_server = max_tools_per_server
         self.max_capabilities = max_capabilities
@@ -245,10 +260,13 @@ class Selector:
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
         for job in ranking.units[1:]:  # multi-job questions: each confident job may add a capability
-            job_conf = self.calibration.confidence(unit_features(job))
+            job_conf = self.job_calibration.confidence(unit_features(job))
             card = self.cards[job.card]
+            job_threshold = (
+                self.threshold if self.job_calibration is self.calibration else self.job_calibration.threshold
+            )
             added = (
-                job_conf >= self.threshold
+                job_conf >= job_threshold
                 and len(chosen) < self.max_capabilities
                 and all(card.server != c.server for c in chosen)
             )
