@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,19 @@ def add_select_commands(sub: Any) -> None:
     select.add_argument("--catalog", required=True, type=Path, metavar="FILE")
     group = select.add_mutually_exclusive_group(required=True)
     group.add_argument("--query", metavar="Q")
-    group.add_argument("--queries", type=Path, metavar="FILE.jsonl", help="one JSON object per line with a 'query'")
+    group.add_argument(
+        "--queries",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="one JSON object per line with a 'query', and optionally 'needs': the question split into needs",
+    )
+    select.add_argument(
+        "--need",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="with --query: one need of the question (repeat; each is ranked and judged on its own)",
+    )
     select.add_argument("--json", action="store_true", help="one JSON line per query")
     _encoder_flags(select)
     select.add_argument("--threshold", type=float)
@@ -103,6 +116,9 @@ def _cache_dir(args: argparse.Namespace) -> Path | None:
 
     return _home() / "cache" / VECTOR_FOLDER
 
+
+MAX_NEEDS = 8
+"""Needs one question may be split into (each is ranked on its own)."""
 
 VECTOR_FOLDER = "%vectors"
 """Inside the host's cache folder; never a server's folder there (labels are percent-encoded)."""
@@ -190,9 +206,13 @@ def _select(args: argparse.Namespace, err: Console) -> int:
         cache_dir=_cache_dir(args) if encoder is not None else None,
     )
     queries: list[str]
+    needs: list[list[str]] = []
     if args.query is not None:
         queries = [args.query]
+        needs = [list(args.need)]
     else:
+        if args.need:
+            raise SkilldeckError("--need goes with --query; in a --queries file, give each line a 'needs' list")
         queries = []
         for number, line in enumerate(args.queries.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -203,10 +223,18 @@ def _select(args: argparse.Namespace, err: Console) -> int:
                 raise SkilldeckError(f"{args.queries}:{number}: not JSON ({exc})") from None
             if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                 raise SkilldeckError(f"{args.queries}:{number}: expected an object with a 'query' string")
+            split = item.get("needs", [])
+            if not isinstance(split, list) or not all(isinstance(n, str) for n in split) or len(split) > MAX_NEEDS:
+                raise SkilldeckError(f"{args.queries}:{number}: 'needs' must be a list of at most {MAX_NEEDS} strings")
             queries.append(item["query"])
+            needs.append(split)
     depth = max(10, args.depth)
-    for query in queries:
-        decision = selector.decide(query)
+    if len(args.need) > MAX_NEEDS:
+        raise SkilldeckError(f"at most {MAX_NEEDS} --need per question")
+    for query, split in zip(queries, needs, strict=True):
+        decision = selector.decide(split or query)
+        if split:
+            decision = replace(decision, query=query)
         if args.json:
             print(json.dumps(_select_line(decision, depth), ensure_ascii=False))
         else:
@@ -216,7 +244,7 @@ def _select(args: argparse.Namespace, err: Console) -> int:
 
 def _select_line(decision: Decision, depth: int) -> dict[str, Any]:
     full = decision.to_json(depth=depth)
-    return {key: full[key] for key in ("query", "abstain", "confidence", "reason", "ranked", "tools")}
+    return {key: full.get(key, []) for key in ("query", "abstain", "confidence", "reason", "ranked", "tools", "needs")}
 
 
 # -- snapshot -----------------------------------------------------------------------------------------

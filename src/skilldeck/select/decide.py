@@ -30,20 +30,23 @@ the same model. Every decision can be appended to a structured log.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.select.cards import Card, CardSet
 from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit, tokens
+
+T = TypeVar("T")
 
 __all__ = ["FEATURES", "Calibration", "Decision", "DecisionLog", "Selector", "default_calibration", "unit_features"]
 
@@ -145,6 +148,9 @@ class Decision:
     """Every server, best first, with its best card's score."""
     jobs: list[dict[str, Any]] = field(default_factory=list)
     """For a multi-job question: each job's text, best server and confidence."""
+    needs: list[dict[str, Any]] = field(default_factory=list)
+    """Each need and its own shortlist: the needs given (one: the question itself), then the needs the
+    question implies (``"implied": true``, with the server given a place for it)."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -168,6 +174,8 @@ class Decision:
         }
         if self.jobs:
             out["jobs"] = self.jobs
+        if self.needs:
+            out["needs"] = self.needs
         return out
 
 
@@ -192,6 +200,18 @@ def _quoted(terms: Sequence[str], n: int, surface: dict[str, str] | None = None)
     surface = surface or {}
     terms = [surface.get(t, t) for t in terms]
     return ", ".join(repr(t) for t in terms[:n]) or "no shared terms"
+
+
+def _round_robin(lists: Sequence[Sequence[T]], key: Callable[[T], Any]) -> list[T]:
+    """The lists' items in turn (first of each, then second of each, ...), each key once."""
+    out: list[T] = []
+    seen: set[Any] = set()
+    for row in itertools.zip_longest(*lists):
+        for item in row:
+            if item is not None and key(item) not in seen:
+                seen.add(key(item))
+                out.append(item)
+    return out
 
 
 class Selector:
@@ -244,19 +264,85 @@ class Selector:
         self.max_capabilities = max_capabilities
         self.limit = limit
 
-    def decide(self, query: str) -> Decision:
-        """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons."""
+    def decide(self, query: str | Sequence[str]) -> Decision:
+        """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons.
+
+        ``query`` is one question, or several needs a caller (or an agent) split it into ("find the
+        paper", "save it to report.md"): each need is ranked and judged on its own, the shortlist
+        takes each need's cards and servers in turn, and every confident need adds its capability
+        (up to ``max_capabilities``). The decision's confidence and reason are those of the first
+        card chosen (or, abstaining, of the first need's best candidate)."""
+        if isinstance(query, str):
+            return self._record(self._decide_one(query))
+        needs = [q for q in query if q.strip()]
+        if not needs:
+            raise ValueError("decide() needs a question, or at least one non-empty need")
+        if len(needs) == 1:
+            return self._record(self._decide_one(needs[0]))
+        return self._record(self._decide_needs(needs))
+
+    def _decide_needs(self, needs: list[str]) -> Decision:
+        decisions = [self._decide_one(need) for need in needs]
+        chosen: list[Card] = []
+        tools: list[tuple[str, str]] = []
+        first: Decision | None = None
+        for d in decisions:
+            if d.abstain or not d.chosen:
+                continue
+            first = first or d
+            card = d.chosen[0]
+            if len(chosen) < self.max_capabilities and all(card.server != c.server for c in chosen):
+                chosen.append(card)
+                tools.extend(t for t in d.tools if t not in tools)
+        ranked = _round_robin([d.ranked for d in decisions], key=lambda s: s.card.key)[: self.limit]
+        servers = _round_robin([d.servers for d in decisions], key=lambda s: s[0])
+        own = [entry for d in decisions for entry in d.needs if not entry.get("implied")]
+        implied = [entry for d in decisions for entry in d.needs if entry.get("implied")]
+        implied = list({entry["need"]: entry for entry in implied}.values())
+        text = "; ".join(needs)
+        if first is None:
+            d0 = decisions[0]
+            reason = f"abstained for each of the {len(needs)} needs; the first: " + d0.reason.removeprefix(
+                "abstained: "
+            )
+            return Decision(text, True, d0.confidence, reason, ranked, [], [], d0.features, servers, [], own + implied)
+        reason = "; ".join(
+            f"need {i} ({need!r}): " + (d.reason if not d.abstain else "abstained")
+            for i, (need, d) in enumerate(zip(needs, decisions, strict=True), 1)
+        )
+        return Decision(
+            text, False, first.confidence, reason, ranked, chosen, tools, first.features, servers, [], own + implied
+        )
+
+    def _decide_one(self, query: str) -> Decision:
         ranking = self.ranker.rank(query, limit=self.limit)
+        decision = self._decide_question(query, ranking)
+        shortlist = [
+            {"server": s.card.server, "kind": s.card.kind, "name": s.card.name, "score": round(s.score, 4)}
+            for s in decision.ranked[:5]
+        ]
+        needs: list[dict[str, Any]] = [
+            {
+                "need": query,
+                "abstain": decision.abstain,
+                "confidence": round(decision.confidence, 4),
+                "chosen": [f"{c.server}/{c.name}" for c in decision.chosen[:1]],
+                "ranked": shortlist,
+                "servers": [label for label, _ in decision.servers[:5]],
+            }
+        ]
+        needs.extend({"need": need, "implied": True, "server": server} for need, server in ranking.implied)
+        return replace(decision, needs=needs)
+
+    def _decide_question(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
-            return self._record(Decision(query, True, 0.0, "abstained: the catalog is empty", []))
+            return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
         unit = ranking.units[0]
         feats = unit_features(unit)
         confidence = self.calibration.confidence(feats)
         if confidence < self.threshold:
             reason = self._why_not(ranking, unit, confidence, query)
-            return self._record(
-                Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
-            )
+            return Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
         for job in ranking.units[1:]:  # multi-job questions: each confident job may add a capability
@@ -281,9 +367,7 @@ class Selector:
         )
         if len(chosen) > 1:
             reason += "; the question names several jobs, also " + ", ".join(f"{c.server}/{c.name}" for c in chosen[1:])
-        return self._record(
-            Decision(query, False, confidence, reason, ranking.scored, chosen, tools, feats, ranking.servers, jobs)
-        )
+        return Decision(query, False, confidence, reason, ranking.scored, chosen, tools, feats, ranking.servers, jobs)
 
     def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:
         tools: list[tuple[str, str]] = []

@@ -57,6 +57,8 @@ from skilldeck.select.cards import Card
 from skilldeck.select.vectors import VectorCache
 
 __all__ = [
+    "IMPLIED_NEEDS",
+    "IMPLIED_SLOT",
     "VIEWS",
     "Encoder",
     "RankConfig",
@@ -64,6 +66,7 @@ __all__ = [
     "Ranking",
     "Scored",
     "Unit",
+    "implied_needs",
     "semantic_text",
     "server_text",
     "split_jobs",
@@ -238,6 +241,34 @@ _CLAUSE = re.compile(
     r"remind|calculate|estimate)\b)",
     re.IGNORECASE,
 )
+
+
+_LOCAL_FILE = re.compile(
+    r"(?:^|[\s(\"'`])(?:~|\.{1,2})?/[^\s\"'`)]+"  # a local path
+    r"|\b[A-Za-z]:\\"  # a Windows drive
+    r"|\b[\w\-]+\.(?:md|txt|csv|tsv|xlsx?|docx?|pptx?|pdf|json|ya?ml|png|jpe?g|gif|svg|html?|log)\b",  # a file name
+    re.IGNORECASE,
+)
+IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_LOCAL_FILE, "read and write files in a local folder"),
+    (re.compile(r"\bhttps?://\S+", re.IGNORECASE), "fetch the content of a web page at a URL"),
+    # arithmetic: 17*23, 2^10, 17 - 3, 10 / 2 (a date such as 2024-05-01 or 5/1/2024 is not)
+    (
+        re.compile(r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b", re.IGNORECASE),
+        "calculate a math expression",
+    ),
+)
+"""Needs a question implies without naming them, each found by a rule (no model): a file it mentions
+(the work has to be read or saved somewhere), a URL, arithmetic. A rule for dates and times
+("tomorrow") was measured too and left out: it cost Recall@5 on half A."""
+IMPLIED_SLOT = 4
+"""An implied need's best server is moved up to this index of the server list (the fifth place) when
+it is not already above it."""
+
+
+def implied_needs(question: str) -> list[str]:
+    """The needs ``question`` implies (:data:`IMPLIED_NEEDS`), as texts to rank."""
+    return [need for pattern, need in IMPLIED_NEEDS if pattern.search(question)]
 
 
 def split_jobs(question: str) -> list[str]:
@@ -445,6 +476,9 @@ class Ranking:
     """Every server, best first, scored by its best card."""
     units: list[Unit] = field(default_factory=list)
     """``units[0]`` is the whole question; the rest are its jobs (:func:`split_jobs`)."""
+    implied: list[tuple[str, str]] = field(default_factory=list)
+    """(need, server) for each need the question implies (:func:`implied_needs`) and the server
+    that need ranks first, which was given a place among the first :data:`IMPLIED_SLOT` + 1 servers."""
 
 
 class Ranker:
@@ -515,6 +549,7 @@ class Ranker:
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
+        self._best_for_need: dict[str, str | None] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -722,8 +757,11 @@ class Ranker:
 
     # -- the public face ------------------------------------------------------------------------
 
-    def rank(self, question: str, *, limit: int | None = 50) -> Ranking:
-        """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers."""
+    def rank(self, question: str, *, limit: int | None = 50, implied: bool = True) -> Ranking:
+        """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers.
+
+        With ``implied``, each need the question implies (:func:`implied_needs`) moves its own best
+        server up to the fifth place of the server list."""
         c = self.config
         n = len(self.cards)
         jobs = self._jobs(question)
@@ -769,10 +807,37 @@ class Ranker:
         server_best = self._per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
         servers = [(self.server_labels[s], float(server_best[s])) for s in s_order.tolist()]
+        needs = self._implied(question, servers) if implied else []
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
-        return Ranking(question, scored, servers, units)
+        return Ranking(question, scored, servers, units, needs)
+
+    def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
+        """Give each need the question implies one place among the first servers (in place)."""
+        found: list[tuple[str, str]] = []
+        for need in self._implied_needs(question):
+            best = self.best_server(need)
+            if best is None:
+                continue
+            found.append((need, best))
+            at = next(i for i, (label, _) in enumerate(servers) if label == best)
+            if at > IMPLIED_SLOT:
+                entry = servers.pop(at)
+                servers.insert(IMPLIED_SLOT, (entry[0], servers[IMPLIED_SLOT - 1][1]))
+        return found
+
+    def _implied_needs(self, question: str) -> list[str]:
+        """Hook: the needs a question implies (:func:`implied_needs`)."""
+        return implied_needs(question)
+
+    def best_server(self, need: str) -> str | None:
+        """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
+        if need not in self._best_for_need:
+            ranking = self.rank(need, implied=False)
+            top = ranking.scored[0].score if ranking.scored else 0.0
+            self._best_for_need[need] = ranking.servers[0][0] if top > 0 else None
+        return self._best_for_need[need]
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
         """Cards scored for ``question``, best first (all of them unless ``limit``)."""
