@@ -95,16 +95,14 @@ def _encoder(args: argparse.Namespace, err: Console) -> Any:
     """The encoder asked for; when the default one cannot load, lexical ranking with a one-line notice."""
     if args.lexical:
         return None
-    from skilldeck.errors import EncoderUnavailable
-    from skilldeck.select.encoders import DEFAULT_ENCODER, load_encoder
+    from skilldeck.select.encoders import DEFAULT_ENCODER, default_encoder, load_encoder
 
-    try:
-        return load_encoder(args.semantic)
-    except EncoderUnavailable as exc:
-        if args.semantic != DEFAULT_ENCODER:
-            raise  # asked for by name: an error, not a fallback
-        err.print(f"[yellow]notice[/] ranking lexically: {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return None
+    if args.semantic != DEFAULT_ENCODER:
+        return load_encoder(args.semantic)  # asked for by name: an error, not a fallback
+    encoder, notice = default_encoder()
+    if notice is not None:
+        err.print(f"[yellow]notice[/] {escape(notice)}", highlight=False, soft_wrap=True)
+    return encoder
 
 
 def _cache_dir(args: argparse.Namespace) -> Path | None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from skilldeck.errors import EncoderUnavailable
 
-__all__ = ["DEFAULT_ENCODER", "ENCODERS", "MiniLMEncoder", "WordLlamaEncoder", "load_encoder"]
+__all__ = ["DEFAULT_ENCODER", "ENCODERS", "MiniLMEncoder", "WordLlamaEncoder", "default_encoder", "load_encoder"]
 
 EXTRA_HINT = "pip install 'skilldeck[wordllama]'"
 
@@ -217,3 +217,11 @@ def load_encoder(name: str, **options: Any) -> MiniLMEncoder | WordLlamaEncoder:
     except KeyError:
         raise ValueError(f"no encoder named {name!r}; choose one of {', '.join(sorted(ENCODERS))}") from None
     return cls(**options)
+
+
+def default_encoder() -> tuple[MiniLMEncoder | WordLlamaEncoder | None, str | None]:
+    """The default encoder, or ``None`` and a one-line notice saying why selection will be lexical."""
+    try:
+        return load_encoder(DEFAULT_ENCODER), None
+    except EncoderUnavailable as exc:
+        return None, f"ranking lexically: {exc}"
