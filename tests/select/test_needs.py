@@ -84,6 +84,8 @@ def test_needs_given_by_the_caller_are_each_ranked_judged_and_given_slots(cardse
     assert "need 2" in decision.reason
     with pytest.raises(ValueError, match="need"):
         selector.decide(["", "  "])
+    with pytest.raises(ValueError, match="at most 8"):
+        selector.decide([f"need {i}" for i in range(9)])
 
 
 def test_select_cli_takes_needs_and_reports_each_shortlist(

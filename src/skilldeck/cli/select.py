@@ -23,7 +23,7 @@ from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
-from skilldeck.select.decide import Decision, DecisionLog, Selector
+from skilldeck.select.decide import MAX_NEEDS, Decision, DecisionLog, Selector
 
 __all__ = ["add_select_commands", "run_ask", "run_select", "run_snapshot"]
 
@@ -114,9 +114,6 @@ def _cache_dir(args: argparse.Namespace) -> Path | None:
 
     return _home() / "cache" / VECTOR_FOLDER
 
-
-MAX_NEEDS = 8
-"""Needs one question may be split into (each is ranked on its own)."""
 
 VECTOR_FOLDER = "%vectors"
 """Inside the host's cache folder; never a server's folder there (labels are percent-encoded)."""

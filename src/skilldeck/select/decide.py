@@ -48,7 +48,19 @@ from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, 
 
 T = TypeVar("T")
 
-__all__ = ["FEATURES", "Calibration", "Decision", "DecisionLog", "Selector", "default_calibration", "unit_features"]
+MAX_NEEDS = 8
+"""Needs one question may be split into (each is ranked on its own)."""
+
+__all__ = [
+    "FEATURES",
+    "MAX_NEEDS",
+    "Calibration",
+    "Decision",
+    "DecisionLog",
+    "Selector",
+    "default_calibration",
+    "unit_features",
+]
 
 FEATURES = (
     "lexical",
@@ -277,6 +289,8 @@ class Selector:
         needs = [q for q in query if q.strip()]
         if not needs:
             raise ValueError("decide() needs a question, or at least one non-empty need")
+        if len(needs) > MAX_NEEDS:
+            raise ValueError(f"{len(needs)} needs for one question; split it into at most {MAX_NEEDS}")
         if len(needs) == 1:
             return self._record(self._decide_one(needs[0]))
         return self._record(self._decide_needs(needs))
