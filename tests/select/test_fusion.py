@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skilldeck.select import CardSet, Ranker, Selector
+from skilldeck.select import CardSet, Ranker, Selector, default_calibration
 from skilldeck.select.cards import Card
 from skilldeck.select.vectors import VectorCache
 
@@ -86,6 +86,20 @@ def test_the_cache_keeps_at_most_max_entries_rows(tmp_path: Path) -> None:
     again = cache.encode(enc, ["text 0", "other 3"])
     assert enc.seen == ["text 0"] or enc.seen == []  # at most the dropped rows are encoded again
     assert np.allclose(again[0], first[0])
+
+
+def test_a_key_whose_digest_ends_in_zero_bytes_is_found_again(tmp_path: Path) -> None:
+    # numpy's fixed-width byte strings drop trailing NULs: a digest ending in 0x00 must still match
+    import hashlib
+
+    text = next(f"text {i}" for i in range(100_000) if hashlib.sha256(f"text {i}".encode()).digest()[-1] == 0)
+    cache = VectorCache(tmp_path)
+    enc = CountingEncoder()
+    cache.encode(enc, [text, "another"])
+    enc.seen.clear()
+    cache.encode(enc, [text, "another"])
+    assert enc.seen == []
+    assert cache.encoded == 0
 
 
 def test_an_encoder_without_a_fingerprint_is_not_cached(cardset: CardSet, tmp_path: Path) -> None:
@@ -168,8 +182,11 @@ def test_with_an_encoder_each_confident_job_still_adds_its_capability(cardset: C
 
     question = "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md"
     lexical = Selector(cardset).decide(question)
-    decision = Selector(cardset, encoder=load_encoder("minilm")).decide(question)
-    assert not decision.abstain
-    # the jobs are ranked lexically (only the whole question is encoded): the lexical model judges them
-    assert len(decision.chosen) == len(lexical.chosen) > 1
-    assert {c.server for c in decision.chosen} == {c.server for c in lexical.chosen}
+    encoder = load_encoder("minilm")
+    # the default calibration, or the same one passed explicitly (as the benchmark does)
+    for calibration in (None, default_calibration(True)):
+        decision = Selector(cardset, encoder=encoder, calibration=calibration).decide(question)
+        assert not decision.abstain
+        # the jobs are ranked lexically (only the whole question is encoded): the lexical model judges them
+        assert len(decision.chosen) == len(lexical.chosen) > 1
+        assert {c.server for c in decision.chosen} == {c.server for c in lexical.chosen}

@@ -232,7 +232,8 @@ class Selector:
     Args:
         cards: the catalog's cards (a :class:`CardSet` -- whose tool schemas are then indexed too --
             or a list).
-        encoder: a semantic encoder (``skilldeck[semantic]``), or ``None`` for lexical only.
+        encoder: a semantic encoder (the default install's: :func:`~skilldeck.select.encoders.default_encoder`),
+            or ``None`` for lexical only.
         calibration: confidence model and threshold; the shipped one by default.
         threshold: override the calibration's threshold.
         log: where decisions are recorded.
@@ -242,6 +243,8 @@ class Selector:
         vectors: precomputed card vectors for ``encoder`` (see :class:`~skilldeck.select.rank.Ranker`).
         limit: how many ranked cards a decision keeps.
         cache_dir: where card vectors are kept by content between runs (``None``: nowhere).
+        job_calibration: how each job of a multi-job question is judged; by default, with an
+            encoder, the shipped lexical model (jobs are ranked lexically), else ``calibration``.
     """
 
     def __init__(
@@ -258,6 +261,7 @@ class Selector:
         vectors: np.ndarray | None = None,
         limit: int = 50,
         cache_dir: str | os.PathLike[str] | None = None,
+        job_calibration: Calibration | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -268,9 +272,7 @@ class Selector:
         self.threshold = self.calibration.threshold if threshold is None else threshold
         # a job of a multi-job question is ranked lexically (only the whole question is encoded), so
         # with an encoder it is judged by the lexical model, which reads what a job has
-        self.job_calibration = (
-            default_calibration(False) if encoder is not None and calibration is None else self.calibration
-        )
+        self.job_calibration = job_calibration or (default_calibration(False) if encoder is not None else None)
         self.log = log
         self.max_tools_per_server = max_tools_per_server
         self.max_capabilities = max_capabilities
@@ -360,11 +362,10 @@ class Selector:
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
         for job in ranking.units[1:]:  # multi-job questions: each confident job may add a capability
-            job_conf = self.job_calibration.confidence(unit_features(job))
+            job_cal = self.job_calibration or self.calibration
+            job_conf = job_cal.confidence(unit_features(job))
             card = self.cards[job.card]
-            job_threshold = (
-                self.threshold if self.job_calibration is self.calibration else self.job_calibration.threshold
-            )
+            job_threshold = self.threshold if self.job_calibration is None else job_cal.threshold
             added = (
                 job_conf >= job_threshold
                 and len(chosen) < self.max_capabilities

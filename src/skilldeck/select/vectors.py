@@ -63,7 +63,9 @@ class VectorCache:
                 keys, vectors = data["keys"], data["vectors"]
         except (OSError, ValueError, KeyError, EOFError):
             return None
-        if keys.dtype != np.dtype("S32") or vectors.ndim != 2 or len(keys) != len(vectors):
+        if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 32 or vectors.ndim != 2:
+            return None
+        if len(keys) != len(vectors):
             return None
         return keys, np.asarray(vectors, dtype=np.float32)
 
@@ -80,18 +82,20 @@ class VectorCache:
         path = self.path_for(fingerprint)
         stored = self._read(path)
         known: dict[bytes, int] = {}
-        old_keys = np.zeros(0, dtype="S32")
+        old_keys: list[bytes] = []
         old_vectors: np.ndarray | None = None
         if stored is not None:
-            old_keys, old_vectors = stored
-            known = {bytes(k): i for i, k in enumerate(old_keys.tolist())}
+            # each key is 32 raw bytes (a numpy "S32" string would drop a digest's trailing zero bytes)
+            old_keys = [row.tobytes() for row in stored[0]]
+            old_vectors = stored[1]
+            known = {k: i for i, k in enumerate(old_keys)}
         keys = [_key(t) for t in texts]
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in known))
         self.encoded = len(missing)
         fresh = np.asarray(encoder.encode(missing), dtype=np.float32) if missing else None
         dim = fresh.shape[1] if fresh is not None else (old_vectors.shape[1] if old_vectors is not None else 0)
         if old_vectors is not None and fresh is not None and old_vectors.shape[1] != dim:
-            old_keys, old_vectors, known = np.zeros(0, dtype="S32"), None, {}  # another shape: start again
+            old_keys, old_vectors, known = [], None, {}  # another shape: start again
         new_rows = {_key(t): i for i, t in enumerate(missing)}
         out = np.empty((len(texts), dim), dtype=np.float32)
         for row, k in enumerate(keys):
@@ -104,7 +108,7 @@ class VectorCache:
         return out
 
     def _write(
-        self, path: Path, keys: list[bytes], vectors: np.ndarray, old_keys: np.ndarray, old_vectors: np.ndarray | None
+        self, path: Path, keys: list[bytes], vectors: np.ndarray, old_keys: list[bytes], old_vectors: np.ndarray | None
     ) -> None:
         asked: dict[bytes, int] = {}
         for i, k in enumerate(keys):
@@ -113,7 +117,7 @@ class VectorCache:
         rows = [vectors[asked[k]] for k in rows_keys]
         if old_vectors is not None:
             room = self.max_entries - len(rows_keys)
-            for i, k in enumerate(old_keys.tolist()):
+            for i, k in enumerate(old_keys):
                 if room <= 0:
                     break
                 if k not in asked:
@@ -126,7 +130,7 @@ class VectorCache:
             with os.fdopen(fd, "wb") as fh:
                 np.savez(
                     fh,
-                    keys=np.array(rows_keys, dtype="S32"),
+                    keys=np.frombuffer(b"".join(rows_keys), dtype=np.uint8).reshape(-1, 32),
                     vectors=np.stack(rows) if rows else np.zeros((0, vectors.shape[1]), dtype=np.float32),
                 )
             os.replace(tmp, path)
