@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -40,3 +41,10 @@ def load_bench() -> Callable[[str], ModuleType]:
         return module
 
     return load
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that keep state (approvals, caches, card vectors) keep it in a temporary home, never the user's."""
+    if "SKILLDECK_HOME" not in os.environ:
+        monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path_factory.getbasetemp() / "skilldeck-home"))

@@ -98,7 +98,8 @@ async def test_snapshot_and_select_cli(tmp_path: Path, capsys: pytest.CaptureFix
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(lines) == 2
     first: dict[str, Any] = lines[0]
-    assert set(first) == {"query", "abstain", "confidence", "reason", "ranked", "tools"}
+    assert set(first) == {"query", "abstain", "confidence", "reason", "ranked", "tools", "needs"}
+    assert first["needs"][0]["need"] == first["query"]  # one question: one need, with its own shortlist
     assert first["abstain"] is False
     assert 0.0 <= first["confidence"] <= 1.0
     assert len(first["ranked"]) >= 8  # every card of this small catalog (10 deep when there are 10)

@@ -41,3 +41,18 @@ def test_the_benchmark_reads_data_inside_the_repository_by_default() -> None:
     readme = (data / "README.md").read_text(encoding="utf-8")
     assert "icip-cas/LiveMCPBench" in readme  # attribution, with the source commit
     assert "a928e57d1ee7a25579b9a7036030faffff72d15b" in readme
+
+
+def test_near_duplicate_clusters_name_servers_of_the_catalog_once_each() -> None:
+    import json
+
+    livemcpbench = _module("livemcpbench")
+    run = _module("run")
+    labels = {s["label"] for s in livemcpbench.load_catalog((REPO / run.DEFAULT_DATA).resolve())}
+    clusters = run.load_clusters()
+    named = [label for cluster in clusters for label in cluster]
+    assert len(named) == len(set(named))  # a server is in one cluster at most
+    assert set(named) <= labels
+    assert all(len(cluster) >= 2 for cluster in clusters)
+    raw = json.loads((SELECTION / "data" / "near-duplicates.json").read_text(encoding="utf-8"))
+    assert all(c["why"] for c in raw["clusters"])  # each cluster says why its servers are interchangeable

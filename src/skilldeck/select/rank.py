@@ -23,9 +23,19 @@ English stemming (``PyStemmer``), and runs of CJK characters as character bigram
 descriptions match Chinese questions; English questions against Chinese descriptions can only
 match through tool names, which are nearly always English).
 
-Semantic scoring is an optional :class:`Encoder` (``skilldeck[semantic]``, see
-:mod:`skilldeck.select.encoders`); per query, lexical scores are normalised by their maximum and
-mixed with the cosine similarities.
+With an :class:`Encoder` (the default install's int8 MiniLM, :mod:`skilldeck.select.encoders`),
+servers are ranked by **multi-view fusion**: five views per server, each z-scored across the
+servers and summed --
+
+1. the lexical server score above (its best card after the server mix, jobs and skills);
+2. the best BM25F score of its cards;
+3. the mean of the cosines of its two best cards;
+4. the cosine to the centroid of its card vectors;
+5. the cosine to its ``label: description`` text.
+
+A card's score is then mostly its server's fused score (rescaled to [0, 1]) and a little its own (lexical
+and cosine, half each), so cards come out grouped by server in the fused order. Card and server
+vectors can be cached by content (:class:`~skilldeck.select.vectors.VectorCache`).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,8 +54,27 @@ from typing import Any, Protocol
 import numpy as np
 
 from skilldeck.select.cards import Card
+from skilldeck.select.vectors import VectorCache
 
-__all__ = ["Encoder", "RankConfig", "Ranker", "Ranking", "Scored", "Unit", "semantic_text", "split_jobs", "tokens"]
+__all__ = [
+    "IMPLIED_NEEDS",
+    "IMPLIED_SLOT",
+    "VIEWS",
+    "Encoder",
+    "RankConfig",
+    "Ranker",
+    "Ranking",
+    "Scored",
+    "Unit",
+    "implied_needs",
+    "semantic_text",
+    "server_text",
+    "split_jobs",
+    "tokens",
+]
+
+VIEWS = ("lexical", "best_bm25", "top2_cosine", "centroid_cosine", "label_cosine")
+"""The five per-server views fused when an encoder is given (see the module docstring)."""
 
 
 class Encoder(Protocol):
@@ -87,7 +117,10 @@ class RankConfig:
     server_mix: float = 0.5
     """A card's score = (1 - server_mix) * its own + server_mix * its server's."""
     semantic_weight: float = 0.5
-    """Share of the semantic similarity in the mix (when an encoder is given)."""
+    """Share of a card's cosine in its own score (when an encoder is given)."""
+    fused_server_weight: float = 0.98
+    """With an encoder: a card's score = this share of its server's fused score (in [0, 1]) + the rest of its
+    own, so servers come out in fused order and each server's cards by their own score (chosen on half A)."""
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -208,6 +241,34 @@ _CLAUSE = re.compile(
     r"remind|calculate|estimate)\b)",
     re.IGNORECASE,
 )
+
+
+_LOCAL_FILE = re.compile(
+    r"(?:^|[\s(\"'`])(?:~|\.{1,2})?/[^\s\"'`)]+"  # a local path
+    r"|\b[A-Za-z]:\\"  # a Windows drive
+    r"|\b[\w\-]+\.(?:md|txt|csv|tsv|xlsx?|docx?|pptx?|pdf|json|ya?ml|png|jpe?g|gif|svg|html?|log)\b",  # a file name
+    re.IGNORECASE,
+)
+IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_LOCAL_FILE, "read and write files in a local folder"),
+    (re.compile(r"\bhttps?://\S+", re.IGNORECASE), "fetch the content of a web page at a URL"),
+    # arithmetic: 17*23, 2^10, 17 - 3, 10 / 2 (a date such as 2024-05-01 or 5/1/2024 is not)
+    (
+        re.compile(r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b", re.IGNORECASE),
+        "calculate a math expression",
+    ),
+)
+"""Needs a question implies without naming them, each found by a rule (no model): a file it mentions
+(the work has to be read or saved somewhere), a URL, arithmetic. A rule for dates and times
+("tomorrow") was measured too and left out: it cost Recall@5 on half A."""
+IMPLIED_SLOT = 4
+"""An implied need's best server is moved up to this index of the server list (the fifth place) when
+it is not already above it."""
+
+
+def implied_needs(question: str) -> list[str]:
+    """The needs ``question`` implies (:data:`IMPLIED_NEEDS`), as texts to rank."""
+    return [need for pattern, need in IMPLIED_NEEDS if pattern.search(question)]
 
 
 def split_jobs(question: str) -> list[str]:
@@ -334,6 +395,17 @@ def semantic_text(card: Card) -> str:
     return f"{_words_of(card.server)}: {_words_of(card.name)}: {card.description[:400]}"
 
 
+def server_text(label: str, description: str, card_names: Sequence[str] = ()) -> str:
+    """What an encoder reads for a server: ``label: description`` (its card names when it has no description)."""
+    about = description.strip() or ", ".join(_words_of(n) for n in card_names[:20])
+    return f"{_words_of(label)}: {about[:400]}"
+
+
+def _zscore(x: np.ndarray) -> np.ndarray:
+    sd = float(x.std())
+    return (x - float(x.mean())) / sd if sd > 1e-12 else np.zeros_like(x)
+
+
 # --- ranking ----------------------------------------------------------------------------------
 
 
@@ -364,6 +436,15 @@ class Unit:
     semantic: float | None = None
     """Cosine similarity of that card (``None`` without an encoder)."""
     server_semantic: float | None = None
+    """Cosine similarity of the centroid of that card's server (``None`` without an encoder)."""
+    fused: float | None = None
+    """The fused score (sum of five z-scores) of that card's server (``None`` without an encoder)."""
+    fused_margin: float | None = None
+    """That fused score minus the best fused score of any other server."""
+    agreement: float | None = None
+    """Share of the five views that rank that card's server first."""
+    label_semantic: float | None = None
+    """Cosine similarity of that card's server's ``label: description`` text."""
 
 
 @dataclass(frozen=True)
@@ -377,6 +458,11 @@ class _Evidence:
     card_sem: np.ndarray | None
     server_sem: np.ndarray | None
     idf_coverage: float
+    fused: np.ndarray | None = None
+    """Per server: the sum of the five views' z-scores (with an encoder)."""
+    view_top: np.ndarray | None = None
+    """Per view: the index of the server it ranks first."""
+    label_sem: np.ndarray | None = None
 
 
 @dataclass
@@ -390,6 +476,9 @@ class Ranking:
     """Every server, best first, scored by its best card."""
     units: list[Unit] = field(default_factory=list)
     """``units[0]`` is the whole question; the rest are its jobs (:func:`split_jobs`)."""
+    implied: list[tuple[str, str]] = field(default_factory=list)
+    """(need, server) for each need the question implies (:func:`implied_needs`) and the server
+    that need ranks first, which was given a place among the first :data:`IMPLIED_SLOT` + 1 servers."""
 
 
 class Ranker:
@@ -404,6 +493,8 @@ class Ranker:
         config: the ranking knobs (:class:`RankConfig`).
         vectors: precomputed card vectors (rows in card order, from ``encoder`` over
             :func:`semantic_text`), to skip encoding the catalog.
+        cache_dir: a folder where card and server vectors are kept by content
+            (:class:`~skilldeck.select.vectors.VectorCache`); ``None`` writes nothing.
     """
 
     def __init__(
@@ -415,6 +506,7 @@ class Ranker:
         schemas: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
         config: RankConfig | None = None,
         vectors: np.ndarray | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         config = config or RankConfig()
         if semantic_weight is not None:
@@ -457,15 +549,18 @@ class Ranker:
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
+        self._best_for_need: dict[str, str | None] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
-        # semantic vectors: per card, and per server (the mean of its cards, renormalised)
+        # semantic vectors: per card, per server (the centroid of its cards) and of each server's text
         self._vectors: np.ndarray | None = None
         self._server_vectors: np.ndarray | None = None
+        self._label_vectors: np.ndarray | None = None
+        self.cache = VectorCache(cache_dir) if cache_dir is not None and encoder is not None else None
         if encoder is not None and self.cards:
             if vectors is None:
-                vectors = encoder.encode([semantic_text(card) for card in self.cards])
+                vectors = self._encode([semantic_text(card) for card in self.cards])
             vecs = np.ascontiguousarray(vectors, dtype=np.float32)
             if vecs.shape[0] != len(self.cards):
                 raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
@@ -474,6 +569,22 @@ class Ranker:
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             self._vectors = vecs
             self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
+            about: dict[str, str] = {}
+            card_names: dict[str, list[str]] = {}
+            for card in self.cards:
+                about.setdefault(card.server, card.server_description)
+                card_names.setdefault(card.server, []).append(card.name)
+            texts = [server_text(label, about[label], card_names[label]) for label in self.server_labels]
+            self._label_vectors = np.ascontiguousarray(self._encode(texts), dtype=np.float32)
+            # per-server top-2 of card cosines: the cards sorted by server, and each card's group
+            self._sorted_server = self._card_server[self._group_order]
+            self._group_sizes = np.diff(np.append(self._group_starts, len(self.cards)))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        assert self.encoder is not None
+        if self.cache is not None:
+            return self.cache.encode(self.encoder, texts)
+        return np.asarray(self.encoder.encode(texts), dtype=np.float32)
 
     # -- hooks: the shipped choice of each step (bench/selection/ablation.py overrides them) -----
 
@@ -540,7 +651,7 @@ class Ranker:
         server = server_lex / server_lex.max() if server_lex.max() > 0 else server_lex
         card_sem = server_sem = None
         if qvec is not None and self._vectors is not None and self._server_vectors is not None:
-            # einsum, not BLAS: a threaded sgemv next to torch's own threads oversubscribes 2 cores (8x slower)
+            # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
             card_sem = np.clip(np.einsum("ij,j->i", self._vectors, qvec), 0.0, 1.0).astype(np.float64)
             server_sem = np.clip(np.einsum("ij,j->i", self._server_vectors, qvec), 0.0, 1.0).astype(np.float64)
             card, server = self._fuse(card, card_sem), self._fuse(server, server_sem)
@@ -572,6 +683,12 @@ class Ranker:
         sid = int(self._card_server[card])
         server_terms = self._server_terms[sid]
         matched = tuple(t for t in ev.terms if t in server_terms)
+        fused = margin = agreement = None
+        if ev.fused is not None and ev.view_top is not None:
+            fused = float(ev.fused[sid])
+            others = np.delete(ev.fused, sid)
+            margin = fused - float(others.max()) if len(others) else 0.0
+            agreement = float(np.mean(ev.view_top == sid))
         return Unit(
             text=ev.text,
             terms=ev.terms,
@@ -584,12 +701,67 @@ class Ranker:
             matched=matched,
             semantic=semantic,
             server_semantic=None if ev.server_sem is None else float(ev.server_sem[sid]),
+            fused=fused,
+            fused_margin=margin,
+            agreement=agreement,
+            label_semantic=None if ev.label_sem is None else float(ev.label_sem[sid]),
         )
+
+    def _fusion(
+        self, mixed: np.ndarray, card: np.ndarray, ev: _Evidence, qvec: np.ndarray
+    ) -> tuple[np.ndarray, _Evidence]:
+        """Card scores from the five fused server views (module docstring), and the evidence told about them.
+
+        ``mixed`` is the lexical card ranking (server mix, jobs, skills applied); ``card`` the
+        question's own lexical card scores in [0, 1]."""
+        assert self._vectors is not None
+        assert self._server_vectors is not None
+        assert self._label_vectors is not None
+        # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
+        card_cos = np.einsum("ij,j->i", self._vectors, qvec).astype(np.float64)
+        centroid_cos = np.einsum("ij,j->i", self._server_vectors, qvec).astype(np.float64)
+        label_cos = np.einsum("ij,j->i", self._label_vectors, qvec).astype(np.float64)
+        by_server = card_cos[self._group_order]
+        best = np.maximum.reduceat(by_server, self._group_starts)
+        is_best = by_server == best[self._sorted_server]
+        ties = np.bincount(self._sorted_server[is_best], minlength=len(self.server_labels))
+        second = np.maximum.reduceat(np.where(is_best, -np.inf, by_server), self._group_starts)
+        second = np.where((ties >= 2) | ~np.isfinite(second), best, second)
+        views = np.stack(
+            [
+                self._per_server_max(mixed),
+                self._per_server_max(ev.card_raw),
+                (best + second) / 2.0,
+                centroid_cos,
+                label_cos,
+            ]
+        )
+        fused = sum((_zscore(v) for v in views), np.zeros(len(self.server_labels)))
+        span = float(fused.max() - fused.min())
+        fused01 = (fused - fused.min()) / span if span > 1e-12 else np.ones_like(fused)
+        card_sem = np.clip(card_cos, 0.0, 1.0)
+        own = self._fuse(card, card_sem)
+        w = self.config.fused_server_weight
+        out = w * fused01[self._card_server] + (1.0 - w) * own
+        for i, named in self._inherit:
+            out[i] = max(out[i], 0.9 * float(out[named].max()))
+        evidence = replace(
+            ev,
+            card_sem=card_sem,
+            server_sem=np.clip(centroid_cos, 0.0, 1.0),
+            fused=fused,
+            view_top=views.argmax(axis=1),
+            label_sem=label_cos,
+        )
+        return out, evidence
 
     # -- the public face ------------------------------------------------------------------------
 
-    def rank(self, question: str, *, limit: int | None = 50) -> Ranking:
-        """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers."""
+    def rank(self, question: str, *, limit: int | None = 50, implied: bool = True) -> Ranking:
+        """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers.
+
+        With ``implied``, each need the question implies (:func:`implied_needs`) moves its own best
+        server up to the fifth place of the server list."""
         c = self.config
         n = len(self.cards)
         jobs = self._jobs(question)
@@ -598,7 +770,7 @@ class Ranker:
         qvecs = None
         if self.encoder is not None and self._vectors is not None:
             qvecs = np.asarray(self.encoder.encode(self._query_texts(question, jobs)), dtype=np.float32)
-        card, server, evidence = self._unit(question, None if qvecs is None else qvecs[0])
+        card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
         jobs_found: list[Unit] = []
         for j, job in enumerate(jobs):
@@ -609,6 +781,8 @@ class Ranker:
                 self._merge_job(mixed, jm, len(jobs))
         for i, named in self._inherit:  # a skill scores at least as well as the best tool it names (discounted)
             mixed[i] = max(mixed[i], 0.9 * float(mixed[named].max()))
+        if qvecs is not None:
+            mixed, evidence = self._fusion(mixed, card, evidence, qvecs[0])
         peak = mixed.max()
         if peak > 0:
             mixed = mixed / peak
@@ -633,10 +807,37 @@ class Ranker:
         server_best = self._per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
         servers = [(self.server_labels[s], float(server_best[s])) for s in s_order.tolist()]
+        needs = self._implied(question, servers) if implied else []
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
-        return Ranking(question, scored, servers, units)
+        return Ranking(question, scored, servers, units, needs)
+
+    def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
+        """Give each need the question implies one place among the first servers (in place)."""
+        found: list[tuple[str, str]] = []
+        for need in self._implied_needs(question):
+            best = self.best_server(need)
+            if best is None:
+                continue
+            found.append((need, best))
+            at = next(i for i, (label, _) in enumerate(servers) if label == best)
+            if at > IMPLIED_SLOT:
+                entry = servers.pop(at)
+                servers.insert(IMPLIED_SLOT, (entry[0], servers[IMPLIED_SLOT - 1][1]))
+        return found
+
+    def _implied_needs(self, question: str) -> list[str]:
+        """Hook: the needs a question implies (:func:`implied_needs`)."""
+        return implied_needs(question)
+
+    def best_server(self, need: str) -> str | None:
+        """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
+        if need not in self._best_for_need:
+            ranking = self.rank(need, implied=False)
+            top = ranking.scored[0].score if ranking.scored else 0.0
+            self._best_for_need[need] = ranking.servers[0][0] if top > 0 else None
+        return self._best_for_need[need]
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
         """Cards scored for ``question``, best first (all of them unless ``limit``)."""

@@ -1,0 +1,109 @@
+"""Several needs per question: needs a question implies (rule-made), needs a caller gives, the select CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from skilldeck.cli import main
+from skilldeck.select import CardSet, Ranker, Selector, build_cards, parse_snapshot
+from skilldeck.select.rank import IMPLIED_SLOT, implied_needs
+
+from .conftest import CATALOG, _tool
+
+FILES_NEED = "read and write files in a local folder"
+
+
+@pytest.mark.parametrize(
+    ("question", "needs"),
+    [
+        ("Summarise the news and save it to /tmp/out.md", [FILES_NEED]),
+        ("Put the table in report.xlsx", [FILES_NEED]),
+        ("Read C:\\data\\prices.csv", [FILES_NEED]),
+        ("What does https://example.org/a say?", ["fetch the content of a web page at a URL"]),
+        ("How much is 17 * 23?", ["calculate a math expression"]),
+        ("Tell me a joke about cats", []),
+        ("What is 2^10, and 17 - 3?", ["calculate a math expression"]),
+        ("Version 2.0 of the stock API", []),  # a version number is not arithmetic, nor a file
+        ("What happened on 2024-05-01 and on 5/1/2024?", []),  # nor is a date
+    ],
+)
+def test_implied_needs_are_found_by_general_rules(question: str, needs: list[str]) -> None:
+    assert implied_needs(question) == needs
+
+
+@pytest.fixture
+def finance_heavy() -> CardSet:
+    """The test catalog plus servers that all outrank 'files' for a finance question."""
+    catalog = copy.deepcopy(CATALOG)
+    for i, topic in enumerate(["market news", "equity research", "stock screener", "earnings calendar", "analyst"]):
+        catalog["servers"].append(
+            {
+                "label": f"finance-{i}",
+                "description": f"Stock {topic} for listed companies",
+                "tools": [_tool(f"get_{i}_stock_{topic.replace(' ', '_')}", f"Stock {topic} of a company by ticker")],
+            }
+        )
+    return build_cards(parse_snapshot(catalog))
+
+
+def test_an_implied_need_gives_its_best_server_a_place_in_the_first_five(finance_heavy: CardSet) -> None:
+    ranker = Ranker(finance_heavy.cards, schemas=finance_heavy.tools)
+    question = "Give me the stock price and company news for AAPL and put everything in notes.md"
+    plain = [label for label, _ in ranker.rank(question, implied=False).servers]
+    assert plain.index("files") > IMPLIED_SLOT  # without the rule, the file server is out of the top five
+    ranking = ranker.rank(question)
+    servers = [label for label, _ in ranking.servers]
+    assert servers.index("files") == IMPLIED_SLOT
+    assert ranking.implied == [(FILES_NEED, "files")]
+    assert servers[:IMPLIED_SLOT] == [s for s in plain if s != "files"][:IMPLIED_SLOT]  # the rest keeps its order
+    scores = [score for _, score in ranking.servers]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_needs_given_by_the_caller_are_each_ranked_judged_and_given_slots(cardset: CardSet) -> None:
+    selector = Selector(cardset)
+    needs = ["current stock price of the AAPL ticker", "plot a bar chart of the prices"]
+    decision = selector.decide(needs)
+    alone = [selector.decide(n) for n in needs]
+    assert not decision.abstain
+    assert [c.server for c in decision.chosen] == ["stocks", "charts"]
+    assert decision.confidence == pytest.approx(alone[0].confidence)  # the first card chosen
+    assert decision.features == alone[0].features
+    # the shortlist takes each need's cards and servers in turn
+    assert [s.card.key for s in decision.ranked[:2]] == [alone[0].ranked[0].card.key, alone[1].ranked[0].card.key]
+    assert [label for label, _ in decision.servers[:2]] == ["stocks", "charts"]
+    assert [n["need"] for n in decision.needs] == needs
+    assert decision.needs[1]["ranked"][0]["server"] == "charts"
+    assert ("stocks", "get_stock_price") in decision.tools
+    assert any(server == "charts" for server, _ in decision.tools)
+    assert "need 1" in decision.reason
+    assert "need 2" in decision.reason
+    with pytest.raises(ValueError, match="need"):
+        selector.decide(["", "  "])
+    with pytest.raises(ValueError, match="at most 8"):
+        selector.decide([f"need {i}" for i in range(9)])
+
+
+def test_select_cli_takes_needs_and_reports_each_shortlist(
+    cardset: CardSet, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(CATALOG), encoding="utf-8")
+    question = "Get the AAPL stock price and plot it as a bar chart"
+    argv = ["select", "--catalog", str(catalog), "--lexical", "--json", "--query", question]
+    assert main([*argv, "--need", "AAPL stock price", "--need", "bar chart of prices"]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line["query"] == question
+    assert [n["need"] for n in line["needs"]] == ["AAPL stock price", "bar chart of prices"]
+    assert [n["ranked"][0]["server"] for n in line["needs"]] == ["stocks", "charts"]
+    assert len(line["ranked"]) >= 10
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"query": question, "needs": ["x"] * 9}) + "\n", encoding="utf-8")
+    assert main(["select", "--catalog", str(catalog), "--lexical", "--queries", str(queries)]) == 1
+    assert "at most 8 strings" in capsys.readouterr().err
+    assert main([*argv, *(a for i in range(9) for a in ("--need", f"need {i}"))]) == 1
+    assert "at most 8 --need" in capsys.readouterr().err
