@@ -84,8 +84,43 @@ T_APPROVALS = "tests/host/test_approvals.py"
 T_ORIGINS = "tests/host/test_origins_and_collisions.py"
 T_GATE = "tests/select/test_gate_and_projection.py"
 T_EXTENSION = "tests/server/test_extension.py"
+T_GW_SECURITY = "tests/gateway/test_security.py"
+T_GW_REPUBLISH = "tests/gateway/test_republish.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
+    # -- gateway: what a downstream client may reach ---------------------------------------------------
+    _m(
+        "gateway-every-listed-tool-active",
+        "gateway/service.py",
+        "gate = index.gate.with_active([*activation.tools, *pinned])",
+        "gate = index.gate.with_active([(lbl, t) for lbl, listed in index.cards.tools.items() for t in listed])",
+        T_GW_SECURITY,
+        "a client calls any listed upstream tool without loading it",
+    ),
+    _m(
+        "gateway-cross-label-grant-implied",
+        "gateway/service.py",
+        "if label != record.label and (record.label, label) not in self.grants:",
+        "if False:",
+        T_GW_SECURITY,
+        "a skill activates another server's tools without a host-side grant",
+    ),
+    _m(
+        "gateway-conversations-merged",
+        "gateway/activation.py",
+        '        key += f"|{conversation}"',
+        "        pass",
+        T_GW_SECURITY,
+        "two conversations of one caller share what they loaded",
+    ),
+    _m(
+        "republish-remote-digest-unchecked",
+        "server/remote.py",
+        "if len(data) != resource.size or digest_of(data) != resource.digest:",
+        "if len(data) != resource.size:",
+        T_GW_REPUBLISH,
+        "re-published skill bytes are passed on without their digest checked",
+    ),
     # -- server/audience.py: who sees what ------------------------------------------------------------
     _m(
         "audience-dynamic-admission",
