@@ -69,6 +69,7 @@ __all__ = [
     "SkilldeckError",
     "SnapshotError",
     "SourceError",
+    "TalentPromptError",
     "ToolNotActive",
     "ToolNotListed",
     "UnknownFile",
@@ -161,6 +162,10 @@ class AmbiguousName(UsageError):
     def __init__(self, name: str, candidates: list[str]) -> None:
         super().__init__(f"{name!r} names {len(candidates)} skills; use one of: {', '.join(candidates)}")
         self.candidates = candidates
+
+
+class TalentPromptError(UsageError):
+    """A Solon talent call's ``promptJson`` that is refused unread: too long, too deep, or not a JSON object."""
 
 
 class UnknownFile(UsageError):
