@@ -12,6 +12,7 @@ identity (stdio).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,3 +277,25 @@ async def test_stdio_answers_for_the_default_identity(tmp_path: Path) -> None:
         with pytest.raises(MCPError):
             await client.call_tool("cancel_order", {"order_id": "A1"})
     assert ran.read_text().split() == ["lookup_order"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "--solon-talent needs --policy FILE"),
+        (["--policy", "POLICY"], "--solon-talent 'nope': no such skill is served"),
+    ],
+)
+def test_serve_refuses_a_talent_without_policy_or_skill(tmp_path: Path, extra: list[str], message: str) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("skills: {}\n")
+    args = [str(policy) if a == "POLICY" else a for a in extra]
+    proc = subprocess.run(
+        [sys.executable, "-m", "skilldeck.cli", "serve", str(PACK), "--solon-talent", "nope", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1
+    assert message in proc.stderr
