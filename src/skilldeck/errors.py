@@ -17,6 +17,7 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     │   ├── EncoderUnavailable
     │   ├── UnknownSkill
     │   ├── AmbiguousName
+    │   ├── TalentPromptError
     │   └── UnknownFile
     ├── Refused                     a rule of ours said no; nothing was sent or read
     │   ├── NotApproved
