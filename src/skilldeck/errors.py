@@ -17,6 +17,7 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     │   ├── EncoderUnavailable
     │   ├── UnknownSkill
     │   ├── AmbiguousName
+    │   ├── TalentPromptError
     │   └── UnknownFile
     ├── Refused                     a rule of ours said no; nothing was sent or read
     │   ├── NotApproved
@@ -69,6 +70,7 @@ __all__ = [
     "SkilldeckError",
     "SnapshotError",
     "SourceError",
+    "TalentPromptError",
     "ToolNotActive",
     "ToolNotListed",
     "UnknownFile",
@@ -161,6 +163,10 @@ class AmbiguousName(UsageError):
     def __init__(self, name: str, candidates: list[str]) -> None:
         super().__init__(f"{name!r} names {len(candidates)} skills; use one of: {', '.join(candidates)}")
         self.candidates = candidates
+
+
+class TalentPromptError(UsageError):
+    """A Solon talent call's ``promptJson`` that is refused unread: too long, too deep, or not a JSON object."""
 
 
 class UnknownFile(UsageError):

@@ -24,7 +24,7 @@ from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
 from skilldeck.cli.output import StdoutConsole, stdout_closed
 from skilldeck.cli.select import add_select_commands
-from skilldeck.errors import SkilldeckError
+from skilldeck.errors import SkilldeckError, UsageError
 
 __all__ = ["main"]
 
@@ -71,6 +71,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
     serve.add_argument("--policy", metavar="FILE", help="a YAML policy: which callers see which skills and tools")
+    serve.add_argument(
+        "--solon-talent",
+        metavar="SKILL",
+        help="also answer Solon AI's remote-talent protocol for this skill (needs --policy)",
+    )
     add_auth_arguments(serve)
     serve.set_defaults(handler=_cmd_serve)
 
@@ -94,11 +99,17 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server.catalog import CatalogDiff
     from skilldeck.server.policy import load_policy
 
+    if args.solon_talent and not args.policy:
+        raise UsageError("--solon-talent needs --policy FILE: admission, instructions and routing come from it")
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
     server, extension = create_server(
         *args.paths, name=args.name, page_size=args.page_size, policy=policy, token_verifier=verifier, auth=auth
     )
+    if args.solon_talent:
+        from skilldeck.server.talent import enable_talent
+
+        enable_talent(server, extension, args.solon_talent)
     for warning in serve_warnings(args):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     anyio.run(extension.check_policy, server)  # an unknown skill or tool in the policy stops here

@@ -27,7 +27,7 @@ from skilldeck.skill.manifest import build_entry
 from skilldeck.skill.pack import StaticSkill
 from skilldeck.skill.uri import SKILL_MD, is_text_mime_type, mime_type_for
 
-__all__ = ["allowed_tools", "catalog_for"]
+__all__ = ["allowed_tools", "catalog_for", "offered"]
 
 
 def _visible(policy: Policy, name: str, caller: Caller) -> bool:
@@ -39,6 +39,11 @@ def _visible(policy: Policy, name: str, caller: Caller) -> bool:
     if rule.instruction_only or not rule.tools:
         return True
     return bool(rule.route(caller))
+
+
+def offered(policy: Policy, name: str, caller: Caller) -> bool:
+    """Whether skill ``name`` is offered to ``caller``: admitted, and routing them a tool unless instruction-only."""
+    return _visible(policy, name, caller)
 
 
 def allowed_tools(policy: Policy, skill_names: Iterable[str], caller: Caller) -> frozenset[str]:

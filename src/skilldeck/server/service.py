@@ -92,6 +92,8 @@ class SkillService:
         self.audit = audit or AuditLog()
         self.variant_cache_bytes = variant_cache_bytes
         self.max_variants = max_variants
+        self.protocol_tools: frozenset[str] = frozenset()
+        """Tools every caller may list and call whatever the policy says (a protocol's own, like Solon's talent tools)."""
         self._variants: OrderedDict[tuple[Any, ...], tuple[Catalog, int]] = OrderedDict()
         self._variant_bytes = 0
         self._catalog = self.load()
@@ -183,7 +185,7 @@ class SkillService:
         """Tool names ``caller`` may list and call; ``None`` when no policy restricts them."""
         if self.policy is None:
             return None
-        return allowed_tools(self.policy, (e.name for e in self._catalog.entries), caller)
+        return allowed_tools(self.policy, (e.name for e in self._catalog.entries), caller) | self.protocol_tools
 
     def admit_tool_call(self, caller: Caller, name: str) -> bool:
         """Whether ``caller`` may call tool ``name``; under a policy, the decision is audited."""
