@@ -145,3 +145,16 @@ async def test_find_refuses_an_overlong_query_before_ranking() -> None:
         (retry,) = returns(result.all_messages())
         assert "at most 2000 characters" in str(retry.content)
         assert gw.service.log.records == [] or all(r["kind"] != "find" for r in gw.service.log.records)
+
+
+def test_the_example_runs_offline_and_reveals_the_skills_tool() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "pydantic-ai.py"
+    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "turn 1: the model sees ['find', 'load_skill']" in done.stdout
+    assert "turn 3: the model sees ['find', 'jobs__search_jobs', 'load_skill']" in done.stdout
+    assert "jobs__search_jobs -> {'result': [" in done.stdout
