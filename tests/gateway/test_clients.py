@@ -314,3 +314,26 @@ async def test_a_proxied_result_is_stamped_by_the_gateway_and_names_its_origin(e
         assert meta.get("dev.skilldeck/server") == "jobs", meta
         stamp = meta.get("io.modelcontextprotocol/serverInfo")
         assert stamp is None or stamp.get("name") == "skilldeck-gateway", meta
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_find_takes_the_task_split_into_needs_and_gives_each_its_cards(era: str) -> None:
+    from mcp.client import Client
+
+    from skilldeck.demo.servers import demo_servers
+    from skilldeck.gateway import GatewayService, create_gateway
+    from skilldeck.host import Host, InProcessServer, ServerSpec
+
+    specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
+    async with Host(specs) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="auto" if era == "modern" else "legacy", cache=None) as c:
+            needs = ["find senior Java roles in Costa Rica", "open an issue in the tracker for the hiring team"]
+            split = await c.call_tool("find", {"query": " and ".join(needs), "needs": needs, "limit": 10})
+            assert not split.is_error, split
+            servers = {card["server"] for card in (split.structured_content or {})["cards"]}
+            assert {"jobs", "tracker"} <= servers, split.structured_content
+            for bad in ([], ["ok", ""], ["x" * 2_001], ["n"] * 9, "not a list"):
+                refused = await c.call_tool("find", {"query": "jobs", "needs": bad})
+                assert refused.is_error, bad
+                assert "needs must be a list" in refused.content[0].text  # type: ignore[union-attr]

@@ -44,9 +44,9 @@ class SkillSession:
         self.caller = caller or (policy.default_identity if policy is not None else Caller())
         self.client = client_key("agent", self.caller.subject, name or uuid.uuid4().hex)
 
-    def find(self, query: str, limit: int | None = None) -> dict[str, Any]:
-        """Ranked cards for ``query`` (never a schema), or an abstention with its reason."""
-        return self.service.find(self.caller, self.client, query, limit)
+    def find(self, query: str, limit: int | None = None, *, needs: list[str] | None = None) -> dict[str, Any]:
+        """Ranked cards for ``query`` (or each of ``needs``; never a schema), or an abstention with its reason."""
+        return self.service.find(self.caller, self.client, query, limit, needs=needs)
 
     async def load(self, ids: Iterable[str]) -> dict[str, Any]:
         """Load cards by id: verified skill text and the schemas of exactly the tools it names, now active."""

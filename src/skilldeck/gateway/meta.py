@@ -75,6 +75,13 @@ META_TOOLS: Final[tuple[dict[str, Any], ...]] = (
                     "maximum": MAX_FIND_LIMIT,
                     "description": "How many cards at most (default 5)",
                 },
+                "needs": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+                    "minItems": 1,
+                    "maxItems": 8,
+                    "description": "Optional: the task split into its separate needs; each gets its own cards",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,

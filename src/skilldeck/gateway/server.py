@@ -36,6 +36,7 @@ from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, client_key
 from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, READ_SKILL_FILE
 from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService
+from skilldeck.select.decide import MAX_NEEDS
 from skilldeck.select.project import tool_function_name
 from skilldeck.server.notifier import MAX_LEGACY_SESSIONS
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
@@ -213,14 +214,23 @@ class GatewayMiddleware:
         try:
             if name == FIND:
                 query, limit = args.get("query"), args.get("limit")
-                _check_args(name, args, {"query", "limit"})
+                _check_args(name, args, {"query", "limit", "needs"})
                 if not isinstance(query, str) or not query.strip() or len(query) > 2_000:
                     return _refused("find needs a query: the task in your own words, at most 2,000 characters")
                 if limit is not None and (
                     not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50
                 ):
                     return _refused("limit must be a whole number from 1 to 50")
-                found = service.find(caller, client, query, limit)
+                needs = args.get("needs")
+                if needs is not None and not (
+                    isinstance(needs, list)
+                    and 1 <= len(needs) <= MAX_NEEDS
+                    and all(isinstance(n, str) and n.strip() and len(n) <= 2_000 for n in needs)
+                ):
+                    return _refused(
+                        f"needs must be a list of 1 to {MAX_NEEDS} non-empty texts of at most 2,000 characters each"
+                    )
+                found = service.find(caller, client, query, limit, needs=needs)
                 return _ok(found, _find_text(found))
             if name == LOAD:
                 _check_args(name, args, {"ids"})

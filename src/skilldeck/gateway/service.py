@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,11 +210,14 @@ class GatewayService:
 
     # -- find --------------------------------------------------------------------------------------
 
-    def find(self, caller: Caller, client: str, query: str, limit: int | None = None) -> dict[str, Any]:
-        """Ranked cards for ``query``, or an abstention with its reason. Never input schemas."""
+    def find(
+        self, caller: Caller, client: str, query: str, limit: int | None = None, *, needs: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Ranked cards for ``query`` (or for each of ``needs``, when the caller split the task), or an
+        abstention with its reason. Never input schemas."""
         limit = DEFAULT_FIND_LIMIT if limit is None else max(1, min(int(limit), 50))
         index = self.index_for(caller)
-        decision = index.selector.decide(query)
+        decision = index.selector.decide(list(needs) if needs else query)
         cards = []
         seen: set[str] = set()
         for scored in decision.ranked:
