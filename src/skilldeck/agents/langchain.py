@@ -32,7 +32,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 
 from skilldeck.agents.session import SkillSession
-from skilldeck.errors import SkilldeckError, UsageError, shorten
+from skilldeck.errors import SkilldeckError, shorten
 
 __all__ = ["MAX_LOAD_IDS", "SkillMiddleware", "session_of", "tool_name"]
 
@@ -48,15 +48,7 @@ def session_of(context: object) -> SkillSession:
     Raises:
         UsageError: the run was started without a session in its context.
     """
-    if isinstance(context, SkillSession):
-        return context
-    found = getattr(context, "skill_session", None)
-    if isinstance(found, SkillSession):
-        return found
-    raise UsageError(
-        "the run has no SkillSession: pass agent.ainvoke(..., context=SkillSession(service)) "
-        "or a context object with a 'skill_session' attribute"
-    )
+    return SkillSession.of(context, how="agent.ainvoke(..., context=SkillSession(service))")
 
 
 def tool_name(label: str, tool: str) -> str:

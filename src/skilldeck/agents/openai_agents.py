@@ -38,7 +38,7 @@ from agents.tool_guardrails import ToolInputGuardrail, ToolInputGuardrailData
 from mcp.types import Tool as MCPTool
 
 from skilldeck.agents.session import SkillSession
-from skilldeck.errors import SkilldeckError, UsageError, shorten
+from skilldeck.errors import SkilldeckError, shorten
 
 __all__ = ["MAX_LOAD_IDS", "SkillTools", "session_of"]
 
@@ -52,15 +52,7 @@ def session_of(context: object) -> SkillSession:
     Raises:
         UsageError: the run was started without a session in its context.
     """
-    if isinstance(context, SkillSession):
-        return context
-    found = getattr(context, "skill_session", None)
-    if isinstance(found, SkillSession):
-        return found
-    raise UsageError(
-        "the run has no SkillSession: pass Runner.run(..., context=SkillSession(service)) "
-        "or a context object with a 'skill_session' attribute"
-    )
+    return SkillSession.of(context, how="Runner.run(..., context=SkillSession(service))")
 
 
 class SkillTools:

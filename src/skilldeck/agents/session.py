@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from skilldeck.errors import UsageError
 from skilldeck.gateway.activation import client_key
 from skilldeck.gateway.service import GatewayService
 from skilldeck.server.policy import Caller
@@ -43,6 +44,22 @@ class SkillSession:
         policy = service.policy
         self.caller = caller or (policy.default_identity if policy is not None else Caller())
         self.client = client_key("agent", self.caller.subject, name or uuid.uuid4().hex)
+
+    @staticmethod
+    def of(context: object, *, how: str = "context=SkillSession(service)") -> SkillSession:
+        """The session a framework's run context carries: the context itself, or its ``skill_session``.
+
+        Raises:
+            UsageError: there is none; the message shows ``how`` to pass one.
+        """
+        if isinstance(context, SkillSession):
+            return context
+        found = getattr(context, "skill_session", None)
+        if isinstance(found, SkillSession):
+            return found
+        raise UsageError(
+            f"the run has no SkillSession: pass {how} or a context object with a 'skill_session' attribute"
+        )
 
     def find(self, query: str, limit: int | None = None, *, needs: list[str] | None = None) -> dict[str, Any]:
         """Ranked cards for ``query`` (or each of ``needs``; never a schema), or an abstention with its reason."""
