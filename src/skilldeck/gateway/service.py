@@ -365,12 +365,12 @@ class GatewayService:
 
     @staticmethod
     def _schema(index: _Index, label: str, name: str) -> dict[str, Any]:
+        """The upstream's tool entry as listed (``outputSchema``, ``annotations``, ``title``, ``icons``,
+        ``_meta``... unchanged), named ``LABEL/TOOL`` for ``call``."""
         tool = index.cards.tools.get(label, {}).get(name) or {}
         out: dict[str, Any] = {"name": tool_id(label, name), "description": str(tool.get("description") or "")}
         out["inputSchema"] = tool.get("inputSchema") or {"type": "object"}
-        for key in ("outputSchema", "annotations", "title"):
-            if key in tool:
-                out[key] = tool[key]
+        out.update((k, v) for k, v in tool.items() if k not in out)
         return out
 
     # -- read a skill file -------------------------------------------------------------------------
