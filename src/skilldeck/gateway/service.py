@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.shared.dispatcher import ProgressFnT
+
 from skilldeck._records import JsonLinesLog
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
@@ -430,8 +432,21 @@ class GatewayService:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
 
-    async def call(self, caller: Caller, client: str, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Send an active tool's call upstream, on the session that listed it; the result as it came."""
+    async def call(
+        self,
+        caller: Caller,
+        client: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: ProgressFnT | None = None,
+    ) -> dict[str, Any]:
+        """Send an active tool's call upstream, on the session that listed it; the result as it came.
+
+        ``progress`` (when the calling client asked for progress) receives every progress notification
+        the upstream sends for this call. Cancelling the awaiting task cancels the upstream call: the
+        SDK client sends ``notifications/cancelled`` for it.
+        """
         label, tool = self.check_call(caller, client, name, arguments)
         connected = self.host.connections.connected.get(label)
         if connected is None:
@@ -440,7 +455,7 @@ class GatewayService:
                 f"{label!r} is not connected" + (f" ({failure.reason})" if failure else "") + "; the call was not sent"
             )
         try:
-            result = await connected.client.call_tool(tool, dict(arguments or {}))
+            result = await connected.client.call_tool(tool, dict(arguments or {}), progress_callback=progress)
         except Exception as exc:  # the upstream failed or timed out: the model hears why
             reason = connected.explain(exc)
             self.log.record("call", client, tool=tool_id(label, tool), error=reason)

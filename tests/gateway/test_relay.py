@@ -1,0 +1,137 @@
+"""What an upstream does while serving a proxied call reaches the client that made it, and only that one.
+
+Upstreams are real in-process ``MCPServer`` instances whose tools report progress or wait until
+they are cancelled (and record that they saw it); clients are the official Python SDK client in
+both protocol eras. Issue 15, item 1 (progress, cancellation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+
+from .gateway_clients_support import client, open_gateway
+
+pytestmark = pytest.mark.anyio
+
+ERAS = ["modern", "legacy"]
+
+
+class SlowUpstream:
+    """``slow``: ``work`` reports progress step by step; ``wait`` runs until it is cancelled."""
+
+    def __init__(self) -> None:
+        self.server: MCPServer[Any] = MCPServer("slow")
+        self.started = anyio.Event()
+        self.cancelled = anyio.Event()
+
+        @self.server.tool()
+        async def work(steps: int, ctx: Context) -> str:
+            """Do some steps, reporting progress after each."""
+            for step in range(1, steps + 1):
+                await ctx.report_progress(step, steps, f"step {step}")
+            return f"did {steps} steps"
+
+        @self.server.tool()
+        async def wait(ctx: Context) -> str:
+            """Wait until cancelled."""
+            self.started.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.set()
+                raise
+            return "never"
+
+
+Progress = list[tuple[float, float | None, str | None]]
+
+
+def recorder(into: Progress) -> Any:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        into.append((progress, total, message))
+
+    return on_progress
+
+
+def notification_recorder(into: list[str]) -> Any:
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", None)
+        if isinstance(method, str):
+            into.append(method)
+
+    return on_message
+
+
+EXPECTED: Progress = [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_of_a_pinned_tool_reaches_the_caller_with_its_token(era: str) -> None:
+    slow = SlowUpstream()
+    async with open_gateway({"slow": slow.server}, pinned=[("slow", "work")]) as gw:
+        other_seen: list[str] = []
+        async with client(gw, era) as c, client(gw, era, message_handler=notification_recorder(other_seen)) as other:
+            await other.list_tools()
+            got: Progress = []
+            result = await c.call_tool("slow__work", {"steps": 3}, progress_callback=recorder(got))
+            assert not result.is_error, result
+            assert got == EXPECTED
+            # without a progress token, the call still works and nothing is relayed anywhere
+            result = await c.call_tool("slow__work", {"steps": 2})
+            assert not result.is_error, result
+        assert "notifications/progress" not in other_seen, other_seen
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_of_the_call_meta_tool_reaches_only_the_caller(era: str) -> None:
+    slow = SlowUpstream()
+    async with open_gateway({"slow": slow.server}) as gw:
+        other_seen: list[str] = []
+        async with client(gw, era) as c, client(gw, era, message_handler=notification_recorder(other_seen)) as other:
+            other_got: Progress = []
+            for who in (c, other):
+                loaded = await who.call_tool("load", {"ids": ["slow/work"]})
+                assert not loaded.is_error, loaded
+            got: Progress = []
+            result = await c.call_tool(
+                "call", {"tool": "slow/work", "arguments": {"steps": 3}}, progress_callback=recorder(got)
+            )
+            assert not result.is_error, result
+            assert got == EXPECTED
+            assert "notifications/progress" not in other_seen, other_seen
+            # the other client's own call gets its own progress, and the first client's count is unchanged
+            result = await other.call_tool(
+                "call", {"tool": "slow/work", "arguments": {"steps": 1}}, progress_callback=recorder(other_got)
+            )
+            assert not result.is_error, result
+            assert other_got == [(1.0, 1.0, "step 1")]
+            assert got == EXPECTED
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("via", ["call", "pinned"])
+async def test_a_cancelled_call_is_cancelled_upstream(era: str, via: str) -> None:
+    slow = SlowUpstream()
+    async with open_gateway({"slow": slow.server}, pinned=[("slow", "wait")]) as gw, client(gw, era) as c:
+        if via == "call":
+            assert not (await c.call_tool("load", {"ids": ["slow/wait"]})).is_error
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+
+                async def calling() -> None:
+                    if via == "call":
+                        await c.call_tool("call", {"tool": "slow/wait", "arguments": {}})
+                    else:
+                        await c.call_tool("slow__wait", {})
+
+                tg.start_soon(calling)
+                await slow.started.wait()
+                tg.cancel_scope.cancel()
+            await slow.cancelled.wait()  # the upstream handler saw the cancellation
+        # the gateway and the upstream session still serve calls afterwards
+        assert not (await c.call_tool("find", {"query": "wait"})).is_error
