@@ -2,7 +2,7 @@
 
 Upstreams are real in-process ``MCPServer`` instances whose tools report progress or wait until
 they are cancelled (and record that they saw it); clients are the official Python SDK client in
-both protocol eras. Issue 15, item 1 (progress, cancellation).
+both protocol eras. Issue 15, item 1 (progress, cancellation, log messages).
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from .gateway_clients_support import client, open_gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # notifications/message is deprecated as of 2026-07-28; these tests exercise it on purpose
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 ERAS = ["modern", "legacy"]
 
@@ -45,6 +49,26 @@ class SlowUpstream:
                 self.cancelled.set()
                 raise
             return "never"
+
+        self.holding = 0
+        self.all_holding = anyio.Event()
+
+        @self.server.tool()
+        async def chatty(ctx: Context) -> str:
+            """Log at two levels."""
+            await ctx.log("debug", "chatty: detail")
+            await ctx.log("info", "chatty: working", logger_name="slow")
+            return "said it"
+
+        @self.server.tool()
+        async def hold(tag: str, ctx: Context) -> str:
+            """Wait until two calls hold, then log the tag."""
+            self.holding += 1
+            if self.holding == 2:
+                self.all_holding.set()
+            await self.all_holding.wait()
+            await ctx.log("info", f"hold: {tag}")
+            return tag
 
 
 Progress = list[tuple[float, float | None, str | None]]
@@ -135,3 +159,66 @@ async def test_a_cancelled_call_is_cancelled_upstream(era: str, via: str) -> Non
             await slow.cancelled.wait()  # the upstream handler saw the cancellation
         # the gateway and the upstream session still serve calls afterwards
         assert not (await c.call_tool("find", {"query": "wait"})).is_error
+
+
+def log_recorder(into: list[tuple[str, Any]]) -> Any:
+    async def on_log(params: Any) -> None:
+        into.append((params.level, params.data))
+
+    return on_log
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_log_messages_during_a_call_reach_only_the_caller(era: str) -> None:
+    slow = SlowUpstream()
+    mine: list[tuple[str, Any]] = []
+    theirs: list[tuple[str, Any]] = []
+    async with (
+        open_gateway({"slow": slow.server}, pinned=[("slow", "chatty")]) as gw,
+        client(gw, era, logging_callback=log_recorder(mine), log_level="info") as c,
+        client(gw, era, logging_callback=log_recorder(theirs), log_level="info") as other,
+    ):
+        await other.list_tools()
+        result = await c.call_tool("slow__chatty", {})
+        assert not result.is_error, result
+        assert ("info", "chatty: working") in mine, mine
+        if era == "modern":  # the request opted in at info: debug is not delivered
+            assert mine == [("info", "chatty: working")], mine
+        else:  # a 2025-11-25 session hears every level, as from any server of its era
+            assert mine == [("debug", "chatty: detail"), ("info", "chatty: working")], mine
+        assert theirs == []
+
+
+async def test_a_modern_call_that_did_not_opt_in_gets_no_log_messages() -> None:
+    slow = SlowUpstream()
+    heard: list[tuple[str, Any]] = []
+    async with (
+        open_gateway({"slow": slow.server}, pinned=[("slow", "chatty")]) as gw,
+        client(gw, "modern", logging_callback=log_recorder(heard)) as c,
+    ):
+        assert not (await c.call_tool("slow__chatty", {})).is_error
+        assert heard == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_log_messages_of_concurrent_calls_reach_no_wrong_client(era: str) -> None:
+    """Two calls wait on one upstream: a log message cannot be tied to either, so neither hears it."""
+    slow = SlowUpstream()
+    heard: dict[str, list[tuple[str, Any]]] = {"a": [], "b": []}
+    async with (
+        open_gateway({"slow": slow.server}, pinned=[("slow", "hold")]) as gw,
+        client(gw, era, logging_callback=log_recorder(heard["a"]), log_level="info") as a,
+        client(gw, era, logging_callback=log_recorder(heard["b"]), log_level="info") as b,
+    ):
+        results: dict[str, Any] = {}
+
+        async def calling(tag: str, c: Any) -> None:
+            results[tag] = await c.call_tool("slow__hold", {"tag": tag})
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(calling, "a", a)
+                tg.start_soon(calling, "b", b)
+        assert not results["a"].is_error
+        assert not results["b"].is_error
+        assert heard == {"a": [], "b": []}
