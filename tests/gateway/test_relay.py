@@ -7,12 +7,19 @@ both protocol eras. Issue 15, item 1 (progress, cancellation, log messages).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
+from mcp.client import Client
 from mcp.server.mcpserver import Context, MCPServer
 
+from skilldeck.gateway import GatewayService, create_gateway
+from skilldeck.host import Host, HttpServer, ServerSpec
+
+from ..host.hostile_http import serving_in_thread
 from .gateway_clients_support import client, open_gateway
 
 pytestmark = [
@@ -222,3 +229,67 @@ async def test_log_messages_of_concurrent_calls_reach_no_wrong_client(era: str) 
         assert not results["a"].is_error
         assert not results["b"].is_error
         assert heard == {"a": [], "b": []}
+
+
+class HttpUpstream:
+    """``work``, ``wait`` and ``chatty`` of :class:`SlowUpstream`, served over streamable HTTP from a thread."""
+
+    def __init__(self) -> None:
+        self.server: MCPServer[Any] = MCPServer("slow")
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+
+        @self.server.tool()
+        async def work(steps: int, ctx: Context) -> str:
+            """Do some steps, reporting progress after each."""
+            for step in range(1, steps + 1):
+                await ctx.report_progress(step, steps, f"step {step}")
+            return f"did {steps} steps"
+
+        @self.server.tool()
+        async def wait(ctx: Context) -> str:
+            """Wait until cancelled."""
+            self.started.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.set()
+                raise
+            return "never"
+
+        @self.server.tool()
+        async def chatty(ctx: Context) -> str:
+            """Log at info."""
+            await ctx.log("info", "chatty: working")
+            return "said it"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_relay_over_an_http_upstream(era: str) -> None:
+    """The same relays when the upstream is across the wire (progress tokens, notifications/cancelled)."""
+    upstream = HttpUpstream()
+    app = upstream.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    pins = [("slow", "work"), ("slow", "wait"), ("slow", "chatty")]
+    heard: list[tuple[str, Any]] = []
+    with serving_in_thread(app) as url:
+        async with Host([ServerSpec("slow", HttpServer(url), timeout=10)]) as host:
+            server, _ = create_gateway(GatewayService(host, pinned=pins))
+            async with Client(
+                server,
+                mode="auto" if era == "modern" else "legacy",
+                cache=None,
+                logging_callback=log_recorder(heard),
+                log_level="info",
+            ) as c:
+                got: Progress = []
+                result = await c.call_tool("slow__work", {"steps": 3}, progress_callback=recorder(got))
+                assert not result.is_error, result
+                assert got == EXPECTED
+                assert not (await c.call_tool("slow__chatty", {})).is_error
+                assert heard == [("info", "chatty: working")]
+                with anyio.fail_after(20):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(c.call_tool, "slow__wait", {})
+                        assert await anyio.to_thread.run_sync(upstream.started.wait, 10)
+                        tg.cancel_scope.cancel()
+                assert await anyio.to_thread.run_sync(upstream.cancelled.wait, 10)
