@@ -27,6 +27,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from mcp.shared.dispatcher import ProgressFnT
+from mcp_types import LOG_LEVEL_META_KEY, LoggingMessageNotificationParams
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -263,9 +265,11 @@ class GatewayMiddleware:
                     return _refused(f"a tool name is {_TOO_LONG} (LABEL/TOOL, as load returned it); nothing was sent")
                 if tool_args is not None and not isinstance(tool_args, dict):
                     return _refused("arguments must be an object matching the tool's input schema")
-                return await service.call(caller, client, tool, tool_args)
+                return await service.call(
+                    caller, client, tool, tool_args, progress=_progress_relay(ctx), **_log_relay(ctx)
+                )
             # a pinned or injected tool, by the name the gateway listed it under
-            return await service.call(caller, client, name, args)
+            return await service.call(caller, client, name, args, progress=_progress_relay(ctx), **_log_relay(ctx))
         except GateRefused as exc:
             return _refused(str(exc))
         except SkilldeckError as exc:
@@ -312,6 +316,39 @@ class GatewayMiddleware:
         capabilities = dict(result.get("capabilities") or {})
         capabilities["tools"] = {**dict(capabilities.get("tools") or {}), "listChanged": True}
         return {**result, "capabilities": capabilities}
+
+
+def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
+    """Where an upstream's progress for this call goes: this request's own progress channel.
+
+    The SDK's request-scoped ``report_progress`` sends ``notifications/progress`` with this request's
+    progress token on its stream (or calls the in-process caller's callback), and is a no-op when the
+    client asked for no progress. (An in-process caller sends no token in ``_meta``, so the token
+    alone cannot tell whether progress was asked for: the upstream is always asked.)
+    """
+    return ctx.session.report_progress
+
+
+def _log_relay(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """``log``/``log_level`` for :meth:`GatewayService.call`: the upstream's log messages go to this request.
+
+    A 2026-07-28 client gets them only when its request opted in (``_meta`` log level), at that level
+    and above (the SDK's gate on this request's session); a 2025-11-25 client gets every level, as
+    from any server of its era (``logging/setLevel`` is not forwarded upstream).
+    """
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        meta: Any = ctx.meta or {}
+        level = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+        if not isinstance(level, str):
+            return {}
+    else:
+        level = "debug"
+    session, request_id = ctx.session, ctx.request_id
+
+    async def relay(params: LoggingMessageNotificationParams) -> None:
+        await session.send_log_message(params.level, params.data, params.logger, related_request_id=request_id)
+
+    return {"log": relay, "log_level": level}
 
 
 def _check_args(tool: str, args: dict[str, Any], allowed: set[str]) -> None:

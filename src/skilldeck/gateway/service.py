@@ -25,9 +25,17 @@ from __future__ import annotations
 import base64
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from mcp.shared.dispatcher import ProgressFnT
+from mcp_types import (
+    LOG_LEVEL_META_KEY,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    RequestParamsMeta,
+)
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.ask import snapshot_from_host
@@ -53,6 +61,8 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 ORIGIN_META = "dev.skilldeck/server"
 """``_meta`` key of a proxied result naming the label of the upstream that produced it."""
 MAX_SELECTORS = 32
+LogSink = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
+"""Where an upstream's log messages during one proxied call go (the calling client's request)."""
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 
 
@@ -120,6 +130,9 @@ class GatewayService:
         self.activations = ActivationTable(max_clients)
         self._indexes: OrderedDict[Any, _Index] = OrderedDict()
         self.generation = 0
+        self._in_flight: dict[str, list[LogSink | None]] = {}
+        """Per upstream label, the log sink of each proxied call now waiting on it (``None``: not relayed)."""
+        self._listening = False
 
     # -- the catalog -------------------------------------------------------------------------------
 
@@ -430,8 +443,28 @@ class GatewayService:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
 
-    async def call(self, caller: Caller, client: str, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Send an active tool's call upstream, on the session that listed it; the result as it came."""
+    async def call(
+        self,
+        caller: Caller,
+        client: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: ProgressFnT | None = None,
+        log: LogSink | None = None,
+        log_level: str | None = None,
+    ) -> dict[str, Any]:
+        """Send an active tool's call upstream, on the session that listed it; the result as it came.
+
+        ``progress`` (when the calling client asked for progress) receives every progress notification
+        the upstream sends for this call. Cancelling the awaiting task cancels the upstream call: the
+        SDK client sends ``notifications/cancelled`` for it.
+
+        ``log`` receives the log messages the upstream sends while this call is the only one waiting
+        on that upstream (the protocol does not tie a log message to a request, so while several calls
+        share the upstream its messages go to none of them, never to the wrong client); ``log_level``
+        is asked of a 2026-07-28 upstream, which logs only when a request opts in.
+        """
         label, tool = self.check_call(caller, client, name, arguments)
         connected = self.host.connections.connected.get(label)
         if connected is None:
@@ -439,12 +472,26 @@ class GatewayService:
             raise GateRefused(
                 f"{label!r} is not connected" + (f" ({failure.reason})" if failure else "") + "; the call was not sent"
             )
+        if log is not None and not self._listening:
+            self.host.connections.add_message_listener(self._upstream_message)
+            self._listening = True
+        waiting = self._in_flight.setdefault(label, [])
+        waiting.append(log)
         try:
-            result = await connected.client.call_tool(tool, dict(arguments or {}))
+            result = await connected.client.call_tool(
+                tool,
+                dict(arguments or {}),
+                progress_callback=progress,
+                meta=cast(RequestParamsMeta, {LOG_LEVEL_META_KEY: log_level}) if log and log_level else None,
+            )
         except Exception as exc:  # the upstream failed or timed out: the model hears why
             reason = connected.explain(exc)
             self.log.record("call", client, tool=tool_id(label, tool), error=reason)
             return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
+        finally:
+            waiting.remove(log)
+            if not waiting:
+                self._in_flight.pop(label, None)
         payload: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         # The upstream's response stamp names the upstream; the gateway's answer is stamped with its own.
         # Every other `_meta` key of the result passes through, and the origin label is added.
@@ -452,6 +499,14 @@ class GatewayService:
         payload["_meta"] = {**meta, ORIGIN_META: label}
         self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
         return payload
+
+    async def _upstream_message(self, label: str, message: Any) -> None:
+        """A log message from ``label`` goes to the one call waiting on it, if exactly one is."""
+        if not isinstance(message, LoggingMessageNotification):
+            return
+        waiting = self._in_flight.get(label) or []
+        if len(waiting) == 1 and waiting[0] is not None:
+            await waiting[0](message.params)
 
     def tools_for(self, caller: Caller) -> frozenset[str] | None:
         """Tool ids (``LABEL/TOOL``) ``caller`` may load and call; ``None`` when no policy restricts them."""
