@@ -37,9 +37,10 @@ from skilldeck.errors import GateRefused, SkilldeckError
 from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, client_key
 from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, READ_SKILL_FILE
 from skilldeck.gateway.republish import RepublishedSkills
-from skilldeck.gateway.service import GatewayService
+from skilldeck.gateway.service import GatewayService, tool_id
 from skilldeck.select.decide import MAX_NEEDS
 from skilldeck.select.project import tool_function_name
+from skilldeck.server.middleware import locale_hint
 from skilldeck.server.notifier import MAX_LEGACY_SESSIONS
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
 
@@ -126,9 +127,7 @@ class GatewayMiddleware:
     # -- who is asking -----------------------------------------------------------------------------
 
     def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
-        meta = ctx.meta or {}
-        hint = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
-        return caller_for(self.service.policy, get_access_token(), hint)
+        return caller_for(self.service.policy, get_access_token(), locale_hint(ctx))
 
     def client(self, ctx: ServerRequestContext[Any, Any], caller: Caller) -> str:
         """The activation key of the client behind ``ctx`` (see :mod:`skilldeck.gateway.activation`)."""
@@ -170,7 +169,7 @@ class GatewayMiddleware:
         listed = set()
         caller = self.caller(ctx)
         routed = self.service.tools_for(caller)
-        shown = [p for p in self.service.pinned if routed is None or f"{p[0]}/{p[1]}" in routed]
+        shown = [p for p in self.service.pinned if routed is None or tool_id(*p) in routed]
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             activation = self.service.activations.peek(self.client(ctx, caller))
             if activation is not None:

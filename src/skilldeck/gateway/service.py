@@ -61,9 +61,9 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 ORIGIN_META = "dev.skilldeck/server"
 """``_meta`` key of a proxied result naming the label of the upstream that produced it."""
 MAX_SELECTORS = 32
+"""Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 LogSink = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
 """Where an upstream's log messages during one proxied call go (the calling client's request)."""
-"""Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 
 
 class DecisionLog(JsonLinesLog):
@@ -129,7 +129,6 @@ class GatewayService:
         self.audit = audit or AuditLog()
         self.activations = ActivationTable(max_clients)
         self._indexes: OrderedDict[Any, _Index] = OrderedDict()
-        self.generation = 0
         self._in_flight: dict[str, list[LogSink | None]] = {}
         """Per upstream label, the log sink of each proxied call now waiting on it (``None``: not relayed)."""
         self._listening = False
@@ -142,7 +141,6 @@ class GatewayService:
         Returns whether any client's active tools changed (so its tool list should be re-announced).
         """
         self._indexes.clear()
-        self.generation += 1
         if label is None:
             return False
         keep = frozenset(tools) if tools is not None else frozenset(t.name for t in self.host.registry.tools(label))
@@ -180,7 +178,7 @@ class GatewayService:
                 return self.host.registry.qualified_name(record)
         return tool_id(card.server, card.name)
 
-    def _allowed_tools(self, caller: Caller) -> frozenset[str] | None:
+    def tools_for(self, caller: Caller) -> frozenset[str] | None:
         """Tool ids ``caller`` may load and call; ``None`` when no policy restricts them."""
         if self.policy is None:
             return None
@@ -200,7 +198,7 @@ class GatewayService:
         return rule is None or rule.admits(caller)
 
     def _admitted_cards(self, cards: CardSet, caller: Caller) -> CardSet:
-        allowed = self._allowed_tools(caller) or frozenset()
+        allowed = self.tools_for(caller) or frozenset()
         kept = []
         for card in cards.cards:
             if card.kind == "skill":
@@ -280,7 +278,7 @@ class GatewayService:
         """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
         activation = self.activations.get(client)
         index = self.index_for(caller)
-        allowed = self._allowed_tools(caller)
+        allowed = self.tools_for(caller)
         skills: list[dict[str, Any]] = []
         tools: list[tuple[str, str]] = []
         refused: list[dict[str, str]] = []
@@ -430,7 +428,7 @@ class GatewayService:
         except GateRefused as exc:
             self.log.record("call", client, tool=shorten(name), refused=str(exc))
             raise
-        allowed = self._allowed_tools(caller)
+        allowed = self.tools_for(caller)
         if allowed is not None:
             granted = tool_id(label, tool) in allowed
             self.audit.record(
@@ -507,7 +505,3 @@ class GatewayService:
         waiting = self._in_flight.get(label) or []
         if len(waiting) == 1 and waiting[0] is not None:
             await waiting[0](message.params)
-
-    def tools_for(self, caller: Caller) -> frozenset[str] | None:
-        """Tool ids (``LABEL/TOOL``) ``caller`` may load and call; ``None`` when no policy restricts them."""
-        return self._allowed_tools(caller)

@@ -38,7 +38,7 @@ from skilldeck.server.service import SkillService
 from skilldeck.skill.pack import SkillFile
 from skilldeck.skill.uri import is_text_mime_type
 
-__all__ = ["ServedSkills", "SkillsMiddleware", "caller_of", "file_contents", "in_middleware", "view_of"]
+__all__ = ["ServedSkills", "SkillsMiddleware", "caller_of", "file_contents", "in_middleware", "locale_hint", "view_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +63,15 @@ def in_middleware() -> bool:
     return _IN_MIDDLEWARE.get()
 
 
+def locale_hint(ctx: ServerRequestContext[Any, Any]) -> object:
+    """The request's ``_meta["dev.skilldeck/locale"]`` hint (wording only; never read for permissions)."""
+    meta = ctx.meta or {}
+    return meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
+
+
 def caller_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> Caller:
     """Who the request is answered for: the verified token, else the policy's default identity."""
-    meta = ctx.meta or {}
-    hint = meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
-    return service.caller(get_access_token(), hint)
+    return service.caller(get_access_token(), locale_hint(ctx))
 
 
 def view_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> Catalog:
