@@ -14,10 +14,7 @@ it too once it has listed the tools).
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from skilldeck.gateway import META_TOOLS, GatewayService, create_gateway
 from skilldeck.host import Host, InProcessServer, ServerSpec, StdioServer
 
-from ..server.helpers import CLI, REPO, cli_env, stop
+from ..server.helpers import REPO, cli_env, start_gateway, stop
 from .gateway_clients_support import (
     check_structured,
     client,
@@ -47,7 +44,6 @@ pytestmark = pytest.mark.anyio
 
 ERAS = ["modern", "legacy"]
 META_NAMES = [t["name"] for t in META_TOOLS]
-GATEWAY_STARTUP = re.compile(r"skilldeck gateway: (\d+) of (\d+) servers .* at (http://\S+)")
 EXAMPLES = REPO / "examples" / "skills"
 # The demo's jobs server (a skill naming search_jobs, and the tools search_jobs and get_job) over stdio.
 JOBS_STDIO = "from skilldeck.demo.servers import jobs_server; jobs_server().run()"
@@ -222,19 +218,10 @@ def http_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``skilldeck gateway --config FILE --http 127.0.0.1:0`` as a process; yields its URL from the startup line."""
     tmp = tmp_path_factory.mktemp("gateway-http")
     log_path = tmp / "gateway.log"
-    cmd = [*CLI, "gateway", "--config", str(gateway_config(tmp)), "--http", "127.0.0.1:0", "--pin", "jobs/get_job"]
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=cli_env()
-        )
+    proc, match = start_gateway(gateway_config(tmp), log_path, "--pin", "jobs/get_job")
     try:
-        deadline = time.monotonic() + 60
-        while not (match := GATEWAY_STARTUP.search(log_path.read_text(errors="replace"))):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the gateway did not start:\n{log_path.read_text(errors='replace')}", pytrace=False)
-            time.sleep(0.1)
-        assert match.group(1) == match.group(2) == "2", match.group(0)
-        yield match.group(3)
+        assert match["up"] == match["total"] == "2", match.group(0)
+        yield match["url"]
     finally:
         stop(proc)
 

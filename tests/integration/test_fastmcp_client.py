@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ import pytest
 
 from skilldeck.gateway import META_TOOLS
 
-from ..server.helpers import REPO, start_serve
+from ..server.helpers import REPO, start_gateway
 from ..server.helpers import stop as _stop
 from .conftest import STARTUP_TIMEOUT, _port_open, _start_server
 
@@ -43,7 +41,6 @@ JOBS_STDIO = "from skilldeck.demo.servers import jobs_server; jobs_server().run(
 ERAS = {"modern": "2026-07-28", "legacy": "2025-11-25"}
 META_NAMES = [t["name"] for t in META_TOOLS]
 OUTPUT_SCHEMAS = {t["name"]: t.get("outputSchema") for t in META_TOOLS}
-GATEWAY_STARTUP = re.compile(r"skilldeck gateway: (\d+) of (\d+) servers \((\d+) skills, \d+ tools\) at (http://\S+)")
 RUN_TIMEOUT = 120.0
 
 
@@ -161,18 +158,10 @@ def fastmcp_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = folder / "mcp.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     log_path = folder / "gateway.log"
-    cmd = [sys.executable, "-m", "skilldeck.cli", "gateway", "--config", str(config), "--http", "127.0.0.1:0"]
-    proc = start_serve(cmd, log_path)
+    proc, match = start_gateway(config, log_path, timeout=STARTUP_TIMEOUT, ready=lambda m: _port_open(m["url"]))
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not (match := GATEWAY_STARTUP.search(log_path.read_text(errors="replace"))) or not _port_open(
-            match.group(4)
-        ):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the gateway did not start:\n{log_path.read_text(errors='replace')}", pytrace=False)
-            time.sleep(0.1)
-        assert match.group(1) == match.group(2) == "2", match.group(0)
-        yield match.group(4)
+        assert match["up"] == match["total"] == "2", match.group(0)
+        yield match["url"]
         assert proc.poll() is None, f"the gateway exited during the tests:\n{log_path.read_text(errors='replace')}"
     finally:
         _stop(proc)

@@ -17,10 +17,7 @@ One module-scoped gateway serves every test, to keep the npm start-up cost to on
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,12 +28,11 @@ from mcp.client import Client
 
 from skilldeck.gateway import META_TOOLS
 
-from ..server.helpers import CLI, REPO, cli_env, stop
+from ..server.helpers import REPO, start_gateway, stop
 
 pytestmark = [pytest.mark.thirdparty, pytest.mark.anyio]
 
 EXAMPLES = REPO / "examples" / "skills"
-STARTUP = re.compile(r"skilldeck gateway: (\d+) of (\d+) servers .* at (http://\S+)")
 META_NAMES = [t["name"] for t in META_TOOLS]
 OUTPUT_SCHEMAS = {t["name"]: t.get("outputSchema") for t in META_TOOLS}
 WORKING = {"everything", "filesystem", "memory", "time", "deck"}
@@ -86,22 +82,13 @@ def gateway(
     path = tmp / "mcp.json"
     path.write_text(json.dumps(config))
     log_path = tmp / "gateway.log"
-    cmd = [*CLI, "gateway", "--config", str(path), "--http", "127.0.0.1:0", "--pin", PIN]
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=cli_env()
-        )
+    proc, match = start_gateway(path, log_path, "--pin", PIN, timeout=240)
     try:
-        deadline = time.monotonic() + 240
-        while not (match := STARTUP.search(log_path.read_text(errors="replace"))):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the gateway did not start:\n{log_path.read_text(errors='replace')}", pytrace=False)
-            time.sleep(0.2)
         text = log_path.read_text(errors="replace")
-        assert (match.group(1), match.group(2)) == ("5", "7"), text
+        assert (match["up"], match["total"]) == ("5", "7"), text
         assert "unavailable [dead]" in text, text
         assert "unavailable [hung]" in text, text
-        yield match.group(3)
+        yield match["url"]
         assert proc.poll() is None, f"the gateway exited during the tests:\n{log_path.read_text(errors='replace')}"
     finally:
         stop(proc)

@@ -10,22 +10,19 @@ entries; MCP Inspector 2.12's ``skills/list --verify`` does the same. Both proto
 from __future__ import annotations
 
 import json
-import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..server.helpers import REPO, start_serve
+from ..server.helpers import REPO, start_gateway
 from ..server.helpers import stop as _stop
 from .conftest import STARTUP_TIMEOUT, _port_open
 
 pytestmark = pytest.mark.thirdparty
 
-STARTUP = re.compile(r"skilldeck gateway: (\d+) of (\d+) servers \((\d+) skills, \d+ tools\) at (http://\S+)")
 PACKS = {"ex": REPO / "examples" / "skills", "tenant": REPO / "tests" / "server" / "fixtures" / "tenant-skills"}
 SKILLS = 12  # 8 in the example pack, 4 in the tenant pack
 ERAS = {"modern": "2026-07-28", "legacy": "2025-11-25"}
@@ -55,20 +52,10 @@ def skilldeck_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runn
     }
     config.write_text(json.dumps({"mcpServers": servers}))
     log_path = folder / "gateway.log"
-    proc = start_serve(
-        [sys.executable, "-m", "skilldeck.cli", "gateway", "--config", str(config), "--http", "127.0.0.1:0"], log_path
-    )
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    match = None
-    while match is None or not _port_open(match.group(4)):
-        match = STARTUP.search(log_path.read_text(errors="replace"))
-        if proc.poll() is not None or time.monotonic() > deadline:
-            _stop(proc)
-            pytest.fail(f"the gateway did not start:\n{log_path.read_text(errors='replace')}", pytrace=False)
-        time.sleep(0.1)
-    assert match.group(1) == match.group(2) == "2", match.group(0)
+    proc, match = start_gateway(config, log_path, timeout=STARTUP_TIMEOUT, ready=lambda m: _port_open(m["url"]))
+    assert match["up"] == match["total"] == "2", match.group(0)
     try:
-        yield RunningGateway(match.group(4), int(match.group(3)), log_path, proc)
+        yield RunningGateway(match["url"], int(match["skills"]), log_path, proc)
     finally:
         _stop(proc)
 

@@ -11,9 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "skilldeck.cli"]
 STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\S+)")
+GATEWAY_STARTUP_LINE = re.compile(
+    r"skilldeck gateway: (?P<up>\d+) of (?P<total>\d+) servers \((?P<skills>\d+) skills, \d+ tools\) at (?P<url>http://\S+)"
+)
+"""``skilldeck gateway --http``'s startup line: servers up, servers configured, skills, URL."""
 """What ``skilldeck serve --http`` prints once its port is bound: the skill count and the URL."""
 POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 """The headers of a raw streamable-HTTP POST."""
@@ -51,12 +57,13 @@ def wait_for_startup(
     log_path: Path,
     timeout: float,
     ready: Callable[[re.Match[str]], bool] = lambda _: True,
+    pattern: re.Pattern[str] = STARTUP_LINE,
 ) -> re.Match[str] | str:
     """The startup line once ``proc`` prints it (and ``ready`` holds of it), else why not (it exited, or time ran out)."""
     deadline = time.monotonic() + timeout
     while True:
         text = log_path.read_text(errors="replace")
-        match = STARTUP_LINE.search(text)
+        match = pattern.search(text)
         if match and ready(match):
             return match
         if proc.poll() is not None:
@@ -64,6 +71,23 @@ def wait_for_startup(
         if time.monotonic() >= deadline:
             return f"skilldeck server not ready within {timeout:.0f}s; its log:\n{text}"
         time.sleep(0.1)
+
+
+def start_gateway(
+    config: Path,
+    log_path: Path,
+    *extra: str,
+    timeout: float = 60.0,
+    ready: Callable[[re.Match[str]], bool] = lambda _: True,
+) -> tuple[subprocess.Popen[bytes], re.Match[str]]:
+    """``skilldeck gateway --config CONFIG --http 127.0.0.1:0 EXTRA...`` once its startup line is printed (and
+    ``ready`` holds of it); the process is stopped and the test failed, with the log, when it does not start."""
+    proc = start_serve([*CLI, "gateway", "--config", str(config), "--http", "127.0.0.1:0", *extra], log_path)
+    found = wait_for_startup(proc, log_path, timeout, ready, pattern=GATEWAY_STARTUP_LINE)
+    if isinstance(found, str):
+        stop(proc)
+        pytest.fail(f"the gateway did not start: {found}", pytrace=False)
+    return proc, found
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
