@@ -318,13 +318,13 @@ async def test_more_clients_than_max_clients_evicts_the_least_recently_used() ->
 async def test_legacy_connections_held_are_bounded_and_the_oldest_goes_with_its_activation() -> None:
     jobs = jobs_upstream()
     async with open_gateway({"jobs": jobs}) as gw:
-        gw.middleware.max_legacy_sessions = 2
+        gw.middleware.legacy.limit = 2
         async with client(gw, "legacy") as first:
             check_structured("load", await first.call_tool("load", {"ids": ["jobs/job-search"]}))
             async with client(gw, "legacy") as second, client(gw, "legacy") as third:
                 await second.call_tool("find", {"query": "python jobs"})
                 await third.call_tool("find", {"query": "python jobs"})
-                assert len(gw.middleware._legacy_sessions) == 2
+                assert len(gw.middleware.legacy) == 2
                 # the first connection was forgotten with what it loaded: its call is refused, nothing sent
                 text = refusal(await first.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}))
                 assert "active tools: none" in text, text

@@ -41,7 +41,7 @@ from skilldeck.gateway.service import GatewayService, tool_id
 from skilldeck.select.decide import MAX_NEEDS
 from skilldeck.select.project import tool_function_name
 from skilldeck.server.middleware import locale_hint
-from skilldeck.server.notifier import MAX_LEGACY_SESSIONS
+from skilldeck.server.notifier import LegacyConnections
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
@@ -120,9 +120,9 @@ class GatewayMiddleware:
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
         self.skills: RepublishedSkills | None = None
         """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
-        self._legacy_sessions: dict[str, ServerSession] = {}
-        self.max_legacy_sessions = MAX_LEGACY_SESSIONS
-        """Legacy connections remembered at once; past it the oldest is forgotten with its activation."""
+        self.legacy = LegacyConnections(on_forget=self._forget)
+        """Live legacy connections (bounded); a connection forgotten takes its activation with it."""
+        self._activation_keys: dict[int, str] = {}
 
     # -- who is asking -----------------------------------------------------------------------------
 
@@ -132,25 +132,18 @@ class GatewayMiddleware:
     def client(self, ctx: ServerRequestContext[Any, Any], caller: Caller) -> str:
         """The activation key of the client behind ``ctx`` (see :mod:`skilldeck.gateway.activation`)."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            # One activation per live legacy connection. The connection is reached through the
-            # session (as the change notifier does) until the SDK exposes it on the context.
-            connection = getattr(ctx.session, "_connection", ctx.session)
-            key = client_key(f"session:{id(connection)}", caller.subject)
-            if key not in self._legacy_sessions:
-                if len(self._legacy_sessions) >= self.max_legacy_sessions:  # a transport that never cleans up
-                    self._forget(next(iter(self._legacy_sessions)))
-                self._legacy_sessions[key] = ctx.session
-                exit_stack = getattr(connection, "exit_stack", None)
-                if exit_stack is not None:
-                    exit_stack.callback(self._forget, key)
+            connection = self.legacy.remember(ctx.session)  # one activation per live legacy connection
+            key = client_key(f"session:{connection}", caller.subject)
+            self._activation_keys[connection] = key
             return key
         meta = ctx.meta or {}
         conversation = meta.get(CONVERSATION_META_KEY) if isinstance(meta, dict) else None
         return client_key("http" if ctx.request is not None else "local", caller.subject, conversation)
 
-    def _forget(self, key: str) -> None:
-        self._legacy_sessions.pop(key, None)
-        self.service.activations.drop(key)
+    def _forget(self, connection: int) -> None:
+        key = self._activation_keys.pop(connection, None)
+        if key is not None:
+            self.service.activations.drop(key)
 
     # -- the hook ----------------------------------------------------------------------------------
 
@@ -300,13 +293,10 @@ class GatewayMiddleware:
         except Exception:  # a client without a stream for notifications still gets the load result
             logger.debug("could not send tools/list_changed", exc_info=True)
 
-    async def tools_changed(self, keys: Iterable[str] | None = None) -> None:
-        """Tell legacy sessions (those in ``keys``, or all) that their tool list changed."""
-        wanted = set(self._legacy_sessions) if keys is None else set(keys) & set(self._legacy_sessions)
-        for key in wanted:
-            session = self._legacy_sessions.get(key)
-            if session is not None:
-                await self._announce(session)
+    async def tools_changed(self) -> None:
+        """Tell every legacy session that its tool list changed."""
+        for _, session in self.legacy.items():
+            await self._announce(session)
 
     @staticmethod
     def _declare_list_changed(result: HandlerResult) -> HandlerResult:
