@@ -245,6 +245,7 @@ async def _breakdown(url: str, calls: int) -> dict[str, float]:
     def per_call(started: float) -> float:
         return round(1000 * (time.process_time() - started) / calls, 4)
 
+    out["http_post"] = await _http_post(url, calls, arguments)
     async with Host([ServerSpec("echo", HttpServer(url))]) as host:
         service = GatewayService(host)
         await service.load(caller, "bench", ["echo/echo"])
@@ -279,11 +280,46 @@ async def _breakdown(url: str, calls: int) -> dict[str, float]:
     return out
 
 
+async def _http_post(url: str, calls: int, arguments: dict[str, Any]) -> float:
+    """CPU ms per call of the HTTP library the SDK's client runs on (httpx2) alone: the same
+    2026-07-28 ``tools/call`` posted on one keep-alive connection and its JSON body parsed, with no
+    MCP session, dispatcher or model validation. No client hop built on it can cost less."""
+    import httpx2
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": st.MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": arguments, "_meta": meta},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": st.MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "echo",
+    }
+    async with httpx2.AsyncClient() as http:
+        for _ in range(2):  # the second pass is the one kept (warm)
+            started = time.process_time()
+            for _ in range(calls):
+                response = await http.post(url, json=body, headers=headers)
+                if response.json()["result"]["content"][0]["text"] != arguments["text"]:
+                    raise RuntimeError(f"unexpected answer: {response.text[:200]}")
+            spent = time.process_time() - started
+    return round(1000 * spent / calls, 4)
+
+
 def floor(cells: list[dict[str, Any]], cpu: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """What any proxy on this stack pays per call, next to what the gateway pays (CPU ms, 1 client).
 
     A proxied call is at least one SDK server pass (what the upstream spends on a whole direct
     call) plus one SDK client hop (``upstream_hop``); the gateway's own decisions are the rest.
+    ``http_library_ms`` is the part of the hop that is the SDK's HTTP library alone (``http_post``).
     The added p50 at 1 client cannot be below the gateway's CPU per call.
     """
     rows = []
@@ -298,6 +334,7 @@ def floor(cells: list[dict[str, Any]], cpu: dict[str, dict[str, float]]) -> list
                     "gateway": kind,
                     "server_pass_ms": server_pass,
                     "client_hop_ms": figures["upstream_hop"],
+                    "http_library_ms": figures.get("http_post"),
                     "floor_ms": round(server_pass + figures["upstream_hop"], 3),
                     "gateway_cpu_ms": cell[kind]["cpu_ms_per_call"],
                 }
@@ -407,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(
                     f"  floor {row['era']} {row['gateway']}: server pass {row['server_pass_ms']:.2f} + client hop "
                     f"{row['client_hop_ms']:.2f} = {row['floor_ms']:.2f} ms CPU; the gateway spent "
-                    f"{row['gateway_cpu_ms']:.2f}"
+                    f"{row['gateway_cpu_ms']:.2f}; the HTTP library alone {row['http_library_ms']} ms per POST"
                 )
         finally:
             profiled = gateways["gateway"].process
