@@ -8,6 +8,8 @@ with ``--watch``, so a change on one replica's disk is a change made on that rep
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,17 +17,21 @@ from types import ModuleType
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp.client import Client
 from mcp.shared.subscriptions import ResourcesListChanged
 
+from skilldeck.server import create_server
+from skilldeck.server.extension import CATALOG_VERSION_META
 from skilldeck.server.sessions import UNKNOWN_SESSION_MESSAGE
 
-from ..server.helpers import write_skill
+from ..conftest import EXAMPLES
+from ..server.helpers import POST_HEADERS, write_skill
 
 MODERN = "2026-07-28"
 LOAD_CLIENTS = 100
-LOAD_SECONDS = 12.0
+LOAD_SECONDS = 9.0
 
 
 class Deployment:
@@ -53,6 +59,46 @@ def deployment(replicas_bench: ModuleType, tmp_path_factory: pytest.TempPathFact
         bench.running_haproxy(work, [r.port for r in replicas]) as balancer,
     ):
         yield Deployment(bench, redis, replicas, balancer, work)
+
+
+@pytest.fixture(autouse=True)
+def restored(deployment: Deployment) -> Iterator[None]:
+    """After each test: every replica's pack back to the bundled one, and every replica serving it again.
+
+    Each replica's ``skills/list`` carries the catalog version, so "serving it again" is: all three
+    report the version of the bundled pack.
+    """
+    yield
+    for replica in deployment.replicas:
+        for child in replica.pack.iterdir():
+            if not (EXAMPLES / child.name).exists():
+                shutil.rmtree(child)
+    expected = create_server(EXAMPLES)[1].catalog.version
+    deadline = time.monotonic() + 30
+    with httpx2.Client(timeout=10) as http:
+        for index in range(len(deployment.replicas)):
+            while (served := _catalog_version(http, deployment.direct(index))) != expected:
+                assert time.monotonic() < deadline, f"replica {index} still serves {served}, not {expected}"
+                time.sleep(0.1)
+
+
+def _catalog_version(http: httpx2.Client, url: str) -> str | None:
+    headers = {**POST_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "skills/list"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "replica-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "skills/list", "params": {"_meta": meta}}
+    try:
+        text = http.post(url, json=body, headers=headers).text
+    except httpx2.HTTPError:
+        return None
+    data = next((line[5:].strip() for line in text.splitlines() if line.startswith("data:")), text)
+    try:
+        return json.loads(data)["result"]["_meta"][CATALOG_VERSION_META]  # type: ignore[no-any-return]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 async def next_event(sub: Any, within: float) -> Any:
