@@ -154,17 +154,16 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     if args.http is None:
         err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
         anyio.run(
-            lambda: replicas.around(
-                lambda: serve_stdio(
-                    server,
-                    extension,
-                    watch=args.watch,
-                    on_reload=on_reload,
-                    policy_path=args.policy,
-                    on_policy_error=on_policy_error,
-                    on_policy_applied=on_policy_applied,
-                )
-            )
+            replicas.around,
+            lambda: serve_stdio(
+                server,
+                extension,
+                watch=args.watch,
+                on_reload=on_reload,
+                policy_path=args.policy,
+                on_policy_error=on_policy_error,
+                on_policy_applied=on_policy_applied,
+            ),
         )
         return ExitCode.OK
 
@@ -175,23 +174,22 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
 
     anyio.run(
-        lambda: replicas.around(
-            lambda: serve_http(
-                server,
-                extension,
-                host=host,
-                port=port,
-                path=args.path,
-                watch=args.watch,
-                on_reload=on_reload,
-                on_ready=on_ready,
-                policy_path=args.policy,
-                on_policy_error=on_policy_error,
-                on_policy_applied=on_policy_applied,
-                max_sessions=args.max_sessions,
-                session_idle_timeout=args.session_idle_timeout,
-            )
-        )
+        replicas.around,
+        lambda: serve_http(
+            server,
+            extension,
+            host=host,
+            port=port,
+            path=args.path,
+            watch=args.watch,
+            on_reload=on_reload,
+            on_ready=on_ready,
+            policy_path=args.policy,
+            on_policy_error=on_policy_error,
+            on_policy_applied=on_policy_applied,
+            max_sessions=args.max_sessions,
+            session_idle_timeout=args.session_idle_timeout,
+        ),
     )
     return ExitCode.OK
 
