@@ -23,6 +23,7 @@ from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
 from skilldeck.cli.output import StdoutConsole, stdout_closed
+from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.cli.select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
 
@@ -76,6 +77,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="SKILL",
         help="also answer Solon AI's remote-talent protocol for this skill (needs --policy)",
     )
+    add_replica_arguments(serve)
     add_auth_arguments(serve)
     serve.set_defaults(handler=_cmd_serve)
 
@@ -103,8 +105,16 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         raise UsageError("--solon-talent needs --policy FILE: admission, instructions and routing come from it")
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
+    replicas = replica_setup(args.redis, args.name)
     server, extension = create_server(
-        *args.paths, name=args.name, page_size=args.page_size, policy=policy, token_verifier=verifier, auth=auth
+        *args.paths,
+        name=args.name,
+        page_size=args.page_size,
+        policy=policy,
+        token_verifier=verifier,
+        auth=auth,
+        subscriptions=replicas.bus,
+        request_state_keys=replicas.state_keys,
     )
     if args.solon_talent:
         from skilldeck.server.talent import enable_talent
@@ -144,6 +154,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     if args.http is None:
         err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
         anyio.run(
+            replicas.around,
             lambda: serve_stdio(
                 server,
                 extension,
@@ -152,7 +163,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
                 policy_path=args.policy,
                 on_policy_error=on_policy_error,
                 on_policy_applied=on_policy_applied,
-            )
+            ),
         )
         return ExitCode.OK
 
@@ -163,6 +174,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
 
     anyio.run(
+        replicas.around,
         lambda: serve_http(
             server,
             extension,
@@ -177,7 +189,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             on_policy_applied=on_policy_applied,
             max_sessions=args.max_sessions,
             session_idle_timeout=args.session_idle_timeout,
-        )
+        ),
     )
     return ExitCode.OK
 

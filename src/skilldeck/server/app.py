@@ -11,7 +11,7 @@ import importlib.util
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.mcpserver import MCPServer
+from mcp.server.request_state import RequestStateSecurity
 
 from skilldeck import __version__
 from skilldeck.errors import ServeError, SkilldeckError
@@ -27,7 +28,12 @@ from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
-from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, evict_idle_when_full
+from skilldeck.server.sessions import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    answer_unknown_sessions,
+    evict_idle_when_full,
+)
 from skilldeck.skill.pack import DirectorySource
 
 __all__ = ["bind", "create_server", "event_loop_options", "run_http", "serve_http", "serve_stdio", "watch_and_reload"]
@@ -44,12 +50,16 @@ def create_server(
     token_verifier: Any = None,
     auth: Any = None,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
+    request_state_keys: Sequence[str | bytes] | None = None,
     **extension_options: Any,
 ) -> tuple[MCPServer[Any], SkillsExtension]:
     """An ``MCPServer`` serving skills from folders (paths) and dynamic skills.
 
     Extra keyword arguments go to :class:`SkillsExtension` (``page_size``, ``ttl_ms``, ...).
     ``version`` is the ``serverInfo.version`` clients see; skilldeck's own version by default.
+    ``request_state_keys`` (each at least 32 bytes; the first seals, all unseal) make a
+    multi-round-trip request's sealed ``requestState`` valid on every replica given the same keys
+    and ``name`` (the name is its audience); by default a key of this process alone seals it.
     Returns the server and its extension (for ``reload()`` and ``problems``).
     """
 
@@ -69,6 +79,7 @@ def create_server(
         log_level=log_level,
         token_verifier=token_verifier,
         auth=auth,
+        request_state_security=None if request_state_keys is None else RequestStateSecurity(keys=request_state_keys),
     )
     return server, extension
 
@@ -370,7 +381,9 @@ async def run_http(
         streamable_http_path=path, host=host, max_sessions=max_sessions, session_idle_timeout=session_idle_timeout
     )
     evict_idle_when_full(server.session_manager)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    config = uvicorn.Config(
+        answer_unknown_sessions(app, server.session_manager), host=host, port=port, log_level=log_level, lifespan="on"
+    )
     uv = uvicorn.Server(config)
     if sockets is None:
         sockets = bind(host, port)

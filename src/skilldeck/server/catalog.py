@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import unquote
 
 from skilldeck.errors import NotServedError, SkillError, shorten
@@ -322,6 +325,20 @@ class Catalog(StaticIndex):
         by_uri = {child.uri: child for child in children}
         keys, next_cursor = page_keys(sorted(by_uri), cursor, limit)
         return [by_uri[k] for k in keys], next_cursor
+
+    @cached_property
+    def version(self) -> str:
+        """A digest of every entry (URI, frontmatter, manifest): equal on two servers exactly when they list the same.
+
+        ``skills/list`` carries it in ``_meta["dev.skilldeck/catalogVersion"]``, so a host talking to
+        replicas behind a load balancer can tell, during a rollout, that two answers come from
+        different versions of the catalog. Computed once per snapshot.
+        """
+        digest = hashlib.sha256()
+        for uri in self._order:
+            digest.update(json.dumps(self._entries[uri].to_wire(), sort_keys=True, separators=(",", ":")).encode())
+            digest.update(b"\n")
+        return "sha256:" + digest.hexdigest()
 
     def diff(self, newer: Catalog) -> CatalogDiff:
         """What changed from this catalog to ``newer``."""

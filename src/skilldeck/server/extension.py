@@ -55,7 +55,10 @@ from skilldeck.server.service import SkillService
 from skilldeck.skill.pack import DirectorySource, children_of
 from skilldeck.skill.uri import EXTENSION_ID
 
-__all__ = ["EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
+__all__ = ["CATALOG_VERSION_META", "EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
+
+CATALOG_VERSION_META = "dev.skilldeck/catalogVersion"
+"""The ``_meta`` key of every ``skills/list`` result holding the served snapshot's version (``Catalog.version``)."""
 
 _MISSING_MIDDLEWARE = (
     "skilldeck's SkillsExtension is registered without its middleware, so skill files cannot be read. "
@@ -257,9 +260,12 @@ class SkillsExtension(Extension):
             entries, next_cursor = view_of(self.service, ctx).list_page(params.cursor, self.service.page_size)
         except NotServedError as exc:
             raise invalid_params(exc) from None
-        return self._page("skills", [e.to_wire() for e in entries], next_cursor)
+        page = self._page("skills", [e.to_wire() for e in entries], next_cursor)
+        # The whole snapshot's version, not the caller's view: replicas serving one catalog agree on it.
+        page["_meta"] = {CATALOG_VERSION_META: self.service.catalog.version}
+        return page
 
-    def _page(self, key: str, items: list[dict[str, Any]], next_cursor: str | None) -> HandlerResult:
+    def _page(self, key: str, items: list[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:
         """One page of a listing, with the cache hints every skills answer carries."""
         result: dict[str, Any] = {"resultType": "complete", key: items, **self.service.cache_fields()}
         if next_cursor is not None:

@@ -30,10 +30,19 @@ import logging
 import math
 from typing import Any
 
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import INVALID_REQUEST
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_IDLE_TIMEOUT", "evict_idle_when_full"]
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "UNKNOWN_SESSION_MESSAGE",
+    "answer_unknown_sessions",
+    "evict_idle_when_full",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +92,39 @@ def _evict_least_recently_used(manager: StreamableHTTPSessionManager) -> bool:
     scope.cancel()
     logger.info("session table full: ended idle session %s, the least recently used", session_id[:64])
     return True
+
+
+UNKNOWN_SESSION_MESSAGE = (
+    "Session not found on this server: a legacy (2025-11-25) session lives on the server process that "
+    "opened it, and it ended or this request reached another replica. Start a new session (initialize); "
+    "behind a load balancer, route on the Mcp-Session-Id header (sticky sessions) or use protocol 2026-07-28"
+)
+"""What a request naming a session this process does not hold is told (HTTP 404, as the SDK answers)."""
+
+
+def answer_unknown_sessions(app: ASGIApp, manager: StreamableHTTPSessionManager) -> ASGIApp:
+    """``app``, answering a request that names a legacy session ``manager`` does not hold with a clear 404.
+
+    The SDK already answers such a request ``404`` ("Session not found") without waiting; this says
+    why and what to do, which matters behind a load balancer: a legacy session is held by one
+    replica, and a balancer that does not route on ``Mcp-Session-Id`` sends its next request elsewhere.
+    A session the manager holds, and every request naming none (2026-07-28 requests, ``initialize``),
+    go to ``app`` untouched.
+    """
+    header = MCP_SESSION_ID_HEADER.lower().encode("latin-1")
+
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not manager.stateless:
+            session_id = next((v.decode("latin-1") for k, v in scope["headers"] if k == header), None)
+            if session_id is not None and session_id not in manager._server_instances:
+                logger.info("request for a session this process does not hold: %s", session_id[:64])
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": INVALID_REQUEST, "message": UNKNOWN_SESSION_MESSAGE},
+                }
+                await JSONResponse(body, status_code=404)(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return answer

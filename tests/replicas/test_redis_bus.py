@@ -1,0 +1,190 @@
+"""The Redis ``SubscriptionBus``: one real ``redis-server`` per test, several buses as several replicas."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import pytest
+import redis.asyncio as aioredis
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent, ToolsListChanged
+
+from skilldeck.errors import ServeError
+from skilldeck.server import create_server
+from skilldeck.server.redis_bus import (
+    FULL_REANNOUNCE,
+    MAX_MESSAGE_BYTES,
+    RedisSubscriptionBus,
+    encode_event,
+    shared_state_key,
+)
+
+from ..server.helpers import write_skill
+
+pytestmark = pytest.mark.anyio
+CHANNEL = "skilldeck:test:events"
+
+
+@pytest.fixture
+def redis_server(replicas_bench: ModuleType, tmp_path: Path) -> Iterator[Any]:
+    """A ``redis-server`` of this test's own, on a free loopback port (``bench/replicas.py`` runs it)."""
+    try:
+        with replicas_bench.running_redis(tmp_path) as redis:
+            yield redis
+    except replicas_bench.Missing as exc:
+        pytest.skip(str(exc))
+
+
+class Heard:
+    """What one listener heard, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[ServerEvent] = []
+
+    def __call__(self, event: ServerEvent) -> None:
+        self.events.append(event)
+
+    async def until(self, count: int, within: float = 10) -> list[ServerEvent]:
+        with anyio.fail_after(within):
+            while len(self.events) < count:
+                await anyio.sleep(0.01)
+        return self.events
+
+
+@asynccontextmanager
+async def replicas(url: str, count: int, **options: Any) -> AsyncIterator[list[tuple[RedisSubscriptionBus, Heard]]]:
+    """``count`` buses on one channel (as ``count`` replicas), each with a listener."""
+    async with AsyncExitStack() as stack:
+        buses = []
+        for _ in range(count):
+            bus = await stack.enter_async_context(RedisSubscriptionBus(url, channel=CHANNEL, **options))
+            heard = Heard()
+            bus.subscribe(heard)
+            buses.append((bus, heard))
+        yield buses
+
+
+async def test_an_event_published_on_one_replica_reaches_every_replica_once(redis_server: Any) -> None:
+    async with replicas(redis_server.url, 3) as buses:
+        publisher = buses[1][0]
+        await publisher.publish(ResourcesListChanged())
+        await publisher.publish(ResourceUpdated(uri="skill://a/SKILL.md"))
+        for _, heard in buses:
+            assert await heard.until(2) == [ResourcesListChanged(), ResourceUpdated(uri="skill://a/SKILL.md")]
+        await anyio.sleep(0.3)  # nothing more arrives: the publisher hears its own event only through Redis
+        assert all(len(heard.events) == 2 for _, heard in buses)
+        assert all(bus.reannounced == 0 for bus, _ in buses)
+
+
+async def test_an_unsubscribed_listener_hears_nothing_more(redis_server: Any) -> None:
+    async with RedisSubscriptionBus(redis_server.url, channel=CHANNEL) as bus:
+        kept, dropped = Heard(), Heard()
+        bus.subscribe(kept)
+        unsubscribe = bus.subscribe(dropped)
+        unsubscribe()
+        unsubscribe()  # idempotent
+        await bus.publish(ToolsListChanged())
+        assert await kept.until(1) == [ToolsListChanged()]
+        assert dropped.events == []
+
+
+async def test_a_reload_puts_only_the_kind_of_change_on_the_channel(redis_server: Any, tmp_path: Path) -> None:
+    """Tenant scoping: what crosses Redis names no skill and no caller, so no listener learns what it may not see."""
+    skills = tmp_path / "skills"
+    write_skill(skills, "visible")
+    bus = RedisSubscriptionBus(redis_server.url, channel=CHANNEL)
+    _, ext = create_server(skills, subscriptions=bus)
+    raw = aioredis.Redis.from_url(redis_server.url)
+    pubsub = raw.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe(CHANNEL)
+    try:
+        async with bus:
+            write_skill(skills, "secret-tenant-b-skill")
+            assert (await ext.reload()).added == ("skill://secret-tenant-b-skill/SKILL.md",)
+            messages = []
+            with anyio.fail_after(10):
+                while not messages:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        messages.append(message["data"])
+        assert messages == [b'{"method":"notifications/resources/list_changed"}']
+    finally:
+        await pubsub.aclose()
+        await raw.aclose()
+
+
+async def test_foreign_and_oversized_messages_are_dropped_and_delivery_goes_on(redis_server: Any) -> None:
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        async with replicas(redis_server.url, 1) as [(bus, heard)]:
+            huge = json.dumps(
+                {"method": "notifications/resources/updated", "uri": "skill://" + "x" * MAX_MESSAGE_BYTES}
+            )
+            for junk in (b"\xff\xfe not json", b"[]", b'{"method": 7}', b'{"method": "tools/call"}', huge.encode()):
+                await raw.publish(CHANNEL, junk)
+            await raw.publish(CHANNEL, encode_event(ToolsListChanged()))
+            assert await heard.until(1) == [ToolsListChanged()]
+            await anyio.sleep(0.2)
+            assert heard.events == [ToolsListChanged()]
+            assert bus.reannounced == 0
+    finally:
+        await raw.aclose()
+
+
+async def test_redis_down_then_back_loses_no_announcement(redis_server: Any) -> None:
+    """An event published while Redis is down reaches its own replica at once and every other one as a re-announce."""
+    async with replicas(redis_server.url, 2, reconnect_delay=0.1, timeout=1.0) as [(a, heard_a), (b, heard_b)]:
+        redis_server.kill()
+        await anyio.sleep(0.3)
+        await a.publish(ResourcesListChanged())  # fails on Redis: delivered to a's own listeners now
+        assert heard_a.events[:1] == [ResourcesListChanged()]
+        assert heard_b.events == []
+        redis_server.start()
+        # Each replica re-announces to its own listeners once its subscription is back, and the
+        # failed publish is owed to every replica as a full re-announce through Redis.
+        with anyio.fail_after(20):
+            while not (a.reannounced and b.reannounced and ResourcesListChanged() in heard_b.events):
+                await anyio.sleep(0.05)
+        for heard in (heard_a, heard_b):
+            assert set(FULL_REANNOUNCE) <= set(heard.events)
+        # and the channel works as before
+        count = len(heard_b.events)
+        await b.publish(ToolsListChanged())
+        assert (await heard_b.until(count + 1))[-1] == ToolsListChanged()
+
+
+async def test_redis_out_of_reach_at_start_is_one_clear_error() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+    with pytest.raises(
+        ServeError, match=r"cannot reach Redis at redis://127\.0\.0\.1:\d+/0: .*start Redis or fix --redis"
+    ):
+        async with RedisSubscriptionBus(url, timeout=1.0):
+            pass
+    with pytest.raises(ServeError, match="cannot reach Redis"):
+        await shared_state_key(url, "k", wait=1.0)
+
+
+async def test_publish_outside_its_context_says_how_to_start_it() -> None:
+    with pytest.raises(RuntimeError, match="async with bus"):
+        await RedisSubscriptionBus("redis://127.0.0.1:1/0").publish(ToolsListChanged())
+
+
+async def test_every_replica_reads_the_same_state_key(redis_server: Any) -> None:
+    keys = [await shared_state_key(redis_server.url, "skilldeck:test:state-key") for _ in range(3)]
+    assert len(set(keys)) == 1
+    assert len(keys[0]) >= 32
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        await raw.set("skilldeck:test:short", "short")
+    finally:
+        await raw.aclose()
+    with pytest.raises(ServeError, match="at least 32 characters"):
+        await shared_state_key(redis_server.url, "skilldeck:test:short")
