@@ -44,10 +44,11 @@ from collections.abc import Awaitable, Iterable
 from typing import Any
 from urllib.parse import quote, unquote
 
+import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionBus
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -103,6 +104,8 @@ MAX_SUBSCRIPTIONS = 1_024
 """Upstream resources subscribed to at once (for all clients together)."""
 MAX_SUBSCRIBERS = 256
 """Subscribers (legacy connections and 2026-07-28 listen streams) of one resource."""
+UNSUBSCRIBE_SECONDS = 10.0
+"""How long a closed listen stream's upstream unsubscriptions may take."""
 
 _KINDS = {
     "prompts/list": ("prompts", "prompts"),
@@ -502,7 +505,7 @@ class ForwardedUpstreams:
                 )
             self._listen_upstreams()
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
                 await self._upstream(connected, connected.client.subscribe_resource(upstream))
             subscribers = self._subscribers.setdefault(key, set())
         if subscriber not in subscribers and len(subscribers) >= MAX_SUBSCRIBERS:
@@ -521,7 +524,7 @@ class ForwardedUpstreams:
         del self._subscribers[key]
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
                 await connected.client.unsubscribe_resource(upstream)
         except Exception as exc:  # the upstream may be gone: nobody is told of its updates any more
             logger.debug("unsubscribing %s of %r failed: %s", upstream, connected.label, exc)
@@ -554,8 +557,10 @@ class ForwardedUpstreams:
         try:
             return await call_next(ctx)
         finally:
-            for target in held:
-                await self._unsubscribe(target, stream)
+            # The stream usually ends by cancellation: the upstreams are still told, within a bound.
+            with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
+                for target in held:
+                    await self._unsubscribe(target, stream)
 
     def _listen_upstreams(self) -> None:
         if not self._listening:
