@@ -43,6 +43,8 @@ from mcp_types import (
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.gateway.app import follow_upstreams
 from skilldeck.gateway.forward import (
+    MAX_CLIENT_SUBSCRIPTIONS,
+    MAX_NAME_CHARS,
     MAX_PROMPT_ARGUMENTS,
     MAX_URI_CHARS,
     gateway_uri,
@@ -270,6 +272,9 @@ async def test_client_input_is_bounded(era: str) -> None:
             await c.get_prompt("a__greet", many)
         assert too_many.value.error.code == INVALID_PARAMS
         assert str(MAX_PROMPT_ARGUMENTS) in too_many.value.error.message
+        with pytest.raises(MCPError) as long_name:
+            await c.get_prompt("a__" + "g" * (MAX_NAME_CHARS + 1), {"who": "x"})
+        assert long_name.value.error.code == INVALID_PARAMS
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -375,6 +380,12 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
             with pytest.raises(MCPError) as refused:
                 await c.subscribe_resource("upstream://subs/note://y" + "z" * MAX_URI_CHARS)
             assert refused.value.error.code == INVALID_PARAMS
+            for n in range(MAX_CLIENT_SUBSCRIPTIONS):
+                await c.subscribe_resource(f"upstream://subs/note://{n}")
+            with pytest.raises(MCPError) as too_many:
+                await c.subscribe_resource("upstream://subs/note://one-more")
+            assert too_many.value.error.code == INVALID_PARAMS
+            assert "note://one-more" not in upstream.subscribed
 
 
 async def test_gateway_without_upstream_subscriptions_refuses_to_subscribe() -> None:

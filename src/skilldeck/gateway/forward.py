@@ -70,6 +70,7 @@ from skilldeck.server.policy import Caller, caller_for
 from skilldeck.skill.uri import SCHEME as SKILL_SCHEME
 
 __all__ = [
+    "MAX_CLIENT_SUBSCRIPTIONS",
     "MAX_SUBSCRIPTIONS",
     "PROMPT_SEPARATOR",
     "RESOURCE_SCHEME",
@@ -98,10 +99,10 @@ MAX_CURSOR_CHARS = 4_096
 MAX_PROMPT_ARGUMENTS = 64
 MAX_ARGUMENT_CHARS = 64 * 1024
 """One prompt or completion argument value."""
-MAX_COMPLETION_VALUES = 100
-"""The protocol's limit on the values of one completion (an upstream that sends more is cut)."""
 MAX_SUBSCRIPTIONS = 1_024
 """Upstream resources subscribed to at once (for all clients together)."""
+MAX_CLIENT_SUBSCRIPTIONS = 64
+"""Resources one legacy connection (or one 2026-07-28 listen stream) may subscribe to through the gateway."""
 MAX_SUBSCRIBERS = 256
 """Subscribers (legacy connections and 2026-07-28 listen streams) of one resource."""
 UNSUBSCRIBE_SECONDS = 10.0
@@ -374,8 +375,8 @@ class ForwardedUpstreams:
     # -- prompts -----------------------------------------------------------------------------------
 
     def _prompt(self, caller: Caller, name: str) -> tuple[Connected, str]:
-        split = split_prompt_name(name) if len(name) <= MAX_NAME_CHARS + 256 else None
-        if split is None:
+        split = split_prompt_name(name)
+        if split is None or len(split[1]) > MAX_NAME_CHARS:
             raise _invalid(f"unknown prompt {shorten(name)!r}: prompts are named LABEL__NAME, as prompts/list shows")
         label, upstream = split
         if not self.admits(caller, label, upstream):
@@ -468,11 +469,8 @@ class ForwardedUpstreams:
                 {str(k): str(v) for k, v in context.items()} if context else None,
             ),
         )
-        completion = dict(_dump(result).get("completion") or {})
-        listed = [str(v) for v in completion.get("values", [])]
-        if len(listed) > MAX_COMPLETION_VALUES:
-            completion["values"], completion["hasMore"] = listed[:MAX_COMPLETION_VALUES], True
-        return {"completion": {"values": [], **completion}}
+        # (the SDK refuses an upstream's completion of more than the protocol's 100 values)
+        return {"completion": dict(_dump(result).get("completion") or {"values": []})}
 
     # -- subscriptions -----------------------------------------------------------------------------
 
@@ -498,6 +496,12 @@ class ForwardedUpstreams:
         connected, upstream = target
         key = (connected.label, upstream)
         subscribers = self._subscribers.get(key)
+        if subscribers is not None and subscriber in subscribers:
+            return
+        if sum(1 for held in self._subscribers.values() if subscriber in held) >= MAX_CLIENT_SUBSCRIPTIONS:
+            raise _invalid(
+                f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
+            )
         if subscribers is None:
             if len(self._subscribers) >= MAX_SUBSCRIPTIONS:
                 raise _invalid(
@@ -508,7 +512,7 @@ class ForwardedUpstreams:
                 warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
                 await self._upstream(connected, connected.client.subscribe_resource(upstream))
             subscribers = self._subscribers.setdefault(key, set())
-        if subscriber not in subscribers and len(subscribers) >= MAX_SUBSCRIBERS:
+        if len(subscribers) >= MAX_SUBSCRIBERS:
             raise _invalid(f"{MAX_SUBSCRIBERS} clients subscribe to this resource already")
         subscribers.add(subscriber)
 
