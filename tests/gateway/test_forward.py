@@ -310,6 +310,42 @@ async def test_list_changes_of_upstream_prompts_and_resources_reach_the_client(e
         assert "notifications/prompts/list_changed" in heard
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_legacy_upstreams_prompt_list_change_reaches_the_client(era: str) -> None:
+    """A 2025-11-25 upstream says so with notifications/prompts/list_changed (heard by the gateway's watcher)."""
+    sessions: list[Any] = []
+
+    async def list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        sessions.append(ctx.session)
+        return ListPromptsResult(prompts=[Prompt(name="p")])
+
+    upstream: Server[Any] = Server("old", on_list_prompts=list_prompts)
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification) and message.method == "notifications/prompts/list_changed":
+            heard.set()
+
+    async with Host([ServerSpec("old", InProcessServer(upstream), timeout=10)], mode="legacy") as host:
+        service = GatewayService(host)
+        server, middleware = create_gateway(service)
+        mode = "auto" if era == "modern" else "legacy"
+        async with (
+            host.watch(on_change=follow_upstreams(service, middleware)),
+            Client(server, mode=mode, cache=None, message_handler=on_message) as c,
+        ):
+            assert [p.name for p in (await c.list_prompts()).prompts] == ["old__p"]
+            if era == "modern":
+                async with c.listen(prompts_list_changed=True) as sub:
+                    await sessions[-1].send_prompt_list_changed()
+                    with anyio.fail_after(10):
+                        assert isinstance(await sub.__anext__(), PromptsListChanged)
+                return
+            await sessions[-1].send_prompt_list_changed()
+            with anyio.fail_after(10):
+                await heard.wait()
+
+
 class Subscribable:
     """A lowlevel 2025-11-25 upstream that serves ``note://x`` and records (un)subscriptions."""
 
@@ -369,12 +405,21 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
                         await anyio.sleep(0.01)
                 assert upstream.unsubscribed == ["note://x"]
                 return
-            await c.subscribe_resource(uri)
-            assert upstream.subscribed == ["note://x"]
-            await upstream.session.send_resource_updated("note://x")
-            with anyio.fail_after(10):
-                await got.wait()
+            others: list[Any] = []
+
+            async def other_message(message: Any) -> None:
+                others.append(message)
+
+            async with Client(server, mode="legacy", cache=None, message_handler=other_message) as other:
+                await other.list_resources()  # connected and initialized, but subscribed to nothing
+                await c.subscribe_resource(uri)
+                assert upstream.subscribed == ["note://x"]
+                await upstream.session.send_resource_updated("note://x")
+                with anyio.fail_after(10):
+                    await got.wait()
+                await other.list_resources()
             assert updates == [uri]
+            assert not [m for m in others if "resources/updated" in str(getattr(m, "method", ""))], others
             await c.unsubscribe_resource(uri)
             assert upstream.unsubscribed == ["note://x"]
             with pytest.raises(MCPError) as refused:

@@ -318,7 +318,10 @@ class ForwardedUpstreams:
         cache = {"ttlMs": 0, "cacheScope": "private"}
         for index in range(start, len(labels)):
             label = labels[index]
-            connected = self._connected(label)
+            connected = self.service.host.connections.connected.get(label)
+            if connected is None:  # gone while an earlier upstream was asked
+                upstream_cursor, page = None, 0
+                continue
             try:
                 items, next_cursor = await self._fetch(connected, method, upstream_cursor)
             except Exception as exc:  # one upstream's trouble must not hide the others
