@@ -43,7 +43,10 @@ def add_gateway_command(sub: Any) -> None:
     )
     add_http_arguments(gateway)
     gateway.add_argument(
-        "--policy", metavar="FILE", help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL"
+        "--policy",
+        metavar="FILE",
+        help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL "
+        "(prompts LABEL/PROMPT, resources LABEL/URI, all of one upstream LABEL/*)",
     )
     gateway.add_argument(
         "--pin",

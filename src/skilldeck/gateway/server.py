@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from skilldeck import __version__
 from skilldeck.errors import GateRefused, SkilldeckError
 from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, client_key
+from skilldeck.gateway.forward import ForwardedUpstreams
 from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, READ_SKILL_FILE
 from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService, tool_id
@@ -120,6 +121,8 @@ class GatewayMiddleware:
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
         self.skills: RepublishedSkills | None = None
         """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
+        self.forwarded: ForwardedUpstreams | None = None
+        """The upstreams' resources, prompts and completions, forwarded (see :mod:`skilldeck.gateway.forward`)."""
         self.legacy = LegacyConnections(on_forget=self._forget)
         """Live legacy connections (bounded); a connection forgotten takes its activation with it."""
         self._activation_keys: dict[int, str] = {}
@@ -361,16 +364,21 @@ def create_gateway(
 
     With ``republish_skills`` (the default) the gateway also declares the Skills extension and
     serves every upstream's skills under ``skill://LABEL/...`` (``middleware.skills``; see
-    :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus.
+    :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus. The upstreams'
+    resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
+    :mod:`skilldeck.gateway.forward`).
     """
     skills = RepublishedSkills(service, subscriptions=subscriptions) if republish_skills else None
     middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions)
     middleware.skills = skills
+    forwarded = middleware.forwarded = ForwardedUpstreams(
+        service, middleware.subscriptions, skills_republished=skills is not None
+    )
     server: MCPServer[Any] = MCPServer(
         name,
         version=__version__,
         instructions=INSTRUCTIONS,
-        middleware=[middleware, *([skills.middleware] if skills is not None else []), *extra_middleware],
+        middleware=[middleware, *([skills.middleware] if skills is not None else []), forwarded, *extra_middleware],
         extensions=[*([skills.extension] if skills is not None else []), *extensions],
         subscriptions=middleware.subscriptions,
         log_level="WARNING",
