@@ -19,15 +19,20 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client import Client
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    CallToolResult,
     CreateMessageResult,
     ElicitResult,
+    EmptyResult,
     ListRootsResult,
+    ListToolsResult,
     Root,
     TextContent,
+    Tool,
 )
 
 from skilldeck.gateway import GatewayService, create_gateway
@@ -297,3 +302,49 @@ async def test_log_messages_of_concurrent_calls_reach_each_caller_or_none(up: st
         assert heard == {"ann": [], "bob": []}
     else:
         assert heard == {"ann": [("info", "chatty: ann")], "bob": [("info", "chatty: bob")]}
+
+
+class Levels:
+    """``levels``: a low-level server that honours ``logging/setLevel`` (recording each) and whose ``say``
+    logs at debug, info and warning."""
+
+    def __init__(self) -> None:
+        self.set_to: list[str] = []
+
+        async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+            return ListToolsResult(
+                tools=[Tool(name="say", description="Log at three levels.", input_schema={"type": "object"})]
+            )
+
+        async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+            for level in ("debug", "info", "warning"):
+                await ctx.session.send_log_message(level, f"say: {level}", related_request_id=ctx.request_id)
+            return CallToolResult(content=[TextContent(type="text", text="said")])
+
+        async def set_level(ctx: Any, params: Any) -> EmptyResult:
+            self.set_to.append(params.level)
+            return EmptyResult()
+
+        self.server = Server("levels", on_list_tools=list_tools, on_call_tool=call_tool, on_set_logging_level=set_level)
+
+
+async def test_set_level_is_forwarded_upstream_and_each_client_hears_its_own_level() -> None:
+    """``logging/setLevel`` of a 2025-11-25 client reaches the shared upstream session as the most verbose
+    level any client set; each client still hears only the messages at or above its own level."""
+    levels = Levels()
+    spec = ServerSpec("levels", InProcessServer(levels.server), timeout=10)
+    heard: dict[str, list[tuple[str, Any]]] = {"ann": [], "bob": []}
+    async with Host([spec], mode="legacy", server_requests=True) as host:
+        server, _ = create_gateway(GatewayService(host, pinned=[("levels", "say")]))
+        async with (
+            Client(server, mode="legacy", cache=None, logging_callback=log_recorder(heard["ann"])) as a,
+            Client(server, mode="legacy", cache=None, logging_callback=log_recorder(heard["bob"])) as b,
+        ):
+            assert a.server_capabilities is not None
+            assert a.server_capabilities.logging is not None  # the gateway declares logging/setLevel
+            await a.session.set_logging_level("warning")
+            await b.session.set_logging_level("info")
+            assert levels.set_to == ["warning", "info"]
+            assert not (await a.call_tool("levels__say", {})).is_error
+            assert not (await b.call_tool("levels__say", {})).is_error
+    assert heard == {"ann": [("warning", "say: warning")], "bob": [("info", "say: info"), ("warning", "say: warning")]}

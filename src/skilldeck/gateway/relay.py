@@ -274,6 +274,9 @@ class ParkedCall:
     result: dict[str, Any] | None = None
     done: bool = False
     abandoned: bool = False
+    """The caller did not come back within the TTL: the upstream was told, and the call is forgotten."""
+    missing: tuple[str, ClientCapabilities] | None = None
+    """A capability the caller did not declare that a question needed (its round fails with it)."""
     _questions: dict[str, tuple[InputRequest, anyio.Event]] = field(default_factory=dict)
     _answers: dict[str, InputResponse | ErrorData] = field(default_factory=dict)
     _changed: anyio.Event = field(default_factory=anyio.Event)
@@ -300,8 +303,6 @@ class ParkedCall:
         return ErrorData(
             code=REQUEST_TIMEOUT, message=f"the client did not answer {request.method} within {self.ttl:g}s"
         )
-
-    missing: tuple[str, ClientCapabilities] | None = None
 
     def finish(self) -> None:
         self.done = True
