@@ -24,10 +24,12 @@ How the downstream client is asked:
   rounds (:class:`ParkedCall`, named by an unguessable token bound to the client and the tool).
   Every ``requestState`` the gateway hands out is sealed by the SDK's request-state boundary.
 
-A client that did not declare the capability a question needs is never asked: a 2025-11-25 upstream
-gets an error response (``INVALID_REQUEST``, as the SDK's own client answers without the
-capability), and a 2026-07-28 client's ``tools/call`` fails with ``MISSING_REQUIRED_CLIENT_CAPABILITY``
-naming what is required, as that upstream itself would have answered it.
+A client that did not declare the capability a question needs is never asked. A 2025-11-25
+upstream's request gets an error response (``INVALID_REQUEST``, as the SDK's own client answers
+without the capability), and the upstream decides what its call does without the answer (the
+caller hears its result). A 2026-07-28 upstream's ``input_required`` for it ends the caller's
+``tools/call`` with ``MISSING_REQUIRED_CLIENT_CAPABILITY`` naming what is required, as that upstream
+answers a client that did not declare it.
 """
 
 from __future__ import annotations
@@ -275,19 +277,16 @@ class ParkedCall:
     done: bool = False
     abandoned: bool = False
     """The caller did not come back within the TTL: the upstream was told, and the call is forgotten."""
-    missing: tuple[str, ClientCapabilities] | None = None
-    """A capability the caller did not declare that a question needed (its round fails with it)."""
     _questions: dict[str, tuple[InputRequest, anyio.Event]] = field(default_factory=dict)
     _answers: dict[str, InputResponse | ErrorData] = field(default_factory=dict)
     _changed: anyio.Event = field(default_factory=anyio.Event)
     _count: int = 0
+    _handed: set[str] = field(default_factory=set)
 
     async def ask(self, request: InputRequest) -> InputResponse | ErrorData:
         """The upstream's question: held until the caller's next round answers it (or the TTL passes)."""
         missing = missing_capability(request, self.capabilities)
-        if missing is not None:  # the caller's tools/call fails with the capability it lacks
-            self.missing = missing
-            self._changed.set()
+        if missing is not None:  # refused to the upstream, which decides what its call does without it
             return _refusal(request, f"the client that made this call did not declare the {missing[0]} capability")
         self._count += 1
         key = f"q{self._count}"
@@ -312,22 +311,26 @@ class ParkedCall:
         """Wait until the call ends (``None``) or asks questions still unanswered (them, by key)."""
         while True:
             pending = {key: request for key, (request, answered) in self._questions.items() if not answered.is_set()}
-            if pending or self.done or self.missing is not None:
+            if pending or self.done:
+                self._handed = set(pending)
                 return pending or None
             self._changed = anyio.Event()
             await self._changed.wait()
 
     def answer(self, responses: Mapping[str, Any] | None) -> None:
-        """Hand the retry's answers to the questions they answer; every open question needs one."""
-        open_questions = {key: (request, answered) for key, (request, answered) in self._questions.items()}
-        missing = sorted(key for key, (_, answered) in open_questions.items() if not answered.is_set())
-        missing = [key for key in missing if key not in (responses or {})]
-        if missing:
-            raise GateRefused(f"the retry carries no answer to {', '.join(missing)}; answer every input request")
-        parsed = {key: parse_answer(request, (responses or {})[key]) for key, (request, _) in open_questions.items()}
+        """Hand the retry's answers to the questions the last round gave out; each needs one.
+
+        A question the upstream asked after that round went out is given out in the next round.
+        """
+        given = {key: self._questions[key] for key in sorted(self._handed) if key in self._questions}
+        unanswered = [key for key in given if key not in (responses or {})]
+        if unanswered:
+            raise GateRefused(f"the retry carries no answer to {', '.join(unanswered)}; answer every input request")
+        parsed = {key: parse_answer(request, (responses or {})[key]) for key, (request, _) in given.items()}
         for key, answer in parsed.items():
             self._answers[key] = answer
-            open_questions[key][1].set()
+            given[key][1].set()
+        self._handed = set()
 
 
 class ParkedCalls:

@@ -34,17 +34,11 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import (
     INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
-    ClientCapabilities,
-    CreateMessageRequest,
-    CreateMessageRequestParams,
-    ElicitRequest,
-    ElicitRequestFormParams,
     ErrorData,
     InputRequest,
     InputRequiredResult,
     InputResponse,
     InputResponses,
-    ListRootsRequest,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
@@ -80,18 +74,6 @@ ORIGIN_META = "dev.skilldeck/server"
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 _INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
-
-
-def _missing_request(missing: tuple[str, ClientCapabilities]) -> InputRequest:
-    """A stand-in request needing the capability ``missing`` names (to word the 2026-07-28 refusal)."""
-    required = missing[1]
-    if required.sampling is not None:
-        return CreateMessageRequest(params=CreateMessageRequestParams(messages=[], max_tokens=1))
-    if required.elicitation is not None:
-        return ElicitRequest(
-            params=ElicitRequestFormParams(message="", requested_schema={"type": "object", "properties": {}})
-        )
-    return ListRootsRequest()
 
 
 class DecisionLog(JsonLinesLog):
@@ -631,12 +613,6 @@ class GatewayService:
             raise
         finally:
             parked.progress = parked.log = None
-        if parked.missing is not None:
-            parked.scope.cancel()
-            self._parked.drop(parked)
-            refused = capability_error({"": _missing_request(parked.missing)}, relay.capabilities)
-            assert refused is not None
-            raise refused
         if questions:
             return self._input_required(client, label, tool, questions, parked.token)
         self._parked.drop(parked)
