@@ -5,6 +5,7 @@ No ``from __future__ import annotations`` here: the resolvers the tools name are
 constructor, and the SDK evaluates the annotations when the tools are registered.
 """
 
+import threading
 from typing import Annotated, Any
 
 import anyio
@@ -70,6 +71,20 @@ class Asker:
             """Sample once another call is in flight too."""
             assert isinstance(sampled.content, TextContent)
             return f"sampled: {sampled.content.text}"
+
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+
+        @self.server.tool()
+        async def wait() -> str:
+            """Wait until cancelled (and record that it was)."""
+            self.started.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.set()
+                raise
+            return "never"
 
         @self.server.tool()
         async def chatty(tag: str, ctx: Context) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from mcp.client import Client
 from mcp.server.lowlevel import Server
@@ -53,7 +54,7 @@ DOWN = ["modern", "legacy"]
 UP = ["modern", "legacy", "legacy-http", "legacy-stdio"]
 """How the gateway reaches the upstream: in-process at 2026-07-28 or 2025-11-25, or at 2025-11-25 over
 streamable HTTP or stdio."""
-PINS = [("ask", "write"), ("ask", "greet"), ("ask", "where"), ("ask", "together"), ("ask", "chatty")]
+PINS = [("ask", "write"), ("ask", "greet"), ("ask", "where"), ("ask", "together"), ("ask", "chatty"), ("ask", "wait")]
 UPSTREAM_SCRIPT = Path(__file__).with_name("relay_upstream.py")
 
 
@@ -192,7 +193,7 @@ async def test_two_clients_at_once_on_a_stdio_2025_upstream_are_refused_never_cr
     assert bob.asked == ["sampling: write about y"]
 
 
-@pytest.mark.parametrize("up", UP)
+@pytest.mark.parametrize("up", ["modern", "legacy", "legacy-http"])
 @pytest.mark.parametrize("down", DOWN)
 async def test_a_client_without_the_capability_is_refused_not_hung(down: str, up: str) -> None:
     asker = Asker()
@@ -218,7 +219,7 @@ async def test_a_client_without_the_capability_is_refused_not_hung(down: str, up
         assert not (await c.call_tool("find", {"query": "greet"})).is_error
 
 
-@pytest.mark.parametrize("up", ["modern", "legacy-stdio"])
+@pytest.mark.parametrize("up", ["modern", "legacy-http"])
 async def test_a_retry_over_the_limits_is_refused_before_anything_is_sent(up: str) -> None:
     asker = Asker()
     me = Downstream("ann")
@@ -348,3 +349,69 @@ async def test_set_level_is_forwarded_upstream_and_each_client_hears_its_own_lev
             assert not (await a.call_tool("levels__say", {})).is_error
             assert not (await b.call_tool("levels__say", {})).is_error
     assert heard == {"ann": [("warning", "say: warning")], "bob": [("info", "say: info"), ("warning", "say: warning")]}
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http"])
+async def test_a_held_call_is_let_go_when_its_caller_does_not_come_back(up: str) -> None:
+    """The upstream hears that no answer came once the TTL passes, and the held call is forgotten."""
+    asker = Asker()
+    async with opened(asker, up) as gw, client(gw, "modern", **Downstream("ann").callbacks()) as c:
+        gw.service.parked.ttl = 0.5
+        first = await c.session.call_tool("ask__where", {}, allow_input_required=True)
+        state = getattr(first, "request_state", None)
+        assert isinstance(state, str)
+        assert len(gw.service.parked) == 1
+        with anyio.fail_after(20):
+            while len(gw.service.parked):
+                await anyio.sleep(0.05)
+        late = await c.session.call_tool(
+            "ask__where",
+            {},
+            input_responses={"q1": ListRootsResult(roots=[])},
+            request_state=state,
+            allow_input_required=True,
+        )
+        assert getattr(late, "is_error", False), late
+        assert "names no call of yours" in text(late)
+
+
+async def test_held_calls_are_bounded_the_oldest_is_cancelled_upstream() -> None:
+    asker = Asker()
+    async with opened(asker, "legacy") as gw, client(gw, "modern", **Downstream("ann").callbacks()) as c:
+        gw.service.parked.limit = 1
+        first = await c.session.call_tool("ask__where", {}, allow_input_required=True)
+        second = await c.session.call_tool("ask__greet", {}, allow_input_required=True)
+        assert len(gw.service.parked) == 1
+        stale = await c.session.call_tool(
+            "ask__where",
+            {},
+            input_responses={"q1": ListRootsResult(roots=[])},
+            request_state=getattr(first, "request_state", None),
+            allow_input_required=True,
+        )
+        assert getattr(stale, "is_error", False), stale
+        assert "names no call of yours" in text(stale)
+        done = await c.session.call_tool(
+            "ask__greet",
+            {},
+            input_responses={"q1": ElicitResult(action="accept", content={"name": "ann"})},
+            request_state=getattr(second, "request_state", None),
+            allow_input_required=True,
+        )
+        assert text(done) == "hello ann", done
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http"])
+async def test_a_cancelled_call_of_a_modern_client_is_cancelled_on_a_2025_upstream(up: str) -> None:
+    """The held upstream call of a 2026-07-28 caller is cancelled upstream when the caller cancels."""
+    asker = Asker()
+    async with opened(asker, up) as gw, client(gw, "modern", **Downstream("ann").callbacks()) as c:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(c.call_tool, "ask__wait", {})
+                assert await anyio.to_thread.run_sync(asker.started.wait, 10)
+                tg.cancel_scope.cancel()
+        assert await anyio.to_thread.run_sync(asker.cancelled.wait, 10)
+        with anyio.fail_after(10):
+            while len(gw.service.parked):
+                await anyio.sleep(0.05)

@@ -336,15 +336,17 @@ class ParkedCall:
 class ParkedCalls:
     """Held calls by token (bounded; the least recently used first out, its upstream call cancelled)."""
 
-    def __init__(self, limit: int = MAX_PARKED_CALLS) -> None:
+    def __init__(self, limit: int = MAX_PARKED_CALLS, ttl: float = PARKED_TTL_SECONDS) -> None:
         self.limit = limit
+        self.ttl = ttl
+        """Seconds a held call waits for its caller's next round (then the upstream hears no answer came)."""
         self._calls: OrderedDict[str, ParkedCall] = OrderedDict()
 
     def new(self, client: str, tool: str, capabilities: ClientCapabilities | None) -> ParkedCall:
         while len(self._calls) >= self.limit:
             _, oldest = self._calls.popitem(last=False)
             oldest.scope.cancel()
-        parked = ParkedCall(secrets.token_urlsafe(24), client, tool, capabilities=capabilities)
+        parked = ParkedCall(secrets.token_urlsafe(24), client, tool, ttl=self.ttl, capabilities=capabilities)
         self._calls[parked.token] = parked
         return parked
 

@@ -142,7 +142,8 @@ class GatewayService:
         self._in_flight: dict[str, list[Waiting]] = {}
         """Per upstream label, each proxied call now waiting on it (where its log messages and questions go)."""
         self._listening = False
-        self._parked = ParkedCalls()
+        self.parked = ParkedCalls()
+        """2025-11-25 upstream calls held open while their 2026-07-28 callers answer (bounded, with a TTL)."""
         if host.connections.server_requests:
             host.connections.server_request_handler = self._upstream_request
 
@@ -597,25 +598,25 @@ class GatewayService:
     ) -> dict[str, Any]:
         """A 2026-07-28 caller on a 2025-11-25 upstream: the upstream call runs held open between rounds."""
         if relay.request_state is not None:
-            parked = self._parked.resume(relay.request_state, client, tool_id(label, tool))
+            parked = self.parked.resume(relay.request_state, client, tool_id(label, tool))
             parked.answer(relay.input_responses)
         elif relay.input_responses:
             raise GateRefused("inputResponses without requestState answer nothing; call the tool again without them")
         else:
-            parked = self._parked.new(client, tool_id(label, tool), relay.capabilities)
+            parked = self.parked.new(client, tool_id(label, tool), relay.capabilities)
             self.host.connections.start_soon(self._run_parked, parked, label, tool, args, connected, meta)
         parked.progress, parked.log = progress, log
         try:
             questions = await parked.next_round()
         except BaseException:  # the caller gave up on this round: the upstream call is cancelled
             parked.scope.cancel()
-            self._parked.drop(parked)
+            self.parked.drop(parked)
             raise
         finally:
             parked.progress = parked.log = None
         if questions:
             return self._input_required(client, label, tool, questions, parked.token)
-        self._parked.drop(parked)
+        self.parked.drop(parked)
         if parked.result is None:
             return self._failed(client, label, tool, "the call was cancelled")
         return parked.result
@@ -647,7 +648,7 @@ class GatewayService:
         finally:
             parked.finish()
             if parked.abandoned:
-                self._parked.drop(parked)
+                self.parked.drop(parked)
 
     def _serving(self, label: str) -> Waiting | None:
         """The proxied call a message from ``label`` belongs to: the one this task serves, else the only one waiting."""
