@@ -473,11 +473,12 @@ class GatewayService:
         the upstream sends for this call. Cancelling the awaiting task cancels the upstream call: the
         SDK client sends ``notifications/cancelled`` for it.
 
-        ``log`` receives the log messages the upstream sends for this call: those delivered in this
-        call's own task (an in-process 2026-07-28 upstream), else those sent while this call is the only
-        one waiting on that upstream (the protocol does not tie a log message to a request, so while
-        several calls share the upstream its messages go to none of them, never to the wrong client);
-        ``log_level`` is asked of a 2026-07-28 upstream, which logs only when a request opts in.
+        ``log`` receives the log messages the upstream sends for this call: those that arrive in the
+        task serving this call (the SDK carries it to an in-process session and to the call's own HTTP
+        response stream), else those sent while this call is the only one waiting on that upstream
+        (over stdio nothing ties a message to a request, so while several calls share the upstream its
+        messages go to none of them, never to the wrong client); ``log_level`` is asked of a
+        2026-07-28 upstream, which logs only when a request opts in.
 
         ``relay`` carries the upstream's sampling, elicitation and roots requests back to the calling
         client (see :mod:`skilldeck.gateway.relay`); a 2026-07-28 caller may get an ``input_required``
