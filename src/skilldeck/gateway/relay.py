@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -77,7 +76,9 @@ from pydantic import BaseModel, ValidationError
 
 from skilldeck.errors import GateRefused
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the service imports this module and knows no server SDK: only annotations name it
+    from mcp.server.context import ServerRequestContext
+
     from skilldeck.host import Host
 
 logger = logging.getLogger(__name__)
@@ -87,14 +88,19 @@ __all__ = [
     "LOG_LEVELS",
     "MAX_INPUT_RESPONSES",
     "MAX_PARKED_CALLS",
+    "PARKED_TTL_SECONDS",
     "Ask",
     "CallRelay",
+    "LogSink",
     "ParkedCall",
     "ParkedCalls",
+    "Waiting",
     "call_relay",
+    "capability_error",
     "forward_log_level",
     "legacy_asker",
     "missing_capability",
+    "parse_answer",
 ]
 
 MAX_INPUT_RESPONSES = 32
