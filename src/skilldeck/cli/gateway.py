@@ -112,7 +112,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         )
 
     async def main() -> None:
-        async with Host(specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window) as host:
+        async with Host(
+            specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window, server_requests=True
+        ) as host:
             for label, failure in sorted(host.failures.items()):
                 err.print(
                     f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.reason)}",
