@@ -257,13 +257,24 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b", re.IGNORECASE),
         "calculate a math expression",
     ),
+    # a date relative to today: tomorrow, next Wednesday, the last 24h, three days ago, ...
+    (
+        re.compile(
+            r"\b(?:tomorrow|yesterday|tonight|near future|(?:next|this) (?:week|weekend|month|year|monday|tuesday|"
+            r"wednesday|thursday|friday|saturday|sunday)|(?:last|past) \d+\s*(?:h|hours?|days?|weeks?)|"
+            r"in \d+ days|\d+ days? ago)\b",
+            re.IGNORECASE,
+        ),
+        "get the current date and time",
+    ),
 )
 """Needs a question implies without naming them, each found by a rule (no model): a file it mentions
-(the work has to be read or saved somewhere), a URL, arithmetic. A rule for dates and times
-("tomorrow") was measured too and left out: it cost Recall@5 on half A."""
+(the work has to be read or saved somewhere), a URL, arithmetic, a date relative to today (the
+work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
+questions that say them need fresh data, not the clock."""
 IMPLIED_SLOT = 4
 """An implied need's best server is moved up to this index of the server list (the fifth place) when
-it is not already above it."""
+it is not already above it; a second one to the place before, and so on."""
 
 
 def implied_needs(question: str) -> list[str]:
@@ -818,13 +829,24 @@ class Ranker:
         found: list[tuple[str, str]] = []
         for need in self._implied_needs(question):
             best = self.best_server(need)
-            if best is None:
-                continue
-            found.append((need, best))
-            at = next(i for i, (label, _) in enumerate(servers) if label == best)
-            if at > IMPLIED_SLOT:
-                entry = servers.pop(at)
-                servers.insert(IMPLIED_SLOT, (entry[0], servers[IMPLIED_SLOT - 1][1]))
+            if best is not None:
+                found.append((need, best))
+        width = IMPLIED_SLOT + 1
+        wanted = list(dict.fromkeys(best for _, best in found))[:width]
+        top = servers[:width]
+        moved = [label for label in wanted if all(label != t for t, _ in top)]
+        if moved:
+            # drop the last of the first places that no need asked for, one per server moved up
+            head = list(top)
+            for _ in moved:
+                drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
+                head.pop(drop)
+            rest = [e for e in servers if e not in head and e[0] not in moved]
+            floor = head[-1][1] if head else servers[0][1]
+            reordered = [*head, *((label, floor) for label in moved), *rest]
+            servers.clear()
+            for label, score in reordered:  # scores stay non-increasing: none above the entry before it
+                servers.append((label, min(score, servers[-1][1]) if servers else score))
         return found
 
     def _implied_needs(self, question: str) -> list[str]:
