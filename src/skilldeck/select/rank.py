@@ -490,6 +490,9 @@ class Ranking:
     implied: list[tuple[str, str]] = field(default_factory=list)
     """(need, server) for each need the question implies (:func:`implied_needs`) and the server
     that need ranks first, which was given a place among the first :data:`IMPLIED_SLOT` + 1 servers."""
+    implied_units: list[Unit] = field(default_factory=list)
+    """For each of ``implied``: what that need's own ranking found, told about its best card (how well
+    the catalog serves the need; the decision's confidence reads the weakest)."""
 
 
 class Ranker:
@@ -560,7 +563,7 @@ class Ranker:
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
-        self._best_for_need: dict[str, str | None] = {}
+        self._best_for_need: dict[str, Unit | None] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -585,7 +588,7 @@ class Ranker:
             for card in self.cards:
                 about.setdefault(card.server, card.server_description)
                 card_names.setdefault(card.server, []).append(card.name)
-            texts = [server_text(label, about[label], card_names[label]) for label in self.server_labels]
+            texts = [self._label_text(label, about[label], card_names[label]) for label in self.server_labels]
             self._label_vectors = np.ascontiguousarray(self._encode(texts), dtype=np.float32)
             # per-server top-2 of card cosines: the cards sorted by server, and each card's group
             self._sorted_server = self._card_server[self._group_order]
@@ -626,6 +629,14 @@ class Ranker:
         """Lexical and semantic scores (each in [0, 1]) mixed by ``semantic_weight``."""
         w = self.semantic_weight
         return (1 - w) * lexical + w * semantic
+
+    def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        """What the encoder reads for a server's label view (:func:`server_text`)."""
+        return server_text(label, description, card_names)
+
+    def _view_weights(self) -> tuple[float, ...]:
+        """Each view's weight in the fused sum of z-scores (:data:`VIEWS` order): equal."""
+        return (1.0,) * len(VIEWS)
 
     def _merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
         """Add one job's ranking (peak-normalised, ``job.max() > 0``) into the question's, in place:
@@ -747,7 +758,8 @@ class Ranker:
                 label_cos,
             ]
         )
-        fused = sum((_zscore(v) for v in views), np.zeros(len(self.server_labels)))
+        weights = self._view_weights()
+        fused = sum((w * _zscore(v) for w, v in zip(weights, views, strict=True)), np.zeros(len(self.server_labels)))
         span = float(fused.max() - fused.min())
         fused01 = (fused - fused.min()) / span if span > 1e-12 else np.ones_like(fused)
         card_sem = np.clip(card_cos, 0.0, 1.0)
@@ -822,7 +834,8 @@ class Ranker:
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
-        return Ranking(question, scored, servers, units, needs)
+        implied_units = [unit for unit in map(self._need_unit, (need for need, _ in needs)) if unit is not None]
+        return Ranking(question, scored, servers, units, needs, implied_units)
 
     def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
         """Give each need the question implies one place among the first servers (in place)."""
@@ -855,10 +868,15 @@ class Ranker:
 
     def best_server(self, need: str) -> str | None:
         """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
+        unit = self._need_unit(need)
+        return None if unit is None else unit.server
+
+    def _need_unit(self, need: str) -> Unit | None:
+        """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
         if need not in self._best_for_need:
             ranking = self.rank(need, implied=False)
             top = ranking.scored[0].score if ranking.scored else 0.0
-            self._best_for_need[need] = ranking.servers[0][0] if top > 0 else None
+            self._best_for_need[need] = ranking.units[0] if top > 0 and ranking.units else None
         return self._best_for_need[need]
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
