@@ -190,3 +190,25 @@ def test_with_an_encoder_each_confident_job_still_adds_its_capability(cardset: C
         # the jobs are ranked lexically (only the whole question is encoded): the lexical model judges them
         assert len(decision.chosen) == len(lexical.chosen) > 1
         assert {c.server for c in decision.chosen} == {c.server for c in lexical.chosen}
+
+
+def test_the_confidence_reads_the_weakest_implied_need(cardset: CardSet) -> None:
+    enc = CountingEncoder()
+    selector = Selector(cardset, encoder=enc)
+    ranker = selector.ranker
+    needs = ["read and write files in a local folder", "get the current date and time"]
+    found = [ranker.rank(need, implied=False).units[0] for need in needs]
+    decision = selector.decide("Save the forecast for next week to /tmp/forecast.md")
+    assert [n["need"] for n in decision.needs if n.get("implied")] == needs
+    # the lowest over the two needs of each cosine of the need's own best card and its server
+    assert decision.features["implied_semantic"] == pytest.approx(min(u.semantic for u in found))
+    assert decision.features["implied_server_semantic"] == pytest.approx(min(u.server_semantic for u in found))
+    assert decision.features["implied_label_semantic"] == pytest.approx(min(u.label_semantic for u in found))
+    assert decision.confidence == pytest.approx(selector.calibration.confidence(decision.features))
+    plain = selector.decide("Do I need an umbrella in Oslo?")
+    assert not any(k.startswith("implied_") for k in plain.features)
+    # a question that implies no need reads the calibration's defaults (the in-scope average) instead
+    cal = selector.calibration
+    assert set(cal.defaults) == {"implied_semantic", "implied_server_semantic", "implied_label_semantic"}
+    assert plain.confidence == pytest.approx(cal.confidence({**plain.features, **cal.defaults}))
+    assert plain.confidence != pytest.approx(cal.confidence({**plain.features, **dict.fromkeys(cal.defaults, 0.0)}))

@@ -257,13 +257,24 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b", re.IGNORECASE),
         "calculate a math expression",
     ),
+    # a date relative to today: tomorrow, next Wednesday, the last 24h, three days ago, ...
+    (
+        re.compile(
+            r"\b(?:tomorrow|yesterday|tonight|near future|(?:next|this) (?:week|weekend|month|year|monday|tuesday|"
+            r"wednesday|thursday|friday|saturday|sunday)|(?:last|past) \d+\s*(?:h|hours?|days?|weeks?)|"
+            r"in \d+ days|\d+ days? ago)\b",
+            re.IGNORECASE,
+        ),
+        "get the current date and time",
+    ),
 )
 """Needs a question implies without naming them, each found by a rule (no model): a file it mentions
-(the work has to be read or saved somewhere), a URL, arithmetic. A rule for dates and times
-("tomorrow") was measured too and left out: it cost Recall@5 on half A."""
+(the work has to be read or saved somewhere), a URL, arithmetic, a date relative to today (the
+work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
+questions that say them need fresh data, not the clock."""
 IMPLIED_SLOT = 4
 """An implied need's best server is moved up to this index of the server list (the fifth place) when
-it is not already above it."""
+it is not already above it; a second one to the place before, and so on."""
 
 
 def implied_needs(question: str) -> list[str]:
@@ -479,6 +490,9 @@ class Ranking:
     implied: list[tuple[str, str]] = field(default_factory=list)
     """(need, server) for each need the question implies (:func:`implied_needs`) and the server
     that need ranks first, which was given a place among the first :data:`IMPLIED_SLOT` + 1 servers."""
+    implied_units: list[Unit] = field(default_factory=list)
+    """For each of ``implied``: what that need's own ranking found, told about its best card (how well
+    the catalog serves the need; the decision's confidence reads the weakest)."""
 
 
 class Ranker:
@@ -549,7 +563,7 @@ class Ranker:
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
-        self._best_for_need: dict[str, str | None] = {}
+        self._best_for_need: dict[str, Unit | None] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -574,7 +588,7 @@ class Ranker:
             for card in self.cards:
                 about.setdefault(card.server, card.server_description)
                 card_names.setdefault(card.server, []).append(card.name)
-            texts = [server_text(label, about[label], card_names[label]) for label in self.server_labels]
+            texts = [self._label_text(label, about[label], card_names[label]) for label in self.server_labels]
             self._label_vectors = np.ascontiguousarray(self._encode(texts), dtype=np.float32)
             # per-server top-2 of card cosines: the cards sorted by server, and each card's group
             self._sorted_server = self._card_server[self._group_order]
@@ -615,6 +629,14 @@ class Ranker:
         """Lexical and semantic scores (each in [0, 1]) mixed by ``semantic_weight``."""
         w = self.semantic_weight
         return (1 - w) * lexical + w * semantic
+
+    def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        """What the encoder reads for a server's label view (:func:`server_text`)."""
+        return server_text(label, description, card_names)
+
+    def _view_weights(self) -> tuple[float, ...]:
+        """Each view's weight in the fused sum of z-scores (:data:`VIEWS` order): equal."""
+        return (1.0,) * len(VIEWS)
 
     def _merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
         """Add one job's ranking (peak-normalised, ``job.max() > 0``) into the question's, in place:
@@ -736,7 +758,8 @@ class Ranker:
                 label_cos,
             ]
         )
-        fused = sum((_zscore(v) for v in views), np.zeros(len(self.server_labels)))
+        weights = self._view_weights()
+        fused = sum((w * _zscore(v) for w, v in zip(weights, views, strict=True)), np.zeros(len(self.server_labels)))
         span = float(fused.max() - fused.min())
         fused01 = (fused - fused.min()) / span if span > 1e-12 else np.ones_like(fused)
         card_sem = np.clip(card_cos, 0.0, 1.0)
@@ -811,20 +834,32 @@ class Ranker:
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
-        return Ranking(question, scored, servers, units, needs)
+        implied_units = [unit for unit in map(self._need_unit, (need for need, _ in needs)) if unit is not None]
+        return Ranking(question, scored, servers, units, needs, implied_units)
 
     def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
         """Give each need the question implies one place among the first servers (in place)."""
         found: list[tuple[str, str]] = []
         for need in self._implied_needs(question):
             best = self.best_server(need)
-            if best is None:
-                continue
-            found.append((need, best))
-            at = next(i for i, (label, _) in enumerate(servers) if label == best)
-            if at > IMPLIED_SLOT:
-                entry = servers.pop(at)
-                servers.insert(IMPLIED_SLOT, (entry[0], servers[IMPLIED_SLOT - 1][1]))
+            if best is not None:
+                found.append((need, best))
+        width = IMPLIED_SLOT + 1
+        wanted = list(dict.fromkeys(best for _, best in found))[:width]
+        top = servers[:width]
+        moved = [label for label in wanted if all(label != t for t, _ in top)]
+        if moved:
+            # drop the last of the first places that no need asked for, one per server moved up
+            head = list(top)
+            for _ in moved:
+                drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
+                head.pop(drop)
+            rest = [e for e in servers if e not in head and e[0] not in moved]
+            floor = head[-1][1] if head else servers[0][1]
+            reordered = [*head, *((label, floor) for label in moved), *rest]
+            servers.clear()
+            for label, score in reordered:  # scores stay non-increasing: none above the entry before it
+                servers.append((label, min(score, servers[-1][1]) if servers else score))
         return found
 
     def _implied_needs(self, question: str) -> list[str]:
@@ -833,10 +868,15 @@ class Ranker:
 
     def best_server(self, need: str) -> str | None:
         """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
+        unit = self._need_unit(need)
+        return None if unit is None else unit.server
+
+    def _need_unit(self, need: str) -> Unit | None:
+        """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
         if need not in self._best_for_need:
             ranking = self.rank(need, implied=False)
             top = ranking.scored[0].score if ranking.scored else 0.0
-            self._best_for_need[need] = ranking.servers[0][0] if top > 0 else None
+            self._best_for_need[need] = ranking.units[0] if top > 0 and ranking.units else None
         return self._best_for_need[need]
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
