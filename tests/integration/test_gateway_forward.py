@@ -10,7 +10,8 @@ serves every test.
   listed as ``everything__NAME``, a prompt got (its embedded resource under the gateway's URI),
   completions of a prompt argument (with a context argument) and of a template variable;
 * MCP Inspector 2.12 CLI in both ``--protocol-era``\\ s: ``resources/list``,
-  ``resources/templates/list``, ``resources/read``, ``prompts/list`` and ``prompts/get``.
+  ``resources/templates/list``, ``resources/read``, ``prompts/list`` and ``prompts/get``; a pinned
+  long-running tool called through the gateway, and (2025-11-25) ``logging/setLevel`` forwarded.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.thirdparty, pytest.mark.anyio]
 ERAS = ["modern", "legacy"]
 ARCHITECTURE = "upstream://everything/demo://resource/static/document/architecture.md"
 TEXT_TEMPLATE = "upstream://everything/demo://resource/dynamic/text/{resourceId}"
+LONG_RUNNING = "trigger-long-running-operation"
 PROMPTS = {
     "everything__simple-prompt",
     "everything__args-prompt",
@@ -46,7 +48,7 @@ def gateway(npx: str, npm_server_specs: dict[str, str], tmp_path_factory: pytest
     path = tmp / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {"everything": everything}}))
     log_path = tmp / "gateway.log"
-    proc, match = start_gateway(path, log_path, timeout=240)
+    proc, match = start_gateway(path, log_path, "--pin", f"everything/{LONG_RUNNING}", timeout=240)
     try:
         assert (match["up"], match["total"]) == ("1", "1"), log_path.read_text(errors="replace")
         yield match["url"]
@@ -125,3 +127,27 @@ def test_inspector_lists_reads_and_gets_through_the_gateway(
     )  # fmt: skip
     assert got["messages"] == [{"role": "user", "content": {"type": "text", "text": "What's weather in Paris?"}}]
     assert got["_meta"]["dev.skilldeck/server"] == "everything"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_inspector_calls_a_pinned_upstream_tool_and_sets_the_log_level(
+    run_npx: Any, inspector_cmd: list[str], gateway: str, era: str
+) -> None:
+    def inspector(*args: str) -> dict[str, Any]:
+        result = run_npx(
+            *inspector_cmd, gateway, "--transport", "http", "--protocol-era", era, "--format", "json", *args
+        )  # fmt: skip
+        assert result.returncode == 0, result.describe()
+        payload: dict[str, Any] = json.loads(result.stdout)["result"]
+        return payload
+
+    listed = [t["name"] for t in inspector("--method", "tools/list")["tools"]]
+    [pinned] = [name for name in listed if name.startswith("everything__")]
+    assert {"find", "load", "read_skill_file", "call"} <= set(listed), listed
+    called = inspector(
+        "--method", "tools/call", "--tool-name", pinned, "--tool-args-json", '{"duration": 1, "steps": 2}'
+    )
+    assert not called.get("isError"), called
+    assert "Long running operation completed" in json.dumps(called["content"]), called
+    if era == "legacy":  # logging/setLevel is a 2025-11-25 request; the gateway keeps it and forwards it upstream
+        assert inspector("--method", "logging/setLevel", "--log-level", "debug") == {}
