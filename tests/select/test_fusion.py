@@ -57,6 +57,31 @@ def test_card_vectors_are_cached_by_content_so_a_restart_encodes_only_what_chang
     assert "hourly data" in relisted.seen[0]
 
 
+def test_a_cold_start_encodes_cards_and_server_texts_in_one_call_and_writes_the_cache_once(
+    cardset: CardSet, tmp_path: Path
+) -> None:
+    class CallCounting(CountingEncoder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def encode(self, texts):
+            self.calls += 1
+            return super().encode(texts)
+
+    enc = CallCounting()
+    ranker = Ranker(cardset.cards, encoder=enc, cache_dir=tmp_path)
+    # one encoder call (so one batched run of the model, and one cache read and write) for every
+    # card and server text; the cache then holds them all
+    assert enc.calls == 1
+    assert ranker.cache is not None
+    assert ranker.cache.encoded == len(cardset.cards) + len(ranker.server_labels)
+    with np.load(ranker.cache.path_for(enc.fingerprint)) as data:
+        assert len(data["keys"]) == len(cardset.cards) + len(ranker.server_labels)
+    tmp_files = [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+    assert tmp_files == []
+
+
 def test_nothing_is_written_without_a_cache_dir_and_an_unreadable_file_is_replaced(
     cardset: CardSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

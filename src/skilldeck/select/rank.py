@@ -127,7 +127,6 @@ class RankConfig:
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _wordset(text: str) -> frozenset[str]:
@@ -202,9 +201,8 @@ def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
     text = _CAMEL.sub(" ", text).lower()
     words: list[str] = []
     cjk: list[str] = []
-    for match in _TOKEN.finditer(text):
-        tok = match.group()
-        if _CJK.match(tok):
+    for tok in _TOKEN.findall(text):
+        if not tok[0].isascii():  # a run of CJK characters (the other alternative is ASCII only)
             cjk.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
         elif len(tok) > 1 and not tok.isdigit() and tok not in _STOP:
             if request_stopwords and tok in _REQUEST:
@@ -523,11 +521,19 @@ class Ranker:
         card_bags: list[dict[str, float]] = []
         self._card_terms: list[frozenset[str]] = []
         server_fields: list[list[tuple[list[str], float]]] = [[] for _ in self.server_labels]
+        seen: dict[str, list[str]] = {}  # a server's text recurs in each of its cards: tokenised once
+
+        def tok(text: str) -> list[str]:
+            found = seen.get(text)
+            if found is None:
+                found = seen[text] = tokens(text)
+            return found
+
         for card in self.cards:
             names, description, server = _card_fields(card)
-            t_name, t_desc, t_server = tokens(names), tokens(description), tokens(server)
+            t_name, t_desc, t_server = tok(names), tok(description), tok(server)
             tool = schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None
-            t_params = tokens(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
+            t_params = tok(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
             fields = [(t_name, c.name_weight), (t_desc, 1.0), (t_params, c.params_weight)]
             card_bags.append(_bag([*fields, (t_server, c.server_field_weight)]))
             self._card_terms.append(frozenset(t_name) | frozenset(t_desc) | frozenset(t_server))
@@ -559,8 +565,17 @@ class Ranker:
         self._label_vectors: np.ndarray | None = None
         self.cache = VectorCache(cache_dir) if cache_dir is not None and encoder is not None else None
         if encoder is not None and self.cards:
-            if vectors is None:
-                vectors = self._encode([semantic_text(card) for card in self.cards])
+            about: dict[str, str] = {}
+            card_names: dict[str, list[str]] = {}
+            for card in self.cards:
+                about.setdefault(card.server, card.server_description)
+                card_names.setdefault(card.server, []).append(card.name)
+            texts = [server_text(label, about[label], card_names[label]) for label in self.server_labels]
+            if vectors is None:  # cards and server texts in one encoder call: one cache read, one write
+                both = self._encode([*(semantic_text(card) for card in self.cards), *texts])
+                vectors, label_vectors = both[: len(self.cards)], both[len(self.cards) :]
+            else:
+                label_vectors = self._encode(texts)
             vecs = np.ascontiguousarray(vectors, dtype=np.float32)
             if vecs.shape[0] != len(self.cards):
                 raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
@@ -569,13 +584,7 @@ class Ranker:
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             self._vectors = vecs
             self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
-            about: dict[str, str] = {}
-            card_names: dict[str, list[str]] = {}
-            for card in self.cards:
-                about.setdefault(card.server, card.server_description)
-                card_names.setdefault(card.server, []).append(card.name)
-            texts = [server_text(label, about[label], card_names[label]) for label in self.server_labels]
-            self._label_vectors = np.ascontiguousarray(self._encode(texts), dtype=np.float32)
+            self._label_vectors = np.ascontiguousarray(label_vectors, dtype=np.float32)
             # per-server top-2 of card cosines: the cards sorted by server, and each card's group
             self._sorted_server = self._card_server[self._group_order]
             self._group_sizes = np.diff(np.append(self._group_starts, len(self.cards)))
