@@ -215,3 +215,25 @@ def test_with_an_encoder_each_confident_job_still_adds_its_capability(cardset: C
         # the jobs are ranked lexically (only the whole question is encoded): the lexical model judges them
         assert len(decision.chosen) == len(lexical.chosen) > 1
         assert {c.server for c in decision.chosen} == {c.server for c in lexical.chosen}
+
+
+def test_the_needs_of_one_question_are_encoded_in_one_encoder_call(cardset: CardSet) -> None:
+    class CallCounting(CountingEncoder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[str]] = []
+
+        def encode(self, texts):
+            self.calls.append(list(texts))
+            return super().encode(texts)
+
+    enc = CallCounting()
+    selector = Selector(cardset, encoder=enc)
+    enc.calls.clear()
+    needs = ["weather forecast for Berlin", "latest stock price of Apple", "draw a bar chart of the sales"]
+    together = selector.decide(needs)
+    assert enc.calls == [needs]  # one call for the three needs, not one per need
+    # and each need's shortlist is the one it gets when asked alone
+    fresh = Selector(cardset, encoder=CountingEncoder())
+    own = [entry for entry in together.needs if not entry.get("implied")]
+    assert [entry["ranked"] for entry in own] == [fresh.decide(need).needs[0]["ranked"] for need in needs]

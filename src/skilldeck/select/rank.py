@@ -556,6 +556,7 @@ class Ranker:
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
         self._best_for_need: dict[str, str | None] = {}
+        self._primed: dict[str, np.ndarray] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -778,7 +779,12 @@ class Ranker:
             return Ranking(question, [], [])
         qvecs = None
         if self.encoder is not None and self._vectors is not None:
-            qvecs = np.asarray(self.encoder.encode(self._query_texts(question, jobs)), dtype=np.float32)
+            texts = self._query_texts(question, jobs)
+            primed = [self._primed.get(t) for t in texts]
+            if all(v is not None for v in primed):
+                qvecs = np.stack([v for v in primed if v is not None])
+            else:
+                qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
         jobs_found: list[Unit] = []
@@ -821,6 +827,15 @@ class Ranker:
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
         return Ranking(question, scored, servers, units, needs)
+
+    def prime(self, questions: Sequence[str]) -> None:
+        """Encode several questions (the needs of one question) in one encoder call; ranking each of
+        them next reuses its vector. Only the last call's questions are kept."""
+        if self.encoder is None or self._vectors is None:
+            return
+        texts = list(dict.fromkeys(questions))
+        vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        self._primed = dict(zip(texts, vectors, strict=True))
 
     def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
         """Give each need the question implies one place among the first servers (in place)."""
