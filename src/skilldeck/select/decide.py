@@ -325,6 +325,7 @@ class Selector:
         return self._record(self._decide_needs(needs))
 
     def _decide_needs(self, needs: list[str]) -> Decision:
+        self.ranker.prime(needs)  # every need encoded in one call
         decisions = [self._decide_one(need) for need in needs]
         chosen: list[Card] = []
         tools: list[tuple[str, str]] = []

@@ -127,7 +127,6 @@ class RankConfig:
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _wordset(text: str) -> frozenset[str]:
@@ -202,9 +201,8 @@ def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
     text = _CAMEL.sub(" ", text).lower()
     words: list[str] = []
     cjk: list[str] = []
-    for match in _TOKEN.finditer(text):
-        tok = match.group()
-        if _CJK.match(tok):
+    for tok in _TOKEN.findall(text):
+        if not tok[0].isascii():  # a run of CJK characters (the other alternative is ASCII only)
             cjk.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
         elif len(tok) > 1 and not tok.isdigit() and tok not in _STOP:
             if request_stopwords and tok in _REQUEST:
@@ -537,11 +535,19 @@ class Ranker:
         card_bags: list[dict[str, float]] = []
         self._card_terms: list[frozenset[str]] = []
         server_fields: list[list[tuple[list[str], float]]] = [[] for _ in self.server_labels]
+        seen: dict[str, list[str]] = {}  # a server's text recurs in each of its cards: tokenised once
+
+        def tok(text: str) -> list[str]:
+            found = seen.get(text)
+            if found is None:
+                found = seen[text] = tokens(text)
+            return found
+
         for card in self.cards:
             names, description, server = _card_fields(card)
-            t_name, t_desc, t_server = tokens(names), tokens(description), tokens(server)
+            t_name, t_desc, t_server = tok(names), tok(description), tok(server)
             tool = schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None
-            t_params = tokens(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
+            t_params = tok(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
             fields = [(t_name, c.name_weight), (t_desc, 1.0), (t_params, c.params_weight)]
             card_bags.append(_bag([*fields, (t_server, c.server_field_weight)]))
             self._card_terms.append(frozenset(t_name) | frozenset(t_desc) | frozenset(t_server))
@@ -564,6 +570,7 @@ class Ranker:
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
         self._best_for_need: dict[str, Unit | None] = {}
+        self._primed: dict[str, np.ndarray] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -573,8 +580,17 @@ class Ranker:
         self._label_vectors: np.ndarray | None = None
         self.cache = VectorCache(cache_dir) if cache_dir is not None and encoder is not None else None
         if encoder is not None and self.cards:
-            if vectors is None:
-                vectors = self._encode([semantic_text(card) for card in self.cards])
+            about: dict[str, str] = {}
+            card_names: dict[str, list[str]] = {}
+            for card in self.cards:
+                about.setdefault(card.server, card.server_description)
+                card_names.setdefault(card.server, []).append(card.name)
+            texts = [self._label_text(label, about[label], card_names[label]) for label in self.server_labels]
+            if vectors is None:  # cards and server texts in one encoder call: one cache read, one write
+                both = self._encode([*(semantic_text(card) for card in self.cards), *texts])
+                vectors, label_vectors = both[: len(self.cards)], both[len(self.cards) :]
+            else:
+                label_vectors = self._encode(texts)
             vecs = np.ascontiguousarray(vectors, dtype=np.float32)
             if vecs.shape[0] != len(self.cards):
                 raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
@@ -583,13 +599,7 @@ class Ranker:
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             self._vectors = vecs
             self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
-            about: dict[str, str] = {}
-            card_names: dict[str, list[str]] = {}
-            for card in self.cards:
-                about.setdefault(card.server, card.server_description)
-                card_names.setdefault(card.server, []).append(card.name)
-            texts = [self._label_text(label, about[label], card_names[label]) for label in self.server_labels]
-            self._label_vectors = np.ascontiguousarray(self._encode(texts), dtype=np.float32)
+            self._label_vectors = np.ascontiguousarray(label_vectors, dtype=np.float32)
             # per-server top-2 of card cosines: the cards sorted by server, and each card's group
             self._sorted_server = self._card_server[self._group_order]
             self._group_sizes = np.diff(np.append(self._group_starts, len(self.cards)))
@@ -792,7 +802,12 @@ class Ranker:
             return Ranking(question, [], [])
         qvecs = None
         if self.encoder is not None and self._vectors is not None:
-            qvecs = np.asarray(self.encoder.encode(self._query_texts(question, jobs)), dtype=np.float32)
+            texts = self._query_texts(question, jobs)
+            primed = [self._primed.get(t) for t in texts]
+            if all(v is not None for v in primed):
+                qvecs = np.stack([v for v in primed if v is not None])
+            else:
+                qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
         jobs_found: list[Unit] = []
@@ -836,6 +851,15 @@ class Ranker:
         units = [self._anchored(evidence, top_card), *jobs_found]
         implied_units = [unit for unit in map(self._need_unit, (need for need, _ in needs)) if unit is not None]
         return Ranking(question, scored, servers, units, needs, implied_units)
+
+    def prime(self, questions: Sequence[str]) -> None:
+        """Encode several questions (the needs of one question) in one encoder call; ranking each of
+        them next reuses its vector. Only the last call's questions are kept."""
+        if self.encoder is None or self._vectors is None:
+            return
+        texts = list(dict.fromkeys(questions))
+        vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        self._primed = dict(zip(texts, vectors, strict=True))
 
     def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
         """Give each need the question implies one place among the first servers (in place)."""
