@@ -902,7 +902,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--client", choices=list(CLIENTS), default="raw", help="load generator HTTP client (default raw)")
     p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results path")
     p.add_argument(
-        "--peers", nargs="+", choices=PEERS, default=list(PEERS), help="servers to compare with (default: all)"
+        "--peers",
+        nargs="*",
+        choices=PEERS,
+        default=list(PEERS),
+        help="servers to compare with (default: all; none: ours alone)",
     )
     p.add_argument(
         "--profile", type=Path, metavar="PATH", help="run skilldeck's server under cProfile, write its stats to PATH"
@@ -920,6 +924,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.reps < 1 or args.duration <= 0 or args.warmup < 0 or min(args.clients) < 1 or max(args.clients) > 256:
         p.error("need reps >= 1, duration > 0, warmup >= 0 and 1 <= clients <= 256")
     return args
+
+
+# uvicorn re-raises a SIGTERM it caught once it has shut down, which would kill ``python -m cProfile``
+# before it writes: a handler installed first gets it instead (uvicorn restores it) and exits cleanly.
+_PROFILED_SERVE = """
+import cProfile, signal, sys, time
+out, sys.argv = sys.argv[1], ["skilldeck", *sys.argv[2:]]
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+from skilldeck.cli import main
+profile = cProfile.Profile(time.process_time)  # CPU time: what a loaded machine does not inflate
+try:
+    profile.runcall(main)
+except SystemExit:
+    pass
+finally:
+    profile.dump_stats(out)
+"""
 
 
 def _print_profile(path: Path, say: Callable[[str], None], top: int = 40) -> None:
@@ -946,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
     skill_paths = _skill_paths(PACK)
     own = [sys.executable, "-m", "skilldeck.cli", "serve", str(PACK), "--http"]
     if args.profile:
-        own[1:1] = ["-m", "cProfile", "-o", str(args.profile.resolve())]
+        own[1:3] = ["-c", _PROFILED_SERVE, str(args.profile.resolve())]
     targets = [Target("skilldeck", "skilldeck", own, _expectations(PACK, skill_paths))]
     versions: dict[str, Any] = {"skilldeck": _versions(sys.executable, MAIN_PACKAGES)}
     if "ts" in args.peers:
