@@ -40,7 +40,7 @@ from mcp_types import (
 from skilldeck._records import JsonLinesLog
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
-from skilldeck.gateway.activation import Activation, ActivationTable
+from skilldeck.gateway.activation import Activation, ActivationStore, ActivationTable
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host.registry import SkillRecord
 from skilldeck.select.cards import Card, CardSet, build_cards, skill_tools
@@ -91,6 +91,14 @@ def tool_id(label: str, tool: str) -> str:
     return f"{label}/{tool}"
 
 
+def _digest(loaded: LoadedSkill) -> str:
+    """The listed digest of a loaded skill's ``SKILL.md`` (what replicas compare), ``dynamic`` for a generated one."""
+    resources = loaded.entry.resources
+    if isinstance(resources, str):
+        return resources
+    return next((r.digest for r in resources if r.uri == loaded.uri), "")
+
+
 class GatewayService:
     """Answers ``find``/``load``/``read_skill_file``/``call`` over a connected host (see the module docs).
 
@@ -104,6 +112,8 @@ class GatewayService:
         log: where every find/load/call is recorded.
         audit: where every policy decision on a call is recorded.
         max_clients: activations held at once (least recently used out first).
+        shared: where activations are shared with other replicas of this gateway (``--redis``);
+            ``None``: this process's table alone.
     """
 
     def __init__(
@@ -118,8 +128,10 @@ class GatewayService:
         log: DecisionLog | None = None,
         audit: AuditLog | None = None,
         max_clients: int = 4_096,
+        shared: ActivationStore | None = None,
     ) -> None:
         self.host = host
+        self.shared = shared
         self.policy = policy
         self.grants = frozenset(grants)
         self.pinned = list(dict.fromkeys(pinned))
@@ -304,6 +316,8 @@ class GatewayService:
                         tools.append(pair)
             except SkilldeckError as exc:
                 refused.append({"id": shorten(card_id), "reason": str(exc)})
+        if self.shared is not None:  # another replica may take this client's next request
+            await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
         activation.activate(tools)
         result = {
             "skills": skills,
@@ -390,6 +404,8 @@ class GatewayService:
         """A supporting file of a skill this client loaded, verified against the held entry."""
         activation = self.activations.peek(client)
         loaded = activation.skills.get(skill) if activation is not None else None
+        if loaded is None and self.shared is not None:
+            loaded = await self._shared_skill(client, skill)
         if loaded is None:
             loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
             raise GateRefused(f"{shorten(skill)!r} is not a loaded skill (loaded: {loaded_ids}); load it first")
@@ -405,6 +421,27 @@ class GatewayService:
                 pass
         out["blob"] = base64.b64encode(data).decode("ascii")
         return out
+
+    async def _shared_skill(self, client: str, skill: str) -> LoadedSkill | None:
+        """A skill ``client`` loaded through another replica, loaded and verified again through this one's host.
+
+        The shared store holds the id and the digest the other replica verified, never bytes: this
+        replica serves only what it verified itself, and only when the digest is the same.
+        """
+        assert self.shared is not None
+        shared = await self.shared.fetch(client)
+        digest = shared.skills.get(skill) if shared is not None else None
+        if digest is None:
+            return None
+        registry = self.host.registry
+        record = next((r for r in registry.skills if registry.qualified_name(r) == skill), None)
+        if record is None:
+            raise GateRefused(f"{shorten(skill)!r} is no longer listed; call find and load again")
+        loaded = await self.host.load(record)  # verified against the listed entry, or raises
+        if _digest(loaded) != digest:
+            raise GateRefused(f"{shorten(skill)!r} changed since you loaded it; load it again")
+        self.activations.get(client).skills[skill] = loaded
+        return loaded
 
     # -- call --------------------------------------------------------------------------------------
 
@@ -463,6 +500,10 @@ class GatewayService:
         share the upstream its messages go to none of them, never to the wrong client); ``log_level``
         is asked of a 2026-07-28 upstream, which logs only when a request opts in.
         """
+        if self.shared is not None:  # the tools this client loaded through any replica
+            shared = await self.shared.fetch(client)
+            if shared is not None:
+                self.activations.get(client).activate(shared.tools)
         label, tool = self.check_call(caller, client, name, arguments)
         connected = self.host.connections.connected.get(label)
         if connected is None:
