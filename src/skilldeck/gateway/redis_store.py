@@ -29,6 +29,7 @@ import anyio
 from skilldeck.errors import GateRefused, ServeError
 from skilldeck.gateway.activation import SharedActivation
 from skilldeck.gateway.meta import MAX_ID_CHARS
+from skilldeck.server.redis_bus import _redacted
 
 __all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "RedisActivationStore"]
 
@@ -112,7 +113,9 @@ class RedisActivationStore:
         except Exception as exc:
             await self._redis.aclose()
             self._redis = None
-            raise ServeError(f"cannot reach Redis for shared activations: {exc}; start Redis or fix --redis") from None
+            raise ServeError(
+                f"cannot reach Redis at {_redacted(self.url)} for shared activations: {exc}; start Redis or fix --redis"
+            ) from None
         return self
 
     async def __aexit__(
