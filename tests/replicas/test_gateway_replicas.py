@@ -23,9 +23,13 @@ from mcp.client import Client
 from mcp.shared.subscriptions import ResourcesListChanged
 from mcp_types import RequestParamsMeta
 
+from skilldeck.demo.servers import jobs_server
 from skilldeck.errors import GateRefused
-from skilldeck.gateway.activation import SharedActivation
+from skilldeck.gateway import GatewayService
+from skilldeck.gateway.activation import SharedActivation, client_key
 from skilldeck.gateway.redis_store import RedisActivationStore
+from skilldeck.host import Host, InProcessServer, ServerSpec
+from skilldeck.server.policy import Caller
 
 from ..conftest import EXAMPLES
 from ..server.helpers import CLI, GATEWAY_STARTUP_LINE, start_serve, stop, wait_for_startup, write_skill
@@ -216,3 +220,26 @@ async def test_the_shared_store_is_bounded_per_client_and_in_clients(deployment:
         # a field nobody but a gateway should write, and an oversized one, are never trusted
         await store._redis.hset(record, mapping={"t:not json": "", "t:" + json.dumps(["x", "y" * 2_000]): ""})
         assert await store.fetch("b") == SharedActivation({}, [("jobs", "search_jobs")])
+
+
+@pytest.mark.anyio
+async def test_a_legacy_sessions_activation_is_never_shared(deployment: Deployment) -> None:
+    """A legacy session's key names a connection of one process: another replica may reuse it for another client."""
+    store = RedisActivationStore(deployment.redis.url, prefix="skilldeck:legacy-test:activation")
+    async with store, Host([ServerSpec("jobs", InProcessServer(jobs_server()))]) as host:
+        service = GatewayService(host, shared=store)
+        legacy, modern = client_key("session:1", None), client_key("http", None, "legacy-test")
+        for client in (legacy, modern):
+            loaded = await service.load(Caller(), client, ["jobs/job-search"])
+            assert [t["name"] for t in loaded["tools"]] == ["jobs/search_jobs"], loaded
+        assert await store.fetch(legacy) is None
+        shared = await store.fetch(modern)
+        assert shared is not None
+        assert shared.tools == [("jobs", "search_jobs")]
+        assert list(shared.skills) == ["jobs/job-search"]
+        assert shared.skills["jobs/job-search"].startswith("sha256:"), shared
+        # the same legacy key on another replica (a fresh service) has loaded nothing there
+        other = GatewayService(host, shared=store)
+        with pytest.raises(GateRefused):
+            await other.call(Caller(), legacy, "jobs/search_jobs", {"query": "engineer"})
+        assert not (await other.call(Caller(), modern, "jobs/search_jobs", {"query": "engineer"})).get("isError")

@@ -316,7 +316,8 @@ class GatewayService:
                         tools.append(pair)
             except SkilldeckError as exc:
                 refused.append({"id": shorten(card_id), "reason": str(exc)})
-        if self.shared is not None:  # another replica may take this client's next request
+        if self._shares(client):  # another replica may take this client's next request
+            assert self.shared is not None
             await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
         activation.activate(tools)
         result = {
@@ -404,7 +405,7 @@ class GatewayService:
         """A supporting file of a skill this client loaded, verified against the held entry."""
         activation = self.activations.peek(client)
         loaded = activation.skills.get(skill) if activation is not None else None
-        if loaded is None and self.shared is not None:
+        if loaded is None and self._shares(client):
             loaded = await self._shared_skill(client, skill)
         if loaded is None:
             loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
@@ -421,6 +422,14 @@ class GatewayService:
                 pass
         out["blob"] = base64.b64encode(data).decode("ascii")
         return out
+
+    def _shares(self, client: str) -> bool:
+        """Whether ``client``'s activation is shared with other replicas: not a legacy session's.
+
+        A legacy session lives on one replica, and its key names a connection of this process only
+        (another replica, or this one after a restart, may give another client the same key).
+        """
+        return self.shared is not None and not client.startswith("session:")
 
     async def _shared_skill(self, client: str, skill: str) -> LoadedSkill | None:
         """A skill ``client`` loaded through another replica, loaded and verified again through this one's host.
@@ -500,7 +509,8 @@ class GatewayService:
         share the upstream its messages go to none of them, never to the wrong client); ``log_level``
         is asked of a 2026-07-28 upstream, which logs only when a request opts in.
         """
-        if self.shared is not None:  # the tools this client loaded through any replica
+        if self._shares(client):  # the tools this client loaded through any replica
+            assert self.shared is not None
             shared = await self.shared.fetch(client)
             if shared is not None:
                 self.activations.get(client).activate(shared.tools)
