@@ -297,10 +297,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "extension-read-unfiltered",
         "server/middleware.py",
-        "found = await self._service.read_file(uri, skill_request(ctx), view_of(self._service, ctx))",
-        "found = await self._service.read_file(uri, skill_request(ctx))",
+        "catalog = view_of(service, ctx)\n        static = catalog.static_file(uri)",
+        "catalog = service.catalog\n        static = catalog.static_file(uri)",
         f"{T_CONTEXT}::test_meta_hints_never_widen_permissions",
         "resources/read answers from the whole catalog, not the caller's view",
+    ),
+    _m(
+        "middleware-replies-outlive-their-catalog",
+        "server/middleware.py",
+        "kept = self._replies.get(catalog)",
+        "kept = next(iter(self._replies.values()), None)",
+        "tests/server/test_serve_speed.py::test_kept_replies_follow_the_policy_in_force",
+        "a reply kept for one snapshot or audience is sent for another",
     ),
     _m(
         "extension-cache-scope",

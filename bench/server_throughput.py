@@ -1,16 +1,30 @@
-"""Requests per second of ``skills/list`` and ``resources/read``: skilldeck's server vs FastMCP's.
+"""Requests per second of ``skills/list`` and ``resources/read``: skilldeck's server vs its peers.
 
 Run from the repository root::
 
-    .venv/bin/python bench/server_throughput.py            # 3 reps, ~4 minutes on 2 cores
-    .venv/bin/python bench/server_throughput.py --quick    # 1 rep, shorter windows, ~1 minute
+    .venv/bin/python bench/server_throughput.py            # 3 reps, ~8 minutes on 2 cores
+    .venv/bin/python bench/server_throughput.py --quick    # 1 rep, shorter windows, ~2 minutes
+    .venv/bin/python bench/server_throughput.py --peers ts --eras 2025-11-25 --profile /tmp/legacy.prof
 
-Both servers serve the same pack (``examples/skills``) over streamable HTTP on 127.0.0.1, each in its
-own subprocess: skilldeck through ``python -m skilldeck.cli serve PACK --http 127.0.0.1:PORT``,
-FastMCP 4.2's ``fastmcp.skills.provider.SkillsDirectoryProvider`` through ``bench/_fastmcp_server.py``
-run by a separate venv (``bench/.venv-fastmcp``, created and filled with ``pip install
-"fastmcp>=4.2,<4.3"`` when missing). Both are measured in the same run, cell by cell, alternating
-which goes first, by the same load generator in this process.
+Every server serves the same pack (``examples/skills``) over streamable HTTP on 127.0.0.1, each in
+its own subprocess: skilldeck through ``python -m skilldeck.cli serve PACK --http 127.0.0.1:PORT``;
+the peers (``--peers``, default both):
+
+- ``ts``: the official TypeScript SDK v2 (``@modelcontextprotocol/server`` 2.4.0, its skills extension
+  ``loadSkills(root)`` + ``skills.attach(server)``) on Node 22 and plain ``node:http``, through
+  ``bench/ts_skills_server/server.mjs``. Its pinned ``package.json`` and ``package-lock.json`` are
+  installed on first use with ``npm ci`` (npm of ``npx -p node@22``) into ``bench/.ts-skills-server``;
+  the server runs on that Node 22 binary directly, so its CPU time and memory are its own.
+- ``fastmcp``: FastMCP 4.2's ``fastmcp.skills.provider.SkillsDirectoryProvider`` through
+  ``bench/_fastmcp_server.py`` run by a separate venv (``bench/.venv-fastmcp``, created and filled
+  with ``pip install "fastmcp>=4.2,<4.3"`` when missing).
+
+All are measured in the same run, cell by cell, rotating which goes first, by the same load
+generator in this process. Besides req/s, each cell records the server's CPU milliseconds per
+completed request (CPU time of the server process over the window / requests completed in it):
+the load generator shares the cores, so req/s alone rewards a server that leaves it more CPU.
+``--profile PATH`` runs skilldeck's server under ``cProfile`` and writes its stats to PATH when
+the run ends (pick one era with ``--eras`` to profile that era's path).
 
 The load generator is a minimal keep-alive HTTP/1.1 client on asyncio streams (``--client raw``,
 the default; ``--client httpx2`` uses the SDK's HTTP client instead, as a cross-check). It costs far
@@ -38,6 +52,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import socket
 import statistics
 import subprocess
@@ -54,6 +69,10 @@ BENCH = REPO / "bench"
 PACK = REPO / "examples" / "skills"
 FASTMCP_VENV = BENCH / ".venv-fastmcp"
 FASTMCP_SERVER = BENCH / "_fastmcp_server.py"
+TS_SERVER_DIR = BENCH / "ts_skills_server"
+TS_MODULES = BENCH / ".ts-skills-server"  # git-ignored: node_modules installed from TS_SERVER_DIR's lock file
+NODE = "node@22"
+PEERS = ("ts", "fastmcp")
 DEFAULT_OUTPUT = BENCH / "results" / "server_throughput.json"
 FASTMCP_SPEC = "fastmcp>=4.2,<4.3"
 HOST = "127.0.0.1"  # loopback only
@@ -517,6 +536,59 @@ def ensure_fastmcp_venv(spec: str, log: Callable[[str], None]) -> Path:
     return python
 
 
+# -- the TypeScript SDK's node_modules ------------------------------------------------------------
+
+TS_PACKAGES = ["@modelcontextprotocol/server", "@modelcontextprotocol/core", "@modelcontextprotocol/node", "zod"]
+
+
+def _node22(log: Callable[[str], None]) -> str:
+    """The path of the Node 22 binary ``npx -p node@22`` runs (fetched into npm's cache on first use)."""
+    npx = shutil.which("npx")
+    if npx is None:
+        raise SystemExit("npx is not on PATH: install Node.js with npm to run the TypeScript SDK peer")
+    log(f"resolving {NODE} through npx ...")
+    out = subprocess.run(
+        [npx, "-y", "-p", NODE, "node", "-p", "process.execPath"], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def ensure_ts_server(node: str, log: Callable[[str], None]) -> Path:
+    """Install ``bench/ts_skills_server``'s locked dependencies into TS_MODULES once; return that folder.
+
+    Reused while its marker holds the same package.json + package-lock.json; otherwise installed from
+    scratch with ``npm ci`` run by the Node 22 of ``npx -p node@22`` (exactly the locked versions).
+    """
+    spec = "".join((TS_SERVER_DIR / name).read_text() for name in ("package.json", "package-lock.json"))
+    marker = TS_MODULES / ".installed-from"
+    if marker.is_file() and marker.read_text() == spec:
+        return TS_MODULES
+    shutil.rmtree(TS_MODULES, ignore_errors=True)
+    TS_MODULES.mkdir(parents=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(TS_SERVER_DIR / name, TS_MODULES / name)
+    log(f"npm ci {TS_SERVER_DIR.relative_to(REPO)} into {TS_MODULES.relative_to(REPO)} ...")
+    npx = shutil.which("npx")
+    assert npx is not None  # _node22 found it
+    subprocess.run(
+        [npx, "-y", "-p", NODE, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=TS_MODULES,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    marker.write_text(spec)
+    return TS_MODULES
+
+
+def _ts_versions(node: str, modules: Path) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name in TS_PACKAGES:
+        manifest = modules / "node_modules" / name / "package.json"
+        found[name] = json.loads(manifest.read_text())["version"] if manifest.is_file() else None
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    return {"node": version, "packages": found}
+
+
 # -- the load generator ---------------------------------------------------------------------------
 
 
@@ -529,6 +601,7 @@ class RepResult:
     p99_ms: float
     server_cpu_pct: float
     client_cpu_pct: float
+    server_cpu_ms_per_req: float = float("nan")
     first_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -579,8 +652,16 @@ async def run_rep(
     sessions = await _open_sessions(target, era, clients, client_kind, session)
     try:
         # every client checks one full answer before the clock starts (and every answer after it)
-        for s in sessions:
-            target.expectations.check(op, await s.call(op.method, op.params))
+        async def check_first(s: Session) -> None:
+            try:
+                result = await s.call(op.method, op.params)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                # the server closed a keep-alive connection idle since open() (uvicorn: after 5 s,
+                # reached when 64 sessions open on a busy machine): the next request reconnects
+                result = await s.call(op.method, op.params)
+            target.expectations.check(op, result)
+
+        await asyncio.gather(*(check_first(s) for s in sessions))
         t_start = time.perf_counter() + warmup_s
         t_end = t_start + duration_s
         latencies: list[float] = []
@@ -617,6 +698,7 @@ async def run_rep(
             await asyncio.sleep(max(0.0, t_end - time.perf_counter()))
             s1, c1, w1 = _cpu_seconds(target.process.pid), time.process_time(), time.perf_counter()
             cpu["server"] = 100 * (s1 - s0) / (w1 - w0)
+            cpu["server_s"] = s1 - s0
             cpu["client"] = 100 * (c1 - c0) / (w1 - w0)
 
         async with asyncio.timeout(warmup_s + duration_s + REQUEST_TIMEOUT_S):
@@ -632,6 +714,10 @@ async def run_rep(
         p99_ms=1000 * _percentile(latencies, 0.99),
         server_cpu_pct=cpu.get("server", float("nan")),
         client_cpu_pct=cpu.get("client", float("nan")),
+        # CPU time over the window / requests completed in it (the window is a few ticks wider: /proc)
+        server_cpu_ms_per_req=1000 * cpu["server_s"] / counts["ok"]
+        if counts["ok"] and "server_s" in cpu
+        else float("nan"),
         first_error=first_error[0] if first_error else None,
     )
 
@@ -677,7 +763,8 @@ async def run_matrix(targets: list[Target], args: argparse.Namespace, say: Calla
     done = 0
     for rep in range(args.reps):
         for i, (era, key, clients) in enumerate(cells):
-            order = targets if (rep + i) % 2 == 0 else targets[::-1]  # alternate who goes first
+            k = (rep + i) % len(targets)
+            order = targets[k:] + targets[:k]  # rotate who goes first
             for target in order:
                 if support[target.key, era, key][0] != "ok":
                     continue
@@ -687,7 +774,8 @@ async def run_matrix(targets: list[Target], args: argparse.Namespace, say: Calla
                 say(
                     f"  [{done}/{runs}] rep {rep + 1} {target.label:<9} {era} {OPERATIONS[key].label:<24} "
                     f"c={clients:<3} {result.rps:8.0f} req/s  p50 {result.p50_ms:6.2f} ms  "
-                    f"server CPU {result.server_cpu_pct:3.0f}%  client CPU {result.client_cpu_pct:3.0f}%"
+                    f"server CPU {result.server_cpu_pct:3.0f}% ({result.server_cpu_ms_per_req:.2f} ms/req)  "
+                    f"client CPU {result.client_cpu_pct:3.0f}%"
                     + (f"  errors {result.errors} ({result.first_error})" if result.errors else "")
                 )
 
@@ -705,16 +793,21 @@ async def run_matrix(targets: list[Target], args: argparse.Namespace, say: Calla
                     "median_rps": round(statistics.median(r.rps for r in runs_), 1),
                     "median_p50_ms": round(statistics.median(r.p50_ms for r in runs_), 3),
                     "median_p99_ms": round(statistics.median(r.p99_ms for r in runs_), 3),
+                    "median_cpu_ms_per_req": round(statistics.median(r.server_cpu_ms_per_req for r in runs_), 3),
                     "errors": sum(r.errors for r in runs_),
                     "reps": [r.as_dict() for r in runs_],
                 }
             row[target.key] = entry
-        a, b = row[targets[0].key].get("median_rps"), row[targets[1].key].get("median_rps")
-        row["ratio"] = round(a / b, 2) if a and b else None
-        # the two servers run back to back within each rep, so per-rep ratios share the machine's mood
-        mine, theirs = (reps.get((t.key, era, key, clients), []) for t in targets[:2])
-        pairs = zip(mine, theirs, strict=False)  # n/a cells have no runs on one side
-        row["ratio_per_rep"] = [round(x.rps / y.rps, 2) for x, y in pairs if y.rps]
+        # skilldeck (targets[0]) over each peer: req/s ratio of the medians, and per rep (the servers
+        # run back to back within each rep, so per-rep ratios share the machine's mood)
+        row["ratio"], row["ratio_per_rep"] = {}, {}
+        mine = reps.get((targets[0].key, era, key, clients), [])
+        for peer in targets[1:]:
+            a, b = row[targets[0].key].get("median_rps"), row[peer.key].get("median_rps")
+            row["ratio"][peer.key] = round(a / b, 2) if a and b else None
+            theirs = reps.get((peer.key, era, key, clients), [])
+            pairs = zip(mine, theirs, strict=False)  # n/a cells have no runs on one side
+            row["ratio_per_rep"][peer.key] = [round(x.rps / y.rps, 2) for x, y in pairs if y.rps]
         out_cells.append(row)
     servers = {
         t.key: {
@@ -732,61 +825,66 @@ def _fmt_rps(entry: dict[str, Any]) -> str:
     return f"{entry['median_rps']:,.0f}"
 
 
-def _fmt_ms(entry: dict[str, Any]) -> str:
-    return f"{entry['median_p50_ms']:.2f}" if entry["status"] == "ok" else "n/a"
+def _fmt(entry: dict[str, Any], field: str) -> str:
+    value = entry.get(field) if entry["status"] == "ok" else None
+    return f"{value:.2f}" if isinstance(value, int | float) else "n/a"
 
 
-HEADERS = [
-    "protocol",
-    "operation",
-    "clients",
-    "skilldeck req/s",
-    "FastMCP req/s",
-    "skilldeck / FastMCP",
-    "skilldeck p50 ms",
-    "FastMCP p50 ms",
-]
+def table_headers(labels: list[str]) -> list[str]:
+    """labels[0] is skilldeck, the rest its peers: req/s each, skilldeck's ratio to each, CPU ms/req, p99."""
+    own, peers = labels[0], labels[1:]
+    return [
+        "protocol",
+        "operation",
+        "clients",
+        *(f"{label} req/s" for label in labels),
+        *(f"{own} / {label}" for label in peers),
+        "CPU ms/req " + " / ".join(labels),
+        "p99 ms " + " / ".join(labels),
+    ]
 
 
-def table_rows(cells: list[dict[str, Any]]) -> list[list[str]]:
+def table_rows(cells: list[dict[str, Any]], keys: list[str]) -> list[list[str]]:
     rows = []
     for c in cells:
-        sd, fm = c["skilldeck"], c["fastmcp"]
+        entries = [c[k] for k in keys]
+        ratios = [c["ratio"].get(k) for k in keys[1:]]
         rows.append(
             [
                 c["era"],
                 c["operation"],
                 str(c["clients"]),
-                _fmt_rps(sd),
-                _fmt_rps(fm),
-                f"{c['ratio']:.2f}x" if c["ratio"] else "n/a",
-                _fmt_ms(sd),
-                _fmt_ms(fm),
+                *(_fmt_rps(e) for e in entries),
+                *(f"{r:.2f}x" if r else "n/a" for r in ratios),
+                " / ".join(_fmt(e, "median_cpu_ms_per_req") for e in entries),
+                " / ".join(_fmt(e, "median_p99_ms") for e in entries),
             ]
         )
     return rows
 
 
-def markdown_table(cells: list[dict[str, Any]]) -> str:
-    rows = table_rows(cells)
-    right = {2, 3, 4, 5, 6, 7}
-    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---:" if i in right else "---" for i in range(8)) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+def markdown_table(cells: list[dict[str, Any]], keys: list[str], labels: list[str]) -> str:
+    headers = table_headers(labels)
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---" if i < 2 else "---:" for i in range(len(headers))) + "|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in table_rows(cells, keys)]
     return "\n".join(lines)
 
 
-def print_table(cells: list[dict[str, Any]], title: str) -> None:
+def print_table(cells: list[dict[str, Any]], keys: list[str], labels: list[str], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
-    for i, h in enumerate(HEADERS):
+    for i, h in enumerate(table_headers(labels)):
         table.add_column(h, justify="right" if i >= 2 else "left")
-    for row in table_rows(cells):
+    for row in table_rows(cells, keys):
         table.add_row(*row)
     console = Console()
     if not console.is_terminal:  # piped: don't squeeze the table into 80 columns
-        console = Console(width=150)
+        console = Console(width=180)
     console.print(table)
 
 
@@ -812,6 +910,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--client", choices=list(CLIENTS), default="raw", help="load generator HTTP client (default raw)")
     p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results path")
     p.add_argument(
+        "--peers",
+        nargs="*",
+        choices=PEERS,
+        default=list(PEERS),
+        help="servers to compare with (default: all; none: ours alone)",
+    )
+    p.add_argument(
+        "--profile", type=Path, metavar="PATH", help="run skilldeck's server under cProfile, write its stats to PATH"
+    )
+    p.add_argument(
         "--fastmcp-spec", default=FASTMCP_SPEC, help=f"pip requirement for the FastMCP venv ({FASTMCP_SPEC})"
     )
     args = p.parse_args(argv)
@@ -826,34 +934,75 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+# uvicorn re-raises a SIGTERM it caught once it has shut down, which would kill ``python -m cProfile``
+# before it writes: a handler installed first gets it instead (uvicorn restores it) and exits cleanly.
+_PROFILED_SERVE = """
+import cProfile, signal, sys, time
+out, sys.argv = sys.argv[1], ["skilldeck", *sys.argv[2:]]
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+from skilldeck.cli import main
+profile = cProfile.Profile(time.process_time)  # CPU time: what a loaded machine does not inflate
+try:
+    profile.runcall(main)
+except SystemExit:
+    pass
+finally:
+    profile.dump_stats(out)
+"""
+
+
+def _print_profile(path: Path, say: Callable[[str], None], top: int = 40) -> None:
+    import io
+    import pstats
+
+    if not path.is_file():
+        say(f"no profile at {path}: the server did not exit cleanly")
+        return
+    out = io.StringIO()
+    stats = pstats.Stats(str(path), stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    say(out.getvalue())
+    say(f"profile written to {path} (python -m pstats {path})")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    fastmcp_python = ensure_fastmcp_venv(args.fastmcp_spec, say)
     skill_paths = _skill_paths(PACK)
-    targets = [
-        Target(
-            "skilldeck",
-            "skilldeck",
-            [sys.executable, "-m", "skilldeck.cli", "serve", str(PACK), "--http"],
-            _expectations(PACK, skill_paths),
-        ),
-        Target(
-            "fastmcp",
-            "FastMCP",
-            [str(fastmcp_python), str(FASTMCP_SERVER), str(PACK), HOST],
-            # FastMCP serves a SKILL.md folder inside another skill as a file of the outer skill
-            _expectations(PACK, _top_level(skill_paths)),
-            env={"FASTMCP_CHECK_FOR_UPDATES": "off", "FASTMCP_SHOW_SERVER_BANNER": "false"},
-        ),
-    ]
-    versions = {
-        "skilldeck": _versions(sys.executable, MAIN_PACKAGES),
-        "fastmcp": _versions(fastmcp_python, FASTMCP_PACKAGES),
-    }
+    own = [sys.executable, "-m", "skilldeck.cli", "serve", str(PACK), "--http"]
+    if args.profile:
+        own[1:3] = ["-c", _PROFILED_SERVE, str(args.profile.resolve())]
+    targets = [Target("skilldeck", "skilldeck", own, _expectations(PACK, skill_paths))]
+    versions: dict[str, Any] = {"skilldeck": _versions(sys.executable, MAIN_PACKAGES)}
+    if "ts" in args.peers:
+        node = _node22(say)
+        modules = ensure_ts_server(node, say)
+        targets.append(
+            Target(
+                "ts",
+                "TS SDK",
+                [node, str(TS_SERVER_DIR / "server.mjs"), str(modules), str(PACK), HOST],
+                _expectations(PACK, skill_paths),
+            )
+        )
+        versions["ts"] = _ts_versions(node, modules)
+    if "fastmcp" in args.peers:
+        fastmcp_python = ensure_fastmcp_venv(args.fastmcp_spec, say)
+        targets.append(
+            Target(
+                "fastmcp",
+                "FastMCP",
+                [str(fastmcp_python), str(FASTMCP_SERVER), str(PACK), HOST],
+                # FastMCP serves a SKILL.md folder inside another skill as a file of the outer skill
+                _expectations(PACK, _top_level(skill_paths)),
+                env={"FASTMCP_CHECK_FOR_UPDATES": "off", "FASTMCP_SHOW_SERVER_BANNER": "false"},
+            )
+        )
+        versions["fastmcp"] = _versions(fastmcp_python, FASTMCP_PACKAGES)
     load_at_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = dt.datetime.now(dt.UTC)
     wall0 = time.perf_counter()
@@ -883,6 +1032,9 @@ def main(argv: list[str] | None = None) -> int:
                 if target.process is not None and target.process.returncode not in (0, -15, None):
                     say(f"{target.label} exited with {target.process.returncode}:\n{_log_tail(target)}")
     elapsed = time.perf_counter() - wall0
+    keys, labels = [t.key for t in targets], [t.label for t in targets]
+    if args.profile:
+        _print_profile(args.profile, say)
 
     report = {
         "benchmark": "server_throughput",
@@ -907,15 +1059,24 @@ def main(argv: list[str] | None = None) -> int:
             "operations": {k: OPERATIONS[k].label for k in args.ops},
             "load_generator": args.client,
             "pack": str(PACK.relative_to(REPO)),
-            "skills_served": {"skilldeck": len(skill_paths), "fastmcp": len(_top_level(skill_paths))},
+            "skills_served": {
+                "skilldeck": len(skill_paths),
+                "ts": len(skill_paths),
+                "fastmcp": len(_top_level(skill_paths)),
+            },
             "servers": {
-                "skilldeck": "python -m skilldeck.cli serve examples/skills --http 127.0.0.1:PORT",
+                "skilldeck": "python -m skilldeck.cli serve examples/skills --http 127.0.0.1:PORT"
+                + (" (under cProfile)" if args.profile else ""),
+                "ts": "bench/ts_skills_server/server.mjs: loadSkills('examples/skills').attach(McpServer) per "
+                "instance; 2026-07-28 via createMcpHandler(legacy: 'reject') + toNodeHandler, 2025-11-25 via "
+                "one NodeStreamableHTTPServerTransport per session, routed by isLegacyRequest on node:http",
                 "fastmcp": "bench/_fastmcp_server.py: FastMCP(providers=[fastmcp.skills.provider."
                 "SkillsDirectoryProvider('examples/skills')]).run_http_async(...)",
             },
+            "peers": args.peers,
         },
         **results,
-        "markdown_table": markdown_table(results["cells"]),
+        "markdown_table": markdown_table(results["cells"], keys, labels),
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
@@ -923,8 +1084,8 @@ def main(argv: list[str] | None = None) -> int:
         f"median of {args.reps} x {args.duration:g} s (req/s; p50 latency per request), "
         f"{os.cpu_count()} CPUs, load generator: {args.client}"
     )
-    print_table(results["cells"], title)
-    print(markdown_table(results["cells"]))
+    print_table(results["cells"], keys, labels, title)
+    print(markdown_table(results["cells"], keys, labels))
     try:
         shown = args.output.resolve().relative_to(Path.cwd())
     except ValueError:

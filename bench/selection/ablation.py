@@ -16,9 +16,11 @@ from typing import Any, Literal
 import numpy as np
 
 from skilldeck.select.cards import Card
-from skilldeck.select.rank import Encoder, RankConfig, Ranker, _expand, tokens
+from skilldeck.select.rank import IMPLIED_NEEDS, VIEWS, Encoder, RankConfig, Ranker, _expand, _words_of, tokens
 
-__all__ = ["AblationConfig", "AblationRanker", "configs"]
+__all__ = ["AblationConfig", "AblationRanker", "RecordingRanker", "configs"]
+
+CLOCK_NEED = "get the current date and time"
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,14 @@ class AblationConfig:
     """``mix`` (normalised score mix) or ``rrf`` (reciprocal rank fusion, k=60)."""
     background: bool = True
     """Add the shipped background document frequencies to the catalog's own when computing IDF."""
+    implied: bool = True
+    """Give the needs a question implies (file paths, URLs, arithmetic, relative dates) a top-5 place."""
+    clock_need: bool = True
+    """Among them, a date relative to today implies a clock need (off: the rules before it was added)."""
+    drop_view: str | None = None
+    """Leave one of the five fused views (:data:`~skilldeck.select.rank.VIEWS`) out of the sum."""
+    label_tools: bool = False
+    """The label view reads the server's tool names after its description (expansion with the card's tools)."""
 
     def __post_init__(self) -> None:
         # the fields are Literal; a typo that escapes the type checker must not silently pick a branch
@@ -54,6 +64,8 @@ class AblationConfig:
             or self.job_merge not in ("sum", "max")
         ):
             raise ValueError(f"unknown server_aggregate, fusion or job_merge in {self}")
+        if self.drop_view is not None and self.drop_view not in VIEWS:
+            raise ValueError(f"unknown view {self.drop_view!r}; one of {', '.join(VIEWS)}")
 
 
 def configs(change: Mapping[str, Any]) -> tuple[RankConfig, AblationConfig]:
@@ -120,6 +132,21 @@ class AblationRanker(Ranker):
     def _server_lexical(self, server_raw: np.ndarray, card_raw: np.ndarray) -> np.ndarray:
         return server_raw if self.ablation.server_aggregate == "doc" else self._per_server_max(card_raw)
 
+    def _implied_needs(self, question: str) -> list[str]:
+        if not self.ablation.implied:
+            return []
+        rules = [(p, need) for p, need in IMPLIED_NEEDS if self.ablation.clock_need or need != CLOCK_NEED]
+        return [need for pattern, need in rules if pattern.search(question)]
+
+    def _view_weights(self) -> tuple[float, ...]:
+        return tuple(0.0 if view == self.ablation.drop_view else 1.0 for view in VIEWS)
+
+    def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        text = super()._label_text(label, description, card_names)
+        if not self.ablation.label_tools:
+            return text
+        return f"{text[:300]} Tools: " + ", ".join(_words_of(n) for n in card_names[:12])
+
     def _fuse(self, lexical: np.ndarray, semantic: np.ndarray) -> np.ndarray:
         return _rrf([lexical, semantic]) if self.ablation.fusion == "rrf" else super()._fuse(lexical, semantic)
 
@@ -138,3 +165,43 @@ def _rrf(lists: list[np.ndarray], k: float = 60.0) -> np.ndarray:
         ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
         out += 1.0 / (k + ranks)
     return out / out.max() if out.max() > 0 else out
+
+
+class RecordingRanker(AblationRanker):
+    """An :class:`AblationRanker` that keeps, per question, what the abstention ablation reads beyond the
+    shipped features: each fused view's z-scores and the chosen card (``last``)."""
+
+    last: dict[str, Any]
+
+    def rank(self, question: str, *, limit: int | None = 50, implied: bool = True) -> Any:
+        ranking = super().rank(question, limit=limit, implied=False)
+        kept = self.last
+        if implied:  # the implied needs rank their own texts, which would overwrite ``last``
+            ranking.implied = self._implied(question, ranking.servers)
+            ranking.implied_units = [u for u in (self._need_unit(n) for n, _ in ranking.implied) if u is not None]
+        self.last = kept
+        return ranking
+
+    def _fusion(self, mixed: np.ndarray, card: np.ndarray, ev: Any, qvec: np.ndarray) -> Any:
+        out, evidence = super()._fusion(mixed, card, ev, qvec)
+        assert self._vectors is not None
+        assert self._server_vectors is not None
+        assert self._label_vectors is not None
+        card_cos = self._vectors @ qvec
+        best = np.maximum.reduceat(card_cos[self._group_order], self._group_starts)
+        views = np.stack(
+            [
+                self._per_server_max(mixed),
+                self._per_server_max(ev.card_raw),
+                best,
+                self._server_vectors @ qvec,
+                self._label_vectors @ qvec,
+            ]
+        )
+        self.last = {"z": np.stack([_z(v) for v in views])}
+        return out, evidence
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    sd = float(x.std())
+    return (x - float(x.mean())) / sd if sd > 1e-12 else np.zeros_like(x)

@@ -39,14 +39,21 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from ablation import AblationRanker, configs  # noqa: E402
+from ablation import AblationRanker, RecordingRanker, configs  # noqa: E402
 from calibrate import auroc, choose_l2, fit_logistic, grouped_cv, threshold_keeping  # noqa: E402
 from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: E402
 from synth import synthesize  # noqa: E402
 
 from skilldeck.select import CardSet, RankConfig, Selector, build_cards, parse_snapshot  # noqa: E402
-from skilldeck.select.decide import FEATURES, LEXICAL_FEATURES, Calibration, default_calibration  # noqa: E402
-from skilldeck.select.rank import semantic_text  # noqa: E402
+from skilldeck.select.decide import (  # noqa: E402
+    FEATURES,
+    LEXICAL_FEATURES,
+    Calibration,
+    default_calibration,
+    implied_features,
+    unit_features,
+)
+from skilldeck.select.rank import VIEWS, _card_fields, _words_of, semantic_text, tokens  # noqa: E402
 
 DEFAULT_DATA = "bench/selection/data/livemcpbench"  # relative to the repository root
 SNAPSHOT_OUT = REPO / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json"  # one copy, shipped
@@ -156,25 +163,50 @@ class Memo:
 # --- one mode (lexical, or semantic with an encoder) --------------------------------------------
 
 
-def features_matrix(feats: list[dict[str, float]], names: list[str]) -> np.ndarray:
-    return np.array([[f.get(n, 0.0) for n in names] for f in feats], dtype=float)
+def features_matrix(
+    feats: list[dict[str, float]], names: list[str], defaults: dict[str, float] | None = None
+) -> np.ndarray:
+    defaults = defaults or {}
+    return np.array([[f.get(n, defaults.get(n, 0.0)) for n in names] for f in feats], dtype=float)
 
 
-def examples(rows: list[dict[str, Any]], names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def feature_defaults(rows: list[dict[str, Any]], names: list[str]) -> dict[str, float]:
+    """For each feature some questions do not have (the implied-need ones): its mean over the in-scope
+    questions that have it, the value a question without it reads (see ``Calibration.defaults``)."""
+    out: dict[str, float] = {}
+    for n in names:
+        present = [r["features_in"][n] for r in rows if n in r["features_in"]]
+        if present and len(present) < len(rows):
+            out[n] = round(mean(present), 6)
+    return out
+
+
+def examples(
+    rows: list[dict[str, Any]], names: list[str], defaults: dict[str, float] | None = None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Each task twice: in scope (1) and its out-of-scope twin (0), grouped by task id."""
-    x = features_matrix([r["features_in"] for r in rows] + [r["features_out"] for r in rows], names)
+    x = features_matrix([r["features_in"] for r in rows] + [r["features_out"] for r in rows], names, defaults)
     y = np.array([1.0] * len(rows) + [0.0] * len(rows))
     return x, y, [r["task_id"] for r in rows] * 2
 
 
-def fit_half(rows: list[dict[str, Any]], names: list[str], half: str, l2: float | None = None) -> Calibration:
+def fit_half(
+    rows: list[dict[str, Any]], names: list[str], half: str, l2: float | None = None, use_defaults: bool = True
+) -> Calibration:
     """Fit on one half; ``l2=None`` chooses it by task-grouped cross-validation inside that half."""
     fit_rows = [r for r in rows if r["half"] == half]
-    x, y, groups = examples(fit_rows, names)
+    defaults = feature_defaults(fit_rows, names) if use_defaults else {}
+    x, y, groups = examples(fit_rows, names, defaults)
     if l2 is None:
         l2 = choose_l2(x, y, groups)
     w, b = fit_logistic(x, y, l2=l2)
-    cal = Calibration(weights=dict(zip(names, map(float, w), strict=True)), bias=b, threshold=0.5, metrics={"l2": l2})
+    cal = Calibration(
+        weights=dict(zip(names, map(float, w), strict=True)),
+        bias=b,
+        threshold=0.5,
+        metrics={"l2": l2},
+        defaults=defaults,
+    )
     threshold = threshold_keeping([cal.confidence(r["features_in"]) for r in fit_rows], KEEP)
     return replace(cal, threshold=threshold)
 
@@ -269,7 +301,7 @@ def evaluate_mode(
         "fit A -> report B": abstention(rows, fits["A"], "B", "features_out_nodup"),
         "fit B -> report A": abstention(rows, fits["B"], "A", "features_out_nodup"),
     }
-    x_all, y_all, groups = examples(rows, names)
+    x_all, y_all, groups = examples(rows, names, feature_defaults(rows, names))
     oof = grouped_cv(x_all, y_all, groups, l2=float(fits["A"].metrics["l2"]))
     result["abstention_grouped_cv"] = {
         "auroc": round(auroc(oof[y_all == 1], oof[y_all == 0]), 4),
@@ -289,7 +321,8 @@ def evaluate_mode(
                 f"regression (numpy, Newton) on LiveMCPBench half A ({sum(r['half'] == 'A' for r in rows)} tasks, "
                 "each in scope against the full 70-server catalog and out of scope against it without the "
                 f"task's gold servers), {'encoder ' + encoder.name if encoder is not None else 'lexical only'}, "
-                f"five-view fused ranking; L2 {fits['A'].metrics['l2']} chosen by 5-fold cross-validation "
+                "five-view fused ranking and the weakest implied need's cosines (a question that implies none "
+                f"reads half A's in-scope mean: defaults); L2 {fits['A'].metrics['l2']} chosen by 5-fold cross-validation "
                 "grouped by task inside half A; threshold keeps 90% of half A's in-scope questions; half B is "
                 "the held-out report"
             ),
@@ -414,16 +447,91 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("no server words in cards", {"server_field_weight": 0.0}),
     ("PRF 3 cards x 8 terms", {"prf_cards": 3}),
     ("PRF 10 cards x 8 terms", {"prf_cards": 10}),
+    ("no implied needs", {"implied": False}),
+    ("no clock need (the rules before)", {"clock_need": False}),
 ]
 SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
-    ("hybrid, mix w=0.5 (shipped)", {}),
-    ("semantic only (w=1)", {"semantic_weight": 1.0}),
-    ("mix w=0.3", {"semantic_weight": 0.3}),
-    ("mix w=0.7", {"semantic_weight": 0.7}),
-    ("reciprocal rank fusion", {"fusion": "rrf"}),
-    ("hybrid, no job split", {"jobs": False}),
-    ("hybrid, jobs encoded too", {"semantic_jobs": True}),
+    ("five-view fusion (shipped)", {}),
+    ("no implied needs", {"implied": False}),
+    ("no clock need (the rules before)", {"clock_need": False}),
+    *((f"without the {view} view", {"drop_view": view}) for view in VIEWS),
+    ("label view with the tool names", {"label_tools": True}),
+    ("jobs encoded too", {"semantic_jobs": True}),
+    ("no job split", {"jobs": False}),
+    ("card score: server share 0.9", {"fused_server_weight": 0.9}),
+    ("card score: server share 1.0", {"fused_server_weight": 1.0}),
 ]
+ABSTENTION_ABLATION: list[tuple[str, list[str], dict[str, Any]]] = [
+    ("11 ranking features (before)", list(FEATURES[:11]), {}),
+    ("+ weakest implied need's 3 cosines (shipped)", list(FEATURES), {}),
+    ("+ weakest implied need's card cosine only", [*FEATURES[:11], "implied_semantic"], {}),
+    ("shipped, a question without implied needs reads 0", list(FEATURES), {"use_defaults": False}),
+    ("shipped + each view's z margin", [*FEATURES, *(f"margin_{v}" for v in VIEWS)], {}),
+    ("shipped + coverage by the card's name/description and its server's tool names",
+     [*FEATURES, "card_coverage", "tool_name_coverage"], {}),
+    ("shipped + number of needs", [*FEATURES, "needs"], {}),
+    ("shipped, L2 fixed at 300 (stronger)", list(FEATURES), {"l2": 300.0}),
+    ("shipped, L2 fixed at 1 (weaker)", list(FEATURES), {"l2": 1.0}),
+    ("views only: fused, margin, agreement, each view's z margin",
+     ["fused", "fused_margin", "agreement", *(f"margin_{v}" for v in VIEWS)], {}),
+]  # fmt: skip
+"""Feature sets of the confidence model (isotonic on top is not a row: a monotone map leaves AUROC as it is)."""
+
+
+def abstention_features(ranker: RecordingRanker, question: str) -> dict[str, float]:
+    """The shipped features of a question's decision, and the ones the abstention ablation adds."""
+    ranking = ranker.rank(question, limit=50)
+    unit = ranking.units[0]
+    feats = unit_features(unit) | implied_features(ranking.implied_units)
+    z = ranker.last["z"]
+    chosen = ranker.server_labels.index(unit.server)
+    for view, row in zip(VIEWS, z, strict=True):
+        others = np.delete(row, chosen)
+        feats[f"margin_{view}"] = float(row[chosen] - others.max()) if len(others) else 0.0
+    card = ranker.cards[unit.card]
+    names, description, _ = _card_fields(card)
+    in_card = set(tokens(names)) | set(tokens(description))
+    tool_words = set(tokens(" ".join(_words_of(c.name) for c in ranker.cards if c.server == unit.server)))
+    n = max(1, len(unit.terms))
+    feats["card_coverage"] = sum(t in in_card for t in unit.terms) / n
+    feats["tool_name_coverage"] = sum(t in tool_words for t in unit.terms) / n
+    feats["needs"] = float(np.log1p(len(ranking.units) - 1 + len(ranking.implied)))
+    return feats
+
+
+def abstention_ablation(cards: CardSet, tasks: list[Task], encoder: Any, vectors: np.ndarray) -> dict[str, Any]:
+    """Each feature set of :data:`ABSTENTION_ABLATION` fitted on one half and reported on the other."""
+    card_index = {c.key: i for i, c in enumerate(cards.cards)}
+    full = RecordingRanker(cards.cards, schemas=cards.tools, encoder=encoder, vectors=vectors)
+    rows = []
+    for task in tasks:
+        keep = [c for c in cards.cards if c.server not in task.gold_servers]
+        tools = {k: v for k, v in cards.tools.items() if k not in task.gold_servers}
+        sub = RecordingRanker(keep, schemas=tools, encoder=encoder, vectors=vectors[[card_index[c.key] for c in keep]])
+        rows.append(
+            {
+                "task_id": task.task_id,
+                "half": task.half,
+                "features_in": abstention_features(full, task.question),
+                "features_out": abstention_features(sub, task.question),
+            }
+        )
+    out: dict[str, Any] = {}
+    for name, features, options in ABSTENTION_ABLATION:
+        fits = {half: fit_half(rows, features, half, **options) for half in ("A", "B")}
+        out[name] = {
+            "features": features,
+            **({k: v for k, v in options.items()}),
+            "fit A -> report B": abstention(rows, fits["A"], "B"),
+            "fit B -> report A": abstention(rows, fits["B"], "A"),
+            "l2": [fits["A"].metrics["l2"], fits["B"].metrics["l2"]],
+        }
+        print(
+            f"  abstention {name:70s} A->B {out[name]['fit A -> report B']['auroc']:.3f} "
+            f"B->A {out[name]['fit B -> report A']['auroc']:.3f}",
+            flush=True,
+        )
+    return out
 
 
 def ablation(cards: CardSet, tasks: list[Task], encoders: dict[str, tuple[Any, np.ndarray]]) -> dict[str, Any]:
@@ -684,6 +792,8 @@ def main(argv: list[str] | None = None) -> int:
             if wl is not None and "wordllama" not in semantic_vectors:
                 semantic_vectors["wordllama"] = (wl, wl.encode([semantic_text(c) for c in cards.cards]))
         abl = ablation(cards, tasks, {k: (v[0], v[1]) for k, v in semantic_vectors.items()})
+        if "minilm" in semantic_vectors:
+            abl["abstention (minilm)"] = abstention_ablation(cards, tasks, *semantic_vectors["minilm"])
         (RESULTS / "selection-ablation.json").write_text(json.dumps(abl, indent=1) + "\n", encoding="utf-8")
 
     results["seconds"] = round(time.perf_counter() - t_start, 1)

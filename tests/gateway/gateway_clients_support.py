@@ -100,13 +100,14 @@ async def open_gateway(
     pinned: Iterable[tuple[str, str]] = (),
     max_clients: int = 4_096,
     watch: bool = False,
+    server_requests: bool = False,
 ) -> AsyncIterator[Gateway]:
     """The gateway over in-process ``upstreams`` (label -> ``MCPServer`` or :class:`HostileServer`)."""
     specs = [
         ServerSpec(label, InProcessServer(u.server if isinstance(u, HostileServer) else u), timeout=10)
         for label, u in upstreams.items()
     ]
-    async with Host(specs) as host:
+    async with Host(specs, server_requests=server_requests) as host:
         service = GatewayService(host, policy=policy, grants=grants, pinned=pinned, max_clients=max_clients)
         server, middleware = create_gateway(service)
         gateway = Gateway(host, service, server, middleware)

@@ -47,6 +47,15 @@ def test_confidence_is_a_logistic_of_the_features() -> None:
     assert cal.confidence({"lexical": 0.0, "unknown": 5.0}) < 0.5
 
 
+def test_a_feature_a_question_lacks_reads_the_calibrations_default() -> None:
+    cal = Calibration(weights={"lexical": 1.0, "implied_semantic": 4.0}, bias=-2.0, threshold=0.5,
+                      defaults={"implied_semantic": 0.25})  # fmt: skip
+    assert cal.confidence({"lexical": 1.0}) == pytest.approx(1 / (1 + math.exp(-(1.0 - 2.0 + 1.0))))
+    assert cal.confidence({"lexical": 1.0, "implied_semantic": 0.0}) == pytest.approx(1 / (1 + math.exp(1.0)))
+    assert Calibration.from_json(cal.to_json()) == cal
+    assert Calibration.from_json(cal.to_json()).defaults == {"implied_semantic": 0.25}
+
+
 def test_the_right_capability_is_chosen_with_its_tools(cardset: CardSet) -> None:
     decision = Selector(cardset, calibration=SMALL).decide("What's the weather forecast for Paris this weekend?")
     assert not decision.abstain

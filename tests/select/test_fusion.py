@@ -57,6 +57,31 @@ def test_card_vectors_are_cached_by_content_so_a_restart_encodes_only_what_chang
     assert "hourly data" in relisted.seen[0]
 
 
+def test_a_cold_start_encodes_cards_and_server_texts_in_one_call_and_writes_the_cache_once(
+    cardset: CardSet, tmp_path: Path
+) -> None:
+    class CallCounting(CountingEncoder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def encode(self, texts):
+            self.calls += 1
+            return super().encode(texts)
+
+    enc = CallCounting()
+    ranker = Ranker(cardset.cards, encoder=enc, cache_dir=tmp_path)
+    # one encoder call (so one batched run of the model, and one cache read and write) for every
+    # card and server text; the cache then holds them all
+    assert enc.calls == 1
+    assert ranker.cache is not None
+    assert ranker.cache.encoded == len(cardset.cards) + len(ranker.server_labels)
+    with np.load(ranker.cache.path_for(enc.fingerprint)) as data:
+        assert len(data["keys"]) == len(cardset.cards) + len(ranker.server_labels)
+    tmp_files = [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+    assert tmp_files == []
+
+
 def test_nothing_is_written_without_a_cache_dir_and_an_unreadable_file_is_replaced(
     cardset: CardSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -190,3 +215,47 @@ def test_with_an_encoder_each_confident_job_still_adds_its_capability(cardset: C
         # the jobs are ranked lexically (only the whole question is encoded): the lexical model judges them
         assert len(decision.chosen) == len(lexical.chosen) > 1
         assert {c.server for c in decision.chosen} == {c.server for c in lexical.chosen}
+
+
+def test_the_confidence_reads_the_weakest_implied_need(cardset: CardSet) -> None:
+    enc = CountingEncoder()
+    selector = Selector(cardset, encoder=enc)
+    ranker = selector.ranker
+    needs = ["read and write files in a local folder", "get the current date and time"]
+    found = [ranker.rank(need, implied=False).units[0] for need in needs]
+    decision = selector.decide("Save the forecast for next week to /tmp/forecast.md")
+    assert [n["need"] for n in decision.needs if n.get("implied")] == needs
+    # the lowest over the two needs of each cosine of the need's own best card and its server
+    assert decision.features["implied_semantic"] == pytest.approx(min(u.semantic for u in found))
+    assert decision.features["implied_server_semantic"] == pytest.approx(min(u.server_semantic for u in found))
+    assert decision.features["implied_label_semantic"] == pytest.approx(min(u.label_semantic for u in found))
+    assert decision.confidence == pytest.approx(selector.calibration.confidence(decision.features))
+    plain = selector.decide("Do I need an umbrella in Oslo?")
+    assert not any(k.startswith("implied_") for k in plain.features)
+    # a question that implies no need reads the calibration's defaults (the in-scope average) instead
+    cal = selector.calibration
+    assert set(cal.defaults) == {"implied_semantic", "implied_server_semantic", "implied_label_semantic"}
+    assert plain.confidence == pytest.approx(cal.confidence({**plain.features, **cal.defaults}))
+    assert plain.confidence != pytest.approx(cal.confidence({**plain.features, **dict.fromkeys(cal.defaults, 0.0)}))
+
+
+def test_the_needs_of_one_question_are_encoded_in_one_encoder_call(cardset: CardSet) -> None:
+    class CallCounting(CountingEncoder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[str]] = []
+
+        def encode(self, texts):
+            self.calls.append(list(texts))
+            return super().encode(texts)
+
+    enc = CallCounting()
+    selector = Selector(cardset, encoder=enc)
+    enc.calls.clear()
+    needs = ["weather forecast for Berlin", "latest stock price of Apple", "draw a bar chart of the sales"]
+    together = selector.decide(needs)
+    assert enc.calls == [needs]  # one call for the three needs, not one per need
+    # and each need's shortlist is the one it gets when asked alone
+    fresh = Selector(cardset, encoder=CountingEncoder())
+    own = [entry for entry in together.needs if not entry.get("implied")]
+    assert [entry["ranked"] for entry in own] == [fresh.decide(need).needs[0]["ranked"] for need in needs]

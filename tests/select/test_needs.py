@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from skilldeck.select.rank import IMPLIED_SLOT, implied_needs
 from .conftest import CATALOG, _tool
 
 FILES_NEED = "read and write files in a local folder"
+TIME_NEED = "get the current date and time"
 
 
 @pytest.mark.parametrize(
@@ -29,14 +31,19 @@ FILES_NEED = "read and write files in a local folder"
         ("What is 2^10, and 17 - 3?", ["calculate a math expression"]),
         ("Version 2.0 of the stock API", []),  # a version number is not arithmetic, nor a file
         ("What happened on 2024-05-01 and on 5/1/2024?", []),  # nor is a date
+        ("Train tickets from Beijing to Shanghai next Wednesday", [TIME_NEED]),
+        ("Find homestays in Paris, I want to stay tomorrow", [TIME_NEED]),
+        ("Analyze the last 24h of BTC", [TIME_NEED]),
+        ("What happened 3 days ago? Save it to notes.md", [FILES_NEED, TIME_NEED]),
+        ("Tell me the price of the stock right now", []),  # fresh data, not the clock
+        ("Find the latest papers on web agents and today's news", []),
     ],
 )
 def test_implied_needs_are_found_by_general_rules(question: str, needs: list[str]) -> None:
     assert implied_needs(question) == needs
 
 
-@pytest.fixture
-def finance_heavy() -> CardSet:
+def _finance_catalog() -> dict[str, Any]:
     """The test catalog plus servers that all outrank 'files' for a finance question."""
     catalog = copy.deepcopy(CATALOG)
     for i, topic in enumerate(["market news", "equity research", "stock screener", "earnings calendar", "analyst"]):
@@ -47,7 +54,12 @@ def finance_heavy() -> CardSet:
                 "tools": [_tool(f"get_{i}_stock_{topic.replace(' ', '_')}", f"Stock {topic} of a company by ticker")],
             }
         )
-    return build_cards(parse_snapshot(catalog))
+    return catalog
+
+
+@pytest.fixture
+def finance_heavy() -> CardSet:
+    return build_cards(parse_snapshot(_finance_catalog()))
 
 
 def test_an_implied_need_gives_its_best_server_a_place_in_the_first_five(finance_heavy: CardSet) -> None:
@@ -60,6 +72,31 @@ def test_an_implied_need_gives_its_best_server_a_place_in_the_first_five(finance
     assert servers.index("files") == IMPLIED_SLOT
     assert ranking.implied == [(FILES_NEED, "files")]
     assert servers[:IMPLIED_SLOT] == [s for s in plain if s != "files"][:IMPLIED_SLOT]  # the rest keeps its order
+    scores = [score for _, score in ranking.servers]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_two_implied_needs_both_keep_a_place_in_the_first_five() -> None:
+    catalog = _finance_catalog()
+    catalog["servers"].append(
+        {
+            "label": "clock",
+            "description": "Current time and date in any timezone",
+            "tools": [_tool("get_current_time", "Get the current date and time in a timezone")],
+        }
+    )
+    cards = build_cards(parse_snapshot(catalog))
+    ranker = Ranker(cards.cards, schemas=cards.tools)
+    question = "Give me the stock price and company news for AAPL for next week and put everything in notes.md"
+    plain = [label for label, _ in ranker.rank(question, implied=False).servers]
+    assert plain.index("files") > IMPLIED_SLOT
+    assert plain.index("clock") > IMPLIED_SLOT
+    ranking = ranker.rank(question)
+    servers = [label for label, _ in ranking.servers]
+    assert ranking.implied == [(FILES_NEED, "files"), (TIME_NEED, "clock")]
+    # the second need's server does not push the first one's out of the first five
+    assert servers[IMPLIED_SLOT - 1 : IMPLIED_SLOT + 1] == ["files", "clock"]
+    assert servers[: IMPLIED_SLOT - 1] == plain[: IMPLIED_SLOT - 1]
     scores = [score for _, score in ranking.servers]
     assert scores == sorted(scores, reverse=True)
 

@@ -97,7 +97,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.server.app import create_server, serve_http, serve_stdio
+    from skilldeck.server.app import create_server, event_loop_options, serve_http, serve_stdio
     from skilldeck.server.catalog import CatalogDiff
     from skilldeck.server.policy import load_policy
 
@@ -190,6 +190,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             max_sessions=args.max_sessions,
             session_idle_timeout=args.session_idle_timeout,
         ),
+        backend_options=event_loop_options(),  # uvloop where installed
     )
     return ExitCode.OK
 

@@ -45,7 +45,10 @@ def add_gateway_command(sub: Any) -> None:
     )
     add_http_arguments(gateway)
     gateway.add_argument(
-        "--policy", metavar="FILE", help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL"
+        "--policy",
+        metavar="FILE",
+        help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL "
+        "(prompts LABEL/PROMPT, resources LABEL/URI, all of one upstream LABEL/*)",
     )
     gateway.add_argument(
         "--pin",
@@ -130,7 +133,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             await serve(shared)
 
     async def serve(shared: Any) -> None:
-        async with Host(specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window) as host:
+        async with Host(
+            specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window, server_requests=True
+        ) as host:
             for label, failure in sorted(host.failures.items()):
                 err.print(
                     f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.reason)}",

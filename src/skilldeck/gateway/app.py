@@ -46,6 +46,8 @@ def follow_upstreams(
             await middleware.skills.refresh()  # serves the new listing; tells both eras if it differs
         elif change.skills_added or change.skills_removed or change.skills_changed:
             await bus.publish(ResourcesListChanged())
+        if middleware.forwarded is not None:
+            await middleware.forwarded.relay_change(change.reasons)  # the upstream's own prompts and resources
         if on_change is not None:
             on_change(change)
 

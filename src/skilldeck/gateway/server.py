@@ -29,14 +29,17 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.shared.dispatcher import ProgressFnT
-from mcp_types import LOG_LEVEL_META_KEY, LoggingMessageNotificationParams
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, LOG_LEVEL_META_KEY, LoggingMessageNotificationParams
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck import __version__
 from skilldeck.errors import GateRefused, SkilldeckError
 from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, client_key
+from skilldeck.gateway.forward import ForwardedUpstreams
 from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, READ_SKILL_FILE
+from skilldeck.gateway.relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService, tool_id
 from skilldeck.select.decide import MAX_NEEDS
@@ -121,9 +124,12 @@ class GatewayMiddleware:
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
         self.skills: RepublishedSkills | None = None
         """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
+        self.forwarded: ForwardedUpstreams | None = None
+        """The upstreams' resources, prompts and completions, forwarded (see :mod:`skilldeck.gateway.forward`)."""
         self.legacy = LegacyConnections(on_forget=self._forget)
         """Live legacy connections (bounded); a connection forgotten takes its activation with it."""
         self._activation_keys: dict[int, str] = {}
+        self._log_levels: dict[int, str] = {}
 
     # -- who is asking -----------------------------------------------------------------------------
 
@@ -142,6 +148,7 @@ class GatewayMiddleware:
         return client_key("http" if ctx.request is not None else "local", caller.subject, conversation)
 
     def _forget(self, connection: int) -> None:
+        self._log_levels.pop(connection, None)
         key = self._activation_keys.pop(connection, None)
         if key is not None:
             self.service.activations.drop(key)
@@ -156,7 +163,29 @@ class GatewayMiddleware:
             return serialize_server_result("tools/call", ctx.protocol_version, {"resultType": "complete", **result})
         if ctx.method == "initialize":
             return self._declare_list_changed(await call_next(ctx))
+        if ctx.method == "logging/setLevel" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return await self._set_log_level(ctx)
         return await call_next(ctx)
+
+    async def _set_log_level(self, ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        """A 2025-11-25 client's ``logging/setLevel``: kept for its relayed messages, forwarded upstream.
+
+        The upstream sessions are shared by every client, so each is asked for the most verbose level
+        any live client set; each client then gets only the messages at or above its own level.
+        """
+        params: Any = ctx.params if isinstance(ctx.params, dict) else {}
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise MCPError(code=INVALID_PARAMS, message=f"level must be one of {', '.join(LOG_LEVELS)}")
+        self._log_levels[self.legacy.remember(ctx.session)] = level
+        await forward_log_level(self.service.host, min(self._log_levels.values(), key=LOG_LEVELS.index))
+        return {}
+
+    def _log_level(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        """The level a 2025-11-25 client set with ``logging/setLevel`` (``debug``, every message, until it does)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return "debug"
+        return self._log_levels.get(self.legacy.remember(ctx.session), "debug")
 
     def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         tools = [dict(t) for t in META_TOOLS]
@@ -259,10 +288,24 @@ class GatewayMiddleware:
                 if tool_args is not None and not isinstance(tool_args, dict):
                     return _refused("arguments must be an object matching the tool's input schema")
                 return await service.call(
-                    caller, client, tool, tool_args, progress=_progress_relay(ctx), **_log_relay(ctx)
+                    caller,
+                    client,
+                    tool,
+                    tool_args,
+                    progress=_progress_relay(ctx),
+                    relay=call_relay(ctx),
+                    **_log_relay(ctx, self._log_level(ctx)),
                 )
             # a pinned or injected tool, by the name the gateway listed it under
-            return await service.call(caller, client, name, args, progress=_progress_relay(ctx), **_log_relay(ctx))
+            return await service.call(
+                caller,
+                client,
+                name,
+                args,
+                progress=_progress_relay(ctx),
+                relay=call_relay(ctx),
+                **_log_relay(ctx, self._log_level(ctx)),
+            )
         except GateRefused as exc:
             return _refused(str(exc))
         except SkilldeckError as exc:
@@ -305,6 +348,7 @@ class GatewayMiddleware:
             return result
         capabilities = dict(result.get("capabilities") or {})
         capabilities["tools"] = {**dict(capabilities.get("tools") or {}), "listChanged": True}
+        capabilities.setdefault("logging", {})  # logging/setLevel is kept and forwarded (see _set_log_level)
         return {**result, "capabilities": capabilities}
 
 
@@ -319,12 +363,12 @@ def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
     return ctx.session.report_progress
 
 
-def _log_relay(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+def _log_relay(ctx: ServerRequestContext[Any, Any], minimum: str = "debug") -> dict[str, Any]:
     """``log``/``log_level`` for :meth:`GatewayService.call`: the upstream's log messages go to this request.
 
     A 2026-07-28 client gets them only when its request opted in (``_meta`` log level), at that level
-    and above (the SDK's gate on this request's session); a 2025-11-25 client gets every level, as
-    from any server of its era (``logging/setLevel`` is not forwarded upstream).
+    and above (the SDK's gate on this request's session); a 2025-11-25 client gets those at or above
+    ``minimum``, the level it set with ``logging/setLevel`` (every level until it does).
     """
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         meta: Any = ctx.meta or {}
@@ -336,7 +380,8 @@ def _log_relay(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
     session, request_id = ctx.session, ctx.request_id
 
     async def relay(params: LoggingMessageNotificationParams) -> None:
-        await session.send_log_message(params.level, params.data, params.logger, related_request_id=request_id)
+        if LOG_LEVELS.index(params.level) >= LOG_LEVELS.index(minimum):
+            await session.send_log_message(params.level, params.data, params.logger, related_request_id=request_id)
 
     return {"log": relay, "log_level": level}
 
@@ -363,17 +408,22 @@ def create_gateway(
 
     With ``republish_skills`` (the default) the gateway also declares the Skills extension and
     serves every upstream's skills under ``skill://LABEL/...`` (``middleware.skills``; see
-    :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus.
+    :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus. The upstreams'
+    resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
+    :mod:`skilldeck.gateway.forward`).
     ``request_state_keys`` are as for :func:`skilldeck.server.app.create_server` (replicas share them).
     """
     skills = RepublishedSkills(service, subscriptions=subscriptions) if republish_skills else None
     middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions)
     middleware.skills = skills
+    forwarded = middleware.forwarded = ForwardedUpstreams(
+        service, middleware.subscriptions, skills_republished=skills is not None
+    )
     server: MCPServer[Any] = MCPServer(
         name,
         version=__version__,
         instructions=INSTRUCTIONS,
-        middleware=[middleware, *([skills.middleware] if skills is not None else []), *extra_middleware],
+        middleware=[middleware, *([skills.middleware] if skills is not None else []), forwarded, *extra_middleware],
         extensions=[*([skills.extension] if skills is not None else []), *extensions],
         subscriptions=middleware.subscriptions,
         log_level="WARNING",

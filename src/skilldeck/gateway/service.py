@@ -25,23 +25,34 @@ from __future__ import annotations
 import base64
 import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import (
+    INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
+    ErrorData,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    InputResponses,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter, ValidationError
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
 from skilldeck.gateway.activation import Activation, ActivationStore, ActivationTable
+from skilldeck.gateway.relay import CALLING, CallRelay, LogSink, ParkedCall, ParkedCalls, Waiting, capability_error
 from skilldeck.host import Host, LoadedSkill
+from skilldeck.host.connect import Connected
 from skilldeck.host.registry import SkillRecord
 from skilldeck.select.cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Selector
@@ -62,8 +73,7 @@ ORIGIN_META = "dev.skilldeck/server"
 """``_meta`` key of a proxied result naming the label of the upstream that produced it."""
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
-LogSink = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
-"""Where an upstream's log messages during one proxied call go (the calling client's request)."""
+_INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 
 
 class DecisionLog(JsonLinesLog):
@@ -141,9 +151,13 @@ class GatewayService:
         self.audit = audit or AuditLog()
         self.activations = ActivationTable(max_clients)
         self._indexes: OrderedDict[Any, _Index] = OrderedDict()
-        self._in_flight: dict[str, list[LogSink | None]] = {}
-        """Per upstream label, the log sink of each proxied call now waiting on it (``None``: not relayed)."""
+        self._in_flight: dict[str, list[Waiting]] = {}
+        """Per upstream label, each proxied call now waiting on it (where its log messages and questions go)."""
         self._listening = False
+        self.parked = ParkedCalls()
+        """2025-11-25 upstream calls held open while their 2026-07-28 callers answer (bounded, with a TTL)."""
+        if host.connections.server_requests:
+            host.connections.server_request_handler = self._upstream_request
 
     # -- the catalog -------------------------------------------------------------------------------
 
@@ -497,6 +511,7 @@ class GatewayService:
         progress: ProgressFnT | None = None,
         log: LogSink | None = None,
         log_level: str | None = None,
+        relay: CallRelay | None = None,
     ) -> dict[str, Any]:
         """Send an active tool's call upstream, on the session that listed it; the result as it came.
 
@@ -504,10 +519,16 @@ class GatewayService:
         the upstream sends for this call. Cancelling the awaiting task cancels the upstream call: the
         SDK client sends ``notifications/cancelled`` for it.
 
-        ``log`` receives the log messages the upstream sends while this call is the only one waiting
-        on that upstream (the protocol does not tie a log message to a request, so while several calls
-        share the upstream its messages go to none of them, never to the wrong client); ``log_level``
-        is asked of a 2026-07-28 upstream, which logs only when a request opts in.
+        ``log`` receives the log messages the upstream sends for this call: those that arrive in the
+        task serving this call (the SDK carries it to an in-process session and to the call's own HTTP
+        response stream), else those sent while this call is the only one waiting on that upstream
+        (over stdio nothing ties a message to a request, so while several calls share the upstream its
+        messages go to none of them, never to the wrong client); ``log_level`` is asked of a
+        2026-07-28 upstream, which logs only when a request opts in.
+
+        ``relay`` carries the upstream's sampling, elicitation and roots requests back to the calling
+        client (see :mod:`skilldeck.gateway.relay`); a 2026-07-28 caller may get an ``input_required``
+        result, and its retry (``relay.input_responses``/``request_state``) continues the call.
         """
         if self._shares(client):  # the tools this client loaded through any replica
             assert self.shared is not None
@@ -524,23 +545,40 @@ class GatewayService:
         if log is not None and not self._listening:
             self.host.connections.add_message_listener(self._upstream_message)
             self._listening = True
-        waiting = self._in_flight.setdefault(label, [])
-        waiting.append(log)
+        meta = cast(RequestParamsMeta, {LOG_LEVEL_META_KEY: log_level}) if log and log_level else None
+        args = dict(arguments or {})
+        relaying = relay is not None and self.host.connections.server_requests
+        if relaying and relay is not None and relay.modern:
+            if connected.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                return await self._parked_round(client, label, tool, args, connected, relay, progress, log, meta)
+            return await self._input_required_round(client, label, tool, args, connected, relay, progress, log, meta)
+        waiting = Waiting(log, relay if relaying else None)
         try:
-            result = await connected.client.call_tool(
-                tool,
-                dict(arguments or {}),
-                progress_callback=progress,
-                meta=cast(RequestParamsMeta, {LOG_LEVEL_META_KEY: log_level}) if log and log_level else None,
-            )
+            with self._waiting(label, waiting):
+                result = await connected.client.call_tool(tool, args, progress_callback=progress, meta=meta)
         except Exception as exc:  # the upstream failed or timed out: the model hears why
-            reason = connected.explain(exc)
-            self.log.record("call", client, tool=tool_id(label, tool), error=reason)
-            return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
+            return self._failed(client, label, tool, connected.explain(exc))
+        return self._result(client, label, tool, result)
+
+    @contextmanager
+    def _waiting(self, label: str, waiting: Waiting) -> Iterator[None]:
+        """While the body runs, ``waiting`` is the call this task serves on ``label`` (and is listed as waiting)."""
+        calls = self._in_flight.setdefault(label, [])
+        calls.append(waiting)
+        token = CALLING.set((label, waiting))
+        try:
+            yield
         finally:
-            waiting.remove(log)
-            if not waiting:
+            CALLING.reset(token)
+            calls.remove(waiting)
+            if not calls:
                 self._in_flight.pop(label, None)
+
+    def _failed(self, client: str, label: str, tool: str, reason: str) -> dict[str, Any]:
+        self.log.record("call", client, tool=tool_id(label, tool), error=reason)
+        return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
+
+    def _result(self, client: str, label: str, tool: str, result: Any) -> dict[str, Any]:
         payload: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         # The upstream's response stamp names the upstream; the gateway's answer is stamped with its own.
         # Every other `_meta` key of the result passes through, and the origin label is added.
@@ -549,10 +587,146 @@ class GatewayService:
         self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
         return payload
 
+    def _input_required(
+        self, client: str, label: str, tool: str, requests: dict[str, Any], state: str | None
+    ) -> dict[str, Any]:
+        self.log.record("call", client, tool=tool_id(label, tool), inputRequired=sorted(requests))
+        result = InputRequiredResult(input_requests=requests or None, request_state=state)
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def _input_required_round(
+        self,
+        client: str,
+        label: str,
+        tool: str,
+        args: dict[str, Any],
+        connected: Connected,
+        relay: CallRelay,
+        progress: ProgressFnT | None,
+        log: LogSink | None,
+        meta: RequestParamsMeta | None,
+    ) -> dict[str, Any]:
+        """A 2026-07-28 caller on a 2026-07-28 upstream: its questions and ``requestState`` pass through."""
+        responses = None
+        if relay.input_responses is not None:
+            try:
+                responses = _INPUT_RESPONSES.validate_python(relay.input_responses, by_name=False)
+            except ValidationError:
+                raise GateRefused(
+                    "inputResponses holds an answer that is not a valid result; nothing was sent"
+                ) from None
+        try:
+            with self._waiting(label, Waiting(log, relay)):
+                result = await connected.client.session.call_tool(
+                    tool,
+                    args,
+                    progress_callback=progress,
+                    meta=meta,
+                    input_responses=responses,
+                    request_state=relay.request_state,
+                    allow_input_required=True,
+                )
+        except Exception as exc:
+            return self._failed(client, label, tool, connected.explain(exc))
+        if isinstance(result, InputRequiredResult):
+            refused = capability_error(result.input_requests or {}, relay.capabilities)
+            if refused is not None:
+                self.log.record("call", client, tool=tool_id(label, tool), error=refused.error.message)
+                raise refused
+            return self._input_required(client, label, tool, dict(result.input_requests or {}), result.request_state)
+        return self._result(client, label, tool, result)
+
+    async def _parked_round(
+        self,
+        client: str,
+        label: str,
+        tool: str,
+        args: dict[str, Any],
+        connected: Connected,
+        relay: CallRelay,
+        progress: ProgressFnT | None,
+        log: LogSink | None,
+        meta: RequestParamsMeta | None,
+    ) -> dict[str, Any]:
+        """A 2026-07-28 caller on a 2025-11-25 upstream: the upstream call runs held open between rounds."""
+        if relay.request_state is not None:
+            parked = self.parked.resume(relay.request_state, client, tool_id(label, tool))
+            parked.answer(relay.input_responses)
+        elif relay.input_responses:
+            raise GateRefused("inputResponses without requestState answer nothing; call the tool again without them")
+        else:
+            parked = self.parked.new(client, tool_id(label, tool), relay.capabilities)
+            self.host.connections.start_soon(self._run_parked, parked, label, tool, args, connected, meta)
+        parked.progress, parked.log = progress, log
+        try:
+            questions = await parked.next_round()
+        except BaseException:  # the caller gave up on this round: the upstream call is cancelled
+            parked.scope.cancel()
+            self.parked.drop(parked)
+            raise
+        finally:
+            parked.progress = parked.log = None
+        if questions:
+            return self._input_required(client, label, tool, questions, parked.token)
+        self.parked.drop(parked)
+        if parked.result is None:
+            return self._failed(client, label, tool, "the call was cancelled")
+        return parked.result
+
+    async def _run_parked(
+        self,
+        parked: ParkedCall,
+        label: str,
+        tool: str,
+        args: dict[str, Any],
+        connected: Connected,
+        meta: RequestParamsMeta | None,
+    ) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            if parked.progress is not None:
+                await parked.progress(progress, total, message)
+
+        async def log(params: LoggingMessageNotificationParams) -> None:
+            if parked.log is not None:
+                await parked.log(params)
+
+        try:
+            with parked.scope, self._waiting(label, Waiting(log, parked=parked)):
+                try:
+                    result = await connected.client.call_tool(tool, args, progress_callback=progress, meta=meta)
+                    parked.result = self._result(parked.client, label, tool, result)
+                except Exception as exc:
+                    parked.result = self._failed(parked.client, label, tool, connected.explain(exc))
+        finally:
+            parked.finish()
+            if parked.abandoned:
+                self.parked.drop(parked)
+
+    def _serving(self, label: str) -> Waiting | None:
+        """The proxied call a message from ``label`` belongs to: the one this task serves, else the only one waiting."""
+        current = CALLING.get()
+        if current is not None and current[0] == label:
+            return current[1]
+        waiting = self._in_flight.get(label) or []
+        return waiting[0] if len(waiting) == 1 else None
+
     async def _upstream_message(self, label: str, message: Any) -> None:
-        """A log message from ``label`` goes to the one call waiting on it, if exactly one is."""
+        """A log message from ``label`` goes to the call it belongs to, when that can be told."""
         if not isinstance(message, LoggingMessageNotification):
             return
-        waiting = self._in_flight.get(label) or []
-        if len(waiting) == 1 and waiting[0] is not None:
-            await waiting[0](message.params)
+        waiting = self._serving(label)
+        if waiting is not None and waiting.log is not None:
+            await waiting.log(message.params)
+
+    async def _upstream_request(self, label: str, request: InputRequest) -> InputResponse | ErrorData:
+        """A sampling, elicitation or roots request from ``label``, put to the client whose call it serves."""
+        waiting = self._serving(label)
+        if waiting is not None:
+            return await waiting.answer(request)
+        several = len(self._in_flight.get(label) or []) > 1
+        why = (
+            "several proxied calls wait on this server, and a 2025-11-25 request cannot be tied to one of them"
+            if several
+            else "no proxied call is waiting on this server"
+        )
+        return ErrorData(code=INVALID_REQUEST, message=f"{request.method} refused by the gateway: {why}")

@@ -10,6 +10,11 @@ Every session is opened with a message handler that hands each incoming server m
 server's label) to the listeners added with :meth:`Connections.add_message_listener`; that is how
 legacy ``notifications/*/list_changed`` reach :mod:`skilldeck.host.watch`.
 
+With ``server_requests=True`` (the gateway) every session also declares the ``sampling``,
+``elicitation`` and ``roots`` client capabilities, and hands each such request a server sends (with
+its label) to :attr:`Connections.server_request_handler`; while no handler is set, each is refused
+with an error response.
+
 What a server sends is bounded and checked before it can cost the host: one HTTP response body,
 one SSE event and one stdio line may each take at most ``max_message_bytes`` (32 MiB by default;
 stdio servers run behind :mod:`skilldeck.host.stdio_guard`, since the SDK's stdio reader has no
@@ -23,7 +28,7 @@ from __future__ import annotations
 import logging
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +41,23 @@ import anyio.lowlevel
 import httpx2
 from anyio.abc import TaskGroup
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import METHOD_NOT_FOUND, PARSE_ERROR
+from mcp_types import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestParams,
+    ErrorData,
+    InputRequest,
+    InputResponse,
+    ListRootsRequest,
+)
 from pydantic import ValidationError
 
 from skilldeck._awaitable import maybe_await
@@ -55,6 +73,7 @@ __all__ = [
     "Failure",
     "MessageListener",
     "MessageTooLarge",
+    "ServerRequestHandler",
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
@@ -62,6 +81,9 @@ DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 MessageListener = Callable[[str, Any], Awaitable[None] | None]
 """Called with ``(label, message)`` for every message a server sends outside a response."""
+
+ServerRequestHandler = Callable[[str, InputRequest], Awaitable[InputResponse | ErrorData]]
+"""Answers ``(label, request)``: a ``sampling/createMessage``, ``elicitation/create`` or ``roots/list`` a server sent."""
 
 logger = logging.getLogger(__name__)
 
@@ -321,6 +343,7 @@ def _client_for(
     message_handler: Any = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     on_fault: Callable[[str], None] = lambda reason: None,
+    callbacks: dict[str, Any] | None = None,
 ) -> Client:
     transport = spec.transport
     target: Any
@@ -335,7 +358,14 @@ def _client_for(
         target = transport.server
     else:  # pragma: no cover - ServerSpec's type forbids it
         raise TypeError(f"unknown transport {transport!r}")
-    return Client(target, mode=mode, read_timeout_seconds=read_timeout, cache=None, message_handler=message_handler)
+    return Client(
+        target,
+        mode=mode,
+        read_timeout_seconds=read_timeout,
+        cache=None,
+        message_handler=message_handler,
+        **(callbacks or {}),
+    )
 
 
 class Connections(Unwinding):
@@ -348,6 +378,8 @@ class Connections(Unwinding):
         mode: ``"auto"`` (2026-07-28 where the server speaks it) or ``"legacy"`` (the 2025-11-25 handshake).
         max_message_bytes: the most one HTTP response body, SSE event or stdio line of a server may
             take; a server that sends more is dropped with that reason.
+        server_requests: declare the sampling, elicitation and roots capabilities to every server and
+            hand the requests they send to :attr:`server_request_handler` (see the module docs).
     """
 
     def __init__(
@@ -358,6 +390,7 @@ class Connections(Unwinding):
         server_stderr: IO[str] | None = None,
         mode: Literal["auto", "legacy"] = "auto",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        server_requests: bool = False,
     ) -> None:
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes <= 0:
             from skilldeck.errors import ConfigError
@@ -383,6 +416,9 @@ class Connections(Unwinding):
         self._stderr_files: dict[str, IO[str]] = {}
         self._tg: TaskGroup | None = None
         self._stack = AsyncExitStack()
+        self.server_requests = server_requests
+        self.server_request_handler: ServerRequestHandler | None = None
+        """Answers the server requests each session hands on (with ``server_requests``); refused while unset."""
 
     async def __aenter__(self) -> Connections:
         async with AsyncExitStack() as stack:
@@ -448,6 +484,34 @@ class Connections(Unwinding):
 
         return handle
 
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``func(*args)`` in the background for as long as the connections are open."""
+        if self._tg is None:
+            raise RuntimeError("the connections are not open")
+        self._tg.start_soon(func, *args)
+
+    def _request_callbacks(self, label: str) -> dict[str, Any]:
+        """The ``Client`` callbacks that hand ``label``'s sampling, elicitation and roots requests on."""
+        if not self.server_requests:
+            return {}
+
+        async def answer(request: InputRequest) -> Any:
+            handler = self.server_request_handler
+            if handler is None:
+                return ErrorData(code=INVALID_REQUEST, message=f"{request.method} is not supported by this host")
+            return await handler(label, request)
+
+        async def sampling(ctx: ClientRequestContext, params: CreateMessageRequestParams) -> Any:
+            return await answer(CreateMessageRequest(params=params))
+
+        async def elicitation(ctx: ClientRequestContext, params: ElicitRequestParams) -> Any:
+            return await answer(ElicitRequest(params=params))
+
+        async def list_roots(ctx: ClientRequestContext) -> Any:
+            return await answer(ListRootsRequest())
+
+        return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": list_roots}
+
     def close(self, label: str) -> None:
         """Close one server's session now (the others stay open)."""
         self.connected.pop(label, None)
@@ -506,6 +570,7 @@ class Connections(Unwinding):
                         message_handler=self._message_handler(spec.label),
                         max_message_bytes=self.max_message_bytes,
                         on_fault=on_fault,
+                        callbacks=self._request_callbacks(spec.label),
                     )
                     async with client:
                         settings = declared_skills_settings(client)

@@ -55,6 +55,8 @@ class Host:
         mode: ``"auto"`` negotiates 2026-07-28 where a server speaks it; ``"legacy"`` forces 2025-11-25.
         max_message_bytes: the most one HTTP response body, SSE event or stdio line of a server may
             take (32 MiB by default); a server that sends more is dropped with that reason.
+        server_requests: declare the sampling, elicitation and roots capabilities to every server and
+            hand what they ask to ``connections.server_request_handler`` (the gateway relays it to its caller).
     """
 
     def __init__(
@@ -73,9 +75,14 @@ class Host:
         read_timeout: float | None = None,
         mode: Literal["auto", "legacy"] = "auto",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        server_requests: bool = False,
     ) -> None:
         self.connections = Connections(
-            servers, read_timeout=read_timeout, mode=mode, max_message_bytes=max_message_bytes
+            servers,
+            read_timeout=read_timeout,
+            mode=mode,
+            max_message_bytes=max_message_bytes,
+            server_requests=server_requests,
         )
         self.registry = Registry()
         self.approvals = approvals or ApprovalStore()

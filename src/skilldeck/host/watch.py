@@ -33,6 +33,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.client.subscriptions import (
     ListenNotSupportedError,
+    PromptsListChanged,
     ResourcesListChanged,
     SubscriptionLost,
     ToolsListChanged,
@@ -49,6 +50,7 @@ logger = logging.getLogger(__name__)
 _NOTIFICATIONS = {
     "notifications/tools/list_changed": "tools",
     "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
 }
 _MAX_RELISTENS = 3
 """Times a lost ``subscriptions/listen`` stream is reopened in a row before the watcher gives up on it."""
@@ -84,7 +86,7 @@ class CatalogChange:
 
     label: str
     reasons: frozenset[str]
-    """What the server said changed (``tools``, ``resources``), or why the watcher re-listed."""
+    """What the server said changed (``tools``, ``resources``, ``prompts``), or why the watcher re-listed."""
     skills_added: tuple[str, ...] = ()
     skills_removed: tuple[str, ...] = ()
     skills_changed: tuple[str, ...] = ()
@@ -256,7 +258,9 @@ class HostWatcher(Unwinding):
         try:
             while label in self.host.connections.connected:
                 try:
-                    async with connected.client.listen(tools_list_changed=True, resources_list_changed=True) as sub:
+                    async with connected.client.listen(
+                        tools_list_changed=True, resources_list_changed=True, prompts_list_changed=True
+                    ) as sub:
                         resumed = started
                         settle(ChannelState.LISTEN)
                         if resumed:  # events may have been missed while the stream was down
@@ -267,6 +271,8 @@ class HostWatcher(Unwinding):
                                 self._mark(label, "tools")
                             elif isinstance(event, ResourcesListChanged):
                                 self._mark(label, "resources")
+                            elif isinstance(event, PromptsListChanged):
+                                self._mark(label, "prompts")
                     settle(ChannelState.CLOSED, "the server ended the subscription")
                     return
                 except ListenNotSupportedError:

@@ -13,7 +13,13 @@ logistic function of features that do not depend on how the rest of the catalog 
   server's ``label: description``; ``coverage``, the share of the question's terms in that
   server's document; ``fused``, that server's fused score (a sum of five z-scores);
   ``fused_margin``, that score minus the best other server's; ``agreement``, the share of the five
-  views that rank that server first.
+  views that rank that server first;
+* with an encoder, for the needs the question implies (a file path, a URL, arithmetic, a date
+  relative to today: :func:`~skilldeck.select.rank.implied_needs`): ``implied_semantic`` /
+  ``implied_server_semantic`` / ``implied_label_semantic``, the same three cosines for the best
+  card of each such need's own ranking, the lowest over the needs. A question is in scope when
+  every need it has is served, so the weakest need counts; a question that implies none reads the
+  calibration's ``defaults`` (the in-scope average) instead.
 
 So the confidence and the reason of a decision are those of the card it chooses (or, when it
 abstains, of the best candidate), never of another server that happened to score higher as a whole.
@@ -59,6 +65,7 @@ __all__ = [
     "DecisionLog",
     "Selector",
     "default_calibration",
+    "implied_features",
     "unit_features",
 ]
 
@@ -74,6 +81,9 @@ FEATURES = (
     "fused_margin",
     "agreement",
     "label_semantic",
+    "implied_semantic",
+    "implied_server_semantic",
+    "implied_label_semantic",
 )
 LEXICAL_FEATURES = FEATURES[:4]
 """What the lexical calibration reads (the encoder's features are absent without one)."""
@@ -89,9 +99,13 @@ class Calibration:
     source: str = "built-in"
     metrics: dict[str, Any] = field(default_factory=dict)
     """What the fit measured on held-out data (informational)."""
+    defaults: dict[str, float] = field(default_factory=dict)
+    """The value a feature takes when a question does not have it (e.g. the implied-need features of a
+    question that implies no need); a feature absent from both counts 0."""
 
     def confidence(self, features: dict[str, float]) -> float:
-        z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in features.items())
+        values = {**self.defaults, **features}
+        z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in values.items())
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     @classmethod
@@ -102,6 +116,7 @@ class Calibration:
             threshold=float(data["threshold"]),
             source=str(data.get("source", "file")),
             metrics=dict(data.get("metrics", {})),
+            defaults={str(k): float(v) for k, v in data.get("defaults", {}).items()},
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -111,6 +126,8 @@ class Calibration:
             "threshold": self.threshold,
             "source": self.source,
         }
+        if self.defaults:
+            out["defaults"] = self.defaults
         if self.metrics:
             out["metrics"] = self.metrics
         return out
@@ -140,6 +157,16 @@ def unit_features(unit: Unit) -> dict[str, float]:
         value = getattr(unit, name)
         if value is not None:
             feats[name] = float(value)
+    return feats
+
+
+def implied_features(units: Sequence[Unit]) -> dict[str, float]:
+    """The weakest implied need's cosines (see the module docstring); empty without such needs or an encoder."""
+    feats: dict[str, float] = {}
+    for name in ("semantic", "server_semantic", "label_semantic"):
+        values = [float(v) for v in (getattr(u, name) for u in units) if v is not None]
+        if values:
+            feats[f"implied_{name}"] = min(values)
     return feats
 
 
@@ -298,6 +325,7 @@ class Selector:
         return self._record(self._decide_needs(needs))
 
     def _decide_needs(self, needs: list[str]) -> Decision:
+        self.ranker.prime(needs)  # every need encoded in one call
         decisions = [self._decide_one(need) for need in needs]
         chosen: list[Card] = []
         tools: list[tuple[str, str]] = []
@@ -354,7 +382,7 @@ class Selector:
         if not ranking.scored:
             return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
         unit = ranking.units[0]
-        feats = unit_features(unit)
+        feats = unit_features(unit) | implied_features(ranking.implied_units)
         confidence = self.calibration.confidence(feats)
         if confidence < self.threshold:
             reason = self._why_not(ranking, unit, confidence, query)

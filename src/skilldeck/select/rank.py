@@ -127,7 +127,6 @@ class RankConfig:
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _wordset(text: str) -> frozenset[str]:
@@ -202,9 +201,8 @@ def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
     text = _CAMEL.sub(" ", text).lower()
     words: list[str] = []
     cjk: list[str] = []
-    for match in _TOKEN.finditer(text):
-        tok = match.group()
-        if _CJK.match(tok):
+    for tok in _TOKEN.findall(text):
+        if not tok[0].isascii():  # a run of CJK characters (the other alternative is ASCII only)
             cjk.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
         elif len(tok) > 1 and not tok.isdigit() and tok not in _STOP:
             if request_stopwords and tok in _REQUEST:
@@ -257,13 +255,24 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b", re.IGNORECASE),
         "calculate a math expression",
     ),
+    # a date relative to today: tomorrow, next Wednesday, the last 24h, three days ago, ...
+    (
+        re.compile(
+            r"\b(?:tomorrow|yesterday|tonight|near future|(?:next|this) (?:week|weekend|month|year|monday|tuesday|"
+            r"wednesday|thursday|friday|saturday|sunday)|(?:last|past) \d+\s*(?:h|hours?|days?|weeks?)|"
+            r"in \d+ days|\d+ days? ago)\b",
+            re.IGNORECASE,
+        ),
+        "get the current date and time",
+    ),
 )
 """Needs a question implies without naming them, each found by a rule (no model): a file it mentions
-(the work has to be read or saved somewhere), a URL, arithmetic. A rule for dates and times
-("tomorrow") was measured too and left out: it cost Recall@5 on half A."""
+(the work has to be read or saved somewhere), a URL, arithmetic, a date relative to today (the
+work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
+questions that say them need fresh data, not the clock."""
 IMPLIED_SLOT = 4
 """An implied need's best server is moved up to this index of the server list (the fifth place) when
-it is not already above it."""
+it is not already above it; a second one to the place before, and so on."""
 
 
 def implied_needs(question: str) -> list[str]:
@@ -479,6 +488,9 @@ class Ranking:
     implied: list[tuple[str, str]] = field(default_factory=list)
     """(need, server) for each need the question implies (:func:`implied_needs`) and the server
     that need ranks first, which was given a place among the first :data:`IMPLIED_SLOT` + 1 servers."""
+    implied_units: list[Unit] = field(default_factory=list)
+    """For each of ``implied``: what that need's own ranking found, told about its best card (how well
+    the catalog serves the need; the decision's confidence reads the weakest)."""
 
 
 class Ranker:
@@ -523,11 +535,19 @@ class Ranker:
         card_bags: list[dict[str, float]] = []
         self._card_terms: list[frozenset[str]] = []
         server_fields: list[list[tuple[list[str], float]]] = [[] for _ in self.server_labels]
+        seen: dict[str, list[str]] = {}  # a server's text recurs in each of its cards: tokenised once
+
+        def tok(text: str) -> list[str]:
+            found = seen.get(text)
+            if found is None:
+                found = seen[text] = tokens(text)
+            return found
+
         for card in self.cards:
             names, description, server = _card_fields(card)
-            t_name, t_desc, t_server = tokens(names), tokens(description), tokens(server)
+            t_name, t_desc, t_server = tok(names), tok(description), tok(server)
             tool = schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None
-            t_params = tokens(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
+            t_params = tok(_schema_text(tool)) if tool is not None and c.params_weight > 0 else []
             fields = [(t_name, c.name_weight), (t_desc, 1.0), (t_params, c.params_weight)]
             card_bags.append(_bag([*fields, (t_server, c.server_field_weight)]))
             self._card_terms.append(frozenset(t_name) | frozenset(t_desc) | frozenset(t_server))
@@ -549,7 +569,8 @@ class Ranker:
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
-        self._best_for_need: dict[str, str | None] = {}
+        self._best_for_need: dict[str, Unit | None] = {}
+        self._primed: dict[str, np.ndarray] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
@@ -559,8 +580,17 @@ class Ranker:
         self._label_vectors: np.ndarray | None = None
         self.cache = VectorCache(cache_dir) if cache_dir is not None and encoder is not None else None
         if encoder is not None and self.cards:
-            if vectors is None:
-                vectors = self._encode([semantic_text(card) for card in self.cards])
+            about: dict[str, str] = {}
+            card_names: dict[str, list[str]] = {}
+            for card in self.cards:
+                about.setdefault(card.server, card.server_description)
+                card_names.setdefault(card.server, []).append(card.name)
+            texts = [self._label_text(label, about[label], card_names[label]) for label in self.server_labels]
+            if vectors is None:  # cards and server texts in one encoder call: one cache read, one write
+                both = self._encode([*(semantic_text(card) for card in self.cards), *texts])
+                vectors, label_vectors = both[: len(self.cards)], both[len(self.cards) :]
+            else:
+                label_vectors = self._encode(texts)
             vecs = np.ascontiguousarray(vectors, dtype=np.float32)
             if vecs.shape[0] != len(self.cards):
                 raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
@@ -569,13 +599,7 @@ class Ranker:
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             self._vectors = vecs
             self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
-            about: dict[str, str] = {}
-            card_names: dict[str, list[str]] = {}
-            for card in self.cards:
-                about.setdefault(card.server, card.server_description)
-                card_names.setdefault(card.server, []).append(card.name)
-            texts = [server_text(label, about[label], card_names[label]) for label in self.server_labels]
-            self._label_vectors = np.ascontiguousarray(self._encode(texts), dtype=np.float32)
+            self._label_vectors = np.ascontiguousarray(label_vectors, dtype=np.float32)
             # per-server top-2 of card cosines: the cards sorted by server, and each card's group
             self._sorted_server = self._card_server[self._group_order]
             self._group_sizes = np.diff(np.append(self._group_starts, len(self.cards)))
@@ -615,6 +639,14 @@ class Ranker:
         """Lexical and semantic scores (each in [0, 1]) mixed by ``semantic_weight``."""
         w = self.semantic_weight
         return (1 - w) * lexical + w * semantic
+
+    def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        """What the encoder reads for a server's label view (:func:`server_text`)."""
+        return server_text(label, description, card_names)
+
+    def _view_weights(self) -> tuple[float, ...]:
+        """Each view's weight in the fused sum of z-scores (:data:`VIEWS` order): equal."""
+        return (1.0,) * len(VIEWS)
 
     def _merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
         """Add one job's ranking (peak-normalised, ``job.max() > 0``) into the question's, in place:
@@ -736,7 +768,8 @@ class Ranker:
                 label_cos,
             ]
         )
-        fused = sum((_zscore(v) for v in views), np.zeros(len(self.server_labels)))
+        weights = self._view_weights()
+        fused = sum((w * _zscore(v) for w, v in zip(weights, views, strict=True)), np.zeros(len(self.server_labels)))
         span = float(fused.max() - fused.min())
         fused01 = (fused - fused.min()) / span if span > 1e-12 else np.ones_like(fused)
         card_sem = np.clip(card_cos, 0.0, 1.0)
@@ -769,7 +802,12 @@ class Ranker:
             return Ranking(question, [], [])
         qvecs = None
         if self.encoder is not None and self._vectors is not None:
-            qvecs = np.asarray(self.encoder.encode(self._query_texts(question, jobs)), dtype=np.float32)
+            texts = self._query_texts(question, jobs)
+            primed = [self._primed.get(t) for t in texts]
+            if all(v is not None for v in primed):
+                qvecs = np.stack([v for v in primed if v is not None])
+            else:
+                qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
         jobs_found: list[Unit] = []
@@ -811,20 +849,41 @@ class Ranker:
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
-        return Ranking(question, scored, servers, units, needs)
+        implied_units = [unit for unit in map(self._need_unit, (need for need, _ in needs)) if unit is not None]
+        return Ranking(question, scored, servers, units, needs, implied_units)
+
+    def prime(self, questions: Sequence[str]) -> None:
+        """Encode several questions (the needs of one question) in one encoder call; ranking each of
+        them next reuses its vector. Only the last call's questions are kept."""
+        if self.encoder is None or self._vectors is None:
+            return
+        texts = list(dict.fromkeys(questions))
+        vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        self._primed = dict(zip(texts, vectors, strict=True))
 
     def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
         """Give each need the question implies one place among the first servers (in place)."""
         found: list[tuple[str, str]] = []
         for need in self._implied_needs(question):
             best = self.best_server(need)
-            if best is None:
-                continue
-            found.append((need, best))
-            at = next(i for i, (label, _) in enumerate(servers) if label == best)
-            if at > IMPLIED_SLOT:
-                entry = servers.pop(at)
-                servers.insert(IMPLIED_SLOT, (entry[0], servers[IMPLIED_SLOT - 1][1]))
+            if best is not None:
+                found.append((need, best))
+        width = IMPLIED_SLOT + 1
+        wanted = list(dict.fromkeys(best for _, best in found))[:width]
+        top = servers[:width]
+        moved = [label for label in wanted if all(label != t for t, _ in top)]
+        if moved:
+            # drop the last of the first places that no need asked for, one per server moved up
+            head = list(top)
+            for _ in moved:
+                drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
+                head.pop(drop)
+            rest = [e for e in servers if e not in head and e[0] not in moved]
+            floor = head[-1][1] if head else servers[0][1]
+            reordered = [*head, *((label, floor) for label in moved), *rest]
+            servers.clear()
+            for label, score in reordered:  # scores stay non-increasing: none above the entry before it
+                servers.append((label, min(score, servers[-1][1]) if servers else score))
         return found
 
     def _implied_needs(self, question: str) -> list[str]:
@@ -833,10 +892,15 @@ class Ranker:
 
     def best_server(self, need: str) -> str | None:
         """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
+        unit = self._need_unit(need)
+        return None if unit is None else unit.server
+
+    def _need_unit(self, need: str) -> Unit | None:
+        """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
         if need not in self._best_for_need:
             ranking = self.rank(need, implied=False)
             top = ranking.scored[0].score if ranking.scored else 0.0
-            self._best_for_need[need] = ranking.servers[0][0] if top > 0 else None
+            self._best_for_need[need] = ranking.units[0] if top > 0 and ranking.units else None
         return self._best_for_need[need]
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:

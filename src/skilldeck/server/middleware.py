@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import logging
+import weakref
 from typing import Any, Protocol
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -46,6 +47,36 @@ _FILES_CURSOR = "skilldeck-files:"
 """``resources/list`` cursors past the server's own resources, into the skill files."""
 
 _IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
+
+REPLIES_PER_CATALOG = 1024
+"""Wire replies kept per served catalog (the snapshot, or one audience's variant of it)."""
+REPLY_BYTES_PER_CATALOG = 32 * 1024 * 1024
+"""Bytes of file contents those kept replies may hold, per catalog."""
+KEPT_FILE_BYTES = 1024 * 1024
+"""A file bigger than this is encoded for each read (its reply is never kept)."""
+
+
+class _Replies:
+    """The wire replies already built for one catalog: ``skills/list`` pages and static file reads.
+
+    A catalog never changes once built (a reload or a new policy serves new catalog objects), so a
+    reply built for it stays right for as long as it is served; it is keyed by everything else the
+    reply depends on (method, cursor or URI, protocol version, page size, cache hints). Only
+    replies of requests that succeeded are kept, so every key names a page or file the catalog
+    serves: the table is bounded by the catalog, and by the limits above.
+    """
+
+    __slots__ = ("bytes", "replies")
+
+    def __init__(self) -> None:
+        self.replies: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.bytes = 0
+
+    def keep(self, key: tuple[Any, ...], reply: dict[str, Any], size: int = 0) -> None:
+        if len(self.replies) >= REPLIES_PER_CATALOG or self.bytes + size > REPLY_BYTES_PER_CATALOG:
+            return
+        self.replies[key] = reply
+        self.bytes += size
 
 
 class ServedSkills(Protocol):
@@ -124,6 +155,45 @@ class SkillsMiddleware:
     def __init__(self, extension: ServedSkills) -> None:
         self._ext = extension
         self._service = extension.service
+        # Replies built once per catalog and audience (see _Replies), dropped with the catalog.
+        self._replies: weakref.WeakKeyDictionary[Catalog, _Replies] = weakref.WeakKeyDictionary()
+
+    def _kept(self, ctx: ServerRequestContext[Any, Any], catalog: Catalog) -> _Replies | None:
+        """The replies kept for ``catalog``, or ``None`` when this request must take the SDK's full path.
+
+        A legacy session that has not completed ``initialize`` is answered by the SDK (which refuses
+        it), never from what other sessions were sent.
+        """
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and ctx.session.client_params is None:
+            return None
+        kept = self._replies.get(catalog)
+        if kept is None:
+            kept = self._replies[catalog] = _Replies()
+        return kept
+
+    async def _list_skills(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """``skills/list``: a page built (and shaped by the SDK) once per catalog, then sent as it was built.
+
+        The first request for a page takes the SDK's whole path (params validation, the extension's
+        handler, the SDK's shaping of the result for the negotiated version); its reply is kept and
+        later requests for the same page, version and settings get that same reply.
+        """
+        params = ctx.params
+        cursor = params.get("cursor") if isinstance(params, dict) else None
+        if not (params is None or isinstance(params, dict)) or not (cursor is None or isinstance(cursor, str)):
+            return await call_next(ctx)  # the SDK refuses malformed params
+        service = self._service
+        kept = self._kept(ctx, view_of(service, ctx))
+        if kept is None:
+            return await call_next(ctx)
+        key = ("skills/list", cursor, ctx.protocol_version, service.page_size, service.ttl_ms, service.cache_scope)
+        reply = kept.replies.get(key)
+        if reply is not None:
+            return reply
+        result = await call_next(ctx)
+        if isinstance(result, dict):
+            kept.keep(key, result)
+        return result
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         token = _IN_MIDDLEWARE.set(True)
@@ -131,6 +201,8 @@ class SkillsMiddleware:
             method = ctx.method
             if method == "resources/read":
                 return await self._read(ctx, call_next)
+            if method == "skills/list":
+                return await self._list_skills(ctx, call_next)
             if method == "resources/list":
                 cursor = ctx.params.get("cursor") if isinstance(ctx.params, dict) else None
                 if isinstance(cursor, str) and cursor.startswith(_FILES_CURSOR):
@@ -151,8 +223,20 @@ class SkillsMiddleware:
         uri = params.get("uri") if isinstance(params, dict) else None
         if not isinstance(uri, str):
             return await call_next(ctx)
+        service = self._service
+        catalog = view_of(service, ctx)
+        static = catalog.static_file(uri)
+        if static is not None and len(static.data) <= KEPT_FILE_BYTES:
+            kept = self._kept(ctx, catalog)
+            if kept is not None:  # a file of the snapshot: encoded once per catalog, version and hints
+                key = ("resources/read", uri, ctx.protocol_version, service.ttl_ms, service.cache_scope)
+                reply = kept.replies.get(key)
+                if reply is None:
+                    reply = self._file_reply(ctx, static)
+                    kept.keep(key, reply, len(static.data))
+                return reply
         try:
-            found = await self._service.read_file(uri, skill_request(ctx), view_of(self._service, ctx))
+            found = await service.read_file(uri, skill_request(ctx), catalog)
         except NotServedError as exc:
             raise invalid_params(exc) from None
         except (PeerError, Refused) as exc:  # a remote skill's origin failed, refused, or sent other bytes
@@ -170,6 +254,9 @@ class SkillsMiddleware:
                 return await call_next(ctx)
             except MCPError as exc:
                 raise _without_long_echo(exc, uri) from None
+        return self._file_reply(ctx, found)
+
+    def _file_reply(self, ctx: ServerRequestContext[Any, Any], found: SkillFile) -> dict[str, Any]:
         result = {"resultType": "complete", "contents": [file_contents(found)], **self._service.cache_fields()}
         # Shaped by the negotiated version's schema: legacy replies drop the 2026-only fields.
         return serialize_server_result("resources/read", ctx.protocol_version, result)

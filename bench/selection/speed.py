@@ -1,0 +1,199 @@
+"""Selection speed with the default encoder: this tree beside an earlier revision, in one run.
+
+Run from the repository root::
+
+    .venv/bin/python bench/selection/speed.py --before REV     # ~20 min on 2 busy vCPUs
+
+Every measurement runs in a fresh interpreter with the tree's ``src`` first on ``sys.path``, the
+two trees alternating, on the same catalogs and questions (LiveMCPBench's 527 tools and 95
+questions; the synthetic 10,000-card catalog of ``synth.py``). Wall time and the process's CPU
+time (all threads) are both recorded: on a shared machine wall time is inflated by other jobs'
+load, CPU time much less.
+
+* ``cold_start_10k`` (this tree only): a ``Selector`` over the 10,000 cards with an empty vector
+  cache, so every card and server text is encoded; that cache is then used below.
+* ``cold_start_subset``: the same over the first ``--subset`` cards, each tree with its own empty cache
+  (a tree before 24aa710 encoded cards and server texts in two calls, and its ``texts_encoded``
+  counts the last call only: the server texts).
+* ``warm_restart_10k``: a new process: imports, the encoder loaded and verified, the 10,000 cards
+  indexed, their vectors read from the cache (both trees read the same file: its format is unchanged).
+* ``latency_527`` / ``latency_10k``: ``Selector.decide`` per question, the encoder's query cache
+  off (every question is encoded), p50/p95 of wall and CPU milliseconds.
+
+Writes ``bench/results/selection_speed.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from livemcpbench import load_catalog, load_tasks, snapshot_json  # noqa: E402
+from synth import synthesize  # noqa: E402
+
+OUT = REPO / "bench" / "results" / "selection_speed.json"
+
+WORKER = r"""
+import json, sys, time
+import numpy as np
+args = json.loads(sys.argv[1])
+t0, c0 = time.perf_counter(), time.process_time()
+from skilldeck.select import Selector, build_cards, load_snapshot
+from skilldeck.select.encoders import load_encoder
+out = {}
+def lat(selector, questions, reps):
+    for q in questions[:5]:
+        selector.decide(q)
+    wall, cpu = [], []
+    for _ in range(reps):
+        for q in questions:
+            w, c = time.perf_counter(), time.process_time()
+            selector.decide(q)
+            cpu.append((time.process_time() - c) * 1000)
+            wall.append((time.perf_counter() - w) * 1000)
+    pct = lambda v, q: round(float(np.percentile(v, q)), 2)
+    return {"p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95), "cpu_p50_ms": pct(cpu, 50), "cpu_p95_ms": pct(cpu, 95),
+            "calls": len(wall)}
+if args["job"] == "start":  # cold start (empty cache) or warm restart (filled cache): the same steps
+    cards = build_cards(load_snapshot(args["catalog"]))
+    if args.get("limit"):
+        cards = cards.cards[: args["limit"]]
+    encoder = load_encoder("minilm")
+    selector = Selector(cards, encoder=encoder, cache_dir=args["cache"])
+    out = {"ready_s": round(time.perf_counter() - t0, 2), "cpu_s": round(time.process_time() - c0, 2),
+           "texts_encoded": selector.ranker.cache.encoded}
+else:
+    questions = json.loads(open(args["questions"], encoding="utf-8").read())
+    encoder = load_encoder("minilm", cache_size=0)
+    for name, catalog in args["catalogs"].items():
+        selector = Selector(build_cards(load_snapshot(catalog)), encoder=encoder, cache_dir=args["cache"])
+        out[name] = lat(selector, questions, args["reps"])
+print(json.dumps(out))
+"""
+
+
+def _tree(rev: str | None, work: Path) -> Path:
+    """The ``src`` folder of ``rev`` (``None``: this working tree's)."""
+    if rev is None:
+        return REPO / "src"
+    into = work / f"tree-{rev.replace('/', '_')}"
+    archive = subprocess.run(["git", "archive", rev, "src"], cwd=REPO, capture_output=True, check=True).stdout
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def _run(src: Path, args: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    t0 = datetime.now(UTC)
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER, json.dumps(args)], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"worker failed ({src}): {proc.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if args["job"] == "start":
+        result["process_wall_s"] = round((datetime.now(UTC) - t0).total_seconds(), 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", required=True, help="the earlier revision to measure beside this tree")
+    ap.add_argument("--subset", type=int, default=1000, help="cards in the cold start both trees run")
+    ap.add_argument("--reps", type=int, default=2, help="passes over the 95 questions per catalog")
+    ap.add_argument("--output", default=str(OUT))
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="skilldeck-speed-"))
+    data = REPO / "bench" / "selection" / "data" / "livemcpbench"
+    servers = load_catalog(data)
+    questions = [t.question for t in load_tasks(data, servers)]
+    paths = {"527": work / "catalog-527.json", "10k": work / "catalog-10k.json"}
+    paths["527"].write_text(json.dumps(snapshot_json(servers)), encoding="utf-8")
+    paths["10k"].write_text(json.dumps(synthesize(servers, 10_000)), encoding="utf-8")
+    qfile = work / "questions.json"
+    qfile.write_text(json.dumps(questions), encoding="utf-8")
+    trees = {"after": _tree(None, work), "before": _tree(args.before, work)}
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "before_rev": args.before,
+        "after_rev": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_start": list(os.getloadavg()),
+        },
+        "before": {},
+        "after": {},
+    }
+    cache = work / "cache-10k"
+    try:
+        print("cold start, 10,000 cards (this tree) ...", flush=True)
+        results["after"]["cold_start_10k"] = _run(
+            trees["after"], {"job": "start", "catalog": str(paths["10k"]), "cache": str(cache)}
+        )
+        print(f"  {results['after']['cold_start_10k']}", flush=True)
+        for name in ("before", "after"):
+            print(f"cold start, {args.subset} cards ({name}) ...", flush=True)
+            results[name]["cold_start_subset"] = {
+                "cards": args.subset,
+                **_run(
+                    trees[name],
+                    {
+                        "job": "start",
+                        "catalog": str(paths["10k"]),
+                        "limit": args.subset,
+                        "cache": str(work / f"cache-subset-{name}"),
+                    },
+                ),
+            }
+            print(f"  {results[name]['cold_start_subset']}", flush=True)
+        for rep in range(2):
+            for name in ("before", "after") if rep == 0 else ("after", "before"):
+                r = _run(trees[name], {"job": "start", "catalog": str(paths["10k"]), "cache": str(cache)})
+                results[name].setdefault("warm_restart_10k_runs", []).append(r)
+                print(f"warm restart ({name}): {r}", flush=True)
+        for name in ("before", "after"):
+            runs = results[name]["warm_restart_10k_runs"]
+            results[name]["warm_restart_10k"] = min(runs, key=lambda r: r["process_wall_s"])
+        for name in ("before", "after"):
+            print(f"latency ({name}) ...", flush=True)
+            lat = _run(
+                trees[name],
+                {
+                    "job": "latency",
+                    "catalogs": {k: str(v) for k, v in paths.items()},
+                    "questions": str(qfile),
+                    "cache": str(cache),
+                    "reps": args.reps,
+                },
+            )
+            results[name]["latency_527"] = lat["527"]
+            results[name]["latency_10k"] = lat["10k"]
+            print(f"  {lat}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["machine"]["load_avg_end"] = list(os.getloadavg())
+    Path(args.output).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

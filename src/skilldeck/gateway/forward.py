@@ -1,0 +1,640 @@
+"""Resources, prompts and completions of the upstream servers, forwarded through the gateway by label.
+
+:class:`ForwardedUpstreams` is a ``ServerMiddleware`` (innermost in the gateway's chain, after the
+re-published skills) that answers, for every connected upstream that declares the capability:
+
+* ``prompts/list`` and ``prompts/get``: each prompt as ``LABEL__NAME`` (like an injected tool; a
+  label that holds ``__`` or ends in ``_`` could make two names meet, so its prompts are not
+  forwarded), the upstream entry otherwise unchanged;
+* ``resources/list``, ``resources/templates/list`` and ``resources/read``: every URI rewritten to
+  ``upstream://LABEL/UPSTREAM-URI`` (the label percent-encoded, the upstream URI verbatim), so two
+  upstreams' URIs never collide, a read needs no table (the URI names its upstream) and a
+  template's expansion is the gateway form of the upstream's expansion. An upstream's own
+  ``skill://`` resources are left out while the gateway re-publishes skills (they are served,
+  verified, as ``skill://LABEL/...``), so a ``skill://`` read always takes the skills path;
+* ``resources/subscribe``/``unsubscribe`` (2025-11-25 clients) and the resource URIs of a
+  2026-07-28 ``subscriptions/listen`` filter: passed on to the upstream when it declares
+  ``resources.subscribe`` on a 2025-11-25 session, its ``notifications/resources/updated`` relayed
+  (as the gateway URI) to the subscribed legacy sessions and on the ``subscriptions/listen`` bus;
+* ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
+  under its own names.
+
+Lists page one upstream page at a time (the gateway's cursor names the upstream and its cursor),
+upstreams in label order, under the host's listing caps (``ListingLimits``: pages per upstream,
+entries per page); an upstream that fails is skipped and the next one listed.
+
+Under the gateway's policy a caller sees and uses only what is admitted to them, by id: a prompt
+is ``LABEL/PROMPT``, a resource ``LABEL/UPSTREAM-URI``, a template ``LABEL/URI-TEMPLATE``; the rule
+``LABEL/*`` covers every prompt, resource and template of that upstream that has no rule of its
+own (``admit:`` conditions, as for skills). A read of a URI no list showed (a template's expansion)
+is decided by its own id, else ``LABEL/*``.
+
+Change notifications are relayed by :meth:`ForwardedUpstreams.relay_change` (the gateway's
+watcher hears ``prompts`` and ``resources`` changes of every upstream, in both eras).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import warnings
+from collections.abc import Awaitable, Iterable
+from typing import Any
+from urllib.parse import quote, unquote
+
+import anyio
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionBus
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    PromptReference,
+    ResourceTemplateReference,
+    ResourceUpdatedNotification,
+)
+from mcp_types.methods import parse_client_request, serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from skilldeck.errors import shorten
+from skilldeck.gateway.service import ORIGIN_META, SERVER_INFO_META, GatewayService
+from skilldeck.host.connect import Connected
+from skilldeck.server.middleware import locale_hint
+from skilldeck.server.notifier import LegacyConnections
+from skilldeck.server.policy import Caller, caller_for
+from skilldeck.skill.uri import SCHEME as SKILL_SCHEME
+
+__all__ = [
+    "MAX_CLIENT_SUBSCRIPTIONS",
+    "MAX_SUBSCRIPTIONS",
+    "PROMPT_SEPARATOR",
+    "RESOURCE_SCHEME",
+    "ForwardedUpstreams",
+    "gateway_uri",
+    "prompt_name",
+    "split_prompt_name",
+    "split_uri",
+]
+
+logger = logging.getLogger(__name__)
+
+RESOURCE_SCHEME = "upstream"
+"""The gateway's URI scheme for an upstream's resources: ``upstream://LABEL/UPSTREAM-URI``."""
+PROMPT_SEPARATOR = "__"
+_PREFIX = f"{RESOURCE_SCHEME}://"
+_CURSOR_PREFIX = "upstream:"
+_SKILL_PREFIX = f"{SKILL_SCHEME}://"
+
+MAX_URI_CHARS = 8_192
+"""A resource URI (or template) a client sends, or an upstream lists, may take this many characters."""
+MAX_NAME_CHARS = 512
+"""A prompt name or argument name."""
+MAX_CURSOR_CHARS = 4_096
+"""A cursor, the gateway's (from a client) or an upstream's (carried inside the gateway's)."""
+MAX_PROMPT_ARGUMENTS = 64
+MAX_ARGUMENT_CHARS = 64 * 1024
+"""One prompt or completion argument value."""
+MAX_SUBSCRIPTIONS = 1_024
+"""Upstream resources subscribed to at once (for all clients together)."""
+MAX_CLIENT_SUBSCRIPTIONS = 64
+"""Resources one legacy connection (or one 2026-07-28 listen stream) may subscribe to through the gateway."""
+MAX_SUBSCRIBERS = 256
+"""Subscribers (legacy connections and 2026-07-28 listen streams) of one resource."""
+UNSUBSCRIBE_SECONDS = 10.0
+"""How long a closed listen stream's upstream unsubscriptions may take."""
+
+_KINDS = {
+    "prompts/list": ("prompts", "prompts"),
+    "resources/list": ("resources", "resources"),
+    "resources/templates/list": ("resources", "resourceTemplates"),
+}
+_FORWARDED = frozenset(
+    {
+        *_KINDS,
+        "prompts/get",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+    }
+)
+
+
+def gateway_uri(label: str, uri: str) -> str:
+    """The gateway's URI of an upstream's resource (or template): ``upstream://LABEL/URI``."""
+    return f"{_PREFIX}{quote(label, safe='')}/{uri}"
+
+
+def split_uri(uri: str) -> tuple[str, str] | None:
+    """``(label, upstream URI)`` of a gateway URI, or ``None`` if ``uri`` is not one."""
+    if not uri.startswith(_PREFIX):
+        return None
+    label, sep, upstream = uri[len(_PREFIX) :].partition("/")
+    if not sep or not label or not upstream:
+        return None
+    return unquote(label), upstream
+
+
+def _prompts_forwarded(label: str) -> bool:
+    """Whether ``LABEL__NAME`` splits back unambiguously: the label holds no ``__`` and does not end in ``_``."""
+    return bool(label) and PROMPT_SEPARATOR not in label and not label.endswith("_")
+
+
+def prompt_name(label: str, name: str) -> str:
+    """The gateway's name of an upstream's prompt: ``LABEL__NAME``."""
+    return f"{label}{PROMPT_SEPARATOR}{name}"
+
+
+def split_prompt_name(name: str) -> tuple[str, str] | None:
+    """``(label, upstream name)`` of a gateway prompt name, or ``None``."""
+    label, sep, upstream = name.partition(PROMPT_SEPARATOR)
+    if not sep or not upstream or not _prompts_forwarded(label):
+        return None
+    return label, upstream
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=message)
+
+
+def _encode_cursor(label: str, cursor: str | None, page: int) -> str:
+    raw = json.dumps([label, cursor, page], separators=(",", ":")).encode("utf-8")
+    return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str | None, int]:
+    bad = _invalid("invalid cursor: pass back a nextCursor this gateway returned, or none to start over")
+    if len(cursor) > MAX_CURSOR_CHARS or not cursor.startswith(_CURSOR_PREFIX):
+        raise bad
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor[len(_CURSOR_PREFIX) :].encode("ascii")))
+    except (ValueError, binascii.Error, UnicodeError):
+        raise bad from None
+    if not (
+        isinstance(value, list)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and (value[1] is None or isinstance(value[1], str))
+        and isinstance(value[2], int)
+        and not isinstance(value[2], bool)
+        and value[2] >= 0
+    ):
+        raise bad
+    return value[0], value[1], value[2]
+
+
+def _dump(result: Any) -> dict[str, Any]:
+    out: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    for key in ("resultType", "ttlMs", "cacheScope", "nextCursor"):
+        out.pop(key, None)
+    return out
+
+
+def _with_origin(item: dict[str, Any], label: str) -> dict[str, Any]:
+    meta = {k: v for k, v in (item.get("_meta") or {}).items() if k != SERVER_INFO_META}
+    return {**item, "_meta": {**meta, ORIGIN_META: label}}
+
+
+class ForwardedUpstreams:
+    """The gateway's forwarding of upstream resources, prompts and completions (see the module docs).
+
+    Args:
+        service: the gateway service (its host, its policy).
+        subscriptions: the ``subscriptions/listen`` bus the gateway serves.
+        skills_republished: whether ``skill://`` is the re-published skills' (upstream ``skill://``
+            resources are then left out).
+    """
+
+    def __init__(
+        self, service: GatewayService, subscriptions: SubscriptionBus, *, skills_republished: bool = True
+    ) -> None:
+        self.service = service
+        self.subscriptions = subscriptions
+        self.skills_republished = skills_republished
+        self.legacy = LegacyConnections(on_forget=self._forget)
+        """Legacy connections told of list changes and resource updates."""
+        self._subscribers: dict[tuple[str, str], set[Any]] = {}
+        """Per upstream resource ``(label, uri)``: who subscribed (a legacy connection key, or a listen stream)."""
+        self._listening = False
+
+    # -- who asks, and what they may see -----------------------------------------------------------
+
+    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
+        return caller_for(self.service.policy, get_access_token(), locale_hint(ctx))
+
+    def admits(self, caller: Caller, label: str, key: str) -> bool:
+        """Whether ``caller`` may see ``key`` (a prompt name, resource URI or template) of ``label``."""
+        policy = self.service.policy
+        if policy is None:
+            return True
+        rule = policy.skill(f"{label}/{key}") or policy.skill(f"{label}/*")
+        return rule is None or rule.admits(caller)
+
+    def _connected(self, label: str) -> Connected:
+        connected = self.service.host.connections.connected.get(label)
+        if connected is None:
+            raise _invalid(f"no upstream server {shorten(label)!r} is connected; list again")
+        return connected
+
+    @staticmethod
+    def _declares(connected: Connected, kind: str) -> bool:
+        capabilities = connected.client.server_capabilities
+        return getattr(capabilities, kind, None) is not None
+
+    def _labels(self, kind: str) -> list[str]:
+        """Connected upstreams, in label order, that declare ``kind`` (``prompts``, ``resources``)."""
+        connected = self.service.host.connections.connected
+        return sorted(
+            label
+            for label, c in connected.items()
+            if self._declares(c, kind) and (kind != "prompts" or _prompts_forwarded(label))
+        )
+
+    # -- the hook ----------------------------------------------------------------------------------
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method = ctx.method
+        if method in _FORWARDED:
+            return await self._answer(ctx, call_next)
+        if method == "subscriptions/listen":
+            return await self._listen(ctx, call_next)
+        if method == "initialize":
+            return self._declare(await call_next(ctx), legacy=True)
+        if method == "server/discover":
+            return self._declare(await call_next(ctx), legacy=False)
+        if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.legacy.remember(ctx.session)
+        return await call_next(ctx)
+
+    async def _answer(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method, version = ctx.method, ctx.protocol_version
+        params: dict[str, Any] = dict(ctx.params) if isinstance(ctx.params, dict) else {}
+        if method == "resources/read":
+            uri = params.get("uri")
+            if not isinstance(uri, str) or split_uri(uri) is None:
+                return await call_next(ctx)  # not ours: the server's own resources (or its error)
+        try:
+            parse_client_request(method, version, params or None)
+        except KeyError:
+            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "params"
+            what = errors[0]["msg"] if errors else "invalid"
+            raise _invalid(f"invalid {method} params: {where}: {what}") from None
+        caller = self.caller(ctx)
+        result: dict[str, Any]
+        if method in _KINDS:
+            result = await self._list(caller, method, params.get("cursor"))
+        elif method == "prompts/get":
+            result = await self._get_prompt(caller, params)
+        elif method == "resources/read":
+            result = await self._read(caller, params["uri"])
+        elif method == "completion/complete":
+            result = await self._complete(caller, params)
+        else:
+            await self._subscription(ctx, caller, str(params.get("uri")), subscribe=method == "resources/subscribe")
+            result = {}
+        return serialize_server_result(method, version, {"resultType": "complete", **result})
+
+    # -- lists -------------------------------------------------------------------------------------
+
+    async def _list(self, caller: Caller, method: str, cursor: Any) -> dict[str, Any]:
+        """One page: one upstream page (after any upstream skipped), and the cursor of what follows."""
+        capability, key = _KINDS[method]
+        labels = self._labels(capability)
+        start, upstream_cursor, page = 0, None, 0
+        if isinstance(cursor, str):
+            label, upstream_cursor, page = _decode_cursor(cursor)
+            start = next((i for i, known in enumerate(labels) if known >= label), len(labels))
+            if start < len(labels) and labels[start] != label:
+                upstream_cursor, page = None, 0  # that upstream is gone: go on with the next one
+        limits = self.service.host.limits
+        cache = {"ttlMs": 0, "cacheScope": "private"}
+        for index in range(start, len(labels)):
+            label = labels[index]
+            connected = self.service.host.connections.connected.get(label)
+            if connected is None:  # gone while an earlier upstream was asked
+                upstream_cursor, page = None, 0
+                continue
+            try:
+                items, next_cursor = await self._fetch(connected, method, upstream_cursor)
+            except Exception as exc:  # one upstream's trouble must not hide the others
+                logger.warning("%s of %r failed: %s", method, label, connected.explain(exc))
+                upstream_cursor, page = None, 0
+                continue
+            kept = [item for item in (self._entry(caller, label, key, i) for i in items) if item is not None]
+            kept = kept[: limits.max_entries]
+            following: str | None = None
+            if next_cursor and page + 1 < limits.max_pages and len(next_cursor) <= MAX_CURSOR_CHARS:
+                following = _encode_cursor(label, next_cursor, page + 1)
+            elif next_cursor:
+                logger.warning(
+                    "%s of %r stopped after %d pages (the cap) or at an oversized cursor", method, label, page
+                )
+            if following is None and index + 1 < len(labels):
+                following = _encode_cursor(labels[index + 1], None, 0)
+            out: dict[str, Any] = {key: kept, **cache}
+            if following is not None:
+                out["nextCursor"] = following
+            return out
+        return {key: [], **cache}
+
+    @staticmethod
+    async def _fetch(connected: Connected, method: str, cursor: str | None) -> tuple[list[Any], str | None]:
+        client = connected.client
+        if method == "prompts/list":
+            prompts = await client.list_prompts(cursor=cursor, cache_mode="bypass")
+            return list(prompts.prompts), prompts.next_cursor
+        if method == "resources/list":
+            resources = await client.list_resources(cursor=cursor, cache_mode="bypass")
+            return list(resources.resources), resources.next_cursor
+        templates = await client.list_resource_templates(cursor=cursor, cache_mode="bypass")
+        return list(templates.resource_templates), templates.next_cursor
+
+    def _entry(self, caller: Caller, label: str, key: str, item: Any) -> dict[str, Any] | None:
+        """One upstream entry as the gateway lists it to ``caller``, or ``None`` when it is not theirs to see."""
+        entry: dict[str, Any] = item.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if key == "prompts":
+            name = entry.get("name")
+            if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not self.admits(caller, label, name):
+                return None
+            entry["name"] = prompt_name(label, name)
+        else:
+            field = "uri" if key == "resources" else "uriTemplate"
+            uri = entry.get(field)
+            if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS or not self.admits(caller, label, uri):
+                return None
+            if self.skills_republished and uri.startswith(_SKILL_PREFIX):
+                return None  # re-published, verified, as skill://LABEL/...
+            entry[field] = gateway_uri(label, uri)
+        return _with_origin(entry, label)
+
+    # -- prompts -----------------------------------------------------------------------------------
+
+    def _prompt(self, caller: Caller, name: str) -> tuple[Connected, str]:
+        split = split_prompt_name(name)
+        if split is None or len(split[1]) > MAX_NAME_CHARS:
+            raise _invalid(f"unknown prompt {shorten(name)!r}: prompts are named LABEL__NAME, as prompts/list shows")
+        label, upstream = split
+        if not self.admits(caller, label, upstream):
+            raise _invalid(f"unknown prompt {shorten(name)!r}")  # as if absent: the policy does not admit it
+        connected = self._connected(label)
+        if not self._declares(connected, "prompts"):
+            raise _invalid(f"unknown prompt {shorten(name)!r}: {label!r} serves no prompts")
+        return connected, upstream
+
+    async def _get_prompt(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        connected, name = self._prompt(caller, str(params["name"]))
+        arguments = params.get("arguments") or {}
+        if len(arguments) > MAX_PROMPT_ARGUMENTS:
+            raise _invalid(f"a prompt takes at most {MAX_PROMPT_ARGUMENTS} arguments")
+        if any(len(k) > MAX_NAME_CHARS or len(str(v)) > MAX_ARGUMENT_CHARS for k, v in arguments.items()):
+            raise _invalid(
+                f"a prompt argument's name is at most {MAX_NAME_CHARS} characters, its value {MAX_ARGUMENT_CHARS}"
+            )
+        result = await self._upstream(
+            connected, connected.client.get_prompt(name, {k: str(v) for k, v in arguments.items()})
+        )
+        out = _with_origin(_dump(result), connected.label)
+        out["messages"] = [self._message(connected.label, m) for m in out.get("messages", [])]
+        return out
+
+    def _message(self, label: str, message: dict[str, Any]) -> dict[str, Any]:
+        """A prompt message whose resource links and embedded resources name the gateway's URIs."""
+        content = message.get("content")
+        if not isinstance(content, dict):
+            return message
+        if content.get("type") == "resource_link" and isinstance(content.get("uri"), str):
+            content = {**content, "uri": gateway_uri(label, content["uri"])}
+        elif content.get("type") == "resource" and isinstance(content.get("resource"), dict):
+            resource = content["resource"]
+            if isinstance(resource.get("uri"), str):
+                content = {**content, "resource": {**resource, "uri": gateway_uri(label, resource["uri"])}}
+        return {**message, "content": content}
+
+    # -- resources ---------------------------------------------------------------------------------
+
+    def _resource(self, caller: Caller, uri: str) -> tuple[Connected, str]:
+        split = split_uri(uri) if len(uri) <= MAX_URI_CHARS else None
+        if split is None:
+            raise _invalid(f"unknown resource {shorten(uri)!r}: upstream resources are upstream://LABEL/URI")
+        label, upstream = split
+        if not self.admits(caller, label, upstream) or (self.skills_republished and upstream.startswith(_SKILL_PREFIX)):
+            raise _invalid(f"unknown resource {shorten(uri)!r}")
+        connected = self._connected(label)
+        if not self._declares(connected, "resources"):
+            raise _invalid(f"unknown resource {shorten(uri)!r}: {label!r} serves no resources")
+        return connected, upstream
+
+    async def _read(self, caller: Caller, uri: str) -> dict[str, Any]:
+        connected, upstream = self._resource(caller, uri)
+        result = await self._upstream(connected, connected.client.read_resource(upstream, cache_mode="bypass"))
+        out = _with_origin(_dump(result), connected.label)
+        out["contents"] = [
+            {**c, "uri": gateway_uri(connected.label, c["uri"])} if isinstance(c.get("uri"), str) else c
+            for c in out.get("contents", [])
+        ]
+        out["cacheScope"], out["ttlMs"] = "private", 0
+        return out
+
+    # -- completions -------------------------------------------------------------------------------
+
+    async def _complete(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        ref = params["ref"]
+        upstream_ref: PromptReference | ResourceTemplateReference
+        if ref.get("type") == "ref/prompt":
+            connected, name = self._prompt(caller, str(ref.get("name")))
+            upstream_ref = PromptReference(type="ref/prompt", name=name)
+        else:
+            connected, template = self._resource(caller, str(ref.get("uri")))
+            upstream_ref = ResourceTemplateReference(type="ref/resource", uri=template)
+        argument = params["argument"]
+        context = (params.get("context") or {}).get("arguments") or None
+        values = [str(argument.get("name", "")), str(argument.get("value", ""))]
+        values += [str(v) for v in (context or {}).values()] + list(context or {})
+        if len(context or {}) > MAX_PROMPT_ARGUMENTS or any(len(v) > MAX_ARGUMENT_CHARS for v in values):
+            raise _invalid(
+                f"completion arguments are at most {MAX_PROMPT_ARGUMENTS}, each at most {MAX_ARGUMENT_CHARS} characters"
+            )
+        if not self._declares(connected, "completions"):
+            return {"completion": {"values": []}}
+        result = await self._upstream(
+            connected,
+            connected.client.complete(
+                upstream_ref,
+                {"name": values[0], "value": values[1]},
+                {str(k): str(v) for k, v in context.items()} if context else None,
+            ),
+        )
+        # (the SDK refuses an upstream's completion of more than the protocol's 100 values)
+        return {"completion": dict(_dump(result).get("completion") or {"values": []})}
+
+    # -- subscriptions -----------------------------------------------------------------------------
+
+    async def _subscription(
+        self, ctx: ServerRequestContext[Any, Any], caller: Caller, uri: str, *, subscribe: bool
+    ) -> None:
+        """``resources/subscribe`` or ``unsubscribe`` of a legacy connection."""
+        connection = self.legacy.remember(ctx.session)
+        target = self._subscribable(caller, uri)
+        if subscribe:
+            await self._subscribe(target, connection)
+        else:
+            await self._unsubscribe(target, connection)
+
+    def _subscribable(self, caller: Caller, uri: str) -> tuple[Connected, str]:
+        connected, upstream = self._resource(caller, uri)
+        resources = connected.client.server_capabilities.resources
+        if connected.protocol_version in MODERN_PROTOCOL_VERSIONS or resources is None or not resources.subscribe:
+            raise _invalid(f"{connected.label!r} offers no resource subscriptions (resources.subscribe)")
+        return connected, upstream
+
+    async def _subscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
+        connected, upstream = target
+        key = (connected.label, upstream)
+        subscribers = self._subscribers.get(key)
+        if subscribers is not None and subscriber in subscribers:
+            return
+        if sum(1 for held in self._subscribers.values() if subscriber in held) >= MAX_CLIENT_SUBSCRIPTIONS:
+            raise _invalid(
+                f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
+            )
+        if subscribers is None:
+            if len(self._subscribers) >= MAX_SUBSCRIPTIONS:
+                raise _invalid(
+                    f"the gateway holds {MAX_SUBSCRIPTIONS} resource subscriptions already; unsubscribe one first"
+                )
+            self._listen_upstreams()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
+                await self._upstream(connected, connected.client.subscribe_resource(upstream))
+            subscribers = self._subscribers.setdefault(key, set())
+        if len(subscribers) >= MAX_SUBSCRIBERS:
+            raise _invalid(f"{MAX_SUBSCRIBERS} clients subscribe to this resource already")
+        subscribers.add(subscriber)
+
+    async def _unsubscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
+        connected, upstream = target
+        key = (connected.label, upstream)
+        subscribers = self._subscribers.get(key)
+        if subscribers is None:
+            return
+        subscribers.discard(subscriber)
+        if subscribers:
+            return
+        del self._subscribers[key]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
+                await connected.client.unsubscribe_resource(upstream)
+        except Exception as exc:  # the upstream may be gone: nobody is told of its updates any more
+            logger.debug("unsubscribing %s of %r failed: %s", upstream, connected.label, exc)
+
+    def _forget(self, connection: int) -> None:
+        """A legacy connection closed: it subscribes to nothing any more."""
+        for key in [k for k, subscribers in self._subscribers.items() if connection in subscribers]:
+            self._subscribers[key].discard(connection)
+            if not self._subscribers[key]:
+                del self._subscribers[key]  # the upstream's updates of it are dropped from now on
+
+    async def _listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open."""
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        notifications = params.get("notifications")
+        uris = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        stream = object()
+        held: list[tuple[Connected, str]] = []
+        caller = self.caller(ctx)
+        for uri in uris if isinstance(uris, list) else []:
+            if not isinstance(uri, str) or split_uri(uri) is None:
+                continue
+            try:
+                target = self._subscribable(caller, uri)
+                await self._subscribe(target, stream)
+            except MCPError as exc:  # not subscribable: the stream is still served, without its updates
+                logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
+                continue
+            held.append(target)
+        try:
+            return await call_next(ctx)
+        finally:
+            # The stream usually ends by cancellation: the upstreams are still told, within a bound.
+            with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
+                for target in held:
+                    await self._unsubscribe(target, stream)
+
+    def _listen_upstreams(self) -> None:
+        if not self._listening:
+            self.service.host.connections.add_message_listener(self._upstream_message)
+            self._listening = True
+
+    async def _upstream_message(self, label: str, message: Any) -> None:
+        """``notifications/resources/updated`` of a subscribed resource: to its subscribers, as the gateway URI."""
+        if not isinstance(message, ResourceUpdatedNotification):
+            return
+        subscribers = self._subscribers.get((label, str(message.params.uri)))
+        if not subscribers:
+            return
+        uri = gateway_uri(label, str(message.params.uri))
+        await self.subscriptions.publish(ResourceUpdated(uri=uri))
+        sessions = dict(self.legacy.items())
+        for subscriber in list(subscribers):
+            session = sessions.get(subscriber) if isinstance(subscriber, int) else None
+            if session is not None:
+                await self._tell(subscriber, session.send_resource_updated(uri))
+
+    # -- changes -----------------------------------------------------------------------------------
+
+    async def relay_change(self, reasons: Iterable[str]) -> None:
+        """An upstream said its prompts or resources changed: tell every client (both eras)."""
+        reasons = frozenset(reasons)
+        if "prompts" in reasons:
+            await self.subscriptions.publish(PromptsListChanged())
+        if "resources" in reasons:
+            await self.subscriptions.publish(ResourcesListChanged())
+        for key, session in self.legacy.items():
+            if "prompts" in reasons:
+                await self._tell(key, session.send_prompt_list_changed())
+            if "resources" in reasons:
+                await self._tell(key, session.send_resource_list_changed())
+
+    async def _tell(self, key: int, sending: Awaitable[None]) -> None:
+        try:
+            await sending
+        except Exception:  # a gone session must not stop the others
+            logger.debug("dropping a legacy session that could not be notified", exc_info=True)
+            self.legacy.forget(key)
+
+    # -- errors and capabilities -------------------------------------------------------------------
+
+    @staticmethod
+    async def _upstream(connected: Connected, request: Awaitable[Any]) -> Any:
+        """The upstream's answer; its error passed on with its code, anything else as an internal error."""
+        try:
+            return await request
+        except MCPError as exc:
+            raise MCPError(
+                code=exc.error.code, message=f"[{connected.label}] {shorten(exc.error.message, 600)}"
+            ) from None
+        except Exception as exc:
+            reason = connected.explain(exc)
+            raise MCPError(code=INTERNAL_ERROR, message=f"[{connected.label}] failed: {shorten(reason, 600)}") from None
+
+    @staticmethod
+    def _declare(result: HandlerResult, *, legacy: bool) -> HandlerResult:
+        """Prompts, resources (with subscriptions) and completions, in ``initialize`` and ``server/discover``."""
+        if not isinstance(result, dict) or not isinstance(result.get("capabilities"), dict):
+            return result
+        capabilities = dict(result["capabilities"])
+        if legacy:
+            capabilities["prompts"] = {**dict(capabilities.get("prompts") or {}), "listChanged": True}
+            resources = dict(capabilities.get("resources") or {})
+            capabilities["resources"] = {**resources, "listChanged": True, "subscribe": True}
+        capabilities["completions"] = dict(capabilities.get("completions") or {})
+        return {**result, "capabilities": capabilities}

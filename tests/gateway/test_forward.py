@@ -1,0 +1,455 @@
+"""Upstream resources, templates, prompts and completions reach the client through the gateway, by label.
+
+Upstreams are real in-process servers: ``a`` and ``b`` (``MCPServer``\\ s with the same resource
+URIs, template, prompt and completions, so only the label tells them apart), ``secret`` (the same,
+hidden by the policy's ``secret/*`` rule), and lowlevel ``Server``\\ s where a test needs paging
+or resource subscriptions. Every test is driven by the official Python client in both eras
+(``modern`` 2026-07-28, ``legacy`` 2025-11-25).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp.client.subscriptions import ResourceUpdated
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus, PromptsListChanged, ResourcesListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    Completion,
+    EmptyResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Prompt,
+    PromptReference,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplateReference,
+    ServerNotification,
+    SubscribeRequestParams,
+    TextResourceContents,
+    UnsubscribeRequestParams,
+)
+
+from skilldeck.gateway import GatewayService, create_gateway
+from skilldeck.gateway.app import follow_upstreams
+from skilldeck.gateway.forward import (
+    MAX_CLIENT_SUBSCRIPTIONS,
+    MAX_NAME_CHARS,
+    MAX_PROMPT_ARGUMENTS,
+    MAX_URI_CHARS,
+    gateway_uri,
+    prompt_name,
+    split_prompt_name,
+    split_uri,
+)
+from skilldeck.gateway.service import ORIGIN_META
+from skilldeck.host import Host, InProcessServer, ServerSpec
+from skilldeck.host.discover import ListingLimits
+from skilldeck.server.policy import Match, Policy, SkillPolicy
+from skilldeck.skill.uri import SKILL_MD
+
+from .gateway_clients_support import client, jobs_upstream, open_gateway
+
+# A 2025-11-25 client subscribes with resources/subscribe, which the SDK marks deprecated for 2026-07-28.
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
+
+ERAS = ["modern", "legacy"]
+HIDE_SECRET = Policy(
+    skills={
+        "secret/*": SkillPolicy(admit=(Match(roles=frozenset({"admin"})),)),
+        "b/note://readme": SkillPolicy(admit=(Match(roles=frozenset({"admin"})),)),
+    }
+)
+
+
+def docs_upstream(name: str, bus: InMemorySubscriptionBus | None = None) -> MCPServer[Any]:
+    """A resource ``note://readme``, a template ``note://pages/{page}``, a prompt ``greet(who)``, completions."""
+    server: MCPServer[Any] = MCPServer(name, subscriptions=bus)
+
+    @server.resource("note://readme", mime_type="text/plain")
+    def readme() -> str:
+        return f"readme of {name}"
+
+    @server.resource("note://pages/{page}", mime_type="text/plain")
+    def page(page: str) -> str:
+        return f"page {page} of {name}"
+
+    @server.prompt()
+    def greet(who: str) -> str:
+        """Greets someone."""
+        return f"Hello {who} from {name}"
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion:
+        if isinstance(ref, PromptReference):
+            assert ref.name == "greet", ref  # the upstream's own name, never LABEL__NAME
+            return Completion(values=[v for v in (f"{name}-alice", f"{name}-bob") if v.startswith(argument.value)])
+        assert ref.uri == "note://pages/{page}", ref  # the upstream's own template
+        return Completion(values=[f"{name}-1", f"{name}-2"])
+
+    return server
+
+
+@asynccontextmanager
+async def docs_gateway(era: str, *, policy: Policy | None = HIDE_SECRET) -> AsyncIterator[Client]:
+    upstreams = {label: docs_upstream(label) for label in ("a", "b", "secret")}
+    async with open_gateway(upstreams, policy=policy) as gw, client(gw, era) as c:
+        yield c
+
+
+async def every_page(fetch: Any, field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor = None
+    for _ in range(20):
+        page = await fetch(cursor=cursor)
+        items += getattr(page, field)
+        cursor = page.next_cursor
+        if cursor is None:
+            return items
+    raise AssertionError("the gateway never stopped paging")
+
+
+def test_names_round_trip() -> None:
+    for label, uri in [("a", "note://x"), ("my server/1", "file:///tmp/a b"), ("x", "upstream://y/z")]:
+        assert split_uri(gateway_uri(label, uri)) == (label, uri)
+    assert split_prompt_name(prompt_name("docs", "a__b")) == ("docs", "a__b")
+    assert split_prompt_name("no_separator") is None
+    # "docs___x" is docs's "_x": a label ending in "_" (or holding "__") would collide, so its prompts are not forwarded
+    assert split_prompt_name(prompt_name("docs_", "x")) == ("docs", "_x")
+    assert split_prompt_name(prompt_name("a__b", "c")) == ("a", "b__c")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_resources_are_listed_and_read_by_label_without_collisions(era: str) -> None:
+    async with docs_gateway(era) as c:
+        listed = await every_page(c.list_resources, "resources")
+        uris = {r.uri: r for r in listed}
+        # b's readme is hidden by its own rule, all of secret by secret/*
+        assert set(uris) == {"upstream://a/note://readme"}
+        assert (uris["upstream://a/note://readme"].meta or {})[ORIGIN_META] == "a"
+        templates = await every_page(c.list_resource_templates, "resource_templates")
+        assert {t.uri_template for t in templates} == {
+            "upstream://a/note://pages/{page}",
+            "upstream://b/note://pages/{page}",
+        }
+
+        read = await c.read_resource("upstream://a/note://readme")
+        [content] = read.contents
+        assert isinstance(content, TextResourceContents)
+        assert (content.uri, content.text) == ("upstream://a/note://readme", "readme of a")
+        for label in ("a", "b"):  # the template's expansion, read through the gateway, from its own upstream
+            [page] = (await c.read_resource(f"upstream://{label}/note://pages/7")).contents
+            assert isinstance(page, TextResourceContents)
+            assert (page.uri, page.text) == (f"upstream://{label}/note://pages/7", f"page 7 of {label}")
+
+        for hidden in (
+            "upstream://secret/note://readme",
+            "upstream://secret/note://pages/1",
+            "upstream://b/note://readme",
+        ):
+            with pytest.raises(MCPError) as refused:
+                await c.read_resource(hidden)
+            assert refused.value.error.code == INVALID_PARAMS
+            assert "secret of" not in refused.value.error.message
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_prompts_are_listed_and_got_by_label(era: str) -> None:
+    async with docs_gateway(era) as c:
+        prompts = await every_page(c.list_prompts, "prompts")
+        assert {p.name for p in prompts} == {"a__greet", "b__greet"}
+        assert all((p.meta or {})[ORIGIN_META] == p.name.split("__")[0] for p in prompts)
+        assert [a.name for a in prompts[0].arguments or []] == ["who"]
+        got = await c.get_prompt("b__greet", {"who": "Ann"})
+        assert [m.content.text for m in got.messages if m.content.type == "text"] == ["Hello Ann from b"]
+        assert (got.meta or {})[ORIGIN_META] == "b"
+        for unknown in ("secret__greet", "greet", "c__greet"):
+            with pytest.raises(MCPError) as refused:
+                await c.get_prompt(unknown, {"who": "x"})
+            assert refused.value.error.code == INVALID_PARAMS
+        with pytest.raises(MCPError) as upstream_error:  # the upstream's own error, passed on with its label
+            await c.get_prompt("a__nope", {"who": "x"})
+        assert upstream_error.value.error.message.startswith("[a] ")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_completions_are_asked_under_the_upstreams_names(era: str) -> None:
+    async with docs_gateway(era) as c:
+        prompt = await c.complete(PromptReference(type="ref/prompt", name="b__greet"), {"name": "who", "value": "b-a"})
+        assert prompt.completion.values == ["b-alice"]
+        template = ResourceTemplateReference(type="ref/resource", uri="upstream://a/note://pages/{page}")
+        assert (await c.complete(template, {"name": "page", "value": ""})).completion.values == ["a-1", "a-2"]
+        hidden = PromptReference(type="ref/prompt", name="secret__greet")
+        with pytest.raises(MCPError) as refused:
+            await c.complete(hidden, {"name": "who", "value": ""})
+        assert refused.value.error.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_without_a_policy_every_label_is_forwarded(era: str) -> None:
+    async with docs_gateway(era, policy=None) as c:
+        listed = await every_page(c.list_resources, "resources")
+        assert {r.uri for r in listed} == {f"upstream://{label}/note://readme" for label in ("a", "b", "secret")}
+        assert {p.name for p in await every_page(c.list_prompts, "prompts")} == {
+            "a__greet",
+            "b__greet",
+            "secret__greet",
+        }
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_skill_files_stay_on_the_skills_path(era: str) -> None:
+    """An upstream's own skill:// resources are re-published (verified) as skill://LABEL/..., never forwarded."""
+    async with open_gateway({"jobs": jobs_upstream(), "a": docs_upstream("a")}) as gw, client(gw, era) as c:
+        uris = {r.uri for r in await every_page(c.list_resources, "resources")}
+        assert f"skill://jobs/job-search/{SKILL_MD}" in uris
+        assert "upstream://a/note://readme" in uris
+        assert not [u for u in uris if u.startswith("upstream://jobs/skill://")], uris
+        [skill] = (await c.read_resource(f"skill://jobs/job-search/{SKILL_MD}")).contents
+        assert isinstance(skill, TextResourceContents)
+        assert "job-search" in skill.text
+        with pytest.raises(MCPError) as refused:
+            await c.read_resource(f"upstream://jobs/skill://job-search/{SKILL_MD}")
+        assert refused.value.error.code == INVALID_PARAMS
+
+
+def endless_upstream() -> Server[Any]:
+    """Pages ``resources/list`` and ``prompts/list`` forever (a new cursor every page)."""
+
+    async def list_resources(ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        n = int((params.cursor if params else None) or 0)
+        return ListResourcesResult(resources=[Resource(name=f"r{n}", uri=f"loop://{n}")], next_cursor=str(n + 1))
+
+    async def list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        n = int((params.cursor if params else None) or 0)
+        return ListPromptsResult(prompts=[Prompt(name=f"p{n}")], next_cursor=str(n + 1))
+
+    return Server("endless", on_list_resources=list_resources, on_list_prompts=list_prompts)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_paging_stops_at_the_hosts_page_cap_and_goes_on_with_the_next_upstream(era: str) -> None:
+    specs = [
+        ServerSpec("a", InProcessServer(docs_upstream("a")), timeout=10),
+        ServerSpec("0loop", InProcessServer(endless_upstream()), timeout=10),
+    ]
+    async with Host(specs, limits=ListingLimits(max_pages=3, max_entries=100)) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="auto" if era == "modern" else "legacy", cache=None) as c:
+            listed = await every_page(c.list_resources, "resources")
+            assert [r.uri for r in listed] == [
+                "upstream://0loop/loop://0",
+                "upstream://0loop/loop://1",
+                "upstream://0loop/loop://2",
+                "upstream://a/note://readme",
+            ]
+            prompts = await every_page(c.list_prompts, "prompts")
+            assert [p.name for p in prompts] == ["0loop__p0", "0loop__p1", "0loop__p2", "a__greet"]
+            for cursor in ("bogus", "upstream:!!", "upstream:" + "A" * 5_000):
+                with pytest.raises(MCPError) as refused:
+                    await c.list_prompts(cursor=cursor)
+                assert refused.value.error.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_client_input_is_bounded(era: str) -> None:
+    async with docs_gateway(era) as c:
+        with pytest.raises(MCPError) as long_uri:
+            await c.read_resource("upstream://a/note://pages/" + "x" * MAX_URI_CHARS)
+        assert long_uri.value.error.code == INVALID_PARAMS
+        many = {f"k{i}": "v" for i in range(MAX_PROMPT_ARGUMENTS + 1)}
+        with pytest.raises(MCPError) as too_many:
+            await c.get_prompt("a__greet", many)
+        assert too_many.value.error.code == INVALID_PARAMS
+        assert str(MAX_PROMPT_ARGUMENTS) in too_many.value.error.message
+        with pytest.raises(MCPError) as long_name:
+            await c.get_prompt("a__" + "g" * (MAX_NAME_CHARS + 1), {"who": "x"})
+        assert long_name.value.error.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_list_changes_of_upstream_prompts_and_resources_reach_the_client(era: str) -> None:
+    bus = InMemorySubscriptionBus()
+    heard: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification) and "list_changed" in message.method:
+            heard.append(message.method)
+            got.set()
+
+    async with (
+        open_gateway({"a": docs_upstream("a", bus)}, watch=True) as gw,
+        client(gw, era, message_handler=on_message) as c,
+    ):
+        if era == "modern":
+            async with c.listen(prompts_list_changed=True, resources_list_changed=True) as sub:
+                await bus.publish(PromptsListChanged())
+                with anyio.fail_after(10):
+                    first = await sub.__anext__()
+                assert isinstance(first, PromptsListChanged)
+                await bus.publish(ResourcesListChanged())
+                with anyio.fail_after(10):
+                    second = await sub.__anext__()
+                assert isinstance(second, ResourcesListChanged)
+            return
+        await c.list_prompts()  # the session is known from its notifications/initialized on
+        await bus.publish(PromptsListChanged())
+        with anyio.fail_after(10):
+            await got.wait()
+        assert "notifications/prompts/list_changed" in heard
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_legacy_upstreams_prompt_list_change_reaches_the_client(era: str) -> None:
+    """A 2025-11-25 upstream says so with notifications/prompts/list_changed (heard by the gateway's watcher)."""
+    sessions: list[Any] = []
+
+    async def list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        sessions.append(ctx.session)
+        return ListPromptsResult(prompts=[Prompt(name="p")])
+
+    upstream: Server[Any] = Server("old", on_list_prompts=list_prompts)
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification) and message.method == "notifications/prompts/list_changed":
+            heard.set()
+
+    async with Host([ServerSpec("old", InProcessServer(upstream), timeout=10)], mode="legacy") as host:
+        service = GatewayService(host)
+        server, middleware = create_gateway(service)
+        mode = "auto" if era == "modern" else "legacy"
+        async with (
+            host.watch(on_change=follow_upstreams(service, middleware)),
+            Client(server, mode=mode, cache=None, message_handler=on_message) as c,
+        ):
+            assert [p.name for p in (await c.list_prompts()).prompts] == ["old__p"]
+            if era == "modern":
+                async with c.listen(prompts_list_changed=True) as sub:
+                    await sessions[-1].send_prompt_list_changed()
+                    with anyio.fail_after(10):
+                        assert isinstance(await sub.__anext__(), PromptsListChanged)
+                return
+            await sessions[-1].send_prompt_list_changed()
+            with anyio.fail_after(10):
+                await heard.wait()
+
+
+class Subscribable:
+    """A lowlevel 2025-11-25 upstream that serves ``note://x`` and records (un)subscriptions."""
+
+    def __init__(self) -> None:
+        self.subscribed: list[str] = []
+        self.unsubscribed: list[str] = []
+        self.session: Any = None
+        self.server: Server[Any] = Server(
+            "subs",
+            on_list_resources=self.list_resources,
+            on_read_resource=self.read_resource,
+            on_subscribe_resource=self.subscribe,
+            on_unsubscribe_resource=self.unsubscribe,
+        )
+
+    async def list_resources(self, ctx: Any, params: Any) -> ListResourcesResult:
+        return ListResourcesResult(resources=[Resource(name="x", uri="note://x")])
+
+    async def read_resource(self, ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        return ReadResourceResult(contents=[TextResourceContents(uri=params.uri, text="x")])
+
+    async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        self.subscribed.append(params.uri)
+        self.session = ctx.session
+        return EmptyResult()
+
+    async def unsubscribe(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        self.unsubscribed.append(params.uri)
+        return EmptyResult()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str) -> None:
+    upstream = Subscribable()
+    uri = "upstream://subs/note://x"
+    updates: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification) and message.method == "notifications/resources/updated":
+            updates.append(str(message.params.uri))
+            got.set()
+
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=10)], mode="legacy") as host:
+        server, _ = create_gateway(GatewayService(host))
+        mode = "auto" if era == "modern" else "legacy"
+        async with Client(server, mode=mode, cache=None, message_handler=on_message) as c:
+            if era == "modern":
+                async with c.listen(resource_subscriptions=[uri]) as sub:
+                    assert upstream.subscribed == ["note://x"]
+                    await upstream.session.send_resource_updated("note://x")
+                    with anyio.fail_after(10):
+                        event = await sub.__anext__()
+                    assert event == ResourceUpdated(uri=uri)
+                with anyio.fail_after(10):
+                    while not upstream.unsubscribed:
+                        await anyio.sleep(0.01)
+                assert upstream.unsubscribed == ["note://x"]
+                return
+            others: list[Any] = []
+
+            async def other_message(message: Any) -> None:
+                others.append(message)
+
+            async with Client(server, mode="legacy", cache=None, message_handler=other_message) as other:
+                await other.list_resources()  # connected and initialized, but subscribed to nothing
+                await c.subscribe_resource(uri)
+                assert upstream.subscribed == ["note://x"]
+                await upstream.session.send_resource_updated("note://x")
+                with anyio.fail_after(10):
+                    await got.wait()
+                await other.list_resources()
+            assert updates == [uri]
+            assert not [m for m in others if "resources/updated" in str(getattr(m, "method", ""))], others
+            await c.unsubscribe_resource(uri)
+            assert upstream.unsubscribed == ["note://x"]
+            with pytest.raises(MCPError) as refused:
+                await c.subscribe_resource("upstream://subs/note://y" + "z" * MAX_URI_CHARS)
+            assert refused.value.error.code == INVALID_PARAMS
+            for n in range(MAX_CLIENT_SUBSCRIPTIONS):
+                await c.subscribe_resource(f"upstream://subs/note://{n}")
+            with pytest.raises(MCPError) as too_many:
+                await c.subscribe_resource("upstream://subs/note://one-more")
+            assert too_many.value.error.code == INVALID_PARAMS
+            assert "note://one-more" not in upstream.subscribed
+
+
+async def test_gateway_without_upstream_subscriptions_refuses_to_subscribe() -> None:
+    async with docs_gateway("legacy") as c:
+        with pytest.raises(MCPError) as refused:
+            await c.subscribe_resource("upstream://a/note://readme")
+        assert refused.value.error.code == INVALID_PARAMS
+        assert "subscriptions" in refused.value.error.message
+
+
+async def test_follow_upstreams_relays_prompt_changes() -> None:
+    """The watcher's change with reason ``prompts`` reaches the forwarding (both eras are told there)."""
+    async with open_gateway({"a": docs_upstream("a")}) as gw:
+        events: list[Any] = []
+        unsubscribe = gw.middleware.subscriptions.subscribe(events.append)
+        try:
+            from skilldeck.host.watch import CatalogChange
+
+            await follow_upstreams(gw.service, gw.middleware)(CatalogChange("a", frozenset({"prompts"})))
+        finally:
+            unsubscribe()
+        assert PromptsListChanged() in events

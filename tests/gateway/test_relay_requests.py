@@ -1,0 +1,418 @@
+"""An upstream's sampling, elicitation and roots requests during a proxied call reach the client that
+made the call, only that one, and the answers go back; a client without the capability is refused.
+
+The upstream (:mod:`.relay_upstream`) is a real ``MCPServer`` whose tools ask through the SDK's
+resolvers (``Sample``, ``Elicit``, ``ListRoots``: standalone requests on 2025-11-25,
+``input_required`` on 2026-07-28). The gateway reaches it in-process in either era, over streamable
+HTTP, or over stdio (where nothing but the protocol could tie a 2025-11-25 request to a call);
+clients are the official Python SDK client in both eras. Issue 15, item 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from mcp.client import Client
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    CallToolResult,
+    CreateMessageResult,
+    ElicitResult,
+    EmptyResult,
+    ListRootsResult,
+    ListToolsResult,
+    Root,
+    TextContent,
+    Tool,
+)
+
+from skilldeck.gateway import GatewayService, create_gateway
+from skilldeck.gateway.relay import MAX_INPUT_RESPONSES
+from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
+
+from ..host.hostile_http import serving_in_thread
+from .gateway_clients_support import Gateway
+from .relay_upstream import Asker
+
+pytestmark = [
+    pytest.mark.anyio,
+    # sampling, roots and notifications/message are deprecated as of 2026-07-28; exercised on purpose
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
+
+DOWN = ["modern", "legacy"]
+UP = ["modern", "legacy", "legacy-http", "legacy-stdio"]
+"""How the gateway reaches the upstream: in-process at 2026-07-28 or 2025-11-25, or at 2025-11-25 over
+streamable HTTP or stdio."""
+PINS = [("ask", "write"), ("ask", "greet"), ("ask", "where"), ("ask", "together"), ("ask", "chatty"), ("ask", "wait")]
+UPSTREAM_SCRIPT = Path(__file__).with_name("relay_upstream.py")
+
+
+class Downstream:
+    """A client's answers, each naming the client, and what it was asked."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+        self.asked: list[str] = []
+
+    async def sampling(self, ctx: Any, params: Any) -> CreateMessageResult:
+        self.asked.append(f"sampling: {params.messages[0].content.text}")
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=f"by {self.who}"), model="m")
+
+    async def elicitation(self, ctx: Any, params: Any) -> ElicitResult:
+        self.asked.append(f"elicitation: {params.message}")
+        return ElicitResult(action="accept", content={"name": self.who})
+
+    async def roots(self, ctx: Any) -> ListRootsResult:
+        self.asked.append("roots")
+        return ListRootsResult(roots=[Root(uri=f"file:///home/{self.who}", name=self.who)])
+
+    def callbacks(self) -> dict[str, Any]:
+        return {
+            "sampling_callback": self.sampling,
+            "elicitation_callback": self.elicitation,
+            "list_roots_callback": self.roots,
+        }
+
+
+def opened(asker: Asker, up: str) -> Any:
+    """The gateway over ``asker`` (a fresh process of it for ``legacy-stdio``), relaying server requests."""
+
+    @asynccontextmanager
+    async def opening() -> AsyncIterator[Gateway]:
+        with ExitStack() as stack:
+            if up == "legacy-http":
+                app = asker.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+                spec = ServerSpec("ask", HttpServer(stack.enter_context(serving_in_thread(app))), timeout=10)
+            elif up == "legacy-stdio":
+                spec = ServerSpec("ask", StdioServer(sys.executable, [str(UPSTREAM_SCRIPT)]), timeout=20)
+            else:
+                spec = ServerSpec("ask", InProcessServer(asker.server), timeout=10)
+            async with Host([spec], mode="auto" if up == "modern" else "legacy", server_requests=True) as host:
+                assert not host.failures, host.failures
+                version = host.connections.connected["ask"].protocol_version
+                assert version == ("2026-07-28" if up == "modern" else "2025-11-25")
+                service = GatewayService(host, pinned=PINS)
+                server, middleware = create_gateway(service)
+                yield Gateway(host, service, server, middleware)
+
+    return opening()
+
+
+def client(gw: Gateway, era: str, **kwargs: Any) -> Client:
+    return Client(gw.server, mode="auto" if era == "modern" else "legacy", cache=None, **kwargs)
+
+
+def text(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.mark.parametrize("up", UP)
+@pytest.mark.parametrize("down", DOWN)
+async def test_sampling_elicitation_and_roots_reach_the_caller_and_answers_come_back(down: str, up: str) -> None:
+    asker = Asker()
+    me = Downstream("ann")
+    async with opened(asker, up) as gw, client(gw, down, **me.callbacks()) as c:
+        with anyio.fail_after(20):
+            result = await c.call_tool("ask__write", {"topic": "tides"})
+            assert not result.is_error, result
+            assert text(result) == "sampled: by ann"
+            result = await c.call_tool("ask__greet", {})
+            assert not result.is_error, result
+            assert text(result) == "hello ann"
+            # through the call meta-tool too
+            assert not (await c.call_tool("load", {"ids": ["ask/where"]})).is_error
+            result = await c.call_tool("call", {"tool": "ask/where", "arguments": {}})
+            assert not result.is_error, result
+            assert text(result) == "file:///home/ann"
+    assert me.asked == ["sampling: write about tides", "elicitation: What is your name?", "roots"]
+
+
+async def two_at_once(a: Client, b: Client, tool: str) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+
+    async def calling(tag: str, c: Client) -> None:
+        results[tag] = await c.call_tool(tool, {"topic": tag} if tool != "ask__chatty" else {"tag": tag})
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(calling, "ann", a)
+            tg.start_soon(calling, "bob", b)
+    return results
+
+
+@pytest.mark.parametrize("up", ["modern", "legacy", "legacy-http"])
+@pytest.mark.parametrize("down", DOWN)
+async def test_two_clients_at_once_each_answer_only_their_own_call(down: str, up: str) -> None:
+    """Each question is tied to its call: asked inside that call's result (2026-07-28), or arriving in
+    the task that serves that call (in-process, and on the call's own HTTP response stream)."""
+    asker = Asker()
+    ann, bob = Downstream("ann"), Downstream("bob")
+    async with (
+        opened(asker, up) as gw,
+        client(gw, down, **ann.callbacks()) as a,
+        client(gw, down, **bob.callbacks()) as b,
+    ):
+        results = await two_at_once(a, b, "ask__together")
+    assert text(results["ann"]) == "sampled: by ann"
+    assert text(results["bob"]) == "sampled: by bob"
+    assert ann.asked == ["sampling: write about ann"]
+    assert bob.asked == ["sampling: write about bob"]
+
+
+@pytest.mark.parametrize("down", DOWN)
+async def test_two_clients_at_once_on_a_stdio_2025_upstream_are_refused_never_crossed(down: str) -> None:
+    """On stdio a 2025-11-25 request cannot be tied to one of two waiting calls: neither client is asked."""
+    asker = Asker()
+    ann, bob = Downstream("ann"), Downstream("bob")
+    async with (
+        opened(asker, "legacy-stdio") as gw,
+        client(gw, down, **ann.callbacks()) as a,
+        client(gw, down, **bob.callbacks()) as b,
+    ):
+        results = await two_at_once(a, b, "ask__together")
+        for tag in ("ann", "bob"):
+            assert results[tag].is_error, results[tag]
+            assert "several proxied calls wait on this server" in text(results[tag])
+        assert ann.asked == bob.asked == []
+        # one at a time, each is asked again, and only for its own call
+        with anyio.fail_after(20):
+            assert text(await a.call_tool("ask__write", {"topic": "x"})) == "sampled: by ann"
+            assert text(await b.call_tool("ask__write", {"topic": "y"})) == "sampled: by bob"
+    assert ann.asked == ["sampling: write about x"]
+    assert bob.asked == ["sampling: write about y"]
+
+
+@pytest.mark.parametrize("up", ["modern", "legacy", "legacy-http"])
+@pytest.mark.parametrize("down", DOWN)
+async def test_a_client_without_the_capability_is_refused_not_hung(down: str, up: str) -> None:
+    asker = Asker()
+    async with opened(asker, up) as gw, client(gw, down) as c:
+        for tool, args, capability in [
+            ("ask__write", {"topic": "x"}, "sampling"),
+            ("ask__greet", {}, "elicitation"),
+            ("ask__where", {}, "roots"),
+        ]:
+            with anyio.fail_after(20):
+                if down == "modern" and up == "modern":  # the 2026-07-28 refusal: the capability it needs, named
+                    with pytest.raises(MCPError) as raised:
+                        await c.call_tool(tool, args)
+                    assert raised.value.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+                    assert capability in raised.value.error.message
+                    required = (raised.value.error.data or {}).get("requiredCapabilities") or {}
+                    assert capability in required, raised.value.error.data
+                else:  # the upstream's request got an error response and its call failed; the model hears why
+                    result = await c.call_tool(tool, args)
+                    assert result.is_error, result
+                    assert "did not declare the" in text(result), text(result)
+                    assert capability in text(result).partition("did not declare the")[2], text(result)
+        # the gateway still serves
+        assert not (await c.call_tool("find", {"query": "greet"})).is_error
+
+
+@pytest.mark.parametrize("up", ["modern", "legacy-http"])
+async def test_a_retry_over_the_limits_is_refused_before_anything_is_sent(up: str) -> None:
+    asker = Asker()
+    me = Downstream("ann")
+    async with opened(asker, up) as gw, client(gw, "modern", **me.callbacks()) as c:
+        first = await c.session.call_tool("ask__where", {}, allow_input_required=True)
+        state = getattr(first, "request_state", None)
+        assert getattr(first, "input_requests", None), first
+        too_many = {f"k{i}": ListRootsResult(roots=[]) for i in range(MAX_INPUT_RESPONSES + 1)}
+        result = await c.session.call_tool(
+            "ask__where", {}, input_responses=too_many, request_state=state, allow_input_required=True
+        )
+        assert getattr(result, "is_error", False), result
+        assert f"at most {MAX_INPUT_RESPONSES} answers" in text(result)
+        # a forged state never reaches the upstream: the SDK's boundary checks every state the gateway gave
+        with pytest.raises(MCPError) as raised:
+            await c.session.call_tool(
+                "ask__where",
+                {},
+                input_responses={"q1": ListRootsResult(roots=[])},
+                request_state="forged",
+                allow_input_required=True,
+            )
+        assert raised.value.error.code == INVALID_PARAMS
+        # the held call (or the upstream's state) still answers the right retry
+        answer = {key: ListRootsResult(roots=[Root(uri="file:///ok")]) for key in first.input_requests}  # type: ignore[union-attr]
+        result = await c.session.call_tool(
+            "ask__where", {}, input_responses=answer, request_state=state, allow_input_required=True
+        )
+        assert text(result) == "file:///ok", result
+
+
+async def test_a_held_call_cannot_be_resumed_by_another_client_or_tool() -> None:
+    """A 2025-11-25 upstream's held call answers only the caller it asked, for the same tool."""
+    asker = Asker()
+    async with (
+        opened(asker, "legacy") as gw,
+        client(gw, "modern", **Downstream("ann").callbacks()) as a,
+    ):
+        first = await a.session.call_tool("ask__where", {}, allow_input_required=True)
+        state = getattr(first, "request_state", None)
+        assert isinstance(state, str)
+        answer = {"q1": ListRootsResult(roots=[Root(uri="file:///x")])}
+        with pytest.raises(MCPError) as raised:  # the state is bound to its tool (the SDK's boundary)
+            await a.session.call_tool(
+                "ask__greet", {}, input_responses=answer, request_state=state, allow_input_required=True
+            )
+        assert raised.value.error.code == INVALID_PARAMS
+        # another caller of the gateway (another conversation) cannot resume it (the gateway's own check)
+        meta: Any = {"dev.skilldeck/conversation": "someone-else"}
+        stolen = await a.session.call_tool(
+            "ask__where", {}, input_responses=answer, request_state=state, meta=meta, allow_input_required=True
+        )
+        assert getattr(stolen, "is_error", False), stolen
+        assert "names no call of yours" in text(stolen), stolen
+        done = await a.session.call_tool(
+            "ask__where", {}, input_responses=answer, request_state=state, allow_input_required=True
+        )
+        assert text(done) == "file:///x"
+
+
+def log_recorder(into: list[tuple[str, Any]]) -> Any:
+    async def on_log(params: Any) -> None:
+        into.append((params.level, params.data))
+
+    return on_log
+
+
+@pytest.mark.parametrize("up", ["modern", "legacy", "legacy-http", "legacy-stdio"])
+async def test_log_messages_of_concurrent_calls_reach_each_caller_or_none(up: str) -> None:
+    """A log message that arrives in the task serving a call goes to that call's client, even with two
+    waiting; on stdio it cannot be tied to either of two waiting calls, and goes to neither."""
+    asker = Asker()
+    heard: dict[str, list[tuple[str, Any]]] = {"ann": [], "bob": []}
+    async with (
+        opened(asker, up) as gw,
+        client(gw, "modern", logging_callback=log_recorder(heard["ann"]), log_level="info") as a,
+        client(gw, "modern", logging_callback=log_recorder(heard["bob"]), log_level="info") as b,
+    ):
+        await two_at_once(a, b, "ask__chatty")
+    if up == "legacy-stdio":
+        assert heard == {"ann": [], "bob": []}
+    else:
+        assert heard == {"ann": [("info", "chatty: ann")], "bob": [("info", "chatty: bob")]}
+
+
+class Levels:
+    """``levels``: a low-level server that honours ``logging/setLevel`` (recording each) and whose ``say``
+    logs at debug, info and warning."""
+
+    def __init__(self) -> None:
+        self.set_to: list[str] = []
+
+        async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+            return ListToolsResult(
+                tools=[Tool(name="say", description="Log at three levels.", input_schema={"type": "object"})]
+            )
+
+        async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+            for level in ("debug", "info", "warning"):
+                await ctx.session.send_log_message(level, f"say: {level}", related_request_id=ctx.request_id)
+            return CallToolResult(content=[TextContent(type="text", text="said")])
+
+        async def set_level(ctx: Any, params: Any) -> EmptyResult:
+            self.set_to.append(params.level)
+            return EmptyResult()
+
+        self.server = Server("levels", on_list_tools=list_tools, on_call_tool=call_tool, on_set_logging_level=set_level)
+
+
+async def test_set_level_is_forwarded_upstream_and_each_client_hears_its_own_level() -> None:
+    """``logging/setLevel`` of a 2025-11-25 client reaches the shared upstream session as the most verbose
+    level any client set; each client still hears only the messages at or above its own level."""
+    levels = Levels()
+    spec = ServerSpec("levels", InProcessServer(levels.server), timeout=10)
+    heard: dict[str, list[tuple[str, Any]]] = {"ann": [], "bob": []}
+    async with Host([spec], mode="legacy", server_requests=True) as host:
+        server, _ = create_gateway(GatewayService(host, pinned=[("levels", "say")]))
+        async with (
+            Client(server, mode="legacy", cache=None, logging_callback=log_recorder(heard["ann"])) as a,
+            Client(server, mode="legacy", cache=None, logging_callback=log_recorder(heard["bob"])) as b,
+        ):
+            assert a.server_capabilities is not None
+            assert a.server_capabilities.logging is not None  # the gateway declares logging/setLevel
+            await a.session.set_logging_level("warning")
+            await b.session.set_logging_level("info")
+            assert levels.set_to == ["warning", "info"]
+            assert not (await a.call_tool("levels__say", {})).is_error
+            assert not (await b.call_tool("levels__say", {})).is_error
+    assert heard == {"ann": [("warning", "say: warning")], "bob": [("info", "say: info"), ("warning", "say: warning")]}
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http"])
+async def test_a_held_call_is_let_go_when_its_caller_does_not_come_back(up: str) -> None:
+    """The upstream hears that no answer came once the TTL passes, and the held call is forgotten."""
+    asker = Asker()
+    async with opened(asker, up) as gw, client(gw, "modern", **Downstream("ann").callbacks()) as c:
+        gw.service.parked.ttl = 0.5
+        first = await c.session.call_tool("ask__where", {}, allow_input_required=True)
+        state = getattr(first, "request_state", None)
+        assert isinstance(state, str)
+        assert len(gw.service.parked) == 1
+        with anyio.fail_after(20):
+            while len(gw.service.parked):
+                await anyio.sleep(0.05)
+        late = await c.session.call_tool(
+            "ask__where",
+            {},
+            input_responses={"q1": ListRootsResult(roots=[])},
+            request_state=state,
+            allow_input_required=True,
+        )
+        assert getattr(late, "is_error", False), late
+        assert "names no call of yours" in text(late)
+
+
+async def test_held_calls_are_bounded_the_oldest_is_cancelled_upstream() -> None:
+    asker = Asker()
+    async with opened(asker, "legacy") as gw, client(gw, "modern", **Downstream("ann").callbacks()) as c:
+        gw.service.parked.limit = 1
+        first = await c.session.call_tool("ask__where", {}, allow_input_required=True)
+        second = await c.session.call_tool("ask__greet", {}, allow_input_required=True)
+        assert len(gw.service.parked) == 1
+        stale = await c.session.call_tool(
+            "ask__where",
+            {},
+            input_responses={"q1": ListRootsResult(roots=[])},
+            request_state=getattr(first, "request_state", None),
+            allow_input_required=True,
+        )
+        assert getattr(stale, "is_error", False), stale
+        assert "names no call of yours" in text(stale)
+        done = await c.session.call_tool(
+            "ask__greet",
+            {},
+            input_responses={"q1": ElicitResult(action="accept", content={"name": "ann"})},
+            request_state=getattr(second, "request_state", None),
+            allow_input_required=True,
+        )
+        assert text(done) == "hello ann", done
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http"])
+async def test_a_cancelled_call_of_a_modern_client_is_cancelled_on_a_2025_upstream(up: str) -> None:
+    """The held upstream call of a 2026-07-28 caller is cancelled upstream when the caller cancels."""
+    asker = Asker()
+    async with opened(asker, up) as gw, client(gw, "modern", **Downstream("ann").callbacks()) as c:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(c.call_tool, "ask__wait", {})
+                assert await anyio.to_thread.run_sync(asker.started.wait, 10)
+                tg.cancel_scope.cancel()
+        assert await anyio.to_thread.run_sync(asker.cancelled.wait, 10)
+        with anyio.fail_after(10):
+            while len(gw.service.parked):
+                await anyio.sleep(0.05)

@@ -1,0 +1,172 @@
+"""What keeps the serving path short: replies built once per catalog, and ``serve --http`` on uvloop.
+
+The middleware keeps each ``skills/list`` page and each static file's ``resources/read`` reply it
+built for a catalog (the snapshot, or one audience's variant) and sends it again while that
+catalog is served. These tests pin that the work is done once, that nothing stale is ever sent
+(reload, policy, cache-hint settings), and the bounds of what is kept.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+import skilldeck.server.middleware as middleware
+from skilldeck.host.wire import SkillsWire
+from skilldeck.server import create_server
+from skilldeck.server.policy import parse_policy
+from skilldeck.skill.manifest import SkillEntry
+
+from .helpers import CLI, start_serve, stop, wait_for_startup, write_skill
+
+ERAS = ["auto", "legacy"]  # auto negotiates 2026-07-28 with our server
+
+
+@asynccontextmanager
+async def connect(server: Any, mode: str) -> AsyncIterator[SkillsWire]:
+    async with Client(server, mode=mode, cache=None) as client:
+        yield SkillsWire(client)
+
+
+class Calls:
+    """Counts calls of a function while passing them through (the server stays real)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn, self.count = fn, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.fn(*args, **kwargs)
+
+
+@pytest.fixture
+def spies(monkeypatch: pytest.MonkeyPatch) -> tuple[Calls, Calls]:
+    """(SkillEntry.to_wire: a listing built, middleware.file_contents: a file encoded)."""
+    to_wire, contents = Calls(SkillEntry.to_wire), Calls(middleware.file_contents)
+    monkeypatch.setattr(SkillEntry, "to_wire", lambda self: to_wire(self))
+    monkeypatch.setattr(middleware, "file_contents", contents)
+    return to_wire, contents
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_list_pages_and_file_reads_are_built_once_per_catalog(
+    examples_dir: Path, mode: str, spies: tuple[Calls, Calls]
+) -> None:
+    to_wire, contents = spies
+    server, _ext = create_server(examples_dir, page_size=3)
+    async with connect(server, mode) as wire:
+        first = await wire.list_skills(None)
+        second_page = await wire.list_skills(first["nextCursor"])
+        text = await wire.read_bytes("skill://job-search/SKILL.md")
+        blob = await wire.read_bytes("skill://pdf-forms/assets/logo.png")
+        built, encoded = to_wire.count, contents.count
+        assert built >= 6
+        assert encoded == 2
+        for _ in range(3):
+            assert await wire.list_skills(None) == first
+            assert await wire.list_skills(first["nextCursor"]) == second_page
+            assert await wire.read_bytes("skill://job-search/SKILL.md") == text
+            assert await wire.read_bytes("skill://pdf-forms/assets/logo.png") == blob
+        assert (to_wire.count, contents.count) == (built, encoded)
+    assert text[0] == (examples_dir / "job-search" / "SKILL.md").read_bytes()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_kept_replies_never_outlive_a_reload_or_a_setting(tmp_path: Path, mode: str) -> None:
+    write_skill(tmp_path, "one", description="The first description.")
+    server, ext = create_server(tmp_path)
+    async with connect(server, mode) as wire:
+        before = await wire.list_skills(None)
+        assert before["skills"][0]["frontmatter"]["description"] == "The first description."
+        old_text, _ = await wire.read_bytes("skill://one/SKILL.md")
+        write_skill(tmp_path, "one", description="The second description.")
+        assert (await ext.reload()).changed == ("skill://one/SKILL.md",)
+        after = await wire.list_skills(None)
+        assert after["skills"][0]["frontmatter"]["description"] == "The second description."
+        new_text, _ = await wire.read_bytes("skill://one/SKILL.md")
+        assert new_text != old_text
+        assert new_text == (tmp_path / "one" / "SKILL.md").read_bytes()
+        if mode == "auto":  # cache hints are 2026-07-28 fields
+            ext.ttl_ms, ext.cache_scope = 5, "private"
+            listed = await wire.list_skills(None)
+            assert (listed["ttlMs"], listed["cacheScope"]) == (5, "private")
+            read = await wire.client.read_resource("skill://one/SKILL.md")
+            assert (read.ttl_ms, read.cache_scope) == (5, "private")
+        ext.page_size = 1
+        write_skill(tmp_path, "two")
+        await ext.reload()
+        page = await wire.list_skills(None)
+        assert [e["uri"] for e in page["skills"]] == ["skill://one/SKILL.md"]
+        assert page["nextCursor"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_kept_replies_follow_the_policy_in_force(tmp_path: Path, mode: str) -> None:
+    write_skill(tmp_path, "open")
+    write_skill(tmp_path, "closed")
+    server, ext = create_server(tmp_path)
+    async with connect(server, mode) as wire:
+        assert [e["uri"] for e in (await wire.list_skills(None))["skills"]] == [
+            "skill://closed/SKILL.md",
+            "skill://open/SKILL.md",
+        ]
+        await wire.read_bytes("skill://closed/SKILL.md")
+        await ext.set_policy(parse_policy({"skills": {"closed": {"admit": {"roles": ["admin"]}}}}))
+        assert [e["uri"] for e in (await wire.list_skills(None))["skills"]] == ["skill://open/SKILL.md"]
+        with pytest.raises(Exception, match="closed"):
+            await wire.read_bytes("skill://closed/SKILL.md")
+        await ext.set_policy(None)
+        assert len((await wire.list_skills(None))["skills"]) == 2
+
+
+@pytest.mark.anyio
+async def test_what_is_kept_is_bounded(
+    examples_dir: Path, monkeypatch: pytest.MonkeyPatch, spies: tuple[Calls, Calls]
+) -> None:
+    _to_wire, contents = spies
+    server, _ext = create_server(examples_dir)
+    a, b = "skill://job-search/SKILL.md", "skill://pdf-forms/SKILL.md"
+    async with connect(server, "auto") as wire:
+        monkeypatch.setattr(middleware, "REPLIES_PER_CATALOG", 1)
+        await wire.read_bytes(a)
+        await wire.read_bytes(b)  # the table is full: not kept
+        before = contents.count
+        await wire.read_bytes(a)
+        await wire.read_bytes(b)
+        assert contents.count == before + 1
+        monkeypatch.setattr(middleware, "REPLIES_PER_CATALOG", 100)
+        monkeypatch.setattr(middleware, "REPLY_BYTES_PER_CATALOG", 0)
+        before = contents.count
+        await wire.read_bytes(b)
+        await wire.read_bytes(b)  # no bytes left for it
+        assert contents.count == before + 2
+        monkeypatch.setattr(middleware, "REPLY_BYTES_PER_CATALOG", 1 << 30)
+        monkeypatch.setattr(middleware, "KEPT_FILE_BYTES", 10)
+        logo = "skill://pdf-forms/assets/logo.png"
+        before = contents.count
+        await wire.read_bytes(logo)
+        await wire.read_bytes(logo)  # bigger than KEPT_FILE_BYTES: encoded for each read
+        assert contents.count == before + 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/maps")
+def test_serve_http_runs_on_uvloop(tmp_path: Path) -> None:
+    pytest.importorskip("uvloop")
+    log = tmp_path / "serve.log"
+    proc = start_serve([*CLI, "serve", "examples/skills", "--http", "127.0.0.1:0"], log)
+    try:
+        match = wait_for_startup(proc, log, 60)
+        assert not isinstance(match, str), match
+        maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        assert "/uvloop/" in maps, "skilldeck serve --http is not running its event loop on uvloop"
+    finally:
+        stop(proc)
