@@ -1,9 +1,12 @@
-"""``skilldeck serve --redis``: a Redis out of reach, a wrong URL or a short shared key is one clear line."""
+"""``skilldeck serve --redis`` and ``skilldeck gateway --redis``: a Redis out of reach, a wrong URL or a short shared key is one clear line."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +41,22 @@ def test_serve_with_redis_refuses_in_one_line(redis: str, env: dict[str, str], s
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert says.format(port=port) in lines[0]
+
+
+@pytest.mark.parametrize("env", [{}, {"SKILLDECK_STATE_KEY": "k" * 32}])
+def test_gateway_with_redis_out_of_reach_refuses_in_one_line(tmp_path: Path, env: dict[str, str]) -> None:
+    """Without Redis the gateway stops before connecting any upstream (for the shared key, or the activations)."""
+    port = _closed_port()
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"deck": {"command": sys.executable, "args": ["-c", "pass"]}}}))
+    result = subprocess.run(
+        [*CLI, "gateway", "--config", str(config), "--http", "127.0.0.1:0", "--redis", f"redis://127.0.0.1:{port}/0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(**env),
+    )
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"cannot reach Redis at redis://127.0.0.1:{port}/0" in lines[0]

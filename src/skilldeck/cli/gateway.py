@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ from skilldeck.cli.arguments import add_http_arguments, seconds
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import sdk_logs_in_one_line
+from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.errors import ConfigError
 
 __all__ = ["add_gateway_command"]
@@ -84,6 +86,12 @@ def add_gateway_command(sub: Any) -> None:
         metavar="SECONDS",
         help="each upstream may make the gateway download 64 MiB of skill content per this many seconds (default 600)",
     )
+    gateway.add_argument(
+        "--name",
+        default="skilldeck-gateway",
+        help="server name reported to clients (replicas of one gateway: the same name, see --redis)",
+    )
+    add_replica_arguments(gateway)
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)
 
@@ -102,6 +110,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         raise ConfigError(f"{args.config} names no servers; add entries under mcpServers")
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
+    # Replicas share activations and the request-state key; each follows its upstreams itself, so
+    # upstream changes reach its own listeners without a shared bus (see docs/deploy.md).
+    replicas = replica_setup(args.redis, args.name, bus=False)
     for warning in serve_warnings(args):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
@@ -112,6 +123,16 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         )
 
     async def main() -> None:
+        async with AsyncExitStack() as stack:
+            shared = None
+            if replicas.redis_url is not None:
+                from skilldeck.gateway.redis_store import RedisActivationStore
+
+                store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
+                shared = await stack.enter_async_context(store)
+            await serve(shared)
+
+    async def serve(shared: Any) -> None:
         async with Host(
             specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window, server_requests=True
         ) as host:
@@ -122,12 +143,19 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                     soft_wrap=True,
                 )
             service = GatewayService(
-                host, policy=policy, grants=args.grant, pinned=args.pin, log=DecisionLog(args.log, keep=10_000)
+                host,
+                policy=policy,
+                grants=args.grant,
+                pinned=args.pin,
+                log=DecisionLog(args.log, keep=10_000),
+                shared=shared,
             )
             unknown = [f"{lbl}/{t}" for lbl, t in args.pin if t not in {r.name for r in host.registry.tools(lbl)}]
             for pin in unknown:
                 err.print(f"[yellow]warning:[/] --pin {escape(pin)}: no connected server lists it", highlight=False)
-            server, middleware = create_gateway(service, token_verifier=verifier, auth=auth)
+            server, middleware = create_gateway(
+                service, name=args.name, token_verifier=verifier, auth=auth, request_state_keys=replicas.state_keys
+            )
             skills, tools = len(host.registry.skills), len(host.registry.tools())
             up = len(specs) - len(host.failures)
 

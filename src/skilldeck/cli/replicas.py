@@ -44,6 +44,7 @@ class Replicas:
 
     bus: RedisSubscriptionBus | None = None
     state_keys: list[str] | None = None
+    redis_url: str | None = None
 
     async def around(self, serve: Callable[[], Awaitable[None]]) -> None:
         """Run ``serve()`` with the bus connected (when there is one); a Redis out of reach stops it here."""
@@ -54,8 +55,10 @@ class Replicas:
             await serve()
 
 
-def replica_setup(redis_url: str | None, name: str) -> Replicas:
+def replica_setup(redis_url: str | None, name: str, *, bus: bool = True) -> Replicas:
     """The bus and keys for ``--redis URL`` (or none), for the server called ``name``.
+
+    Without ``bus`` no change-event bus is made (the gateway: each replica hears its upstreams itself).
 
     Raises:
         UsageError: the ``redis`` extra is missing, the URL is not a Redis URL, or the key in
@@ -79,4 +82,5 @@ def replica_setup(redis_url: str | None, name: str) -> Replicas:
     from skilldeck.server.redis_bus import RedisSubscriptionBus, shared_state_key
 
     key = env_key or anyio.run(shared_state_key, redis_url, f"skilldeck:{name}:state-key")
-    return Replicas(bus=RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events"), state_keys=[key])
+    shared = RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events") if bus else None
+    return Replicas(bus=shared, state_keys=[key], redis_url=redis_url)

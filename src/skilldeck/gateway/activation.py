@@ -4,15 +4,31 @@ Activation is kept per client: the stdio process, a legacy (2025-11-25) session,
 2026-07-28 connection the verified token's subject plus an optional conversation id the client
 sends in ``_meta["dev.skilldeck/conversation"]``. The key comes from outside, so the table is
 bounded: at most ``max_clients`` activations are held, the least recently used one giving way.
+
+Where the activations live is an :class:`ActivationStore`. By default there is none beyond this
+process's :class:`ActivationTable`. Gateway replicas behind a load balancer (``skilldeck gateway
+--redis``) share a store (:class:`~skilldeck.gateway.redis_store.RedisActivationStore`): what a
+client loaded on one replica (skill ids with the digest of the verified ``SKILL.md``, and active
+tools) is written there, and the replica that takes the client's next request reads it back into
+its own table. A store holds ids and digests, never content: a replica serves a skill's bytes only
+after it loaded and verified them itself.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-__all__ = ["MAX_CONVERSATION_CHARS", "Activation", "ActivationTable", "client_key"]
+__all__ = [
+    "MAX_CONVERSATION_CHARS",
+    "Activation",
+    "ActivationStore",
+    "ActivationTable",
+    "SharedActivation",
+    "client_key",
+]
 
 MAX_CONVERSATION_CHARS: Final = 128
 """The longest conversation id a client may send; the gateway refuses a request with a longer or non-string one."""
@@ -88,3 +104,23 @@ class ActivationTable:
 
     def values(self) -> list[Activation]:
         return list(self._table.values())
+
+
+@dataclass(frozen=True)
+class SharedActivation:
+    """One client's activation as a shared store holds it: skill id -> ``SKILL.md`` digest, and active tools."""
+
+    skills: dict[str, str] = field(default_factory=dict)
+    tools: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ActivationStore(Protocol):
+    """Where activations are shared between gateway replicas (none by default: the process's table alone)."""
+
+    async def fetch(self, key: str) -> SharedActivation | None:
+        """What ``key`` loaded on any replica (``None``: nothing, or it expired); counts as recent use."""
+        ...
+
+    async def add(self, key: str, skills: Mapping[str, str], tools: Sequence[tuple[str, str]]) -> None:
+        """Record that ``key`` loaded ``skills`` (id -> digest) and activated ``tools``."""
+        ...

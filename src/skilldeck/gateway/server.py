@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.shared.dispatcher import ProgressFnT
@@ -401,6 +402,7 @@ def create_gateway(
     extensions: Iterable[Any] = (),
     subscriptions: SubscriptionBus | None = None,
     republish_skills: bool = True,
+    request_state_keys: Sequence[str | bytes] | None = None,
 ) -> tuple[MCPServer[Any], GatewayMiddleware]:
     """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware.
 
@@ -409,6 +411,7 @@ def create_gateway(
     :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus. The upstreams'
     resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
     :mod:`skilldeck.gateway.forward`).
+    ``request_state_keys`` are as for :func:`skilldeck.server.app.create_server` (replicas share them).
     """
     skills = RepublishedSkills(service, subscriptions=subscriptions) if republish_skills else None
     middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions)
@@ -426,6 +429,7 @@ def create_gateway(
         log_level="WARNING",
         token_verifier=token_verifier,
         auth=auth,
+        request_state_security=None if request_state_keys is None else RequestStateSecurity(keys=request_state_keys),
     )
     return server, middleware
 

@@ -49,7 +49,7 @@ from pydantic import TypeAdapter, ValidationError
 from skilldeck._records import JsonLinesLog
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
-from skilldeck.gateway.activation import Activation, ActivationTable
+from skilldeck.gateway.activation import Activation, ActivationStore, ActivationTable
 from skilldeck.gateway.relay import CALLING, CallRelay, LogSink, ParkedCall, ParkedCalls, Waiting, capability_error
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host.connect import Connected
@@ -101,6 +101,14 @@ def tool_id(label: str, tool: str) -> str:
     return f"{label}/{tool}"
 
 
+def _digest(loaded: LoadedSkill) -> str:
+    """The listed digest of a loaded skill's ``SKILL.md`` (what replicas compare), ``dynamic`` for a generated one."""
+    resources = loaded.entry.resources
+    if isinstance(resources, str):
+        return resources
+    return next((r.digest for r in resources if r.uri == loaded.uri), "")
+
+
 class GatewayService:
     """Answers ``find``/``load``/``read_skill_file``/``call`` over a connected host (see the module docs).
 
@@ -114,6 +122,8 @@ class GatewayService:
         log: where every find/load/call is recorded.
         audit: where every policy decision on a call is recorded.
         max_clients: activations held at once (least recently used out first).
+        shared: where activations are shared with other replicas of this gateway (``--redis``);
+            ``None``: this process's table alone.
     """
 
     def __init__(
@@ -128,8 +138,10 @@ class GatewayService:
         log: DecisionLog | None = None,
         audit: AuditLog | None = None,
         max_clients: int = 4_096,
+        shared: ActivationStore | None = None,
     ) -> None:
         self.host = host
+        self.shared = shared
         self.policy = policy
         self.grants = frozenset(grants)
         self.pinned = list(dict.fromkeys(pinned))
@@ -318,6 +330,9 @@ class GatewayService:
                         tools.append(pair)
             except SkilldeckError as exc:
                 refused.append({"id": shorten(card_id), "reason": str(exc)})
+        if self._shares(client):  # another replica may take this client's next request
+            assert self.shared is not None
+            await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
         activation.activate(tools)
         result = {
             "skills": skills,
@@ -404,6 +419,8 @@ class GatewayService:
         """A supporting file of a skill this client loaded, verified against the held entry."""
         activation = self.activations.peek(client)
         loaded = activation.skills.get(skill) if activation is not None else None
+        if loaded is None and self._shares(client):
+            loaded = await self._shared_skill(client, skill)
         if loaded is None:
             loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
             raise GateRefused(f"{shorten(skill)!r} is not a loaded skill (loaded: {loaded_ids}); load it first")
@@ -419,6 +436,35 @@ class GatewayService:
                 pass
         out["blob"] = base64.b64encode(data).decode("ascii")
         return out
+
+    def _shares(self, client: str) -> bool:
+        """Whether ``client``'s activation is shared with other replicas: not a legacy session's.
+
+        A legacy session lives on one replica, and its key names a connection of this process only
+        (another replica, or this one after a restart, may give another client the same key).
+        """
+        return self.shared is not None and not client.startswith("session:")
+
+    async def _shared_skill(self, client: str, skill: str) -> LoadedSkill | None:
+        """A skill ``client`` loaded through another replica, loaded and verified again through this one's host.
+
+        The shared store holds the id and the digest the other replica verified, never bytes: this
+        replica serves only what it verified itself, and only when the digest is the same.
+        """
+        assert self.shared is not None
+        shared = await self.shared.fetch(client)
+        digest = shared.skills.get(skill) if shared is not None else None
+        if digest is None:
+            return None
+        registry = self.host.registry
+        record = next((r for r in registry.skills if registry.qualified_name(r) == skill), None)
+        if record is None:
+            raise GateRefused(f"{shorten(skill)!r} is no longer listed; call find and load again")
+        loaded = await self.host.load(record)  # verified against the listed entry, or raises
+        if _digest(loaded) != digest:
+            raise GateRefused(f"{shorten(skill)!r} changed since you loaded it; load it again")
+        self.activations.get(client).skills[skill] = loaded
+        return loaded
 
     # -- call --------------------------------------------------------------------------------------
 
@@ -484,6 +530,11 @@ class GatewayService:
         client (see :mod:`skilldeck.gateway.relay`); a 2026-07-28 caller may get an ``input_required``
         result, and its retry (``relay.input_responses``/``request_state``) continues the call.
         """
+        if self._shares(client):  # the tools this client loaded through any replica
+            assert self.shared is not None
+            shared = await self.shared.fetch(client)
+            if shared is not None:
+                self.activations.get(client).activate(shared.tools)
         label, tool = self.check_call(caller, client, name, arguments)
         connected = self.host.connections.connected.get(label)
         if connected is None:
