@@ -29,7 +29,7 @@ import anyio
 from skilldeck.errors import GateRefused, ServeError
 from skilldeck.gateway.activation import SharedActivation
 from skilldeck.gateway.meta import MAX_ID_CHARS
-from skilldeck.server.redis_bus import _redacted
+from skilldeck.server.redis_bus import redacted_url
 
 __all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "RedisActivationStore"]
 
@@ -114,7 +114,7 @@ class RedisActivationStore:
             await self._redis.aclose()
             self._redis = None
             raise ServeError(
-                f"cannot reach Redis at {_redacted(self.url)} for shared activations: {exc}; start Redis or fix --redis"
+                f"cannot reach Redis at {redacted_url(self.url)} for shared activations: {exc}; start Redis or fix --redis"
             ) from None
         return self
 

@@ -64,6 +64,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "RedisSubscriptionBus",
     "encode_event",
+    "redacted_url",
     "shared_state_key",
 ]
 
@@ -192,7 +193,7 @@ class RedisSubscriptionBus:
             self._redis = None
             if isinstance(exc, Exception):
                 raise ServeError(
-                    f"cannot reach Redis at {_redacted(self.url)}: {exc}; start Redis or fix --redis"
+                    f"cannot reach Redis at {redacted_url(self.url)}: {exc}; start Redis or fix --redis"
                 ) from None
             raise
         self._task_group.start_soon(self._settle_pending)
@@ -274,7 +275,7 @@ class RedisSubscriptionBus:
                 await anyio.sleep(self.reconnect_delay)
 
 
-def _redacted(url: str) -> str:
+def redacted_url(url: str) -> str:
     """``url`` without a password (``redis://:secret@host`` → ``redis://:***@host``)."""
     scheme, sep, rest = url.partition("://")
     credentials, at, host = rest.rpartition("@")
@@ -304,7 +305,7 @@ async def shared_state_key(url: str, key: str, *, wait: float = 5.0) -> str:
             await client.set(key, secrets.token_hex(32), nx=True)
             value = await client.get(key)
     except Exception as exc:
-        raise ServeError(f"cannot reach Redis at {_redacted(url)}: {exc}; start Redis or fix --redis") from None
+        raise ServeError(f"cannot reach Redis at {redacted_url(url)}: {exc}; start Redis or fix --redis") from None
     finally:
         await client.aclose()
     text = value.decode("ascii", "replace") if isinstance(value, bytes) else ""
