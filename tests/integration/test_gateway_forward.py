@@ -17,7 +17,7 @@ serves every test.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -59,6 +59,18 @@ def gateway(npx: str, npm_server_specs: dict[str, str], tmp_path_factory: pytest
 
 def client(url: str, era: str) -> Client:
     return Client(url, mode="auto" if era == "modern" else "legacy", cache=None)
+
+
+def inspector_for(run_npx: Any, inspector_cmd: list[str], url: str, era: str) -> Callable[..., dict[str, Any]]:
+    """Inspector 2.12 CLI against ``url`` in ``era``: each call's JSON ``result`` (the run must succeed)."""
+
+    def inspector(*args: str) -> dict[str, Any]:
+        result = run_npx(*inspector_cmd, url, "--transport", "http", "--protocol-era", era, "--format", "json", *args)
+        assert result.returncode == 0, result.describe()
+        payload: dict[str, Any] = json.loads(result.stdout)["result"]
+        return payload
+
+    return inspector
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -105,13 +117,7 @@ async def test_python_client_gets_server_everythings_prompts_and_completions(gat
 def test_inspector_lists_reads_and_gets_through_the_gateway(
     run_npx: Any, inspector_cmd: list[str], gateway: str, era: str
 ) -> None:
-    def inspector(*args: str) -> dict[str, Any]:
-        result = run_npx(
-            *inspector_cmd, gateway, "--transport", "http", "--protocol-era", era, "--format", "json", *args
-        )  # fmt: skip
-        assert result.returncode == 0, result.describe()
-        payload: dict[str, Any] = json.loads(result.stdout)["result"]
-        return payload
+    inspector = inspector_for(run_npx, inspector_cmd, gateway, era)
 
     resources = inspector("--method", "resources/list")["resources"]
     assert ARCHITECTURE in [r["uri"] for r in resources], resources
@@ -133,13 +139,7 @@ def test_inspector_lists_reads_and_gets_through_the_gateway(
 def test_inspector_calls_a_pinned_upstream_tool_and_sets_the_log_level(
     run_npx: Any, inspector_cmd: list[str], gateway: str, era: str
 ) -> None:
-    def inspector(*args: str) -> dict[str, Any]:
-        result = run_npx(
-            *inspector_cmd, gateway, "--transport", "http", "--protocol-era", era, "--format", "json", *args
-        )  # fmt: skip
-        assert result.returncode == 0, result.describe()
-        payload: dict[str, Any] = json.loads(result.stdout)["result"]
-        return payload
+    inspector = inspector_for(run_npx, inspector_cmd, gateway, era)
 
     listed = [t["name"] for t in inspector("--method", "tools/list")["tools"]]
     [pinned] = [name for name in listed if name.startswith("everything__")]
