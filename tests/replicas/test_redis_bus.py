@@ -95,7 +95,8 @@ async def test_an_unsubscribed_listener_hears_nothing_more(redis_server: Any) ->
 
 
 async def test_a_reload_puts_only_the_kind_of_change_on_the_channel(redis_server: Any, tmp_path: Path) -> None:
-    """Tenant scoping: what crosses Redis names no skill and no caller, so no listener learns what it may not see."""
+    """Without a policy what crosses Redis names no skill and no caller (with one, a change names its skills so
+    each replica can scope it to its listeners' callers: tests/server/test_scoped_events.py)."""
     skills = tmp_path / "skills"
     write_skill(skills, "visible")
     bus = RedisSubscriptionBus(redis_server.url, channel=CHANNEL)

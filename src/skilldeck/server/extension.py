@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, PaginatedRequestParams, RequestParams
 
 from skilldeck.errors import NotServedError, SkilldeckError, shorten
+from skilldeck.server.audience import offered
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
@@ -51,9 +52,10 @@ from skilldeck.server.middleware import (
 from skilldeck.server.notifier import ChangeNotifier
 from skilldeck.server.policy import Caller, Policy
 from skilldeck.server.remote import RemoteSource
+from skilldeck.server.scoping import ScopedBus
 from skilldeck.server.service import SkillService
 from skilldeck.skill.pack import DirectorySource, children_of
-from skilldeck.skill.uri import EXTENSION_ID
+from skilldeck.skill.uri import EXTENSION_ID, skill_name_from_uri
 
 __all__ = ["CATALOG_VERSION_META", "EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
 
@@ -154,7 +156,8 @@ class SkillsExtension(Extension):
             variant_cache_bytes=variant_cache_bytes,
             max_variants=max_variants,
         )
-        self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
+        # listeners hear a change only when their caller may see one of the skills it concerns
+        self.subscriptions: SubscriptionBus = ScopedBus(subscriptions or InMemorySubscriptionBus(), self._offered)
         self.notifier = ChangeNotifier(self.subscriptions)
         self.middleware = SkillsMiddleware(self)
 
@@ -178,8 +181,15 @@ class SkillsExtension(Extension):
         """
         diff = self.service.swap(await anyio.to_thread.run_sync(self.service.load))
         if diff:
-            await self.notify_changed(tools=self.service.policy is not None)
+            names = {skill_name_from_uri(uri) for uri in (*diff.added, *diff.removed, *diff.changed)}
+            # only a policy makes callers see different skills: without one every listener is told, unnamed
+            scoped = None if self.service.policy is None or None in names else {n for n in names if n is not None}
+            await self.notify_changed(tools=self.service.policy is not None, names=scoped)
         return diff
+
+    def _offered(self, caller: Caller, name: str) -> bool:
+        policy = self.service.policy
+        return policy is None or offered(policy, name, caller)
 
     async def set_policy(self, policy: Policy | None) -> None:
         """Swap the policy in force and tell clients: what they may see and call may have changed."""
@@ -199,9 +209,13 @@ class SkillsExtension(Extension):
             return
         self.service.check_policy(policy, [t.name for t in await server.list_tools()])
 
-    async def notify_changed(self, *, tools: bool = False) -> None:
-        """Tell every connected client that the catalog changed (both eras); ``tools`` also for tool lists."""
-        await self.notifier.notify_changed(tools=tools)
+    async def notify_changed(self, *, tools: bool = False, names: set[str] | None = None) -> None:
+        """Tell connected clients that the catalog changed (both eras); ``tools`` also for tool lists.
+
+        With ``names`` (the skills that changed), a 2026-07-28 listener whose caller may see none of
+        them is not told; without, everyone is.
+        """
+        await self.notifier.notify_changed(tools=tools, names=names)
 
     @property
     def legacy_session_count(self) -> int:

@@ -35,6 +35,7 @@ from skilldeck.server.catalog import Catalog, page_keys
 from skilldeck.server.dynamic import SkillRequest
 from skilldeck.server.notifier import ChangeNotifier
 from skilldeck.server.policy import HINTS_PREFIX, Caller
+from skilldeck.server.scoping import LISTENING_CALLER
 from skilldeck.server.service import SkillService
 from skilldeck.skill.pack import SkillFile
 from skilldeck.skill.uri import is_text_mime_type
@@ -214,6 +215,13 @@ class SkillsMiddleware:
                 return self._mirror_declaration(await call_next(ctx))
             if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 self._ext.notifier.remember_legacy_session(ctx.session)
+            if method == "subscriptions/listen" and self._service.policy is not None:
+                # the stream subscribes while this request runs: its events are scoped to this caller
+                listening = LISTENING_CALLER.set(caller_of(self._service, ctx))
+                try:
+                    return await call_next(ctx)
+                finally:
+                    LISTENING_CALLER.reset(listening)
             return await call_next(ctx)
         finally:
             _IN_MIDDLEWARE.reset(token)

@@ -12,7 +12,9 @@ import logging
 from collections.abc import Callable
 
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import ResourcesListChanged, SubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import SubscriptionBus
+
+from skilldeck.server.scoping import scoped_events
 
 __all__ = ["ChangeNotifier", "LegacyConnections"]
 
@@ -70,11 +72,13 @@ class ChangeNotifier:
         self.subscriptions = subscriptions
         self.legacy = LegacyConnections()
 
-    async def notify_changed(self, *, tools: bool = False) -> None:
-        """Tell every connected client that the catalog changed (both eras); ``tools`` also for tool lists."""
-        await self.subscriptions.publish(ResourcesListChanged())
-        if tools:
-            await self.subscriptions.publish(ToolsListChanged())
+    async def notify_changed(self, *, tools: bool = False, names: set[str] | None = None) -> None:
+        """Tell every connected client that the catalog changed (both eras); ``tools`` also for tool lists.
+
+        ``names``, the skills concerned, go with the 2026-07-28 events (see :mod:`skilldeck.server.scoping`).
+        """
+        for event in scoped_events(names, tools=tools):
+            await self.subscriptions.publish(event)
         for key, session in self.legacy.items():
             try:
                 await session.send_resource_list_changed()

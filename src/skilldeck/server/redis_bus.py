@@ -58,6 +58,7 @@ from mcp.shared.subscriptions import (
 )
 
 from skilldeck.errors import ServeError
+from skilldeck.server.scoping import event_names, with_names
 
 __all__ = [
     "FULL_REANNOUNCE",
@@ -85,10 +86,17 @@ _METHODS: dict[type, str] = {
 
 
 def encode_event(event: ServerEvent) -> str:
-    """The channel message for ``event``: its notification method, and the URI of a ``ResourceUpdated``."""
-    message: dict[str, Any] = {"method": _METHODS[type(event)]}
+    """The channel message for ``event``: its notification method, the URI of a ``ResourceUpdated``,
+    and the skill names a scoped event concerns (dropped, so everyone is told, when they would not fit)."""
+    kind = next(k for k in _METHODS if isinstance(event, k))
+    message: dict[str, Any] = {"method": _METHODS[kind]}
     if isinstance(event, ResourceUpdated):
         message["uri"] = event.uri
+    names = event_names(event)
+    if names is not None:
+        scoped = json.dumps({**message, "names": sorted(names)}, separators=(",", ":"))
+        if len(scoped.encode()) <= MAX_MESSAGE_BYTES:
+            return scoped
     return json.dumps(message, separators=(",", ":"))
 
 
@@ -102,6 +110,9 @@ def decode_event(data: bytes | str) -> ServerEvent | None:
         message = json.loads(raw)
         method = message["method"]
         event = event_from_wire(method, {"uri": message.get("uri")}) if isinstance(method, str) else None
+        names = message.get("names")
+        if event is not None and isinstance(names, list) and all(isinstance(n, str) for n in names):
+            event = with_names(event, names)
     except (ValueError, TypeError, KeyError, AttributeError):
         event = None
     if event is None:
