@@ -13,10 +13,12 @@ from typing import Any
 import anyio
 import pytest
 import redis.asyncio as aioredis
+from mcp import Client
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent, ToolsListChanged
 
 from skilldeck.errors import ServeError
 from skilldeck.server import create_server
+from skilldeck.server.policy import parse_policy
 from skilldeck.server.redis_bus import (
     FULL_REANNOUNCE,
     MAX_MESSAGE_BYTES,
@@ -118,6 +120,43 @@ async def test_a_reload_puts_only_the_kind_of_change_on_the_channel(redis_server
     finally:
         await pubsub.aclose()
         await raw.aclose()
+
+
+async def test_a_listener_on_another_replica_hears_only_what_its_caller_may_see(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    """Two replicas under one policy: a reload on replica A reaches a listener on replica B only when B's
+    caller (tenant ``acme``) may see a skill it changed."""
+    skills = tmp_path / "skills"
+    write_skill(skills, "shared")
+    write_skill(skills, "secret")
+    policy = parse_policy(
+        {"default_identity": {"subject": "desk", "tenant": "acme"}, "skills": {"secret": {"admit": [{"tenant": "b"}]}}}
+    )
+    async with (
+        RedisSubscriptionBus(redis_server.url, channel=CHANNEL) as bus_a,
+        RedisSubscriptionBus(redis_server.url, channel=CHANNEL) as bus_b,
+    ):
+        _, ext_a = create_server(skills, policy=policy, subscriptions=bus_a)
+        server_b, _ = create_server(skills, policy=policy, subscriptions=bus_b)
+        async with (
+            Client(server_b, mode="auto", cache=None) as client,
+            client.listen(resources_list_changed=True) as sub,
+        ):
+            arrived = Heard()  # every event reaching replica B, before scoping
+            bus_b.subscribe(arrived)
+            write_skill(skills, "secret", description="Changed where acme cannot see.")
+            assert (await ext_a.reload()).changed == ("skill://secret/SKILL.md",)
+            await arrived.until(1)
+            with anyio.move_on_after(0.5) as idle:
+                await sub.__anext__()
+            assert idle.cancelled_caught, "a change acme may not see reached its listener on another replica"
+
+            write_skill(skills, "shared", description="Changed where acme can see.")
+            assert (await ext_a.reload()).changed == ("skill://shared/SKILL.md",)
+            await arrived.until(2)
+            with anyio.fail_after(10):
+                await sub.__anext__()
 
 
 async def test_foreign_and_oversized_messages_are_dropped_and_delivery_goes_on(redis_server: Any) -> None:
