@@ -8,7 +8,7 @@ Run from the repository root::
 
 Every server serves the same pack (``examples/skills``) over streamable HTTP on 127.0.0.1, each in
 its own subprocess: skilldeck through ``python -m skilldeck.cli serve PACK --http 127.0.0.1:PORT``;
-the peers (``--peers``, default both):
+the peers (``--peers``, default all three):
 
 - ``ts``: the official TypeScript SDK v2 (``@modelcontextprotocol/server`` 2.4.0, its skills extension
   ``loadSkills(root)`` + ``skills.attach(server)``) on Node 22 and plain ``node:http``, through
@@ -18,6 +18,8 @@ the peers (``--peers``, default both):
 - ``fastmcp``: FastMCP 4.2's ``fastmcp.skills.provider.SkillsDirectoryProvider`` through
   ``bench/_fastmcp_server.py`` run by a separate venv (``bench/.venv-fastmcp``, created and filled
   with ``pip install "fastmcp>=4.2,<4.3"`` when missing).
+- ``sse``: skilldeck's own server with ``--sse-responses``, answering every request as an SSE
+  stream (what it did before JSON bodies became the default), to show what that choice is worth.
 
 All are measured in the same run, cell by cell, rotating which goes first, by the same load
 generator in this process. Besides req/s, each cell records the server's CPU milliseconds per
@@ -72,7 +74,7 @@ FASTMCP_SERVER = BENCH / "_fastmcp_server.py"
 TS_SERVER_DIR = BENCH / "ts_skills_server"
 TS_MODULES = BENCH / ".ts-skills-server"  # git-ignored: node_modules installed from TS_SERVER_DIR's lock file
 NODE = "node@22"
-PEERS = ("ts", "fastmcp")
+PEERS = ("ts", "fastmcp", "sse")
 DEFAULT_OUTPUT = BENCH / "results" / "server_throughput.json"
 FASTMCP_SPEC = "fastmcp>=4.2,<4.3"
 HOST = "127.0.0.1"  # loopback only
@@ -977,6 +979,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         own[1:3] = ["-c", _PROFILED_SERVE, str(args.profile.resolve())]
     targets = [Target("skilldeck", "skilldeck", own, _expectations(PACK, skill_paths))]
+    if "sse" in args.peers:  # our own server answering every request as an SSE stream, as before JSON
+        sse = [*own[:-1], "--sse-responses", own[-1]]
+        targets.append(Target("skilldeck-sse", "skilldeck SSE", sse, _expectations(PACK, skill_paths)))
     versions: dict[str, Any] = {"skilldeck": _versions(sys.executable, MAIN_PACKAGES)}
     if "ts" in args.peers:
         node = _node22(say)
@@ -1010,7 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for target in targets:
                 target.port = _free_port()
-                if target.key == "skilldeck":
+                if target.key.startswith("skilldeck"):
                     target.command.append(f"{HOST}:{target.port}")
                 else:
                     target.command.append(str(target.port))
@@ -1061,12 +1066,14 @@ def main(argv: list[str] | None = None) -> int:
             "pack": str(PACK.relative_to(REPO)),
             "skills_served": {
                 "skilldeck": len(skill_paths),
+                "skilldeck-sse": len(skill_paths),
                 "ts": len(skill_paths),
                 "fastmcp": len(_top_level(skill_paths)),
             },
             "servers": {
                 "skilldeck": "python -m skilldeck.cli serve examples/skills --http 127.0.0.1:PORT"
                 + (" (under cProfile)" if args.profile else ""),
+                "skilldeck-sse": "the same with --sse-responses (every request answered as an SSE stream)",
                 "ts": "bench/ts_skills_server/server.mjs: loadSkills('examples/skills').attach(McpServer) per "
                 "instance; 2026-07-28 via createMcpHandler(legacy: 'reject') + toNodeHandler, 2025-11-25 via "
                 "one NodeStreamableHTTPServerTransport per session, routed by isLegacyRequest on node:http",

@@ -1,4 +1,4 @@
-"""What keeps the serving path short: replies built once per catalog, and ``serve --http`` on uvloop.
+"""What keeps the serving path short: replies built once per catalog, ``serve --http`` on uvloop answering JSON.
 
 The middleware keeps each ``skills/list`` page and each static file's ``resources/read`` reply it
 built for a catalog (the snapshot, or one audience's variant) and sends it again while that
@@ -14,8 +14,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 import skilldeck.server.middleware as middleware
 from skilldeck.host.wire import SkillsWire
@@ -168,5 +171,61 @@ def test_serve_http_runs_on_uvloop(tmp_path: Path) -> None:
         assert not isinstance(match, str), match
         maps = Path(f"/proc/{proc.pid}/maps").read_text()
         assert "/uvloop/" in maps, "skilldeck serve --http is not running its event loop on uvloop"
+    finally:
+        stop(proc)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("sse", [False, True], ids=["json", "sse-responses"])
+async def test_serve_http_answers_json_and_still_announces_changes(tmp_path: Path, mode: str, sse: bool) -> None:
+    """``serve --http`` answers requests with one JSON body (``--sse-responses``: SSE streams), and a change
+    still reaches a legacy session's GET stream and a 2026-07-28 ``subscriptions/listen`` stream."""
+    write_skill(tmp_path / "pack", "first")
+    log = tmp_path / "serve.log"
+    extra = ["--sse-responses"] if sse else []
+    proc = start_serve([*CLI, "serve", str(tmp_path / "pack"), "--http", "127.0.0.1:0", "--watch", *extra], log)
+    try:
+        match = wait_for_startup(proc, log, 60)
+        assert not isinstance(match, str), match
+        kinds: list[tuple[str, str]] = []
+
+        async def seen(response: httpx2.Response) -> None:
+            if response.status_code == 200:  # a notification's 202 has no body to frame
+                kinds.append((response.request.method, response.headers.get("content-type", "")))
+
+        changed = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if getattr(message, "method", None) == "notifications/resources/list_changed":
+                changed.set()
+
+        async with (
+            httpx2.AsyncClient(event_hooks={"response": [seen]}) as http,
+            Client(
+                streamable_http_client(match.group(2), http_client=http),
+                mode=mode,
+                cache=None,
+                read_timeout_seconds=20,
+                message_handler=on_message,
+            ) as client,
+        ):
+            wire = SkillsWire(client)
+            assert [e["frontmatter"]["name"] for e in (await wire.list_skills())["skills"]] == ["first"]
+            posts = {kind.split(";")[0] for method, kind in kinds if method == "POST" and kind}
+            # on 2026-07-28 the SDK answers JSON in either mode when the handler sends nothing before its reply
+            streamed = sse and mode == "legacy"
+            assert posts == ({"text/event-stream"} if streamed else {"application/json"}), kinds
+            if mode == "legacy":
+                write_skill(tmp_path / "pack", "second")
+                with anyio.fail_after(20):
+                    await changed.wait()
+            else:
+                async with client.listen(resources_list_changed=True) as sub:
+                    write_skill(tmp_path / "pack", "second")
+                    with anyio.fail_after(20):
+                        await sub.__anext__()
+            names = {e["frontmatter"]["name"] for e in (await wire.list_skills())["skills"]}
+            assert names == {"first", "second"}
     finally:
         stop(proc)

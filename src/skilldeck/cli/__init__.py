@@ -68,6 +68,12 @@ def _build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
     add_http_arguments(serve)
+    serve.add_argument(
+        "--sse-responses",
+        action="store_true",
+        help="answer each HTTP request as an SSE stream rather than one JSON body (JSON by default: serve sends "
+        "nothing during a request, and JSON costs about half the CPU; change notifications use SSE either way)",
+    )
     serve.add_argument("--page-size", type=positive, default=50, metavar="N", help="skills per skills/list page")
     serve.add_argument("--watch", action="store_true", help="reload when files change and notify clients")
     serve.add_argument("--name", default="skilldeck", help="server name reported to clients")
@@ -189,6 +195,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             on_policy_applied=on_policy_applied,
             max_sessions=args.max_sessions,
             session_idle_timeout=args.session_idle_timeout,
+            json_response=not args.sse_responses,
         ),
         backend_options=event_loop_options(),  # uvloop where installed
     )

@@ -330,6 +330,7 @@ async def serve_http(
     on_policy_applied: Callable[[Policy], None] | None = None,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+    json_response: bool = False,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
 
@@ -352,6 +353,7 @@ async def serve_http(
             log_level=log_level,
             max_sessions=max_sessions,
             session_idle_timeout=session_idle_timeout,
+            json_response=json_response,
         )
 
 
@@ -366,11 +368,19 @@ async def run_http(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
     sockets: list[socket.socket] | None = None,
+    json_response: bool = False,
 ) -> None:
     """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled.
 
     Legacy sessions are bounded as :func:`serve_http` describes; ``on_ready`` hears the URL once
     the socket accepts connections. ``sockets`` already bound (see :func:`bind`) are used as they are.
+
+    ``json_response`` answers each request (both eras) with one JSON body instead of an SSE stream,
+    which costs the server about half the CPU of a 2025-11-25 request, but leaves a handler no way to
+    send anything during a request (progress, log messages, server-to-client requests). Only a
+    server none of whose handlers does that may turn it on (``skilldeck serve`` does; the gateway,
+    which relays such messages, does not). ``subscriptions/listen`` and a legacy session's GET
+    stream stay SSE either way, so change notifications are unaffected.
 
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
@@ -378,7 +388,11 @@ async def run_http(
     import uvicorn
 
     app = server.streamable_http_app(
-        streamable_http_path=path, host=host, max_sessions=max_sessions, session_idle_timeout=session_idle_timeout
+        streamable_http_path=path,
+        host=host,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+        json_response=json_response,
     )
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(
