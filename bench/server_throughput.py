@@ -8,13 +8,15 @@ Run from the repository root::
 
 Every server serves the same pack (``examples/skills``) over streamable HTTP on 127.0.0.1, each in
 its own subprocess: skilldeck through ``python -m skilldeck.cli serve PACK --http 127.0.0.1:PORT``;
-the peers (``--peers``, default all three):
+the peers (``--peers``, default all four):
 
 - ``ts``: the official TypeScript SDK v2 (``@modelcontextprotocol/server`` 2.4.0, its skills extension
   ``loadSkills(root)`` + ``skills.attach(server)``) on Node 22 and plain ``node:http``, through
   ``bench/ts_skills_server/server.mjs``. Its pinned ``package.json`` and ``package-lock.json`` are
   installed on first use with ``npm ci`` (npm of ``npx -p node@22``) into ``bench/.ts-skills-server``;
   the server runs on that Node 22 binary directly, so its CPU time and memory are its own.
+- ``ts-json``: the same TypeScript server with its 2025-11-25 transport answering one JSON body
+  per request (``enableJsonResponse``), as skilldeck's server does by default.
 - ``fastmcp``: FastMCP 4.2's ``fastmcp.skills.provider.SkillsDirectoryProvider`` through
   ``bench/_fastmcp_server.py`` run by a separate venv (``bench/.venv-fastmcp``, created and filled
   with ``pip install "fastmcp>=4.2,<4.3"`` when missing).
@@ -74,7 +76,7 @@ FASTMCP_SERVER = BENCH / "_fastmcp_server.py"
 TS_SERVER_DIR = BENCH / "ts_skills_server"
 TS_MODULES = BENCH / ".ts-skills-server"  # git-ignored: node_modules installed from TS_SERVER_DIR's lock file
 NODE = "node@22"
-PEERS = ("ts", "fastmcp", "sse")
+PEERS = ("ts", "ts-json", "fastmcp", "sse")
 DEFAULT_OUTPUT = BENCH / "results" / "server_throughput.json"
 FASTMCP_SPEC = "fastmcp>=4.2,<4.3"
 HOST = "127.0.0.1"  # loopback only
@@ -983,17 +985,22 @@ def main(argv: list[str] | None = None) -> int:
         sse = [*own[:-1], "--sse-responses", own[-1]]
         targets.append(Target("skilldeck-sse", "skilldeck SSE", sse, _expectations(PACK, skill_paths)))
     versions: dict[str, Any] = {"skilldeck": _versions(sys.executable, MAIN_PACKAGES)}
-    if "ts" in args.peers:
+    if "ts" in args.peers or "ts-json" in args.peers:
         node = _node22(say)
         modules = ensure_ts_server(node, say)
-        targets.append(
-            Target(
-                "ts",
-                "TS SDK",
-                [node, str(TS_SERVER_DIR / "server.mjs"), str(modules), str(PACK), HOST],
-                _expectations(PACK, skill_paths),
+        ts_command = [node, str(TS_SERVER_DIR / "server.mjs"), str(modules), str(PACK), HOST]
+        if "ts" in args.peers:
+            targets.append(Target("ts", "TS SDK", list(ts_command), _expectations(PACK, skill_paths)))
+        if "ts-json" in args.peers:  # its legacy transport with enableJsonResponse, as skilldeck serve answers
+            targets.append(
+                Target(
+                    "ts-json",
+                    "TS SDK JSON",
+                    list(ts_command),
+                    _expectations(PACK, skill_paths),
+                    env={"TS_SKILLS_JSON_RESPONSE": "1"},
+                )
             )
-        )
         versions["ts"] = _ts_versions(node, modules)
     if "fastmcp" in args.peers:
         fastmcp_python = ensure_fastmcp_venv(args.fastmcp_spec, say)
@@ -1068,6 +1075,7 @@ def main(argv: list[str] | None = None) -> int:
                 "skilldeck": len(skill_paths),
                 "skilldeck-sse": len(skill_paths),
                 "ts": len(skill_paths),
+                "ts-json": len(skill_paths),
                 "fastmcp": len(_top_level(skill_paths)),
             },
             "servers": {
@@ -1077,6 +1085,8 @@ def main(argv: list[str] | None = None) -> int:
                 "ts": "bench/ts_skills_server/server.mjs: loadSkills('examples/skills').attach(McpServer) per "
                 "instance; 2026-07-28 via createMcpHandler(legacy: 'reject') + toNodeHandler, 2025-11-25 via "
                 "one NodeStreamableHTTPServerTransport per session, routed by isLegacyRequest on node:http",
+                "ts-json": "the same with TS_SKILLS_JSON_RESPONSE=1: its 2025-11-25 transport answers JSON "
+                "(enableJsonResponse)",
                 "fastmcp": "bench/_fastmcp_server.py: FastMCP(providers=[fastmcp.skills.provider."
                 "SkillsDirectoryProvider('examples/skills')]).run_http_async(...)",
             },

@@ -10,7 +10,8 @@
 // - 2026-07-28 (the per-request `_meta` envelope): `createMcpHandler(factory, { legacy: "reject" })`,
 //   mounted with `toNodeHandler` from @modelcontextprotocol/node; a fresh McpServer per request.
 // - 2025-11-25: the SDK's sessionful wiring, one McpServer and one NodeStreamableHTTPServerTransport
-//   per `Mcp-Session-Id` (SSE responses, the transport's defaults), as skilldeck serves that era.
+//   per `Mcp-Session-Id`: SSE responses (the transport's default), or one JSON body per request
+//   (`enableJsonResponse`) when the environment has TS_SKILLS_JSON_RESPONSE=1.
 //
 // Requests are routed with the SDK's own `isLegacyRequest`, as its documentation shows for keeping a
 // sessionful legacy deployment next to a strict modern endpoint. The body is read and parsed once and
@@ -31,6 +32,7 @@ const { loadSkills } = require("@modelcontextprotocol/server/ext/skills/node");
 const { NodeStreamableHTTPServerTransport, toNodeHandler } = require("@modelcontextprotocol/node");
 
 const MAX_BODY = 4 * 1024 * 1024; // the SDK's default maxRequestBodySize
+const enableJsonResponse = process.env.TS_SKILLS_JSON_RESPONSE === "1";
 const skills = await loadSkills(path.resolve(pack));
 
 function newServer() {
@@ -57,6 +59,7 @@ async function legacy(req, res, body) {
     }
     transport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse,
       onsessioninitialized: (id) => sessions.set(id, transport),
     });
     transport.onclose = () => sessions.delete(transport.sessionId);
