@@ -434,6 +434,11 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
                 await c.subscribe_resource("upstream://subs/note://one-more")
             assert too_many.value.error.code == INVALID_PARAMS
             assert "note://one-more" not in upstream.subscribed
+        # the client went away holding its subscriptions: the upstream is told of each (in the background)
+        with anyio.fail_after(10):
+            while len(upstream.unsubscribed) < 1 + MAX_CLIENT_SUBSCRIPTIONS:
+                await anyio.sleep(0.01)
+        assert sorted(upstream.unsubscribed[1:]) == sorted(f"note://{n}" for n in range(MAX_CLIENT_SUBSCRIPTIONS))
 
 
 @pytest.mark.parametrize("up", ["modern", "legacy"])
