@@ -142,6 +142,12 @@ class UpstreamResourceListen:
         finally:
             opened.ended.set()
 
+    async def _tell(self, uri: str) -> None:
+        try:
+            await self._on_update(self.label, uri)
+        except Exception:  # one failed relay must not end the stream for every subscriber
+            logger.exception("relaying an update of %s from %r failed", uri, self.label)
+
     async def _relay(self, wanted: frozenset[str], scope: anyio.CancelScope, opened: _Opened) -> None:
         ended = 0
         with scope:
@@ -153,13 +159,14 @@ class UpstreamResourceListen:
                             opened.honored = honored
                             opened.done.set()
                         else:  # reopened: what changed in the gap cannot be told, so all of it may have
-                            self.honored = honored
+                            if self._scope is scope:
+                                self.honored = honored
                             for uri in sorted(honored):
-                                await self._on_update(self.label, uri)
+                                await self._tell(uri)
                         ended = 0
                         async for event in sub:
                             if isinstance(event, ResourceUpdated):
-                                await self._on_update(self.label, event.uri)
+                                await self._tell(event.uri)
                     reason = "the upstream ended the subscription"
                 except Exception as exc:
                     if not opened.done.is_set():
