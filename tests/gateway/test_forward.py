@@ -72,9 +72,12 @@ HIDE_SECRET = Policy(
 )
 
 
-def docs_upstream(name: str, bus: InMemorySubscriptionBus | None = None) -> MCPServer[Any]:
-    """A resource ``note://readme``, a template ``note://pages/{page}``, a prompt ``greet(who)``, completions."""
-    server: MCPServer[Any] = MCPServer(name, subscriptions=bus)
+def docs_upstream(name: str, bus: InMemorySubscriptionBus | None = None, *, listen: bool = True) -> MCPServer[Any]:
+    """A resource ``note://readme``, a template ``note://pages/{page}``, a prompt ``greet(who)``, completions.
+
+    Without ``listen`` it serves no ``subscriptions/listen`` (a 2026-07-28 server without subscriptions).
+    """
+    server: MCPServer[Any] = MCPServer(name, subscriptions=bus if listen else False)
 
     @server.resource("note://readme", mime_type="text/plain")
     def readme() -> str:
@@ -431,14 +434,30 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
                 await c.subscribe_resource("upstream://subs/note://one-more")
             assert too_many.value.error.code == INVALID_PARAMS
             assert "note://one-more" not in upstream.subscribed
+        # the client went away holding its subscriptions: the upstream is told of each (in the background)
+        with anyio.fail_after(10):
+            while len(upstream.unsubscribed) < 1 + MAX_CLIENT_SUBSCRIPTIONS:
+                await anyio.sleep(0.01)
+        assert sorted(upstream.unsubscribed[1:]) == sorted(f"note://{n}" for n in range(MAX_CLIENT_SUBSCRIPTIONS))
 
 
-async def test_gateway_without_upstream_subscriptions_refuses_to_subscribe() -> None:
-    async with docs_gateway("legacy") as c:
-        with pytest.raises(MCPError) as refused:
-            await c.subscribe_resource("upstream://a/note://readme")
-        assert refused.value.error.code == INVALID_PARAMS
-        assert "subscriptions" in refused.value.error.message
+@pytest.mark.parametrize("up", ["modern", "legacy"])
+async def test_gateway_without_upstream_subscriptions_refuses_to_subscribe(up: str) -> None:
+    """An upstream that declares no ``resources.subscribe`` (2026-07-28: serves no ``subscriptions/listen``)."""
+    spec = ServerSpec("a", InProcessServer(docs_upstream("a", listen=False)), timeout=10)
+    async with Host([spec], mode="auto" if up == "modern" else "legacy") as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="legacy", cache=None) as c:
+            with pytest.raises(MCPError) as refused:
+                await c.subscribe_resource("upstream://a/note://readme")
+            assert refused.value.error.code == INVALID_PARAMS
+            assert "subscriptions" in refused.value.error.message
+        async with (
+            Client(server, mode="auto", cache=None) as c,
+            c.listen(resource_subscriptions=["upstream://a/note://readme"], resources_list_changed=True) as sub,
+        ):
+            assert not sub.honored.resource_subscriptions  # acknowledged without it: it cannot be told
+            assert sub.honored.resources_list_changed
 
 
 async def test_follow_upstreams_relays_prompt_changes() -> None:

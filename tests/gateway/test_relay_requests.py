@@ -10,6 +10,7 @@ clients are the official Python SDK client in both eras. Issue 15, item 1.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
@@ -41,6 +42,7 @@ from skilldeck.gateway.relay import MAX_INPUT_RESPONSES
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
 
 from ..host.hostile_http import serving_in_thread
+from ..server.helpers import start_gateway, stop
 from .gateway_clients_support import Gateway
 from .relay_upstream import Asker
 
@@ -54,7 +56,16 @@ DOWN = ["modern", "legacy"]
 UP = ["modern", "legacy", "legacy-http", "legacy-stdio"]
 """How the gateway reaches the upstream: in-process at 2026-07-28 or 2025-11-25, or at 2025-11-25 over
 streamable HTTP or stdio."""
-PINS = [("ask", "write"), ("ask", "greet"), ("ask", "where"), ("ask", "together"), ("ask", "chatty"), ("ask", "wait")]
+PINS = [
+    ("ask", "write"),
+    ("ask", "greet"),
+    ("ask", "where"),
+    ("ask", "together"),
+    ("ask", "chatty"),
+    ("ask", "wait"),
+    ("ask", "impatient"),
+    ("ask", "second_thoughts"),
+]
 UPSTREAM_SCRIPT = Path(__file__).with_name("relay_upstream.py")
 
 
@@ -416,3 +427,82 @@ async def test_a_cancelled_call_of_a_modern_client_is_cancelled_on_a_2025_upstre
         with anyio.fail_after(10):
             while len(gw.service.parked):
                 await anyio.sleep(0.05)
+
+
+class Blocking:
+    """A client whose sampling callback never answers: it waits until it is cancelled, and records that."""
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+        self.cancelled = anyio.Event()
+
+    async def sampling(self, ctx: Any, params: Any) -> CreateMessageResult:
+        self.asked.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.set()
+            raise
+        raise AssertionError("sleep_forever returned")  # pragma: no cover
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http", "legacy-stdio"])
+async def test_a_request_the_upstream_withdraws_is_cancelled_at_the_legacy_client(up: str) -> None:
+    """The upstream gives up on its sampling request (its own timeout: it sends ``notifications/cancelled``);
+    the request the gateway relayed is cancelled at the client too: its callback task is cancelled."""
+    asker = Asker()
+    me = Blocking()
+    async with opened(asker, up) as gw, client(gw, "legacy", sampling_callback=me.sampling) as c:
+        with anyio.fail_after(20):
+            result = await c.call_tool("ask__impatient", {"topic": "tides"})
+            assert me.asked.is_set()
+            await me.cancelled.wait()
+    assert text(result).startswith("gave up: "), result
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http", "legacy-stdio"])
+async def test_a_question_the_upstream_withdraws_is_dropped_from_a_modern_callers_rounds(up: str) -> None:
+    """A 2026-07-28 caller of a 2025-11-25 upstream: a question the upstream withdrew before the caller came
+    back for it is never handed out; the caller's next round gets the call's result."""
+    asker = Asker()
+    me = Downstream("ann")
+    async with opened(asker, up) as gw, client(gw, "modern", **me.callbacks()) as c:
+        first = await c.session.call_tool("ask__second_thoughts", {}, allow_input_required=True)
+        questions = getattr(first, "input_requests", None) or {}
+        assert [q.method for q in questions.values()] == ["roots/list"], first
+        await anyio.sleep(1.5)  # meanwhile the upstream asks for a sample and withdraws it (0.1 s, then 0.3 s)
+        answers = {key: ListRootsResult(roots=[Root(uri="file:///home/ann")]) for key in questions}
+        with anyio.fail_after(20):
+            done = await c.session.call_tool(
+                "ask__second_thoughts",
+                {},
+                input_responses=answers,
+                request_state=getattr(first, "request_state", None),
+                allow_input_required=True,
+            )
+        assert text(done) == "file:///home/ann", done
+        assert len(gw.service.parked) == 0
+    assert me.asked == []  # the client's own callbacks were never used: the gateway asked by input_required
+
+
+async def test_skilldeck_gateway_over_http_cancels_a_withdrawn_request_at_a_legacy_client(tmp_path: Path) -> None:
+    """``skilldeck gateway --http`` in front of a 2025-11-25 upstream (over HTTP, as such a server answers the
+    2026-07-28 probe): a legacy client over streamable HTTP hears the cancellation of the sampling request the
+    upstream withdrew, on the stream of its call."""
+    asker = Asker(legacy_only=True)
+    app = asker.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    with serving_in_thread(app) as upstream_url:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"ask": {"url": upstream_url}}}))
+        proc, match = start_gateway(config, tmp_path / "gateway.log", "--pin", "ask/impatient")
+        try:
+            me = Blocking()
+            async with Client(match["url"], mode="legacy", cache=None, sampling_callback=me.sampling) as c:
+                with anyio.fail_after(30):
+                    result = await c.call_tool("ask__impatient", {"topic": "tides"})
+                    assert me.asked.is_set(), result
+                    await me.cancelled.wait()
+            assert text(result).startswith("gave up: "), result
+            assert proc.poll() is None, (tmp_path / "gateway.log").read_text(errors="replace")
+        finally:
+            stop(proc)

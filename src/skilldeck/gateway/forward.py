@@ -13,9 +13,17 @@ re-published skills) that answers, for every connected upstream that declares th
   ``skill://`` resources are left out while the gateway re-publishes skills (they are served,
   verified, as ``skill://LABEL/...``), so a ``skill://`` read always takes the skills path;
 * ``resources/subscribe``/``unsubscribe`` (2025-11-25 clients) and the resource URIs of a
-  2026-07-28 ``subscriptions/listen`` filter: passed on to the upstream when it declares
-  ``resources.subscribe`` on a 2025-11-25 session, its ``notifications/resources/updated`` relayed
-  (as the gateway URI) to the subscribed legacy sessions and on the ``subscriptions/listen`` bus;
+  2026-07-28 ``subscriptions/listen`` filter, for an upstream that declares ``resources.subscribe``:
+  a 2025-11-25 upstream is sent ``resources/subscribe`` once per resource; a 2026-07-28 upstream
+  has one ``subscriptions/listen`` stream whose filter names every resource subscribed there
+  (:mod:`skilldeck.gateway.resource_listen`: reopened with the new set as subscriptions come and
+  go, closed when the last goes). Each ``notifications/resources/updated`` is relayed as the
+  gateway URI to exactly the subscribers of that resource: the legacy sessions that subscribed,
+  and the 2026-07-28 listen streams whose filter named it. When the last subscriber of a resource
+  goes (unsubscribes, closes its listen stream or its connection), the upstream is told
+  (``resources/unsubscribe``, or the stream reopened without it). A listen filter's gateway URI
+  that cannot be subscribed for its caller (hidden by the policy, an upstream without
+  subscriptions, over the limits) is left out of the filter the stream acknowledges;
 * ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
   under its own names.
 
@@ -37,10 +45,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import logging
 import warnings
 from collections.abc import Awaitable, Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -62,6 +72,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skilldeck.errors import shorten
+from skilldeck.gateway.resource_listen import UpstreamResourceListen
 from skilldeck.gateway.service import ORIGIN_META, SERVER_INFO_META, GatewayService
 from skilldeck.host.connect import Connected
 from skilldeck.server.middleware import locale_hint
@@ -220,6 +231,10 @@ class ForwardedUpstreams:
         """Legacy connections told of list changes and resource updates."""
         self._subscribers: dict[tuple[str, str], set[Any]] = {}
         """Per upstream resource ``(label, uri)``: who subscribed (a legacy connection key, or a listen stream)."""
+        self._pending: dict[tuple[str, str], int] = {}
+        """Resources being subscribed to now, by how many requests (not released upstream meanwhile)."""
+        self._streams: dict[str, UpstreamResourceListen] = {}
+        """Per 2026-07-28 upstream: the one listen stream for its subscribed resources."""
         self._listening = False
 
     # -- who asks, and what they may see -----------------------------------------------------------
@@ -491,83 +506,212 @@ class ForwardedUpstreams:
     def _subscribable(self, caller: Caller, uri: str) -> tuple[Connected, str]:
         connected, upstream = self._resource(caller, uri)
         resources = connected.client.server_capabilities.resources
-        if connected.protocol_version in MODERN_PROTOCOL_VERSIONS or resources is None or not resources.subscribe:
+        if resources is None or not resources.subscribe:
             raise _invalid(f"{connected.label!r} offers no resource subscriptions (resources.subscribe)")
         return connected, upstream
 
     async def _subscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
-        connected, upstream = target
-        key = (connected.label, upstream)
-        subscribers = self._subscribers.get(key)
-        if subscribers is not None and subscriber in subscribers:
-            return
-        if sum(1 for held in self._subscribers.values() if subscriber in held) >= MAX_CLIENT_SUBSCRIPTIONS:
-            raise _invalid(
-                f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
+        refused = await self._subscribe_all([target], subscriber)
+        if refused:
+            raise refused[0][1]
+
+    async def _subscribe_all(
+        self, targets: list[tuple[Connected, str]], subscriber: Any
+    ) -> list[tuple[tuple[Connected, str], MCPError]]:
+        """Subscribe ``subscriber`` to each of ``targets``; the ones refused, each with why.
+
+        What is new to the gateway is subscribed upstream: one ``resources/subscribe`` each on a
+        2025-11-25 upstream, one reopened listen stream per 2026-07-28 upstream for all of them.
+        """
+        refused: list[tuple[tuple[Connected, str], MCPError]] = []
+        held = sum(1 for subscribers in self._subscribers.values() if subscriber in subscribers)
+        fresh = 0
+        accepted: list[tuple[Connected, str]] = []
+        seen: set[tuple[str, str]] = set()
+        for target in targets:
+            key = (target[0].label, target[1])
+            subscribers = self._subscribers.get(key)
+            if key in seen or (subscribers is not None and subscriber in subscribers):
+                continue
+            if held >= MAX_CLIENT_SUBSCRIPTIONS:
+                why = f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
+            elif subscribers is None and len(self._subscribers) + fresh >= MAX_SUBSCRIPTIONS:
+                why = f"the gateway holds {MAX_SUBSCRIPTIONS} resource subscriptions already; unsubscribe one first"
+            elif subscribers is not None and len(subscribers) >= MAX_SUBSCRIBERS:
+                why = f"{MAX_SUBSCRIBERS} clients subscribe to this resource already"
+            else:
+                seen.add(key)
+                held += 1
+                fresh += subscribers is None
+                accepted.append(target)
+                continue
+            refused.append((target, _invalid(why)))
+        self._listen_upstreams()
+        for key in seen:
+            self._pending[key] = self._pending.get(key, 0) + 1
+        try:
+            subscribed, failed = await self._subscribe_upstream(
+                [t for t in accepted if self._subscribers.get((t[0].label, t[1])) is None]
             )
-        if subscribers is None:
-            if len(self._subscribers) >= MAX_SUBSCRIPTIONS:
-                raise _invalid(
-                    f"the gateway holds {MAX_SUBSCRIPTIONS} resource subscriptions already; unsubscribe one first"
-                )
-            self._listen_upstreams()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
-                await self._upstream(connected, connected.client.subscribe_resource(upstream))
-            subscribers = self._subscribers.setdefault(key, set())
-        if len(subscribers) >= MAX_SUBSCRIBERS:
-            raise _invalid(f"{MAX_SUBSCRIBERS} clients subscribe to this resource already")
-        subscribers.add(subscriber)
+        finally:
+            for key in seen:
+                self._pending[key] -= 1
+                if not self._pending[key]:
+                    del self._pending[key]
+        refused += failed
+        for target in accepted:
+            key = (target[0].label, target[1])
+            if key in self._subscribers or target in subscribed:
+                self._subscribers.setdefault(key, set()).add(subscriber)
+        return refused
+
+    async def _subscribe_upstream(
+        self, targets: list[tuple[Connected, str]]
+    ) -> tuple[list[tuple[Connected, str]], list[tuple[tuple[Connected, str], MCPError]]]:
+        """Subscribe upstream to resources no client subscribed to yet: those subscribed, those refused with why."""
+        subscribed: list[tuple[Connected, str]] = []
+        refused: list[tuple[tuple[Connected, str], MCPError]] = []
+        modern: dict[str, list[tuple[Connected, str]]] = {}
+        for target in targets:
+            connected, upstream = target
+            if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                modern.setdefault(connected.label, []).append(target)
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
+                    await self._upstream(connected, connected.client.subscribe_resource(upstream))
+            except MCPError as exc:
+                refused.append((target, exc))
+                continue
+            subscribed.append(target)
+        for group in modern.values():
+            connected = group[0][0]
+            listen = self._resource_listen(connected)
+            uris = {upstream for _, upstream in group}
+            added = uris - listen.wanted
+            listen.wanted |= uris
+            try:
+                honored = await self._upstream(connected, listen.sync())
+            except MCPError as exc:
+                listen.wanted -= added
+                refused += [(target, exc) for target in group]
+                continue
+            for target in group:
+                if target[1] in honored:
+                    subscribed.append(target)
+                else:
+                    listen.wanted.discard(target[1])
+                    why = f"{connected.label!r} did not accept a subscription to {shorten(target[1])!r}"
+                    refused.append((target, _invalid(why)))
+        return subscribed, refused
+
+    def _resource_listen(self, connected: Connected) -> UpstreamResourceListen:
+        """The listen stream of a 2026-07-28 upstream's subscribed resources (a new one for a new session)."""
+        listen = self._streams.get(connected.label)
+        if listen is None or listen.connected is not connected:
+            if listen is not None:
+                listen.close()  # the session it listened on is gone
+            listen = UpstreamResourceListen(connected, self.service.host.connections.start_soon, self._updated)
+            self._streams[connected.label] = listen
+        return listen
 
     async def _unsubscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
-        connected, upstream = target
-        key = (connected.label, upstream)
-        subscribers = self._subscribers.get(key)
-        if subscribers is None:
-            return
-        subscribers.discard(subscriber)
-        if subscribers:
-            return
-        del self._subscribers[key]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
-                await connected.client.unsubscribe_resource(upstream)
-        except Exception as exc:  # the upstream may be gone: nobody is told of its updates any more
-            logger.debug("unsubscribing %s of %r failed: %s", upstream, connected.label, exc)
+        await self._unsubscribe_all([target], subscriber)
+
+    async def _unsubscribe_all(self, targets: list[tuple[Connected, str]], subscriber: Any) -> None:
+        emptied = []
+        for connected, upstream in targets:
+            key = (connected.label, upstream)
+            subscribers = self._subscribers.get(key)
+            if subscribers is None:
+                continue
+            subscribers.discard(subscriber)
+            if not subscribers:
+                del self._subscribers[key]
+                emptied.append(key)
+        await self._release(emptied)
+
+    async def _release(self, keys: list[tuple[str, str]]) -> None:
+        """Nobody subscribes to ``keys`` any more: the upstreams stop telling the gateway of them.
+
+        A 2025-11-25 upstream is sent ``resources/unsubscribe`` for each; a 2026-07-28 upstream's
+        stream is reopened once without them (or closed, when they were its last).
+        """
+        released: dict[str, list[str]] = {}
+        for key in keys:
+            if key not in self._subscribers and key not in self._pending:  # else subscribed again meanwhile
+                released.setdefault(key[0], []).append(key[1])
+        for label, uris in released.items():
+            listen = self._streams.get(label)
+            connected = self.service.host.connections.connected.get(label)
+            try:
+                if listen is not None and listen.wanted & set(uris):
+                    listen.wanted -= set(uris)
+                    await listen.sync()
+                elif connected is not None and connected.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    for upstream in uris:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
+                            await connected.client.unsubscribe_resource(upstream)
+            except Exception as exc:  # the upstream may be gone: nobody is told of its updates any more
+                logger.debug("unsubscribing %d resources of %r failed: %s", len(uris), label, exc)
 
     def _forget(self, connection: int) -> None:
-        """A legacy connection closed: it subscribes to nothing any more."""
+        """A legacy connection closed: it subscribes to nothing any more (the upstream is told in the background)."""
+        emptied = []
         for key in [k for k, subscribers in self._subscribers.items() if connection in subscribers]:
             self._subscribers[key].discard(connection)
             if not self._subscribers[key]:
-                del self._subscribers[key]  # the upstream's updates of it are dropped from now on
+                del self._subscribers[key]
+                emptied.append(key)
+        if emptied:
+            with contextlib.suppress(RuntimeError):  # RuntimeError: the upstream connections are closed
+                self.service.host.connections.start_soon(self._release, emptied)
 
     async def _listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open."""
+        """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open.
+
+        The filter passed on to the stream (and so its acknowledgment) keeps only the gateway URIs
+        that could be subscribed for this caller: a URI the policy hides from them, of an upstream
+        without subscriptions, or over the limits is not honored, and its updates never reach the
+        stream even while another client subscribes to it.
+        """
         params = ctx.params if isinstance(ctx.params, dict) else {}
         notifications = params.get("notifications")
         uris = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
         stream = object()
-        held: list[tuple[Connected, str]] = []
         caller = self.caller(ctx)
+        targets: dict[str, tuple[Connected, str]] = {}
         for uri in uris if isinstance(uris, list) else []:
             if not isinstance(uri, str) or split_uri(uri) is None:
-                continue
+                continue  # not an upstream's: the gateway's own (re-published skills), or invalid
             try:
-                target = self._subscribable(caller, uri)
-                await self._subscribe(target, stream)
+                targets[uri] = self._subscribable(caller, uri)
             except MCPError as exc:  # not subscribable: the stream is still served, without its updates
                 logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
-                continue
-            held.append(target)
+        refused = await self._subscribe_all(list(targets.values()), stream)
+        for target, why in refused:
+            logger.debug("listen: %s not subscribed: %s", shorten(target[1]), why.error.message)
+        failed = {id(target) for target, _ in refused}
+        held = [target for target in targets.values() if id(target) not in failed]
+        kept = [
+            uri
+            for uri in (uris if isinstance(uris, list) else [])
+            if not isinstance(uri, str) or split_uri(uri) is None or (uri in targets and id(targets[uri]) not in failed)
+        ]
+        if isinstance(uris, list) and len(kept) != len(uris):
+            assert isinstance(notifications, dict)
+            narrowed = {k: v for k, v in notifications.items() if k != "resourceSubscriptions"}
+            if kept:
+                narrowed["resourceSubscriptions"] = kept
+            ctx = replace(ctx, params={**params, "notifications": narrowed})
         try:
             return await call_next(ctx)
         finally:
             # The stream usually ends by cancellation: the upstreams are still told, within a bound.
             with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
-                for target in held:
-                    await self._unsubscribe(target, stream)
+                await self._unsubscribe_all(held, stream)
 
     def _listen_upstreams(self) -> None:
         if not self._listening:
@@ -575,13 +719,20 @@ class ForwardedUpstreams:
             self._listening = True
 
     async def _upstream_message(self, label: str, message: Any) -> None:
-        """``notifications/resources/updated`` of a subscribed resource: to its subscribers, as the gateway URI."""
+        """A 2025-11-25 upstream's ``notifications/resources/updated`` (a 2026-07-28 one's come on its listen stream)."""
         if not isinstance(message, ResourceUpdatedNotification):
             return
-        subscribers = self._subscribers.get((label, str(message.params.uri)))
+        connected = self.service.host.connections.connected.get(label)
+        if connected is None or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        await self._updated(label, str(message.params.uri))
+
+    async def _updated(self, label: str, upstream: str) -> None:
+        """An update of a subscribed resource: to its subscribers (both eras) as the gateway URI, to nobody else."""
+        subscribers = self._subscribers.get((label, upstream))
         if not subscribers:
             return
-        uri = gateway_uri(label, str(message.params.uri))
+        uri = gateway_uri(label, upstream)
         await self.subscriptions.publish(ResourceUpdated(uri=uri))
         sessions = dict(self.legacy.items())
         for subscriber in list(subscribers):

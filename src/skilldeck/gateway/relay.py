@@ -24,6 +24,14 @@ How the downstream client is asked:
   rounds (:class:`ParkedCall`, named by an unguessable token bound to the client and the tool).
   Every ``requestState`` the gateway hands out is sealed by the SDK's request-state boundary.
 
+When a 2025-11-25 upstream withdraws a question (``notifications/cancelled`` for its request, e.g.
+on its own timeout), the SDK cancels the task that relays it, and the withdrawal goes on: a
+2025-11-25 caller is sent ``notifications/cancelled`` for the request the gateway sent it (by the
+SDK, on the stream of its call), and its callback is cancelled; a 2026-07-28 caller of a held call
+is not given the question in a later round, and an answer its retry carries for it is dropped (the
+protocol cannot take back an ``input_required`` already sent). A 2026-07-28 upstream asks inside
+its result and has no request to withdraw.
+
 A client that did not declare the capability a question needs is never asked. A 2025-11-25
 upstream's request gets an error response (``INVALID_REQUEST``, as the SDK's own client answers
 without the capability), and the upstream decides what its call does without the answer (the
@@ -299,11 +307,16 @@ class ParkedCall:
         answered = anyio.Event()
         self._questions[key] = (request, answered)
         self._changed.set()
-        with anyio.move_on_after(self.ttl):
-            await answered.wait()
-        self._questions.pop(key, None)
-        if key in self._answers:
-            return self._answers.pop(key)
+        try:
+            with anyio.move_on_after(self.ttl):
+                await answered.wait()
+        finally:
+            # Also when the upstream withdrew the question (cancelled its request, e.g. on its own
+            # timeout): it is not handed out any more, and an answer to it is dropped.
+            self._questions.pop(key, None)
+            answer = self._answers.pop(key, None)
+        if answer is not None:
+            return answer
         self.abandoned = True
         return ErrorData(
             code=REQUEST_TIMEOUT, message=f"the client did not answer {request.method} within {self.ttl:g}s"
@@ -326,7 +339,8 @@ class ParkedCall:
     def answer(self, responses: Mapping[str, Any] | None) -> None:
         """Hand the retry's answers to the questions the last round gave out; each needs one.
 
-        A question the upstream asked after that round went out is given out in the next round.
+        A question the upstream asked after that round went out is given out in the next round; one
+        it withdrew meanwhile needs no answer (an answer to it is dropped).
         """
         given = {key: self._questions[key] for key in sorted(self._handed) if key in self._questions}
         unanswered = [key for key in given if key not in (responses or {})]
