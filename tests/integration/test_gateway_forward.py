@@ -11,7 +11,9 @@ serves every test.
   completions of a prompt argument (with a context argument) and of a template variable;
 * MCP Inspector 2.12 CLI in both ``--protocol-era``\\ s: ``resources/list``,
   ``resources/templates/list``, ``resources/read``, ``prompts/list`` and ``prompts/get``; a pinned
-  long-running tool called through the gateway, and (2025-11-25) ``logging/setLevel`` forwarded.
+  long-running tool called through the gateway, and (2025-11-25) ``logging/setLevel`` forwarded;
+  a pinned tool that samples, called by Inspector (which declares no sampling): the upstream's
+  question is refused to it and the call ends, never hangs.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ ERAS = ["modern", "legacy"]
 ARCHITECTURE = "upstream://everything/demo://resource/static/document/architecture.md"
 TEXT_TEMPLATE = "upstream://everything/demo://resource/dynamic/text/{resourceId}"
 LONG_RUNNING = "trigger-long-running-operation"
+SAMPLING = "trigger-sampling-request"
 PROMPTS = {
     "everything__simple-prompt",
     "everything__args-prompt",
@@ -48,7 +51,8 @@ def gateway(npx: str, npm_server_specs: dict[str, str], tmp_path_factory: pytest
     path = tmp / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {"everything": everything}}))
     log_path = tmp / "gateway.log"
-    proc, match = start_gateway(path, log_path, "--pin", f"everything/{LONG_RUNNING}", timeout=240)
+    pins = ["--pin", f"everything/{LONG_RUNNING}", "--pin", f"everything/{SAMPLING}"]
+    proc, match = start_gateway(path, log_path, *pins, timeout=240)
     try:
         assert (match["up"], match["total"]) == ("1", "1"), log_path.read_text(errors="replace")
         yield match["url"]
@@ -142,7 +146,8 @@ def test_inspector_calls_a_pinned_upstream_tool_and_sets_the_log_level(
     inspector = inspector_for(run_npx, inspector_cmd, gateway, era)
 
     listed = [t["name"] for t in inspector("--method", "tools/list")["tools"]]
-    [pinned] = [name for name in listed if name.startswith("everything__")]
+    pinned = f"everything__{LONG_RUNNING}"
+    assert [name for name in listed if name.startswith("everything__")] == [pinned, f"everything__{SAMPLING}"]
     assert {"find", "load", "read_skill_file", "call"} <= set(listed), listed
     called = inspector(
         "--method", "tools/call", "--tool-name", pinned, "--tool-args-json", '{"duration": 1, "steps": 2}'
@@ -151,3 +156,21 @@ def test_inspector_calls_a_pinned_upstream_tool_and_sets_the_log_level(
     assert "Long running operation completed" in json.dumps(called["content"]), called
     if era == "legacy":  # logging/setLevel is a 2025-11-25 request; the gateway keeps it and forwards it upstream
         assert inspector("--method", "logging/setLevel", "--log-level", "debug") == {}
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_inspector_without_sampling_gets_the_upstreams_question_refused_not_a_hang(
+    run_npx: Any, inspector_cmd: list[str], gateway: str, era: str
+) -> None:
+    """Inspector's CLI declares no sampling: the question server-everything asks during the call is refused
+    to it, and the call ends with what the upstream made of the refusal."""
+    result = run_npx(
+        *inspector_cmd, gateway, "--transport", "http", "--protocol-era", era, "--format", "json",
+        "--method", "tools/call", "--tool-name", f"everything__{SAMPLING}", "--tool-args-json", '{"prompt": "hi"}',
+    )  # fmt: skip
+    assert result.returncode == 5, result.describe()  # Inspector's exit code for a tool result with isError
+    called = json.loads(result.stdout)["result"]
+    assert called["isError"] is True, called
+    [text] = [c["text"] for c in called["content"]]
+    assert "sampling/createMessage refused" in text, called
+    assert "did not declare the sampling capability" in text, called
