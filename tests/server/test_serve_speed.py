@@ -229,3 +229,28 @@ async def test_serve_http_answers_json_and_still_announces_changes(tmp_path: Pat
             assert names == {"first", "second"}
     finally:
         stop(proc)
+
+
+@pytest.mark.anyio
+async def test_the_sdks_idle_tracing_span_is_dropped_and_kept_when_spans_are_collected(
+    examples_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry import trace
+
+    from skilldeck.server.app import drop_idle_tracing
+
+    def spans(server: Any) -> int:
+        return sum(type(m).__name__ == "OpenTelemetryMiddleware" for m in server.middleware)
+
+    server, _ = create_server(examples_dir)
+    assert spans(server) == 1, "the SDK no longer ships its span middleware under this name: revisit drop_idle_tracing"
+    with monkeypatch.context() as patched:  # a tracer provider installed (as opentelemetry-instrument does)
+        patched.setattr(trace, "get_tracer_provider", lambda: trace.NoOpTracerProvider())
+        assert drop_idle_tracing(server) is False
+        assert spans(server) == 1
+    others = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    assert drop_idle_tracing(server) is True
+    assert (spans(server), server.middleware) == (0, others)  # nothing else removed, order kept
+    assert drop_idle_tracing(server) is False
+    async with connect(server, "auto") as wire:  # still serves
+        assert len((await wire.list_skills())["skills"]) == 8

@@ -103,7 +103,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.server.app import create_server, event_loop_options, serve_http, serve_stdio
+    from skilldeck.server.app import create_server, drop_idle_tracing, event_loop_options, serve_http, serve_stdio
     from skilldeck.server.catalog import CatalogDiff
     from skilldeck.server.policy import load_policy
 
@@ -122,6 +122,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         subscriptions=replicas.bus,
         request_state_keys=replicas.state_keys,
     )
+    drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
     if args.solon_talent:
         from skilldeck.server.talent import enable_talent
 

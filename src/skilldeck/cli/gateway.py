@@ -102,7 +102,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.gateway.service import DecisionLog, GatewayService
     from skilldeck.host import Host, load_config
     from skilldeck.host.watch import CatalogChange
-    from skilldeck.server.app import event_loop_options
+    from skilldeck.server.app import drop_idle_tracing, event_loop_options
     from skilldeck.server.policy import load_policy
 
     specs = load_config(args.config, timeout=args.timeout)
@@ -156,6 +156,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             server, middleware = create_gateway(
                 service, name=args.name, token_verifier=verifier, auth=auth, request_state_keys=replicas.state_keys
             )
+            drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
             skills, tools = len(host.registry.skills), len(host.registry.tools())
             up = len(specs) - len(host.failures)
 

@@ -36,7 +36,16 @@ from skilldeck.server.sessions import (
 )
 from skilldeck.skill.pack import DirectorySource
 
-__all__ = ["bind", "create_server", "event_loop_options", "run_http", "serve_http", "serve_stdio", "watch_and_reload"]
+__all__ = [
+    "bind",
+    "create_server",
+    "drop_idle_tracing",
+    "event_loop_options",
+    "run_http",
+    "serve_http",
+    "serve_stdio",
+    "watch_and_reload",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -413,6 +422,26 @@ async def run_http(
         tg.start_soon(_announce)
         await uv.serve(sockets=sockets)
         tg.cancel_scope.cancel()
+
+
+def drop_idle_tracing(server: MCPServer[Any]) -> bool:
+    """Take the SDK's per-request OpenTelemetry span off ``server`` when no tracer provider is installed.
+
+    The SDK wraps every request in a span by default (its ``OpenTelemetryMiddleware``, first in
+    ``server.middleware``; dropping it is the SDK's documented opt-out). Until an OpenTelemetry SDK
+    installs a tracer provider the span records nothing, yet entering and leaving it is a visible
+    share of a short request's CPU (``bench/server_throughput.py``). Call this once before serving,
+    after any tracing set-up (``opentelemetry-instrument`` installs its provider before the program
+    starts): with a provider installed the span stays. True when it was dropped.
+    """
+    from opentelemetry import trace
+
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return False  # someone collects spans
+    spans = [m for m in server.middleware if type(m).__name__ == "OpenTelemetryMiddleware"]
+    for middleware in spans:
+        server.middleware.remove(middleware)
+    return bool(spans)
 
 
 def event_loop_options() -> dict[str, Any]:
