@@ -530,6 +530,7 @@ class Ranker:
         schemas = schemas or {}
         c = config
         self.server_labels: list[str] = list(dict.fromkeys(card.server for card in self.cards))
+        self._labels = np.array(self.server_labels, dtype=object)  # indexable by an array of server ids
         server_id = {label: i for i, label in enumerate(self.server_labels)}
         self._card_server = np.array([server_id[card.server] for card in self.cards], dtype=np.int64)
         card_bags: list[dict[str, float]] = []
@@ -832,19 +833,23 @@ class Ranker:
         terms = self.query_terms(question)
         card_raw = self._cards.scores(terms) if len(order) else np.zeros(0)
         sem = None if qvecs is None or self._vectors is None else np.einsum("ij,j->i", self._vectors[order], qvecs[0])
+        # plain Python numbers in one conversion each, not one numpy scalar per card
+        rows = order.tolist()
+        scores, lexicals = mixed[order].tolist(), card_raw[order].tolist()
+        sems: list[float | None] = [None] * len(rows) if sem is None else sem.tolist()
         scored = [
             Scored(
                 card=self.cards[i],
-                score=float(mixed[i]),
-                lexical=float(card_raw[i]),
-                semantic=None if sem is None else float(sem[k]),
-                matched_terms=tuple(t for t in terms if t in self._card_terms[i]),
+                score=score,
+                lexical=lexical,
+                semantic=semantic,
+                matched_terms=tuple(filter(self._card_terms[i].__contains__, terms)),
             )
-            for k, i in enumerate(order.tolist())
+            for i, score, lexical, semantic in zip(rows, scores, lexicals, sems, strict=True)
         ]
         server_best = self._per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
-        servers = [(self.server_labels[s], float(server_best[s])) for s in s_order.tolist()]
+        servers = list(zip(self._labels[s_order].tolist(), server_best[s_order].tolist(), strict=True))
         needs = self._implied(question, servers) if implied else []
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
@@ -878,12 +883,18 @@ class Ranker:
             for _ in moved:
                 drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
                 head.pop(drop)
-            rest = [e for e in servers if e not in head and e[0] not in moved]
+            placed = {label for label, _ in head}.union(moved)
             floor = head[-1][1] if head else servers[0][1]
-            reordered = [*head, *((label, floor) for label in moved), *rest]
-            servers.clear()
-            for label, score in reordered:  # scores stay non-increasing: none above the entry before it
-                servers.append((label, min(score, servers[-1][1]) if servers else score))
+            reordered = [*head, *((label, floor) for label in moved)]
+            # scores stay non-increasing: none above the entry before it. The rest keep their order, so
+            # once one is at or below the entry before it, so is every one after it: only a few change
+            rest = [e for e in servers if e[0] not in placed]
+            at = 0
+            while at < len(rest) and rest[at][1] > reordered[-1][1]:
+                reordered.append((rest[at][0], reordered[-1][1]))
+                at += 1
+            reordered.extend(rest[at:])
+            servers[:] = reordered
         return found
 
     def _implied_needs(self, question: str) -> list[str]:
