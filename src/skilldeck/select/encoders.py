@@ -51,6 +51,7 @@ class _Cached:
     def __init__(self, cache_size: int = 256) -> None:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_lock = threading.Lock()  # rankers indexing in the background may share an encoder
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
@@ -61,15 +62,16 @@ class _Cached:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) > 16 or self._cache_size <= 0:  # indexing (or caching off)
             return _normalise(self._encode(texts))
-        found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
-        if missing:
-            found.update(zip(missing, _normalise(self._encode(missing)), strict=True))
-        for t, vec in found.items():
-            self._cache[t] = vec
-            self._cache.move_to_end(t)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._cache_lock:
+            found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+            missing = [t for t in dict.fromkeys(texts) if t not in found]
+            if missing:
+                found.update(zip(missing, _normalise(self._encode(missing)), strict=True))
+            for t, vec in found.items():
+                self._cache[t] = vec
+                self._cache.move_to_end(t)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return np.stack([found[t] for t in texts])
 
 
