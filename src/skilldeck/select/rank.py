@@ -433,6 +433,8 @@ class IndexingState:
     total: int
     error: str | None = None
     """Why encoding stopped (the ranking then stays lexical)."""
+    cached: int = 0
+    """How many of them the vector cache held at the start (``done - cached`` were encoded here)."""
 
 
 @dataclass(frozen=True)
@@ -624,11 +626,12 @@ class Ranker:
             # cards and server texts in one list: one cache read, one write
             both = [*(semantic_text(card) for card in self.cards), *texts]
             todo = self.cache.missing(encoder, both) if self.cache is not None else list(dict.fromkeys(both))
-            self.indexing = IndexingState(len(both) - len(todo), len(both))
+            cached = len(both) - len(todo)
+            self.indexing = IndexingState(cached, len(both), cached=cached)
             if not background or not todo:
                 found = self._encode(both)
                 self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
-                self.indexing = IndexingState(len(both), len(both))
+                self.indexing = IndexingState(len(both), len(both), cached=cached)
                 return
             self._thread = threading.Thread(
                 target=self._index_in_background, args=(both, todo), name="skilldeck-card-vectors", daemon=True
@@ -652,7 +655,7 @@ class Ranker:
     def _index_in_background(self, both: list[str], todo: list[str]) -> None:
         """Encode ``todo`` a chunk at a time (each chunk stored in the cache as it is done, so an
         interrupted start keeps what it encoded), then let the semantic views join."""
-        done = self.indexing.done
+        done = cached = self.indexing.cached
         fresh: dict[str, np.ndarray] = {}
         chunk = max(BACKGROUND_CHUNK, len(todo) // 20)  # at most ~20 cache writes
         try:
@@ -664,12 +667,12 @@ class Ranker:
                 if self.cache is None:
                     fresh.update(zip(part, vectors, strict=True))
                 done += len(part)
-                self.indexing = IndexingState(done, len(both))
+                self.indexing = IndexingState(done, len(both), cached=cached)
             # with a cache every text is in it now: read, not encoded
             found = self._encode(both) if self.cache is not None else np.stack([fresh[t] for t in both])
             self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
         except Exception as exc:  # the ranking stays lexical, and each decision says why
-            self.indexing = IndexingState(done, len(both), f"{type(exc).__name__}: {exc}")
+            self.indexing = IndexingState(done, len(both), f"{type(exc).__name__}: {exc}", cached)
 
     @property
     def semantic(self) -> bool:
