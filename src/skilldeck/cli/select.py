@@ -79,7 +79,7 @@ def _encoder_flags(parser: argparse.ArgumentParser) -> None:
         "--semantic",
         metavar="ENCODER",
         default="minilm",
-        help="the encoder fused with the lexical ranker: minilm (default, int8 ONNX) or wordllama",
+        help="the encoder fused with the lexical ranker: minilm (default, MiniLM run by numpy) or wordllama",
     )
     how.add_argument("--lexical", action="store_true", help="rank lexically only (no encoder is loaded)")
     parser.add_argument(

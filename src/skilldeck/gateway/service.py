@@ -166,6 +166,8 @@ class GatewayService:
 
         Returns whether any client's active tools changed (so its tool list should be re-announced).
         """
+        for index in self._indexes.values():
+            index.selector.ranker.close()  # stop encoding vectors for a catalog that changed
         self._indexes.clear()
         if label is None:
             return False
@@ -191,9 +193,12 @@ class GatewayService:
         ids: dict[str, Card] = {}
         for card in cards.cards:
             ids.setdefault(self.card_id(card), card)
-        index = _Index(cards, Selector(cards, encoder=self.encoder, threshold=self.threshold), ids)
+        # with an encoder, card vectors are encoded on a thread of their own: `find` answers lexically
+        # (and says so) meanwhile, rather than the event loop waiting for the whole catalog
+        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True)
+        index = _Index(cards, selector, ids)
         if len(self._indexes) >= MAX_SELECTORS:
-            self._indexes.popitem(last=False)
+            self._indexes.popitem(last=False)[1].selector.ranker.close()
         self._indexes[key] = index
         return index
 

@@ -50,7 +50,7 @@ import numpy as np
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.select.cards import Card, CardSet
-from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, Unit, tokens
+from skilldeck.select.rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit, tokens
 
 T = TypeVar("T")
 
@@ -190,6 +190,10 @@ class Decision:
     needs: list[dict[str, Any]] = field(default_factory=list)
     """Each need and its own shortlist: the needs given (one: the question itself), then the needs the
     question implies (``"implied": true``, with the server given a place for it)."""
+    ranker: str = "lexical"
+    """Which ranking answered: ``"semantic"`` (the encoder's views fused in) or ``"lexical"``."""
+    indexing: IndexingState | None = None
+    """With an encoder whose card vectors are not all ready yet (encoded in the background): how far they are."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -215,6 +219,11 @@ class Decision:
             out["jobs"] = self.jobs
         if self.needs:
             out["needs"] = self.needs
+        out["ranker"] = self.ranker
+        if self.indexing is not None:
+            out["indexing"] = {"encoded": self.indexing.done, "total": self.indexing.total}
+            if self.indexing.error:
+                out["indexing"]["error"] = self.indexing.error
         return out
 
 
@@ -272,6 +281,12 @@ class Selector:
         cache_dir: where card vectors are kept by content between runs (``None``: nowhere).
         job_calibration: how each job of a multi-job question is judged; by default, with an
             encoder, the shipped lexical model (jobs are ranked lexically), else ``calibration``.
+        background: with an encoder, encode the card vectors the cache lacks on a thread of their own
+            and answer at once: lexically, judged by ``lexical_calibration``, until they are ready
+            (each decision says which ranker answered, and how far the vectors are), then semantically
+            (:class:`~skilldeck.select.rank.Ranker`'s ``background``).
+        lexical_calibration: how a lexical ranking is judged when an encoder is given but its card
+            vectors are not ready (the shipped lexical model by default).
     """
 
     def __init__(
@@ -289,12 +304,21 @@ class Selector:
         limit: int = 50,
         cache_dir: str | os.PathLike[str] | None = None,
         job_calibration: Calibration | None = None,
+        background: bool = False,
+        lexical_calibration: Calibration | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
         self.ranker = Ranker(
-            self.cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors, cache_dir=cache_dir
+            self.cards,
+            encoder=encoder,
+            schemas=schemas,
+            config=config,
+            vectors=vectors,
+            cache_dir=cache_dir,
+            background=background,
         )
+        self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
         # a job of a multi-job question is ranked lexically (only the whole question is encoded), so
@@ -327,6 +351,8 @@ class Selector:
     def _decide_needs(self, needs: list[str]) -> Decision:
         self.ranker.prime(needs)  # every need encoded in one call
         decisions = [self._decide_one(need) for need in needs]
+        # the needs are ranked one after another: vectors finished in between make the first lexical only
+        ranker, indexing = decisions[0].ranker, decisions[0].indexing
         chosen: list[Card] = []
         tools: list[tuple[str, str]] = []
         first: Decision | None = None
@@ -349,13 +375,39 @@ class Selector:
             reason = f"abstained for each of the {len(needs)} needs; the first: " + d0.reason.removeprefix(
                 "abstained: "
             )
-            return Decision(text, True, d0.confidence, reason, ranked, [], [], d0.features, servers, [], own + implied)
+            return Decision(
+                text,
+                True,
+                d0.confidence,
+                reason,
+                ranked,
+                [],
+                [],
+                d0.features,
+                servers,
+                [],
+                own + implied,
+                ranker,
+                indexing,
+            )
         reason = "; ".join(
             f"need {i} ({need!r}): " + (d.reason if not d.abstain else "abstained")
             for i, (need, d) in enumerate(zip(needs, decisions, strict=True), 1)
         )
         return Decision(
-            text, False, first.confidence, reason, ranked, chosen, tools, first.features, servers, [], own + implied
+            text,
+            False,
+            first.confidence,
+            reason,
+            ranked,
+            chosen,
+            tools,
+            first.features,
+            servers,
+            [],
+            own + implied,
+            ranker,
+            indexing,
         )
 
     def _decide_one(self, query: str) -> Decision:
@@ -379,13 +431,28 @@ class Selector:
         return replace(decision, needs=needs)
 
     def _decide_question(self, query: str, ranking: Ranking) -> Decision:
+        decision = self._judge(query, ranking)
+        if ranking.semantic:
+            return replace(decision, ranker="semantic")
+        if self.ranker.encoder is None or ranking.indexing is None:
+            return decision
+        # an encoder whose card vectors are still being encoded: this answer is the lexical ranker's
+        state = ranking.indexing
+        why = f"failed: {state.error}" if state.error else f"{state.done:,} of {state.total:,} encoded"
+        note = f" [lexical ranking: card vectors {why}]"
+        return replace(decision, reason=decision.reason + note, indexing=state)
+
+    def _judge(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
             return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
         unit = ranking.units[0]
         feats = unit_features(unit) | implied_features(ranking.implied_units)
-        confidence = self.calibration.confidence(feats)
-        if confidence < self.threshold:
-            reason = self._why_not(ranking, unit, confidence, query)
+        calibration, threshold = self.calibration, self.threshold
+        if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
+            calibration, threshold = self.lexical_calibration, self.lexical_calibration.threshold
+        confidence = calibration.confidence(feats)
+        if confidence < threshold:
+            reason = self._why_not(ranking, unit, confidence, query, threshold)
             return Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
@@ -433,14 +500,17 @@ class Selector:
                     tools.append((s.card.server, s.card.name))
         return tools
 
-    def _why_not(self, ranking: Ranking, unit: Unit, confidence: float, query: str = "") -> str:
+    def _why_not(
+        self, ranking: Ranking, unit: Unit, confidence: float, query: str = "", threshold: float | None = None
+    ) -> str:
         words = _surface(query)
         parts = [
             f"{s.card.server}/{s.card.name} (matched {_quoted(s.matched_terms, 4, words)})" for s in ranking.scored[:3]
         ]
         missing = [t for t in unit.terms if t not in unit.matched]
         return (
-            f"abstained: nothing is close enough (confidence {confidence:.2f} < threshold {self.threshold:.2f}); "
+            f"abstained: nothing is close enough (confidence {confidence:.2f} < threshold "
+            f"{self.threshold if threshold is None else threshold:.2f}); "
             f"the best server, {unit.server}, covers {len(unit.matched)} of {len(unit.terms)} question terms "
             f"(missing {_quoted(missing, 5, words)}); best candidates: " + "; ".join(parts)
         )

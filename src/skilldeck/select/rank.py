@@ -45,6 +45,7 @@ import itertools
 import json
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -57,10 +58,12 @@ from skilldeck.select.cards import Card
 from skilldeck.select.vectors import VectorCache
 
 __all__ = [
+    "BACKGROUND_CHUNK",
     "IMPLIED_NEEDS",
     "IMPLIED_SLOT",
     "VIEWS",
     "Encoder",
+    "IndexingState",
     "RankConfig",
     "Ranker",
     "Ranking",
@@ -418,6 +421,22 @@ def _zscore(x: np.ndarray) -> np.ndarray:
 # --- ranking ----------------------------------------------------------------------------------
 
 
+BACKGROUND_CHUNK = 256
+"""Texts per encoder call (and cache write) at least when card vectors are encoded in the background."""
+
+
+@dataclass(frozen=True)
+class IndexingState:
+    """How many of the catalog's texts (cards and server labels) have vectors, of how many."""
+
+    done: int
+    total: int
+    error: str | None = None
+    """Why encoding stopped (the ranking then stays lexical)."""
+    cached: int = 0
+    """How many of them the vector cache held at the start (``done - cached`` were encoded here)."""
+
+
 @dataclass(frozen=True)
 class Unit:
     """What one query unit (the whole question, or one of its jobs) found, in catalog-independent terms.
@@ -491,6 +510,10 @@ class Ranking:
     implied_units: list[Unit] = field(default_factory=list)
     """For each of ``implied``: what that need's own ranking found, told about its best card (how well
     the catalog serves the need; the decision's confidence reads the weakest)."""
+    semantic: bool = False
+    """Whether the encoder's views were fused (``False``: lexical, e.g. while card vectors are encoded)."""
+    indexing: IndexingState | None = None
+    """How far the ranker's card vectors were when it ranked."""
 
 
 class Ranker:
@@ -507,6 +530,10 @@ class Ranker:
             :func:`semantic_text`), to skip encoding the catalog.
         cache_dir: a folder where card and server vectors are kept by content
             (:class:`~skilldeck.select.vectors.VectorCache`); ``None`` writes nothing.
+        background: encode the card vectors the cache lacks on a thread of their own, so the ranker
+            answers at once: lexically (as without an encoder) until every vector is ready, then with
+            the fused views (:attr:`semantic`, :attr:`indexing`, :meth:`wait`). Vectors all in the
+            cache are read at once, as without ``background``.
     """
 
     def __init__(
@@ -519,6 +546,7 @@ class Ranker:
         config: RankConfig | None = None,
         vectors: np.ndarray | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        background: bool = False,
     ) -> None:
         config = config or RankConfig()
         if semantic_weight is not None:
@@ -530,6 +558,7 @@ class Ranker:
         schemas = schemas or {}
         c = config
         self.server_labels: list[str] = list(dict.fromkeys(card.server for card in self.cards))
+        self._labels = np.array(self.server_labels, dtype=object)  # indexable by an array of server ids
         server_id = {label: i for i, label in enumerate(self.server_labels)}
         self._card_server = np.array([server_id[card.server] for card in self.cards], dtype=np.int64)
         card_bags: list[dict[str, float]] = []
@@ -569,16 +598,21 @@ class Ranker:
         ]
         self._inherit = [(i, js) for i, js in inherit if len(js)]
         self._named = dict(self._inherit)
-        self._best_for_need: dict[str, Unit | None] = {}
+        self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
         self._primed: dict[str, np.ndarray] = {}
         # cards grouped by server, for per-server maxima with reduceat
         self._group_order = np.argsort(self._card_server, kind="stable")
         self._group_starts = np.searchsorted(self._card_server[self._group_order], np.arange(len(self.server_labels)))
-        # semantic vectors: per card, per server (the centroid of its cards) and of each server's text
+        # semantic vectors: per card, per server (the centroid of its cards) and of each server's text;
+        # ``_vectors`` is set last, so a ranking that finds it set finds the others set too
         self._vectors: np.ndarray | None = None
         self._server_vectors: np.ndarray | None = None
         self._label_vectors: np.ndarray | None = None
         self.cache = VectorCache(cache_dir) if cache_dir is not None and encoder is not None else None
+        self.indexing = IndexingState(0, 0)
+        """How far the card vectors are (see :meth:`wait`); ``total`` 0 without an encoder."""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         if encoder is not None and self.cards:
             about: dict[str, str] = {}
             card_names: dict[str, list[str]] = {}
@@ -586,23 +620,74 @@ class Ranker:
                 about.setdefault(card.server, card.server_description)
                 card_names.setdefault(card.server, []).append(card.name)
             texts = [self._label_text(label, about[label], card_names[label]) for label in self.server_labels]
-            if vectors is None:  # cards and server texts in one encoder call: one cache read, one write
-                both = self._encode([*(semantic_text(card) for card in self.cards), *texts])
-                vectors, label_vectors = both[: len(self.cards)], both[len(self.cards) :]
-            else:
-                label_vectors = self._encode(texts)
-            vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-            if vecs.shape[0] != len(self.cards):
-                raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
-            sums = np.zeros((len(self.server_labels), vecs.shape[1]), dtype=np.float32)
-            np.add.at(sums, self._card_server, vecs)
-            norms = np.linalg.norm(sums, axis=1, keepdims=True)
-            self._vectors = vecs
-            self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
-            self._label_vectors = np.ascontiguousarray(label_vectors, dtype=np.float32)
-            # per-server top-2 of card cosines: the cards sorted by server, and each card's group
-            self._sorted_server = self._card_server[self._group_order]
-            self._group_sizes = np.diff(np.append(self._group_starts, len(self.cards)))
+            if vectors is not None:
+                self._set_vectors(vectors, self._encode(texts))
+                return
+            # cards and server texts in one list: one cache read, one write
+            both = [*(semantic_text(card) for card in self.cards), *texts]
+            todo = self.cache.missing(encoder, both) if self.cache is not None else list(dict.fromkeys(both))
+            cached = len(both) - len(todo)
+            self.indexing = IndexingState(cached, len(both), cached=cached)
+            if not background or not todo:
+                found = self._encode(both)
+                self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
+                self.indexing = IndexingState(len(both), len(both), cached=cached)
+                return
+            self._thread = threading.Thread(
+                target=self._index_in_background, args=(both, todo), name="skilldeck-card-vectors", daemon=True
+            )
+            self._thread.start()
+
+    def _set_vectors(self, vectors: np.ndarray, label_vectors: np.ndarray) -> None:
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vecs.shape[0] != len(self.cards):
+            raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
+        sums = np.zeros((len(self.server_labels), vecs.shape[1]), dtype=np.float32)
+        np.add.at(sums, self._card_server, vecs)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        # per-server top-2 of card cosines: the cards sorted by server, and each card's group
+        self._sorted_server = self._card_server[self._group_order]
+        self._group_sizes = np.diff(np.append(self._group_starts, len(self.cards)))
+        self._server_vectors = sums / np.where(norms > 0, norms, 1.0)
+        self._label_vectors = np.ascontiguousarray(label_vectors, dtype=np.float32)
+        self._vectors = vecs
+
+    def _index_in_background(self, both: list[str], todo: list[str]) -> None:
+        """Encode ``todo`` a chunk at a time (each chunk stored in the cache as it is done, so an
+        interrupted start keeps what it encoded), then let the semantic views join."""
+        done = cached = self.indexing.cached
+        fresh: dict[str, np.ndarray] = {}
+        chunk = max(BACKGROUND_CHUNK, len(todo) // 20)  # at most ~20 cache writes
+        try:
+            for start in range(0, len(todo), chunk):
+                if self._stop.is_set():
+                    return
+                part = todo[start : start + chunk]
+                vectors = self._encode(part)
+                if self.cache is None:
+                    fresh.update(zip(part, vectors, strict=True))
+                done += len(part)
+                self.indexing = IndexingState(done, len(both), cached=cached)
+            # with a cache every text is in it now: read, not encoded
+            found = self._encode(both) if self.cache is not None else np.stack([fresh[t] for t in both])
+            self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
+        except Exception as exc:  # the ranking stays lexical, and each decision says why
+            self.indexing = IndexingState(done, len(both), f"{type(exc).__name__}: {exc}", cached)
+
+    @property
+    def semantic(self) -> bool:
+        """Whether rankings fuse the encoder's views (an encoder, and every card vector ready)."""
+        return self.encoder is not None and self._vectors is not None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the card vectors encoded in the background (if any); whether rankings are semantic now."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.semantic
+
+    def close(self) -> None:
+        """Stop encoding card vectors in the background after the chunk under way (the ranking stays lexical)."""
+        self._stop.set()
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         assert self.encoder is not None
@@ -801,7 +886,8 @@ class Ranker:
         if n == 0:
             return Ranking(question, [], [])
         qvecs = None
-        if self.encoder is not None and self._vectors is not None:
+        semantic = self.semantic  # read once: vectors finished in the background join at the next ranking
+        if self.encoder is not None and semantic:
             texts = self._query_texts(question, jobs)
             primed = [self._primed.get(t) for t in texts]
             if all(v is not None for v in primed):
@@ -832,25 +918,31 @@ class Ranker:
         terms = self.query_terms(question)
         card_raw = self._cards.scores(terms) if len(order) else np.zeros(0)
         sem = None if qvecs is None or self._vectors is None else np.einsum("ij,j->i", self._vectors[order], qvecs[0])
+        # plain Python numbers in one conversion each, not one numpy scalar per card
+        rows = order.tolist()
+        scores, lexicals = mixed[order].tolist(), card_raw[order].tolist()
+        sems: list[float | None] = [None] * len(rows) if sem is None else sem.tolist()
         scored = [
             Scored(
                 card=self.cards[i],
-                score=float(mixed[i]),
-                lexical=float(card_raw[i]),
-                semantic=None if sem is None else float(sem[k]),
-                matched_terms=tuple(t for t in terms if t in self._card_terms[i]),
+                score=score,
+                lexical=lexical,
+                semantic=semantic,
+                matched_terms=tuple(filter(self._card_terms[i].__contains__, terms)),
             )
-            for k, i in enumerate(order.tolist())
+            for i, score, lexical, semantic in zip(rows, scores, lexicals, sems, strict=True)
         ]
         server_best = self._per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
-        servers = [(self.server_labels[s], float(server_best[s])) for s in s_order.tolist()]
+        servers = list(zip(self._labels[s_order].tolist(), server_best[s_order].tolist(), strict=True))
         needs = self._implied(question, servers) if implied else []
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
         units = [self._anchored(evidence, top_card), *jobs_found]
         implied_units = [unit for unit in map(self._need_unit, (need for need, _ in needs)) if unit is not None]
-        return Ranking(question, scored, servers, units, needs, implied_units)
+        return Ranking(
+            question, scored, servers, units, needs, implied_units, semantic=qvecs is not None, indexing=self.indexing
+        )
 
     def prime(self, questions: Sequence[str]) -> None:
         """Encode several questions (the needs of one question) in one encoder call; ranking each of
@@ -878,12 +970,18 @@ class Ranker:
             for _ in moved:
                 drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
                 head.pop(drop)
-            rest = [e for e in servers if e not in head and e[0] not in moved]
+            placed = {label for label, _ in head}.union(moved)
             floor = head[-1][1] if head else servers[0][1]
-            reordered = [*head, *((label, floor) for label in moved), *rest]
-            servers.clear()
-            for label, score in reordered:  # scores stay non-increasing: none above the entry before it
-                servers.append((label, min(score, servers[-1][1]) if servers else score))
+            reordered = [*head, *((label, floor) for label in moved)]
+            # scores stay non-increasing: none above the entry before it. The rest keep their order, so
+            # once one is at or below the entry before it, so is every one after it: only a few change
+            rest = [e for e in servers if e[0] not in placed]
+            at = 0
+            while at < len(rest) and rest[at][1] > reordered[-1][1]:
+                reordered.append((rest[at][0], reordered[-1][1]))
+                at += 1
+            reordered.extend(rest[at:])
+            servers[:] = reordered
         return found
 
     def _implied_needs(self, question: str) -> list[str]:
@@ -897,11 +995,14 @@ class Ranker:
 
     def _need_unit(self, need: str) -> Unit | None:
         """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
-        if need not in self._best_for_need:
+        key = (self.semantic, need)  # a need ranked lexically while vectors were encoded is ranked again
+        if key not in self._best_for_need:
             ranking = self.rank(need, implied=False)
             top = ranking.scored[0].score if ranking.scored else 0.0
-            self._best_for_need[need] = ranking.units[0] if top > 0 and ranking.units else None
-        return self._best_for_need[need]
+            unit = ranking.units[0] if top > 0 and ranking.units else None
+            self._best_for_need[(ranking.semantic, need)] = unit
+            return unit
+        return self._best_for_need[key]
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
         """Cards scored for ``question``, best first (all of them unless ``limit``)."""

@@ -69,6 +69,16 @@ class VectorCache:
             return None
         return keys, np.asarray(vectors, dtype=np.float32)
 
+    def missing(self, encoder: _Encoder, texts: Sequence[str]) -> list[str]:
+        """The texts (each once, in order) whose vectors the file does not hold: what :meth:`encode` would encode."""
+        texts = list(dict.fromkeys(texts))
+        fingerprint = str(getattr(encoder, "fingerprint", "") or "")
+        stored = self._read(self.path_for(fingerprint)) if fingerprint else None
+        if stored is None:
+            return texts
+        known = {row.tobytes() for row in stored[0]}
+        return [t for t in texts if _key(t) not in known]
+
     def encode(self, encoder: _Encoder, texts: Sequence[str]) -> np.ndarray:
         """The vectors of ``texts`` (rows in order): from the file when known, else encoded and stored.
 
