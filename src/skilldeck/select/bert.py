@@ -292,10 +292,11 @@ class Bert:
         """How many tokens a run of ``length`` tokens is computed with: one more when that makes it a
         multiple of 4 (and ``pad`` is on).
 
-        numpy's OpenBLAS computes a product's rows in blocks of 16, then 8, 4, 2, 1 for what is
-        left: 31 rows take four leftover blocks, 32 one. Measured over all six layers' products
-        (``bench/selection/gemm_rows.py``), a run of ``4k + 3`` rows costs about 0.5 ms more than
-        one of ``4k + 4``; padding further (to multiples of 8 or 16) costs more than it saves."""
+        Measured with numpy's OpenBLAS (``bench/selection/encoder_speed.py rows``: all 24 products
+        of a pass, 8 to 72 rows), a run of ``4k + 3`` rows costs about 0.5 ms more than one of
+        ``4k + 4`` (its kernel seems to take the rows left over from blocks of 16 in smaller blocks,
+        each with its own cost); padding further, to multiples of 8 or 16, costs more than it saves.
+        Elsewhere the one extra row costs about 1/30 of a question at most."""
         return length + 1 if self.pad and length % 4 == 3 and length < self.max_positions else length
 
 
