@@ -165,7 +165,7 @@ def test_a_question_and_the_needs_it_implies_are_encoded_in_one_call(cardset: Ca
     encoder = _Recording()
     selector = Selector(cardset, encoder=encoder)
     encoder.calls.clear()  # the cards' vectors
-    question = "Save the forecast for next week to /tmp/forecast.md"
+    question = "Save the forecast for next week to forecast.md"
     decision = selector.decide(question)
     assert encoder.calls == [[question, FILES_NEED, TIME_NEED]]  # one run of the model, not three
     # the same decision as when each need is encoded on its own first
