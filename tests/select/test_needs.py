@@ -144,3 +144,47 @@ def test_select_cli_takes_needs_and_reports_each_shortlist(
     assert "at most 8 strings" in capsys.readouterr().err
     assert main([*argv, *(a for i in range(9) for a in ("--need", f"need {i}"))]) == 1
     assert "at most 8 --need" in capsys.readouterr().err
+
+
+class _Recording:
+    """The default encoder, recording the texts of each call it gets."""
+
+    def __init__(self) -> None:
+        from skilldeck.select.encoders import load_encoder
+
+        self.inner = load_encoder("minilm", cache_size=0)
+        self.name, self.fingerprint = self.inner.name, self.inner.fingerprint
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: Any) -> Any:
+        self.calls.append(list(texts))
+        return self.inner.encode(texts)
+
+
+def test_a_question_and_the_needs_it_implies_are_encoded_in_one_call(cardset: CardSet) -> None:
+    encoder = _Recording()
+    selector = Selector(cardset, encoder=encoder)
+    encoder.calls.clear()  # the cards' vectors
+    question = "Save the forecast for next week to forecast.md"
+    decision = selector.decide(question)
+    assert encoder.calls == [[question, FILES_NEED, TIME_NEED]]  # one run of the model, not three
+    # the same decision as when each need is encoded on its own first
+    separate = _Recording()
+    other = Selector(cardset, encoder=separate)
+    for need in (FILES_NEED, TIME_NEED):
+        other.ranker.best_server(need)  # ranked, and remembered, on its own
+    separate.calls.clear()
+    again = other.decide(question)
+    assert separate.calls == [[question]]
+    assert decision.needs == again.needs
+    assert decision.features == pytest.approx(again.features, abs=1e-5)
+    # a need met once is remembered: the next question that implies it is encoded alone
+    encoder.calls.clear()
+    selector.decide("Write the forecast to notes.md")
+    assert encoder.calls == [["Write the forecast to notes.md"]]
+    # needs given by the caller: all of them and the needs they imply that are new, in one call
+    fresh = Selector(cardset, encoder=encoder)
+    encoder.calls.clear()
+    needs = ["current stock price of the AAPL ticker", "plot a bar chart of next week's prices in chart.png"]
+    fresh.decide(needs)
+    assert encoder.calls == [[*needs, FILES_NEED, TIME_NEED]]

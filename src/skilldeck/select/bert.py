@@ -16,6 +16,13 @@ no ``erf``, so :func:`gelu` uses ``erfc(z) ~ t P(t) exp(-z^2)``, ``t = 1 / (1 + 
 with ``p`` and a degree-5 polynomial ``P`` fitted against ``math.erfc`` (``bench/selection/erf_fit.py``
 refits them and prints the error: at most 8.3e-9 in float64 arithmetic; evaluated in float32, as
 here, float32 rounding dominates, a few units of 1e-7 at most).
+
+One question's pass is about 85% matrix products (single-threaded OpenBLAS, near the core's peak, and
+reading the 42 MB of float32 weights from memory each time); the rest is kept cheap: every layer
+writes into buffers made once per call (``out=``, in place, float32 throughout), the twelve heads'
+products of attention are batched matrix products over views of the one Q/K/V product (no loop over
+heads, no copies), row sums and means are matrix-vector products rather than reductions along a
+short axis, and a run of ``4k + 3`` tokens gets one padding token (:meth:`Bert.padded_length`).
 """
 
 from __future__ import annotations
@@ -74,18 +81,75 @@ def normal_cdf(x: np.ndarray) -> np.ndarray:
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
-    """``x * Phi(x)``: BERT's exact (erf) GELU."""
-    return x * normal_cdf(x)
+    """``x * Phi(x)``: BERT's exact (erf) GELU (:func:`gelu_in_place` on a copy)."""
+    out = np.array(x, copy=True)
+    return gelu_in_place(out, np.empty_like(out))
+
+
+def gelu_in_place(x: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """``x * Phi(x)`` written over ``x`` (returned); ``scratch``, of ``x``'s shape and type, is overwritten.
+
+    :func:`normal_cdf`'s steps, finished as ``x / 2 + |x| (1/2 - erfc(|x| / sqrt(2)) / 2)`` (the same
+    value for either sign of ``x``): fewer passes than ``x * Phi(x)``, no allocation but one."""
+    dtype = x.dtype.type
+    a = np.abs(x, out=scratch)
+    t = np.multiply(a, dtype(_P_X))
+    t += dtype(1.0)
+    np.reciprocal(t, out=t)
+    tail = np.multiply(t, dtype(_HALF_COEFFICIENTS[-1]))
+    for c in _HALF_COEFFICIENTS[-2::-1]:
+        tail += dtype(c)
+        tail *= t
+    gauss = np.multiply(a, dtype(-0.5), out=t)
+    gauss *= a
+    np.exp(gauss, out=gauss)
+    tail *= gauss  # erfc(|x| / sqrt(2)) / 2
+    np.subtract(dtype(0.5), tail, out=tail)
+    tail *= a
+    x *= dtype(0.5)
+    x += tail
+    return x
 
 
 def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.einsum("...i,...i->...", centred, centred)[..., None] / x.shape[-1]
-    centred *= 1.0 / np.sqrt(var + eps)
-    centred *= gain
-    centred += bias
-    return centred
+    """LayerNorm of each row of the 2-d ``x``, written over ``x`` (returned).
+
+    The row means and variances are matrix-vector products with a column of ``1 / width`` (one BLAS
+    call each: a reduction along a short last axis costs several times more in numpy)."""
+    width = x.shape[-1]
+    dtype = x.dtype.type
+    share = np.full(width, 1.0 / width, dtype=x.dtype)
+    x -= (x @ share)[:, None]
+    var = np.square(x) @ share
+    var += dtype(eps)
+    np.sqrt(var, out=var)
+    np.reciprocal(var, out=var)
+    x *= var[:, None]
+    x *= gain
+    x += bias
+    return x
+
+
+def _softmax_rows(scores: np.ndarray) -> None:
+    """Softmax along the last axis of ``scores`` (..., n), in place.
+
+    The largest score of all is taken off before ``exp`` rather than each row's own (one reduction
+    instead of one per row of a short axis, several times cheaper); softmax is the same for any
+    shift. Only when a row's sum comes out below ``1e-30`` -- a row whose own largest score lies
+    ~70 or more below the overall largest, so its terms would lose precision or vanish -- are the
+    rows shifted each by their own largest score instead. The row sums are one matrix-vector
+    product with a column of ones (a sum along a short last axis costs several times more)."""
+    n = scores.shape[-1]
+    flat = scores.reshape(-1, n)  # a view: ``scores`` is contiguous
+    shifted = flat - flat.max()
+    np.exp(shifted, out=shifted)
+    ones = np.ones(n, dtype=scores.dtype)
+    sums = shifted @ ones
+    if float(sums.min()) < 1e-30:
+        np.subtract(flat, flat.max(axis=-1, keepdims=True), out=shifted)
+        np.exp(shifted, out=shifted)
+        sums = shifted @ ones
+    np.divide(shifted, sums[:, None], out=flat)
 
 
 @dataclass(frozen=True)
@@ -118,6 +182,8 @@ class Bert:
         layers: the transformer layers.
         heads: attention heads (width divisible by it).
         eps: LayerNorm epsilon.
+        pad: run texts of ``4k + 3`` tokens with one padding token more (see :meth:`padded_length`);
+            the vectors are the same either way (to float32 rounding).
     """
 
     def __init__(
@@ -132,6 +198,7 @@ class Bert:
         layers: Sequence[Layer],
         heads: int,
         eps: float = 1e-12,
+        pad: bool = True,
     ) -> None:
         width = position.shape[1]
         if word_q.shape[1] != width or width % heads:
@@ -146,57 +213,91 @@ class Bert:
         self.width = width
         self.eps = eps
         self.max_positions = position.shape[0]
+        self.pad = pad
 
     def token_vectors(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
         """Last layer's token vectors (batch, tokens, width) for ``ids`` (batch, tokens), 1 = real token in ``mask``."""
         batch, length = ids.shape
         if length > self.max_positions:
             raise ValueError(f"{length} tokens; the model takes at most {self.max_positions}")
+        width, heads = self.width, self.heads
+        size = width // heads
+        rows = batch * length
         x = self.word_q[ids].astype(np.float32)
         x *= self.word_scale[ids]
-        x += self.position[:length] + self.token_type
-        x = _layer_norm(x, self.ln_gain, self.ln_bias, self.eps).reshape(batch * length, self.width)
-        heads, size = self.heads, self.width // self.heads
+        x += self.position[:length]
+        x += self.token_type
+        x = _layer_norm(x.reshape(rows, width), self.ln_gain, self.ln_bias, self.eps)
         # padding keys get -1e30 before the softmax, so they weigh 0 (a text always has real tokens)
-        key_bias = None if mask is None else np.where(mask[:, None, None, :] > 0, 0.0, -1e30).astype(np.float32)
+        key_bias = None
+        if mask is not None and not mask.all():
+            key_bias = np.where(mask[:, None, None, :] > 0, np.float32(0.0), np.float32(-1e30))
+        # every layer writes into the same buffers: no allocation per product
+        qkv = np.empty((rows, 3 * width), dtype=np.float32)
+        scores = np.empty((batch, heads, length, length), dtype=np.float32)
+        context = np.empty((batch, length, heads, size), dtype=np.float32)
+        context_heads = context.transpose(0, 2, 1, 3)  # (batch, heads, tokens, size): a view of the same memory
+        attended = np.empty((rows, width), dtype=np.float32)
+        ffn_out = np.empty((rows, width), dtype=np.float32)
+        inner = self.layers[0].up.shape[1] if self.layers else 0
+        hidden = np.empty((min(rows, FFN_ROWS), inner), dtype=np.float32)
+        scratch = np.empty_like(hidden)
         for layer in self.layers:
-            qkv = x @ layer.qkv
+            np.matmul(x, layer.qkv, out=qkv)
             qkv += layer.qkv_bias
-            # (batch, tokens, 3, heads, size) -> three (batch, heads, tokens, size)
+            # (batch, tokens, 3, heads, size) -> three (batch, heads, tokens, size) views
             q, k, v = qkv.reshape(batch, length, 3, heads, size).transpose(2, 0, 3, 1, 4)
-            scores = q @ k.transpose(0, 1, 3, 2)
+            np.matmul(q, k.transpose(0, 1, 3, 2), out=scores)
             if key_bias is not None:
                 scores += key_bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, self.width)
-            attended = context @ layer.out
+            _softmax_rows(scores)
+            np.matmul(scores, v, out=context_heads)
+            np.matmul(context.reshape(rows, width), layer.out, out=attended)
             attended += layer.out_bias
             attended += x
-            x = _layer_norm(attended, layer.ln1_gain, layer.ln1_bias, self.eps)
-            out = np.empty_like(x)
+            x = _layer_norm(attended, layer.ln1_gain, layer.ln1_bias, self.eps)  # x is `attended` now
             # the feed-forward part by blocks of rows: each block's 1536-wide GELU input stays in the
             # CPU's cache between the products (a whole batch's would be tens of MB, read ~25 times)
-            for start in range(0, len(x), FFN_ROWS):
-                rows = x[start : start + FFN_ROWS]
-                hidden = rows @ layer.up
-                hidden += layer.up_bias
-                hidden *= normal_cdf(hidden)
-                down = np.matmul(hidden, layer.down, out=out[start : start + FFN_ROWS])
+            for start in range(0, rows, FFN_ROWS):
+                part = x[start : start + FFN_ROWS]
+                n = len(part)
+                h = np.matmul(part, layer.up, out=hidden[:n])
+                h += layer.up_bias
+                gelu_in_place(h, scratch[:n])
+                down = np.matmul(h, layer.down, out=ffn_out[start : start + FFN_ROWS])
                 down += layer.down_bias
-                down += rows
-            x = _layer_norm(out, layer.ln2_gain, layer.ln2_bias, self.eps)
-        return x.reshape(batch, length, self.width)
+                down += part
+            # x is `ffn_out` now, which the next layer reads until its own LayerNorm is written to `attended`
+            x = _layer_norm(ffn_out, layer.ln2_gain, layer.ln2_bias, self.eps)
+        return x.reshape(batch, length, width)
 
     def pooled(self, ids: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Sentence vectors (batch, width): the mean of each text's token vectors, padding left out."""
+        batch, length = ids.shape
+        padded = self.padded_length(length)
+        if padded > length:  # a few padding tokens make every product a faster size (see padded_length)
+            wider = np.zeros((batch, padded), dtype=ids.dtype)
+            wider[:, :length] = ids
+            real = np.zeros((batch, padded), dtype=np.int8)
+            real[:, :length] = 1 if mask is None else mask
+            ids, mask = wider, real
         tokens = self.token_vectors(ids, mask)
         if mask is None:
             return tokens.mean(axis=1)
         weights = mask.astype(np.float32)
         summed = np.einsum("btw,bt->bw", tokens, weights)
         return summed / np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
+
+    def padded_length(self, length: int) -> int:
+        """How many tokens a run of ``length`` tokens is computed with: one more when that makes it a
+        multiple of 4 (and ``pad`` is on).
+
+        Measured with numpy's OpenBLAS (``bench/selection/encoder_speed.py rows``: all 24 products
+        of a pass, 8 to 72 rows), a run of ``4k + 3`` rows costs about 0.5 ms more than one of
+        ``4k + 4`` (its kernel seems to take the rows left over from blocks of 16 in smaller blocks,
+        each with its own cost); padding further, to multiples of 8 or 16, costs more than it saves.
+        Elsewhere the one extra row costs about 1/30 of a question at most."""
+        return length + 1 if self.pad and length % 4 == 3 and length < self.max_positions else length
 
 
 def from_quantised(

@@ -893,7 +893,14 @@ class Ranker:
             if all(v is not None for v in primed):
                 qvecs = np.stack([v for v in primed if v is not None])
             else:
-                qvecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+                # the needs it implies that no ranking has met yet go into the same encoder call (one
+                # pass over the model's weights, not two); their own rankings, below, read them back
+                fresh = self._unmet_needs([question]) if implied else []
+                fresh = [need for need in fresh if need not in texts]
+                vectors = np.asarray(self.encoder.encode([*texts, *fresh]), dtype=np.float32)
+                qvecs = vectors[: len(texts)]
+                if fresh:
+                    self._primed = {**self._primed, **dict(zip(fresh, vectors[len(texts) :], strict=True))}
         card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
         mixed = (1 - c.server_mix) * card + c.server_mix * server[self._card_server]
         jobs_found: list[Unit] = []
@@ -945,13 +952,19 @@ class Ranker:
         )
 
     def prime(self, questions: Sequence[str]) -> None:
-        """Encode several questions (the needs of one question) in one encoder call; ranking each of
-        them next reuses its vector. Only the last call's questions are kept."""
+        """Encode several questions (the needs of one question) in one encoder call, with the needs
+        they imply that no ranking has met yet; ranking each of them next reuses its vector. Only the
+        last call's questions are kept."""
         if self.encoder is None or self._vectors is None:
             return
-        texts = list(dict.fromkeys(questions))
+        texts = list(dict.fromkeys([*questions, *self._unmet_needs(questions)]))
         vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         self._primed = dict(zip(texts, vectors, strict=True))
+
+    def _unmet_needs(self, questions: Sequence[str]) -> list[str]:
+        """The needs ``questions`` imply whose semantic ranking is not remembered yet (nor their vector primed)."""
+        needs = dict.fromkeys(need for q in questions for need in self._implied_needs(q))
+        return [need for need in needs if (True, need) not in self._best_for_need and need not in self._primed]
 
     def _implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
         """Give each need the question implies one place among the first servers (in place)."""
