@@ -16,11 +16,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "skilldeck.cli"]
 STARTUP_LINE = re.compile(r"skilldeck: serving (\d+) skills from .* at (http://\S+)")
+"""What ``skilldeck serve --http`` prints once its port is bound: the skill count and the URL."""
 GATEWAY_STARTUP_LINE = re.compile(
     r"skilldeck gateway: (?P<up>\d+) of (?P<total>\d+) servers \((?P<skills>\d+) skills, \d+ tools\) at (?P<url>http://\S+)"
 )
 """``skilldeck gateway --http``'s startup line: servers up, servers configured, skills, URL."""
-"""What ``skilldeck serve --http`` prints once its port is bound: the skill count and the URL."""
 POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 """The headers of a raw streamable-HTTP POST."""
 
