@@ -9,6 +9,7 @@ catalog is served. These tests pin that the work is done once, that nothing stal
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -254,3 +255,52 @@ async def test_the_sdks_idle_tracing_span_is_dropped_and_kept_when_spans_are_col
     assert drop_idle_tracing(server) is False
     async with connect(server, "auto") as wire:  # still serves
         assert len((await wire.list_skills())["skills"]) == 8
+
+
+def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what_is_dropped() -> None:
+    import gc
+    import weakref
+
+    from skilldeck.server.app import freeze_startup_heap
+
+    class Kept:
+        pass
+
+    kept = Kept()
+    alive = weakref.ref(kept)
+    try:
+        frozen = freeze_startup_heap()
+        assert frozen == gc.get_freeze_count() > 0
+        assert kept not in gc.get_objects(generation=2)  # frozen objects leave the collected generations
+        del kept  # reference counting still frees a dropped frozen object
+        assert alive() is None
+    finally:
+        gc.unfreeze()  # this test process must not keep its heap frozen for the tests after it
+    assert gc.get_freeze_count() == 0
+
+
+def test_serve_http_freezes_its_startup_heap(tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    probe = tmp_path / "probe.py"
+    # the CLI run in-process by a wrapper that reports the freeze count once serving has started
+    probe.write_text(
+        "import gc, sys, threading, time\n"
+        "from skilldeck.cli import main\n"
+        "def report():\n"
+        "    while gc.get_freeze_count() == 0:\n"
+        "        time.sleep(0.05)\n"
+        "    print('frozen', gc.get_freeze_count(), flush=True)\n"
+        "threading.Thread(target=report, daemon=True).start()\n"
+        "sys.argv = ['skilldeck', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    proc = start_serve([sys.executable, str(probe), "serve", "examples/skills", "--http", "127.0.0.1:0"], log)
+    try:
+        match = wait_for_startup(proc, log, 60)
+        assert not isinstance(match, str), match
+        deadline = time.monotonic() + 10
+        while "frozen" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "frozen" in log.read_text(), log.read_text()
+    finally:
+        stop(proc)

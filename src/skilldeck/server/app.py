@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import importlib.util
 import logging
 import os
@@ -41,6 +42,7 @@ __all__ = [
     "create_server",
     "drop_idle_tracing",
     "event_loop_options",
+    "freeze_startup_heap",
     "run_http",
     "serve_http",
     "serve_stdio",
@@ -442,6 +444,23 @@ def drop_idle_tracing(server: MCPServer[Any]) -> bool:
     for middleware in spans:
         server.middleware.remove(middleware)
     return bool(spans)
+
+
+def freeze_startup_heap() -> int:
+    """Leave what start-up built (modules, the catalog, the server) out of the cyclic collector's passes.
+
+    A server answering many clients makes short-lived objects fast enough to trigger full
+    collections often, and each full collection walks every object alive, most of them made at
+    start-up and kept to the end. ``gc.freeze()`` moves those to a permanent generation the
+    collector skips: with 64 clients it took about a tenth off the CPU per request and 90 → 20-30
+    ms off p99 (``bench/server_throughput.py``, 2025-11-25, two A/B runs). Reference counting still
+    frees a frozen object when it is dropped (a reloaded catalog's old snapshot goes as before);
+    only a reference cycle among frozen objects is never collected. Call once, when start-up is
+    done. Returns how many objects are frozen.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def event_loop_options() -> dict[str, Any]:
