@@ -80,6 +80,21 @@ async def test_without_a_policy_every_listener_hears_every_change(tmp_path: Path
         assert await heard(sub) == 1
 
 
+async def test_a_stream_opened_before_a_policy_applied_is_scoped_by_it(tmp_path: Path) -> None:
+    write_skill(tmp_path, "one")
+    write_skill(tmp_path, "secret")
+    server, ext = create_server(tmp_path)
+    async with Client(server, mode="auto", cache=None) as client, client.listen(resources_list_changed=True) as sub:
+        await ext.set_policy(parse_policy(POLICY))
+        assert await heard(sub) == 1  # the policy change itself concerns everyone
+        write_skill(tmp_path, "secret", description="Changed where acme cannot see.")
+        assert (await ext.reload()).changed == ("skill://secret/SKILL.md",)
+        assert await heard(sub) == 0  # the caller is judged under the policy in force now
+        write_skill(tmp_path, "one", description="Changed where acme can see.")
+        assert (await ext.reload()).changed == ("skill://one/SKILL.md",)
+        assert await heard(sub) == 1
+
+
 def test_scoped_events_keep_their_names_across_the_redis_channel() -> None:
     resources, tools = scoped_events({"a", "b"}, tools=True)
     assert isinstance(resources, ScopedResourcesListChanged)

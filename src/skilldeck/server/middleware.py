@@ -215,9 +215,11 @@ class SkillsMiddleware:
                 return self._mirror_declaration(await call_next(ctx))
             if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 self._ext.notifier.remember_legacy_session(ctx.session)
-            if method == "subscriptions/listen" and self._service.policy is not None:
-                # the stream subscribes while this request runs: its events are scoped to this caller
-                listening = LISTENING_CALLER.set(caller_of(self._service, ctx))
+            if method == "subscriptions/listen":
+                # the stream subscribes while this request runs: its events are scoped to this caller,
+                # who is worked out from its token under the policy in force when each event arrives
+                access, hint, service = get_access_token(), locale_hint(ctx), self._service
+                listening = LISTENING_CALLER.set(lambda: service.caller(access, hint))
                 try:
                     return await call_next(ctx)
                 finally:

@@ -3,10 +3,11 @@
 A reload that changes skills ``a`` and ``b`` publishes list-changed events that name them
 (:class:`ScopedResourcesListChanged`, :class:`ScopedToolsListChanged`: the SDK's events, so every
 bus and listen stream carries them unchanged). :class:`ScopedBus` wraps the server's bus; a
-``subscriptions/listen`` stream opened while :data:`LISTENING_CALLER` names its caller is
+``subscriptions/listen`` stream opened while :data:`LISTENING_CALLER` says who its caller is
 subscribed through a filter that drops a scoped event when that caller may see none of the skills
-it names (by the policy in force when the event arrives, so a removed skill the caller could see
-is still announced). An event that names nothing (a policy change, a re-announce after a gap,
+it names. Both are judged when the event arrives, under the policy in force then: the caller (its
+token, or a new policy's default identity) and what it may see, so a removed skill the caller
+could see is still announced, and a stream opened before a policy applied is scoped by it. An event that names nothing (a policy change, a re-announce after a gap,
 another server's event) reaches every listener, as before.
 """
 
@@ -35,8 +36,9 @@ __all__ = [
 MAX_SCOPED_NAMES: Final = 64
 """More changed skills than this in one event and it names none: every listener is told."""
 
-LISTENING_CALLER: ContextVar[Caller | None] = ContextVar("skilldeck_listening_caller", default=None)
-"""The caller of the ``subscriptions/listen`` request being served (set by the skills middleware)."""
+LISTENING_CALLER: ContextVar[Callable[[], Caller] | None] = ContextVar("skilldeck_listening_caller", default=None)
+"""Who the ``subscriptions/listen`` request being served is for, under the policy in force when asked
+(set by the skills middleware)."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +96,17 @@ class ScopedBus:
         await self.inner.publish(event)
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        caller = LISTENING_CALLER.get()
-        if caller is None:
+        who = LISTENING_CALLER.get()
+        if who is None:
             return self.inner.subscribe(listener)
 
         def scoped(event: ServerEvent) -> None:
             names = event_names(event)
-            if names is None or any(self.visible(caller, name) for name in names):
+            if names is None:
+                listener(event)
+                return
+            caller = who()
+            if any(self.visible(caller, name) for name in names):
                 listener(event)
 
         return self.inner.subscribe(scoped)
