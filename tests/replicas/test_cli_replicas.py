@@ -20,6 +20,15 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _refusal(cmd: list[str], env: dict[str, str]) -> str:
+    """The one line ``cmd`` prints on stderr as it exits with a failure (anything else fails the test)."""
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=cli_env(**env))
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
 @pytest.mark.parametrize(
     ("redis", "env", "says"),
     [
@@ -30,17 +39,8 @@ def _closed_port() -> int:
 )
 def test_serve_with_redis_refuses_in_one_line(redis: str, env: dict[str, str], says: str) -> None:
     port = _closed_port()
-    result = subprocess.run(
-        [*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0", "--redis", redis.format(port=port)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=cli_env(**env),
-    )
-    assert result.returncode != 0
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert says.format(port=port) in lines[0]
+    line = _refusal([*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0", "--redis", redis.format(port=port)], env)
+    assert says.format(port=port) in line
 
 
 @pytest.mark.parametrize("env", [{}, {"SKILLDECK_STATE_KEY": "k" * 32}])
@@ -49,14 +49,8 @@ def test_gateway_with_redis_out_of_reach_refuses_in_one_line(tmp_path: Path, env
     port = _closed_port()
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"deck": {"command": sys.executable, "args": ["-c", "pass"]}}}))
-    result = subprocess.run(
+    line = _refusal(
         [*CLI, "gateway", "--config", str(config), "--http", "127.0.0.1:0", "--redis", f"redis://127.0.0.1:{port}/0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=cli_env(**env),
+        env,
     )
-    assert result.returncode != 0
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert f"cannot reach Redis at redis://127.0.0.1:{port}/0" in lines[0]
+    assert f"cannot reach Redis at redis://127.0.0.1:{port}/0" in line
