@@ -694,11 +694,12 @@ class ForwardedUpstreams:
         for target, why in refused:
             logger.debug("listen: %s not subscribed: %s", shorten(target[1]), why.error.message)
         failed = {id(target) for target, _ in refused}
-        held = [target for target in targets.values() if id(target) not in failed]
+        subscribed = {uri: target for uri, target in targets.items() if id(target) not in failed}
+        held = list(subscribed.values())
         kept = [
             uri
             for uri in (uris if isinstance(uris, list) else [])
-            if not isinstance(uri, str) or split_uri(uri) is None or (uri in targets and id(targets[uri]) not in failed)
+            if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed
         ]
         if isinstance(uris, list) and len(kept) != len(uris):
             assert isinstance(notifications, dict)
