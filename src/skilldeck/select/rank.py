@@ -934,10 +934,10 @@ class Ranker:
                 card=self.cards[i],
                 score=score,
                 lexical=lexical,
-                semantic=semantic,
+                semantic=cosine,
                 matched_terms=tuple(filter(self._card_terms[i].__contains__, terms)),
             )
-            for i, score, lexical, semantic in zip(rows, scores, lexicals, sems, strict=True)
+            for i, score, lexical, cosine in zip(rows, scores, lexicals, sems, strict=True)
         ]
         server_best = self._per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
