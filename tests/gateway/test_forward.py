@@ -9,6 +9,7 @@ or resource subscriptions. Every test is driven by the official Python client in
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -46,6 +47,8 @@ from skilldeck.gateway.forward import (
     MAX_CLIENT_SUBSCRIPTIONS,
     MAX_NAME_CHARS,
     MAX_PROMPT_ARGUMENTS,
+    MAX_SUBSCRIBERS,
+    MAX_SUBSCRIPTIONS,
     MAX_URI_CHARS,
     gateway_uri,
     prompt_name,
@@ -439,6 +442,88 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
             while len(upstream.unsubscribed) < 1 + MAX_CLIENT_SUBSCRIPTIONS:
                 await anyio.sleep(0.01)
         assert sorted(upstream.unsubscribed[1:]) == sorted(f"note://{n}" for n in range(MAX_CLIENT_SUBSCRIPTIONS))
+
+
+class SlowSubscribable(Subscribable):
+    """``Subscribable`` whose subscriptions are all held until ``release`` is set: every request is in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = anyio.Event()
+
+    async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        self.subscribed.append(params.uri)
+        await self.release.wait()
+        return EmptyResult()
+
+
+async def _subscribe_at_once(
+    clients: list[Client], per_client: int, upstream: SlowSubscribable, *, shared: bool = False
+) -> list[str]:
+    """Each client subscribes to ``per_client`` resources of its own (or all to one, ``shared``), all requests in
+    flight together; the refusals."""
+    refusals: list[str] = []
+
+    async def one(c: Client, uri: str) -> None:
+        try:
+            await c.subscribe_resource(uri)
+        except MCPError as exc:
+            assert exc.error.code == INVALID_PARAMS
+            refusals.append(exc.error.message)
+
+    async with anyio.create_task_group() as tg:
+        for i, c in enumerate(clients):
+            for n in range(per_client):
+                tg.start_soon(one, c, "upstream://subs/note://x" if shared else f"upstream://subs/note://{i}-{n}")
+        with anyio.fail_after(30):
+            # every request was answered (refused at once) or reached the upstream (held there)
+            while len(upstream.subscribed) + len(refusals) < len(clients) * per_client:
+                await anyio.sleep(0.01)
+        upstream.release.set()
+    return refusals
+
+
+async def test_concurrent_subscriptions_of_one_client_stop_at_its_limit() -> None:
+    """Requests still waiting on the upstream count against the per-client limit: it is not overshot."""
+    upstream = SlowSubscribable()
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="legacy", cache=None) as c:
+            refusals = await _subscribe_at_once([c], MAX_CLIENT_SUBSCRIPTIONS + 3, upstream)
+    assert len(upstream.subscribed) == MAX_CLIENT_SUBSCRIPTIONS
+    assert len(refusals) == 3
+    assert all(f"may hold {MAX_CLIENT_SUBSCRIPTIONS}" in why for why in refusals), refusals
+
+
+async def test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_limit() -> None:
+    """Requests still waiting on the upstream count against the gateway-wide limit: it is not overshot."""
+    upstream = SlowSubscribable()
+    clients = MAX_SUBSCRIPTIONS // MAX_CLIENT_SUBSCRIPTIONS + 1
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with contextlib.AsyncExitStack() as stack:
+            opened = [
+                await stack.enter_async_context(Client(server, mode="legacy", cache=None)) for _ in range(clients)
+            ]
+            refusals = await _subscribe_at_once(opened, MAX_CLIENT_SUBSCRIPTIONS, upstream)
+    assert len(upstream.subscribed) == MAX_SUBSCRIPTIONS
+    assert len(refusals) == clients * MAX_CLIENT_SUBSCRIPTIONS - MAX_SUBSCRIPTIONS
+    assert all(f"holds {MAX_SUBSCRIPTIONS}" in why for why in refusals), refusals[:3]
+
+
+async def test_concurrent_subscribers_of_one_resource_stop_at_its_limit() -> None:
+    """Requests still waiting on the upstream count against the per-resource limit: it is not overshot."""
+    upstream = SlowSubscribable()
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with contextlib.AsyncExitStack() as stack:
+            opened = [
+                await stack.enter_async_context(Client(server, mode="legacy", cache=None))
+                for _ in range(MAX_SUBSCRIBERS + 2)
+            ]
+            refusals = await _subscribe_at_once(opened, 1, upstream, shared=True)
+            assert len(refusals) == 2
+            assert all(f"{MAX_SUBSCRIBERS} clients subscribe" in why for why in refusals), refusals
 
 
 @pytest.mark.parametrize("up", ["modern", "legacy"])

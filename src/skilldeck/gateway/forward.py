@@ -231,8 +231,9 @@ class ForwardedUpstreams:
         """Legacy connections told of list changes and resource updates."""
         self._subscribers: dict[tuple[str, str], set[Any]] = {}
         """Per upstream resource ``(label, uri)``: who subscribed (a legacy connection key, or a listen stream)."""
-        self._pending: dict[tuple[str, str], int] = {}
-        """Resources being subscribed to now, by how many requests (not released upstream meanwhile)."""
+        self._pending: dict[tuple[str, str], set[Any]] = {}
+        """Resources being subscribed to now, and by whom: counted against the limits as if held (so
+        concurrent requests cannot overshoot them), and not released upstream meanwhile."""
         self._streams: dict[str, UpstreamResourceListen] = {}
         """Per 2026-07-28 upstream: the one listen stream for its subscribed resources."""
         self._listening = False
@@ -524,38 +525,39 @@ class ForwardedUpstreams:
         2025-11-25 upstream, one reopened listen stream per 2026-07-28 upstream for all of them.
         """
         refused: list[tuple[tuple[Connected, str], MCPError]] = []
-        held = sum(1 for subscribers in self._subscribers.values() if subscriber in subscribers)
-        fresh = 0
+        held = sum(1 for key, who in [*self._subscribers.items(), *self._pending.items()] if subscriber in who)
+        gateway_wide = len(self._subscribers.keys() | self._pending.keys())
         accepted: list[tuple[Connected, str]] = []
         seen: set[tuple[str, str]] = set()
         for target in targets:
             key = (target[0].label, target[1])
-            subscribers = self._subscribers.get(key)
-            if key in seen or (subscribers is not None and subscriber in subscribers):
+            subscribers = self._subscribers.get(key, set()) | self._pending.get(key, set())
+            if key in seen or subscriber in subscribers:
                 continue
             if held >= MAX_CLIENT_SUBSCRIPTIONS:
                 why = f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
-            elif subscribers is None and len(self._subscribers) + fresh >= MAX_SUBSCRIPTIONS:
+            elif not subscribers and gateway_wide >= MAX_SUBSCRIPTIONS:
                 why = f"the gateway holds {MAX_SUBSCRIPTIONS} resource subscriptions already; unsubscribe one first"
-            elif subscribers is not None and len(subscribers) >= MAX_SUBSCRIBERS:
+            elif len(subscribers) >= MAX_SUBSCRIBERS:
                 why = f"{MAX_SUBSCRIBERS} clients subscribe to this resource already"
             else:
                 seen.add(key)
                 held += 1
-                fresh += subscribers is None
+                gateway_wide += not subscribers
                 accepted.append(target)
                 continue
             refused.append((target, _invalid(why)))
         self._listen_upstreams()
+        # Reserved before the first await: a concurrent request counts these against the limits.
         for key in seen:
-            self._pending[key] = self._pending.get(key, 0) + 1
+            self._pending.setdefault(key, set()).add(subscriber)
         try:
             subscribed, failed = await self._subscribe_upstream(
                 [t for t in accepted if self._subscribers.get((t[0].label, t[1])) is None]
             )
         finally:
             for key in seen:
-                self._pending[key] -= 1
+                self._pending[key].discard(subscriber)
                 if not self._pending[key]:
                     del self._pending[key]
         refused += failed
