@@ -24,7 +24,9 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, PromptsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
+    CallToolResult,
     Completion,
+    EmbeddedResource,
     EmptyResult,
     ListPromptsResult,
     ListResourcesResult,
@@ -34,9 +36,11 @@ from mcp_types import (
     ReadResourceRequestParams,
     ReadResourceResult,
     Resource,
+    ResourceLink,
     ResourceTemplateReference,
     ServerNotification,
     SubscribeRequestParams,
+    TextContent,
     TextResourceContents,
     UnsubscribeRequestParams,
 )
@@ -167,6 +171,48 @@ async def test_resources_are_listed_and_read_by_label_without_collisions(era: st
                 await c.read_resource(hidden)
             assert refused.value.error.code == INVALID_PARAMS
             assert "secret of" not in refused.value.error.message
+
+
+def linking_upstream(name: str) -> MCPServer[Any]:
+    """``docs_upstream`` with a tool ``links`` whose result names ``note://readme`` (linked and embedded) and a skill file."""
+    server = docs_upstream(name)
+
+    @server.tool()
+    def links() -> CallToolResult:
+        """Links to the readme."""
+        return CallToolResult(
+            content=[
+                TextContent(type="text", text="see the readme"),
+                ResourceLink(type="resource_link", name="readme", uri="note://readme"),
+                EmbeddedResource(
+                    type="resource", resource=TextResourceContents(uri="note://readme", text=f"readme of {name}")
+                ),
+                ResourceLink(type="resource_link", name="skill", uri=f"skill://acme/{SKILL_MD}"),
+            ]
+        )
+
+    return server
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_resource_links_in_tool_results_name_what_the_gateway_serves(era: str) -> None:
+    """A proxied result's links point where a client of the gateway reads them, never at the upstream's own URIs."""
+    async with open_gateway({"a": linking_upstream("a")}, pinned=[("a", "links")]) as gw, client(gw, era) as c:
+        [pinned] = [t.name for t in (await c.list_tools()).tools if t.name.endswith("links")]
+        result = await c.call_tool(pinned, {})
+        assert not result.is_error, result.content
+        text, link, embedded, skill_link = result.content
+        assert isinstance(text, TextContent)
+        assert text.text == "see the readme"
+        assert isinstance(link, ResourceLink)
+        assert link.uri == "upstream://a/note://readme"
+        assert isinstance(embedded, EmbeddedResource)
+        assert embedded.resource.uri == "upstream://a/note://readme"
+        assert isinstance(skill_link, ResourceLink)
+        assert skill_link.uri == f"skill://a/acme/{SKILL_MD}"
+        [content] = (await c.read_resource(link.uri)).contents  # the link is one the gateway serves
+        assert isinstance(content, TextResourceContents)
+        assert content.text == "readme of a"
 
 
 @pytest.mark.parametrize("era", ERAS)

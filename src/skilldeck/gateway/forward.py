@@ -27,6 +27,10 @@ re-published skills) that answers, for every connected upstream that declares th
 * ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
   under its own names.
 
+The resource links and embedded resources of a prompt message and of a proxied tool result
+(:meth:`ForwardedUpstreams.tool_result`) name the gateway's URI of what the upstream named (an
+upstream's skill file: where it is re-published), so a client can read them through the gateway.
+
 Lists page one upstream page at a time (the gateway's cursor names the upstream and its cursor),
 upstreams in label order, under the host's listing caps (``ListingLimits``: pages per upstream,
 entries per page); an upstream that fails is skipped and the next one listed.
@@ -426,13 +430,37 @@ class ForwardedUpstreams:
         content = message.get("content")
         if not isinstance(content, dict):
             return message
+        return {**message, "content": self._content(label, content)}
+
+    def link_uri(self, label: str, uri: str) -> str:
+        """Where a client reads, through the gateway, a resource that upstream ``label`` names as ``uri``.
+
+        An upstream's skill files are where the gateway re-publishes them (``skill://LABEL/...``, see
+        :mod:`skilldeck.gateway.republish`); any other resource is forwarded (``upstream://LABEL/URI``).
+        """
+        if self.skills_republished and uri.startswith(_SKILL_PREFIX) and "/" not in label:
+            return f"{_SKILL_PREFIX}{label}/{uri[len(_SKILL_PREFIX) :]}"
+        return gateway_uri(label, uri)
+
+    def tool_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A proxied ``tools/call`` result whose resource links and embedded resources name the gateway's URIs.
+
+        The upstream is the one the result's ``_meta`` names (the gateway stamps every proxied result
+        with it); its URIs mean nothing to a client of the gateway, which reads them here instead.
+        """
+        label = (result.get("_meta") or {}).get(ORIGIN_META)
+        content = result.get("content")
+        if not isinstance(label, str) or not isinstance(content, list):
+            return result
+        return {**result, "content": [self._content(label, c) if isinstance(c, dict) else c for c in content]}
+
+    def _content(self, label: str, content: dict[str, Any]) -> dict[str, Any]:
         if content.get("type") == "resource_link" and isinstance(content.get("uri"), str):
-            content = {**content, "uri": gateway_uri(label, content["uri"])}
-        elif content.get("type") == "resource" and isinstance(content.get("resource"), dict):
-            resource = content["resource"]
-            if isinstance(resource.get("uri"), str):
-                content = {**content, "resource": {**resource, "uri": gateway_uri(label, resource["uri"])}}
-        return {**message, "content": content}
+            return {**content, "uri": self.link_uri(label, content["uri"])}
+        resource = content.get("resource")
+        if content.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
+            return {**content, "resource": {**resource, "uri": self.link_uri(label, resource["uri"])}}
+        return content
 
     # -- resources ---------------------------------------------------------------------------------
 

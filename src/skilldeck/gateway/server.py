@@ -287,25 +287,18 @@ class GatewayMiddleware:
                     return _refused(f"a tool name is {_TOO_LONG} (LABEL/TOOL, as load returned it); nothing was sent")
                 if tool_args is not None and not isinstance(tool_args, dict):
                     return _refused("arguments must be an object matching the tool's input schema")
-                return await service.call(
-                    caller,
-                    client,
-                    tool,
-                    tool_args,
-                    progress=_progress_relay(ctx),
-                    relay=call_relay(ctx),
-                    **_log_relay(ctx, self._log_level(ctx)),
-                )
-            # a pinned or injected tool, by the name the gateway listed it under
-            return await service.call(
+            else:  # a pinned or injected tool, by the name the gateway listed it under
+                tool, tool_args = name, args
+            result = await service.call(
                 caller,
                 client,
-                name,
-                args,
+                tool,
+                tool_args,
                 progress=_progress_relay(ctx),
                 relay=call_relay(ctx),
                 **_log_relay(ctx, self._log_level(ctx)),
             )
+            return result if self.forwarded is None else self.forwarded.tool_result(result)
         except GateRefused as exc:
             return _refused(str(exc))
         except SkilldeckError as exc:
