@@ -3,8 +3,11 @@ legacy sessions. Each test drives a real server (in-process or over HTTP on loop
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -282,3 +285,59 @@ def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) ->
         anyio.run(check)
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, examples_dir: Path, command: str) -> None:
+    """A flood of requests the server refuses (a wrong Host header: the SDK answers 421; bytes that are not HTTP:
+    uvicorn hangs up) prints at most a burst of lines of each kind; the next line let through, a second later,
+    says how many were dropped."""
+    from skilldeck.cli.output import LogRateLimit
+
+    burst = LogRateLimit().burst
+    log = tmp_path / "serve.log"
+    cmd = [*CLI, "serve", str(examples_dir)]
+    if command == "gateway":
+        config = tmp_path / "gateway.json"
+        config.write_text(json.dumps({"mcpServers": {"docs": {"command": cmd[0], "args": cmd[1:]}}}))
+        cmd = [*CLI, "gateway", "--config", str(config)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*cmd, "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=cli_env(),
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (url := re.search(r"at (http://(\S+):(\d+)\S*)", log.read_text())):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        post = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+
+        def not_http() -> None:
+            with socket.create_connection((url.group(2), int(url.group(3))), timeout=10) as raw:
+                raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+                while raw.recv(4096):  # uvicorn answers 400 and hangs up
+                    pass
+
+        with httpx2.Client(timeout=10) as http:
+            for _ in range(10 * burst):
+                assert (
+                    http.post(url.group(1), content=body, headers={**post, "Host": "evil.example"}).status_code == 421
+                )
+                not_http()
+            time.sleep(1.5)  # tokens come back: the next one passes, counting those dropped
+            assert http.post(url.group(1), content=body, headers={**post, "Host": "evil.example"}).status_code == 421
+            not_http()
+        time.sleep(0.5)
+    finally:
+        stop(proc)
+    lines = log.read_text().splitlines()
+    for kind in ("Invalid Host header", "Invalid HTTP request"):
+        logged = [line for line in lines if kind in line]
+        assert burst <= len(logged) <= burst + 3, (kind, len(logged), lines[-5:])
+        assert "more like this were dropped" in logged[-1], logged[-3:]

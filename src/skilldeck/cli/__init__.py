@@ -22,7 +22,7 @@ from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
-from skilldeck.cli.output import StdoutConsole, stdout_closed
+from skilldeck.cli.output import StdoutConsole, bound_log_output, stdout_closed
 from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.cli.select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
@@ -166,6 +166,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         err.print(f"policy applied: {escape(args.policy)} ({_policy_view(extension)})", highlight=False)
 
     if args.http is None:
+        bound_log_output()
         err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
         anyio.run(
             replicas.around,
@@ -185,6 +186,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     freeze_startup_heap()  # the catalog and modules stay out of the collector's full passes
 
     def on_ready(url: str) -> None:
+        bound_log_output()  # what an outsider's requests make the server log is bounded (uvicorn's handlers exist now)
         watching = " (watching for changes)" if args.watch else ""
         err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 from skilldeck.cli.arguments import add_http_arguments, seconds
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
-from skilldeck.cli.output import sdk_logs_in_one_line
+from skilldeck.cli.output import bound_log_output, sdk_logs_in_one_line
 from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.errors import ConfigError
 
@@ -161,6 +161,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             up = len(specs) - len(host.failures)
 
             def on_ready(where: str) -> None:
+                bound_log_output()  # what an outsider's requests make the gateway log is bounded
                 err.print(
                     f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
                     f"{'over stdio' if where == 'stdio' else 'at ' + where}",

@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
 
 from skilldeck.cli.exits import ExitCode
 
-__all__ = ["StdoutConsole", "sdk_logs_in_one_line", "stdout_closed"]
+__all__ = ["LogRateLimit", "StdoutConsole", "bound_log_output", "sdk_logs_in_one_line", "stdout_closed"]
 
 
 class StdoutConsole(Console):
@@ -64,3 +66,71 @@ def sdk_logs_in_one_line() -> Iterator[None]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
+
+
+class LogRateLimit(logging.Filter):
+    """A handler's filter: each logger's records of one level pass in bursts of ``burst``, then one per ``every`` seconds.
+
+    A server logs some requests it refuses (a wrong ``Host`` header, an unknown session, a bad
+    HTTP request): each line is cheap for the sender and costs the server more than answering
+    (``rich`` formatting, the write), and a flood of them fills the log. Past the burst, records
+    are dropped and counted; the next one let through says how many of its kind were dropped.
+    At most ``max_kinds`` (logger, level) pairs are tracked, the least recently seen forgotten first.
+    """
+
+    def __init__(
+        self,
+        burst: int = 20,
+        every: float = 1.0,
+        *,
+        max_kinds: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        if burst < 1 or every <= 0 or max_kinds < 1:
+            raise ValueError("burst and max_kinds must be at least 1, every a positive number of seconds")
+        self.burst = burst
+        self.every = every
+        self.max_kinds = max_kinds
+        self._clock = clock
+        self._kinds: OrderedDict[tuple[str, int], list[float]] = OrderedDict()
+        """(logger, level) -> [tokens, when last refilled, records dropped since the last let through]."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self._clock()
+        kind = (record.name, record.levelno)
+        state = self._kinds.get(kind)
+        if state is None:
+            state = self._kinds[kind] = [float(self.burst), now, 0.0]
+            if len(self._kinds) > self.max_kinds:
+                self._kinds.popitem(last=False)
+        else:
+            self._kinds.move_to_end(kind)
+            state[0] = min(float(self.burst), state[0] + (now - state[1]) / self.every)
+            state[1] = now
+        if state[0] < 1:
+            state[2] += 1
+            return False
+        state[0] -= 1
+        if state[2]:
+            dropped, state[2] = int(state[2]), 0.0
+            record.msg = f"{record.getMessage()} ({dropped} more like this were dropped: over {self.burst} at once)"
+            record.args = None
+        return True
+
+
+def bound_log_output(burst: int = 20, every: float = 1.0) -> int:
+    """Put a :class:`LogRateLimit` on every logging handler there is now (the root's, the SDK's, uvicorn's).
+
+    Call it once the server is up (the SDK and uvicorn install their handlers while starting).
+    Each handler gets its own filter, so a record two handlers print is counted once by each.
+    Returns how many handlers got one.
+    """
+    loggers: list[logging.Logger] = [logging.getLogger()]
+    loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    added = 0
+    for handler in {h for lg in loggers for h in lg.handlers}:
+        if not any(isinstance(f, LogRateLimit) for f in handler.filters):
+            handler.addFilter(LogRateLimit(burst, every))
+            added += 1
+    return added
