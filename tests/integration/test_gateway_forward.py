@@ -13,7 +13,9 @@ serves every test.
   ``resources/templates/list``, ``resources/read``, ``prompts/list`` and ``prompts/get``; a pinned
   long-running tool called through the gateway, and (2025-11-25) ``logging/setLevel`` forwarded;
   a pinned tool that samples, called by Inspector (which declares no sampling): the upstream's
-  question is refused to it and the call ends, never hangs.
+  question is refused to it and the call ends, never hangs;
+* a pinned tool whose result links to resources: each link names the gateway's URI, and the Python
+  client reads it through the gateway.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from typing import Any
 
 import pytest
 from mcp.client import Client
-from mcp_types import PromptReference, ResourceTemplateReference, TextResourceContents
+from mcp_types import (
+    BlobResourceContents,
+    PromptReference,
+    ResourceLink,
+    ResourceTemplateReference,
+    TextResourceContents,
+)
 
 from ..server.helpers import start_gateway, stop
 
@@ -35,6 +43,7 @@ ARCHITECTURE = "upstream://everything/demo://resource/static/document/architectu
 TEXT_TEMPLATE = "upstream://everything/demo://resource/dynamic/text/{resourceId}"
 LONG_RUNNING = "trigger-long-running-operation"
 SAMPLING = "trigger-sampling-request"
+LINKS = "get-resource-links"
 PROMPTS = {
     "everything__simple-prompt",
     "everything__args-prompt",
@@ -51,7 +60,7 @@ def gateway(npx: str, npm_server_specs: dict[str, str], tmp_path_factory: pytest
     path = tmp / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {"everything": everything}}))
     log_path = tmp / "gateway.log"
-    pins = ["--pin", f"everything/{LONG_RUNNING}", "--pin", f"everything/{SAMPLING}"]
+    pins = ["--pin", f"everything/{LONG_RUNNING}", "--pin", f"everything/{SAMPLING}", "--pin", f"everything/{LINKS}"]
     proc, match = start_gateway(path, log_path, *pins, timeout=240)
     try:
         assert (match["up"], match["total"]) == ("1", "1"), log_path.read_text(errors="replace")
@@ -75,6 +84,20 @@ def inspector_for(run_npx: Any, inspector_cmd: list[str], url: str, era: str) ->
         return payload
 
     return inspector
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_links_of_a_tool_result_are_read_through_the_gateway(gateway: str, era: str) -> None:
+    async with client(gateway, era) as c:
+        result = await c.call_tool(f"everything__{LINKS}", {"count": 2})
+        assert not result.is_error, result.content
+        links = [block for block in result.content if isinstance(block, ResourceLink)]
+        assert len(links) == 2, result.content
+        for link in links:
+            assert link.uri.startswith("upstream://everything/demo://resource/dynamic/"), link.uri
+            [content] = (await c.read_resource(link.uri)).contents
+            assert content.uri == link.uri
+            assert isinstance(content, TextResourceContents | BlobResourceContents)
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -147,7 +170,11 @@ def test_inspector_calls_a_pinned_upstream_tool_and_sets_the_log_level(
 
     listed = [t["name"] for t in inspector("--method", "tools/list")["tools"]]
     pinned = f"everything__{LONG_RUNNING}"
-    assert [name for name in listed if name.startswith("everything__")] == [pinned, f"everything__{SAMPLING}"]
+    assert [name for name in listed if name.startswith("everything__")] == [
+        pinned,
+        f"everything__{SAMPLING}",
+        f"everything__{LINKS}",
+    ]
     assert {"find", "load", "read_skill_file", "call"} <= set(listed), listed
     called = inspector(
         "--method", "tools/call", "--tool-name", pinned, "--tool-args-json", '{"duration": 1, "steps": 2}'
