@@ -490,6 +490,38 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
         assert sorted(upstream.unsubscribed[1:]) == sorted(f"note://{n}" for n in range(MAX_CLIENT_SUBSCRIPTIONS))
 
 
+async def test_an_update_of_a_sub_resource_reaches_the_subscribers_of_the_resource_above_it() -> None:
+    """2025-11-25: an update "might be a sub-resource of the one that the client actually subscribed to". A legacy
+    subscriber hears the sub-resource's URI; a listen stream (exact URIs only) hears of the resource it named."""
+    upstream = Subscribable()
+    uri = "upstream://subs/note://x"
+    legacy_heard: list[str] = []
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification) and message.method == "notifications/resources/updated":
+            legacy_heard.append(str(message.params.uri))
+            heard.set()
+
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=10)], mode="legacy") as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with (
+            Client(server, mode="legacy", cache=None, message_handler=on_message) as old,
+            Client(server, mode="auto", cache=None) as new,
+            new.listen(resource_subscriptions=[uri]) as sub,
+        ):
+            await old.subscribe_resource(uri)
+            assert upstream.subscribed == ["note://x"]
+            for sent in ("note://xy", "note://y/x", "note://x/pages/2"):  # only the last is below note://x
+                await upstream.session.send_resource_updated(sent)
+            with anyio.fail_after(10):
+                await heard.wait()
+                event = await sub.__anext__()
+            await old.list_resources()  # anything sent before this answer has arrived
+            assert legacy_heard == ["upstream://subs/note://x/pages/2"]
+            assert event == ResourceUpdated(uri=uri)
+
+
 class SlowSubscribable(Subscribable):
     """``Subscribable`` whose subscriptions are all held until ``release`` is set: every request is in flight at once."""
 

@@ -19,8 +19,9 @@ re-published skills) that answers, for every connected upstream that declares th
   (:mod:`skilldeck.gateway.resource_listen`: reopened with the new set as subscriptions come and
   go, closed when the last goes). Each ``notifications/resources/updated`` is relayed as the
   gateway URI to exactly the subscribers of that resource: the legacy sessions that subscribed,
-  and the 2026-07-28 listen streams whose filter named it. When the last subscriber of a resource
-  goes (unsubscribes, closes its listen stream or its connection), the upstream is told
+  and the 2026-07-28 listen streams whose filter named it (an update a 2025-11-25 upstream sends
+  for a sub-resource reaches the subscribers of the resource above it). When the last subscriber
+  of a resource goes (unsubscribes, closes its listen stream or its connection), the upstream is told
   (``resources/unsubscribe``, or the stream reopened without it). A listen filter's gateway URI
   that cannot be subscribed for its caller (hidden by the policy, an upstream without
   subscriptions, over the limits) is left out of the filter the stream acknowledges;
@@ -143,6 +144,13 @@ _FORWARDED = frozenset(
 def gateway_uri(label: str, uri: str) -> str:
     """The gateway's URI of an upstream's resource (or template): ``upstream://LABEL/URI``."""
     return f"{_PREFIX}{quote(label, safe='')}/{uri}"
+
+
+def _within(uri: str, subscribed: str) -> bool:
+    """Whether ``uri`` is ``subscribed`` or a sub-resource of it (below it after a ``/``, ``?`` or ``#``)."""
+    if not uri.startswith(subscribed):
+        return False
+    return len(uri) == len(subscribed) or subscribed.endswith("/") or uri[len(subscribed)] in "/?#"
 
 
 def split_uri(uri: str) -> tuple[str, str] | None:
@@ -759,17 +767,24 @@ class ForwardedUpstreams:
         await self._updated(label, str(message.params.uri))
 
     async def _updated(self, label: str, upstream: str) -> None:
-        """An update of a subscribed resource: to its subscribers (both eras) as the gateway URI, to nobody else."""
-        subscribers = self._subscribers.get((label, upstream))
-        if not subscribers:
-            return
-        uri = gateway_uri(label, upstream)
-        await self.subscriptions.publish(ResourceUpdated(uri=uri))
+        """An update of a subscribed resource: to its subscribers (both eras) as the gateway URI, to nobody else.
+
+        A 2025-11-25 upstream may name a sub-resource of the one subscribed to (``file:///logs/a.txt``
+        for ``file:///logs``). A legacy subscriber is told of it as it came; a listen stream, whose
+        filter holds exact URIs only, is told that the resource it subscribed to was updated.
+        """
+        told: set[Any] = set()
         sessions = dict(self.legacy.items())
-        for subscriber in list(subscribers):
-            session = sessions.get(subscriber) if isinstance(subscriber, int) else None
-            if session is not None:
-                await self._tell(subscriber, session.send_resource_updated(uri))
+        uri = gateway_uri(label, upstream)
+        for (owner, subscribed), subscribers in list(self._subscribers.items()):
+            if owner != label or not _within(upstream, subscribed):
+                continue
+            await self.subscriptions.publish(ResourceUpdated(uri=gateway_uri(label, subscribed)))
+            for subscriber in list(subscribers):
+                session = sessions.get(subscriber) if isinstance(subscriber, int) else None
+                if session is not None and subscriber not in told:
+                    told.add(subscriber)
+                    await self._tell(subscriber, session.send_resource_updated(uri))
 
     # -- changes -----------------------------------------------------------------------------------
 
