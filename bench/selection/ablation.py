@@ -9,8 +9,9 @@ knob to :class:`~skilldeck.select.rank.RankConfig` or :class:`AblationConfig`), 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -69,6 +70,15 @@ class AblationConfig:
     view_weights: tuple[float, ...] | None = None
     """Each view's weight in the fused sum (:data:`~skilldeck.select.rank.VIEWS` order); ``None``: equal
     (the learned-weights row fits them on one half and reports them on the other)."""
+    hubness: Literal["none", "center", "csls"] = "none"
+    """Hubness reduction in the cosine views: none (shipped); ``center``, every vector (cards, labels, the
+    question) has the catalog's mean card vector taken off and is normalised again (so a server close to
+    everything stops being close to every question); ``csls``, each card's / centroid's / label's cosine
+    loses half the mean of its :data:`CSLS_K` highest cosines to other servers' (cross-domain similarity
+    local scaling)."""
+    no_cjk: bool = False
+    """The encoder (English MiniLM) reads no CJK: runs of CJK characters are dropped from the card and label
+    texts, and a label whose description is then (nearly) empty reads its card names instead."""
     card_text: Literal["shipped", "split_names", "params", "split_names_params"] = "shipped"
     """What the encoder reads for a card: the shipped ``server: name: description``; with camelCase names
     split into words too; with the input schema's property names (and short descriptions) appended; both."""
@@ -81,10 +91,11 @@ class AblationConfig:
             or self.job_merge not in ("sum", "max")
             or self.server_cosine not in ("top2", "max", "softmax")
             or self.view_norm not in ("z", "robust", "rank")
+            or self.hubness not in ("none", "center", "csls")
             or self.card_text not in ("shipped", "split_names", "params", "split_names_params")
         ):
             raise ValueError(
-                f"unknown server_aggregate, fusion, job_merge, server_cosine, view_norm or card_text in {self}"
+                f"unknown server_aggregate, fusion, job_merge, server_cosine, view_norm, hubness or card_text in {self}"
             )
         if self.view_weights is not None and len(self.view_weights) != len(VIEWS):
             raise ValueError(f"view_weights needs {len(VIEWS)} weights, one per view ({', '.join(VIEWS)})")
@@ -118,7 +129,7 @@ class AblationRanker(Ranker):
         vectors: np.ndarray | None = None,
     ) -> None:
         self.ablation = ablation or AblationConfig()  # before the index is built: it reads the switches
-        if self.ablation.card_text != "shipped":
+        if self.ablation.card_text != "shipped" or self.ablation.no_cjk:
             vectors = None  # the given vectors read the shipped card text: encode the variant's
         super().__init__(cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors)
 
@@ -186,8 +197,35 @@ class AblationRanker(Ranker):
             self._card_server, weights=e, minlength=n
         )
 
+    def _set_vectors(self, vectors: np.ndarray, label_vectors: np.ndarray) -> None:
+        how = self.ablation.hubness
+        if how == "center":
+            self._mean = vectors.mean(axis=0)
+            vectors, label_vectors = _normalised(vectors - self._mean), _normalised(label_vectors - self._mean)
+        super()._set_vectors(vectors, label_vectors)
+        if how == "csls":
+            assert self._server_vectors is not None
+            assert self._label_vectors is not None
+            cards = np.asarray(self._vectors)
+            self._csls = (
+                _neighbourhood(cards, self._card_server),
+                _neighbourhood(self._server_vectors, np.arange(len(self.server_labels))),
+                _neighbourhood(self._label_vectors, np.arange(len(self.server_labels))),
+            )
+
+    def _cosines(self, qvec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        how = self.ablation.hubness
+        if how == "center":
+            qvec = _normalised((qvec - self._mean)[None, :])[0]
+        found = super()._cosines(qvec)
+        if how == "csls":
+            return found[0] - self._csls[0] / 2, found[1] - self._csls[1] / 2, found[2] - self._csls[2] / 2
+        return found
+
     def _semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
         how = self.ablation.card_text
+        if self.ablation.no_cjk:
+            card = replace(card, description=_drop_cjk(card.description))
         if how == "shipped":
             return super()._semantic_text(card, tool)
         name = words(card.name) if how.startswith("split_names") else _words_of(card.name)
@@ -210,6 +248,10 @@ class AblationRanker(Ranker):
         return super()._fusion(mixed, card, ev, q2)
 
     def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        if self.ablation.no_cjk:
+            description = _drop_cjk(description)
+            if len(description.split()) < 4:
+                description = ""
         text = super()._label_text(label, description, card_names)
         if not self.ablation.label_tools:
             return text
@@ -229,6 +271,28 @@ class AblationRanker(Ranker):
 SOFTMAX_TEMPERATURE = 0.05
 """Of the softmax-weighted card cosines: a card 0.1 below the server's best weighs e^-2 (about 0.14) of it."""
 RANK_K = 5.0
+
+
+CSLS_K = 10
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+")
+
+
+def _drop_cjk(text: str) -> str:
+    return " ".join(_CJK.sub(" ", text).split())
+
+
+def _normalised(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def _neighbourhood(vectors: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per row: the mean of its :data:`CSLS_K` highest cosines to rows of other groups (servers)."""
+    sims = vectors @ vectors.T
+    sims[group[:, None] == group[None, :]] = -np.inf
+    k = min(CSLS_K, max(1, int((sims > -np.inf).sum(axis=1).min())))
+    top = -np.partition(-sims, k - 1, axis=1)[:, :k]
+    return np.where(np.isfinite(top), top, 0.0).mean(axis=1)
 
 
 def _robust_z(x: np.ndarray) -> np.ndarray:

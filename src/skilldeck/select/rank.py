@@ -752,6 +752,18 @@ class Ranker:
         second = np.where((ties >= 2) | ~np.isfinite(second), best, second)
         return (best + second) / 2.0
 
+    def _cosines(self, qvec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The question's cosine to every card, every server's centroid and every server's label text."""
+        assert self._vectors is not None
+        assert self._server_vectors is not None
+        assert self._label_vectors is not None
+        # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
+        return (
+            np.einsum("ij,j->i", self._vectors, qvec).astype(np.float64),
+            np.einsum("ij,j->i", self._server_vectors, qvec).astype(np.float64),
+            np.einsum("ij,j->i", self._label_vectors, qvec).astype(np.float64),
+        )
+
     def _semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
         """What the encoder reads for a card (:func:`semantic_text`; ``tool``: its MCP Tool object, if known)."""
         return semantic_text(card)
@@ -854,13 +866,7 @@ class Ranker:
 
         ``mixed`` is the lexical card ranking (server mix, jobs, skills applied); ``card`` the
         question's own lexical card scores in [0, 1]."""
-        assert self._vectors is not None
-        assert self._server_vectors is not None
-        assert self._label_vectors is not None
-        # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
-        card_cos = np.einsum("ij,j->i", self._vectors, qvec).astype(np.float64)
-        centroid_cos = np.einsum("ij,j->i", self._server_vectors, qvec).astype(np.float64)
-        label_cos = np.einsum("ij,j->i", self._label_vectors, qvec).astype(np.float64)
+        card_cos, centroid_cos, label_cos = self._cosines(qvec)
         views = np.stack(
             [
                 self._per_server_max(mixed),
