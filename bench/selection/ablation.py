@@ -79,6 +79,11 @@ class AblationConfig:
     no_cjk: bool = False
     """The encoder (English MiniLM) reads no CJK: runs of CJK characters are dropped from the card and label
     texts, and a label whose description is then (nearly) empty reads its card names instead."""
+    path_term_weight: float = 1.0
+    """Weight of the question's terms that occur only inside a local path or a URL (1: as its other words).
+    A path says where the work goes; the file need it implies is ranked on its own."""
+    encoder_paths: Literal["as_is", "basename"] = "as_is"
+    """What the encoder reads of a local path in the question: all of it, or only its file name."""
     card_text: Literal["shipped", "split_names", "params", "split_names_params"] = "shipped"
     """What the encoder reads for a card: the shipped ``server: name: description``; with camelCase names
     split into words too; with the input schema's property names (and short descriptions) appended; both."""
@@ -93,6 +98,7 @@ class AblationConfig:
             or self.view_norm not in ("z", "robust", "rank")
             or self.hubness not in ("none", "center", "csls")
             or self.card_text not in ("shipped", "split_names", "params", "split_names_params")
+            or self.encoder_paths not in ("as_is", "basename")
         ):
             raise ValueError(
                 f"unknown server_aggregate, fusion, job_merge, server_cosine, view_norm, hubness or card_text in {self}"
@@ -140,10 +146,15 @@ class AblationRanker(Ranker):
         return super()._jobs(question) if self.ablation.jobs else []
 
     def _query_texts(self, question: str, jobs: list[str]) -> list[str]:
+        if self.ablation.encoder_paths == "basename":
+            question = _LOCAL_PATH.sub(lambda m: m.group(1) + m.group(2).rstrip("/").rsplit("/", 1)[-1], question)
         return [question, *jobs] if self.ablation.semantic_jobs else [question]
 
     def query_terms(self, question: str) -> dict[str, float]:
         terms = dict.fromkeys(tokens(question, request_stopwords=self.ablation.request_stopwords), 1.0)
+        if self.ablation.path_term_weight != 1.0:
+            outside = set(tokens(_PATHS.sub(" ", question), request_stopwords=self.ablation.request_stopwords))
+            terms = {t: (w if t in outside else self.ablation.path_term_weight) for t, w in terms.items()}
         if self.ablation.expand_paths:
             for t in tokens(_expand(question)):
                 terms.setdefault(t, 0.5)
@@ -274,6 +285,8 @@ RANK_K = 5.0
 
 
 CSLS_K = 10
+_LOCAL_PATH = re.compile(r"(^|[\s(\"'`])((?:~|\.{1,2})?/[^\s\"'`)]+)")
+_PATHS = re.compile(r"(?:^|(?<=[\s(\"'`]))(?:~|\.{1,2})?/[^\s\"'`)]+|\bhttps?://\S+", re.IGNORECASE)
 _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+")
 
 

@@ -471,6 +471,7 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("PRF 10 cards x 8 terms", {"prf_cards": 10}),
     ("no implied needs", {"implied": False}),
     ("no clock need (the rules before)", {"clock_need": False}),
+    ("words only in paths and URLs weigh 0.5", {"path_term_weight": 0.5}),
 ]
 SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("five-view fusion (shipped)", {}),
@@ -495,6 +496,8 @@ SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("card and label texts without CJK", {"no_cjk": True}),
     ("hubness: vectors centred on the catalog mean", {"hubness": "center"}),
     ("hubness: CSLS (k 10)", {"hubness": "csls"}),
+    ("words only in paths and URLs weigh 0.5", {"path_term_weight": 0.5}),
+    ("the encoder reads a path's file name only", {"encoder_paths": "basename"}),
 ]
 ABSTENTION_ABLATION: list[tuple[str, list[str], dict[str, Any]]] = [
     ("11 ranking features (before)", list(FEATURES[:11]), {}),

@@ -168,6 +168,7 @@ def test_precomputed_vectors_must_match_the_cards(cardset: CardSet) -> None:
         {"view_norm": "mad"},
         {"hubness": "centre"},
         {"card_text": "schema"},
+        {"encoder_paths": "filename"},
         {"view_weights": (1.0, 1.0)},
     ],
     ids=lambda c: next(iter(c)),
@@ -189,6 +190,7 @@ QUESTIONS = [
     "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md",
     "Do I need an umbrella in Oslo tomorrow? Please check the forecast and tell me",
     "Combine these three PDF documents into a single one",
+    "Summarise the notes in /home/me/stock/charts/notes.txt",
 ]
 
 
@@ -225,6 +227,8 @@ def test_the_ablation_ranker_with_default_switches_ranks_as_the_shipped_one(
         {"hubness": "csls"},
         {"card_text": "params"},
         {"no_cjk": True},
+        {"path_term_weight": 0.5},
+        {"encoder_paths": "basename"},
     ],
     ids=lambda c: f"{next(iter(c))}={next(iter(c.values()))}",
 )
