@@ -924,6 +924,7 @@ def main(argv: list[str] | None = None) -> int:
         (RESULTS / "selection-ablation.json").write_text(json.dumps(abl, indent=1) + "\n", encoding="utf-8")
 
     results["seconds"] = round(time.perf_counter() - t_start, 1)
+    results["machine"]["load_avg_end"] = list(os.getloadavg())  # the latency rows are wall time: read both
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
