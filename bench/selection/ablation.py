@@ -9,13 +9,14 @@ knob to :class:`~skilldeck.select.rank.RankConfig` or :class:`AblationConfig`), 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 import numpy as np
 
-from skilldeck.select.cards import Card
+from skilldeck.select.cards import Card, words
 from skilldeck.select.rank import IMPLIED_NEEDS, VIEWS, Encoder, RankConfig, Ranker, _expand, _words_of, tokens
 
 __all__ = ["AblationConfig", "AblationRanker", "RecordingRanker", "configs"]
@@ -55,6 +56,37 @@ class AblationConfig:
     """Leave one of the five fused views (:data:`~skilldeck.select.rank.VIEWS`) out of the sum."""
     label_tools: bool = False
     """The label view reads the server's tool names after its description (expansion with the card's tools)."""
+    vector_prf: int = 0
+    """Semantic pseudo-relevance feedback (Rocchio): the question's vector plus ``vector_prf_weight`` times
+    the mean vector of the first fused pass's top ``vector_prf`` cards, normalised, and every view scored
+    again with it (0: off). Vector arithmetic only, no second encoding."""
+    vector_prf_weight: float = 0.5
+    server_cosine: Literal["top2", "max", "softmax"] = "top2"
+    """View 3, a server's card cosines in one number: the mean of its best two (shipped), its best one, or
+    their softmax-weighted mean at temperature :data:`SOFTMAX_TEMPERATURE` (fixed a priori)."""
+    view_norm: Literal["z", "robust", "rank"] = "z"
+    """How each view is put on one scale before the sum: z-score (shipped), robust z ((x - median) / (1.4826
+    MAD)), or its rank across servers through ``1 / (RANK_K + rank)``, then z-scored."""
+    view_weights: tuple[float, ...] | None = None
+    """Each view's weight in the fused sum (:data:`~skilldeck.select.rank.VIEWS` order); ``None``: equal
+    (the learned-weights row fits them on one half and reports them on the other)."""
+    hubness: Literal["none", "center", "csls"] = "none"
+    """Hubness reduction in the cosine views: none (shipped); ``center``, every vector (cards, labels, the
+    question) has the catalog's mean card vector taken off and is normalised again (so a server close to
+    everything stops being close to every question); ``csls``, each card's / centroid's / label's cosine
+    loses half the mean of its :data:`CSLS_K` highest cosines to other servers' (cross-domain similarity
+    local scaling)."""
+    no_cjk: bool = False
+    """The encoder (English MiniLM) reads no CJK: runs of CJK characters are dropped from the card and label
+    texts, and a label whose description is then (nearly) empty reads its card names instead."""
+    path_term_weight: float = 1.0
+    """Weight of the question's terms that occur only inside a local path or a URL (1: as its other words).
+    A path says where the work goes; the file need it implies is ranked on its own."""
+    encoder_paths: Literal["as_is", "basename"] = "as_is"
+    """What the encoder reads of a local path in the question: all of it, or only its file name."""
+    card_text: Literal["shipped", "split_names", "params", "split_names_params"] = "shipped"
+    """What the encoder reads for a card: the shipped ``server: name: description``; with camelCase names
+    split into words too; with the input schema's property names (and short descriptions) appended; both."""
 
     def __post_init__(self) -> None:
         # the fields are Literal; a typo that escapes the type checker must not silently pick a branch
@@ -62,8 +94,17 @@ class AblationConfig:
             self.server_aggregate not in ("doc", "max")
             or self.fusion not in ("mix", "rrf")
             or self.job_merge not in ("sum", "max")
+            or self.server_cosine not in ("top2", "max", "softmax")
+            or self.view_norm not in ("z", "robust", "rank")
+            or self.hubness not in ("none", "center", "csls")
+            or self.card_text not in ("shipped", "split_names", "params", "split_names_params")
+            or self.encoder_paths not in ("as_is", "basename")
         ):
-            raise ValueError(f"unknown server_aggregate, fusion or job_merge in {self}")
+            raise ValueError(
+                f"unknown server_aggregate, fusion, job_merge, server_cosine, view_norm, hubness or card_text in {self}"
+            )
+        if self.view_weights is not None and len(self.view_weights) != len(VIEWS):
+            raise ValueError(f"view_weights needs {len(VIEWS)} weights, one per view ({', '.join(VIEWS)})")
         if self.drop_view is not None and self.drop_view not in VIEWS:
             raise ValueError(f"unknown view {self.drop_view!r}; one of {', '.join(VIEWS)}")
 
@@ -94,6 +135,8 @@ class AblationRanker(Ranker):
         vectors: np.ndarray | None = None,
     ) -> None:
         self.ablation = ablation or AblationConfig()  # before the index is built: it reads the switches
+        if self.ablation.card_text != "shipped" or self.ablation.no_cjk:
+            vectors = None  # the given vectors read the shipped card text: encode the variant's
         super().__init__(cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors)
 
     def _background_frequencies(self) -> tuple[tuple[int, Mapping[str, int]], tuple[int, Mapping[str, int]]] | None:
@@ -103,10 +146,15 @@ class AblationRanker(Ranker):
         return super()._jobs(question) if self.ablation.jobs else []
 
     def _query_texts(self, question: str, jobs: list[str]) -> list[str]:
+        if self.ablation.encoder_paths == "basename":
+            question = _LOCAL_PATH.sub(lambda m: m.group(1) + m.group(2).rstrip("/").rsplit("/", 1)[-1], question)
         return [question, *jobs] if self.ablation.semantic_jobs else [question]
 
     def query_terms(self, question: str) -> dict[str, float]:
         terms = dict.fromkeys(tokens(question, request_stopwords=self.ablation.request_stopwords), 1.0)
+        if self.ablation.path_term_weight != 1.0:
+            outside = set(tokens(_PATHS.sub(" ", question), request_stopwords=self.ablation.request_stopwords))
+            terms = {t: (w if t in outside else self.ablation.path_term_weight) for t, w in terms.items()}
         if self.ablation.expand_paths:
             for t in tokens(_expand(question)):
                 terms.setdefault(t, 0.5)
@@ -139,9 +187,82 @@ class AblationRanker(Ranker):
         return [need for pattern, need in rules if pattern.search(question)]
 
     def _view_weights(self) -> tuple[float, ...]:
-        return tuple(0.0 if view == self.ablation.drop_view else 1.0 for view in VIEWS)
+        base = self.ablation.view_weights or (1.0,) * len(VIEWS)
+        return tuple(0.0 if view == self.ablation.drop_view else w for view, w in zip(VIEWS, base, strict=True))
+
+    def _combine_views(self, views: np.ndarray) -> np.ndarray:
+        norm = {"z": _z, "robust": _robust_z, "rank": _rank_scale}[self.ablation.view_norm]
+        return sum((w * norm(v) for w, v in zip(self._view_weights(), views, strict=True)), np.zeros(views.shape[1]))
+
+    def _server_card_cosine(self, card_cos: np.ndarray) -> np.ndarray:
+        how = self.ablation.server_cosine
+        if how == "top2":
+            return super()._server_card_cosine(card_cos)
+        best = self._per_server_max(card_cos)
+        if how == "max":
+            return best
+        # softmax-weighted mean of each server's card cosines (shifted by the server's best for stability)
+        e = np.exp((card_cos - best[self._card_server]) / SOFTMAX_TEMPERATURE)
+        n = len(self.server_labels)
+        return np.bincount(self._card_server, weights=e * card_cos, minlength=n) / np.bincount(
+            self._card_server, weights=e, minlength=n
+        )
+
+    def _set_vectors(self, vectors: np.ndarray, label_vectors: np.ndarray) -> None:
+        how = self.ablation.hubness
+        if how == "center":
+            self._mean = vectors.mean(axis=0)
+            vectors, label_vectors = _normalised(vectors - self._mean), _normalised(label_vectors - self._mean)
+        super()._set_vectors(vectors, label_vectors)
+        if how == "csls":
+            assert self._server_vectors is not None
+            assert self._label_vectors is not None
+            cards = np.asarray(self._vectors)
+            self._csls = (
+                _neighbourhood(cards, self._card_server),
+                _neighbourhood(self._server_vectors, np.arange(len(self.server_labels))),
+                _neighbourhood(self._label_vectors, np.arange(len(self.server_labels))),
+            )
+
+    def _cosines(self, qvec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        how = self.ablation.hubness
+        if how == "center":
+            qvec = _normalised((qvec - self._mean)[None, :])[0]
+        found = super()._cosines(qvec)
+        if how == "csls":
+            return found[0] - self._csls[0] / 2, found[1] - self._csls[1] / 2, found[2] - self._csls[2] / 2
+        return found
+
+    def _semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
+        how = self.ablation.card_text
+        if self.ablation.no_cjk:
+            card = replace(card, description=_drop_cjk(card.description))
+        if how == "shipped":
+            return super()._semantic_text(card, tool)
+        name = words(card.name) if how.startswith("split_names") else _words_of(card.name)
+        server = words(card.server) if how.startswith("split_names") else _words_of(card.server)
+        text = f"{server}: {name}: {card.description[:400]}"
+        if how.endswith("params"):
+            params = _param_words(tool)
+            if params:
+                text = f"{text} Parameters: {params}"
+        return text
+
+    def _fusion(self, mixed: np.ndarray, card: np.ndarray, ev: Any, qvec: np.ndarray) -> Any:
+        out, evidence = super()._fusion(mixed, card, ev, qvec)
+        k = self.ablation.vector_prf
+        if not k or self._vectors is None:
+            return out, evidence
+        top = np.argpartition(-out, min(k, len(out)) - 1)[:k] if len(out) > k else np.arange(len(out))
+        q2 = qvec + self.ablation.vector_prf_weight * self._vectors[top].mean(axis=0)
+        q2 = (q2 / np.linalg.norm(q2)).astype(np.float32)
+        return super()._fusion(mixed, card, ev, q2)
 
     def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        if self.ablation.no_cjk:
+            description = _drop_cjk(description)
+            if len(description.split()) < 4:
+                description = ""
         text = super()._label_text(label, description, card_names)
         if not self.ablation.label_tools:
             return text
@@ -156,6 +277,61 @@ class AblationRanker(Ranker):
             mixed += (a.job_weight / n_jobs) * job / job.max()
         else:
             np.maximum(mixed, a.job_weight * job / job.max(), out=mixed)
+
+
+SOFTMAX_TEMPERATURE = 0.05
+"""Of the softmax-weighted card cosines: a card 0.1 below the server's best weighs e^-2 (about 0.14) of it."""
+RANK_K = 5.0
+
+
+CSLS_K = 10
+_LOCAL_PATH = re.compile(r"(^|[\s(\"'`])((?:~|\.{1,2})?/[^\s\"'`)]+)")
+_PATHS = re.compile(r"(?:^|(?<=[\s(\"'`]))(?:~|\.{1,2})?/[^\s\"'`)]+|\bhttps?://\S+", re.IGNORECASE)
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+")
+
+
+def _drop_cjk(text: str) -> str:
+    return " ".join(_CJK.sub(" ", text).split())
+
+
+def _normalised(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def _neighbourhood(vectors: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per row: the mean of its :data:`CSLS_K` highest cosines to rows of other groups (servers)."""
+    sims = vectors @ vectors.T
+    sims[group[:, None] == group[None, :]] = -np.inf
+    k = min(CSLS_K, max(1, int((sims > -np.inf).sum(axis=1).min())))
+    top = -np.partition(-sims, k - 1, axis=1)[:, :k]
+    return np.where(np.isfinite(top), top, 0.0).mean(axis=1)
+
+
+def _robust_z(x: np.ndarray) -> np.ndarray:
+    med = float(np.median(x))
+    mad = 1.4826 * float(np.median(np.abs(x - med)))
+    return (x - med) / mad if mad > 1e-12 else _z(x)
+
+
+def _rank_scale(x: np.ndarray) -> np.ndarray:
+    """A view as ``1 / (RANK_K + rank)``, z-scored (so a view's top few servers stand apart, the tail flat)."""
+    ranks = np.empty(len(x))
+    ranks[np.argsort(-x, kind="stable")] = np.arange(1, len(x) + 1)
+    return _z(1.0 / (RANK_K + ranks))
+
+
+def _param_words(tool: Mapping[str, Any] | None) -> str:
+    """An input schema's property names as words, each with the first 60 characters of its description."""
+    schema = tool.get("inputSchema") if isinstance(tool, Mapping) else None
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return ""
+    parts = []
+    for name, prop in list(props.items())[:8]:
+        about = prop.get("description") if isinstance(prop, Mapping) else None
+        parts.append(f"{words(str(name))} ({about[:60]})" if isinstance(about, str) and about else words(str(name)))
+    return ", ".join(parts)
 
 
 def _rrf(lists: list[np.ndarray], k: float = 60.0) -> np.ndarray:

@@ -40,7 +40,14 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from ablation import AblationRanker, RecordingRanker, configs  # noqa: E402
-from calibrate import auroc, choose_l2, fit_logistic, grouped_cv, threshold_keeping  # noqa: E402
+from calibrate import (  # noqa: E402
+    auroc,
+    backward_selection,
+    choose_l2,
+    fit_logistic,
+    grouped_cv,
+    threshold_keeping,
+)
 from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: E402
 from synth import synthesize  # noqa: E402
 
@@ -191,15 +198,30 @@ def examples(
 
 
 def fit_half(
-    rows: list[dict[str, Any]], names: list[str], half: str, l2: float | None = None, use_defaults: bool = True
+    rows: list[dict[str, Any]],
+    names: list[str],
+    half: str,
+    l2: float | None = None,
+    use_defaults: bool = True,
+    objective: str = "auroc",
+    out_weight: float = 1.0,
+    backward: bool = False,
 ) -> Calibration:
-    """Fit on one half; ``l2=None`` chooses it by task-grouped cross-validation inside that half."""
+    """Fit on one half; ``l2=None`` chooses it by task-grouped cross-validation inside that half (for
+    ``objective``: AUROC, or false accepts at 90% kept). ``out_weight``: each out-of-scope twin's weight
+    in the likelihood; ``backward``: the features are first narrowed by backward elimination (grouped
+    cross-validated AUROC inside that half)."""
     fit_rows = [r for r in rows if r["half"] == half]
     defaults = feature_defaults(fit_rows, names) if use_defaults else {}
     x, y, groups = examples(fit_rows, names, defaults)
+    if backward:
+        kept = backward_selection(x, y, groups)
+        names, x = [names[i] for i in kept], x[:, kept]
+        defaults = {k: v for k, v in defaults.items() if k in names}
+    weight = np.where(y == 1, 1.0, out_weight)
     if l2 is None:
-        l2 = choose_l2(x, y, groups)
-    w, b = fit_logistic(x, y, l2=l2)
+        l2 = choose_l2(x, y, groups, objective=objective, sample_weight=weight)
+    w, b = fit_logistic(x, y, l2=l2, sample_weight=weight)
     cal = Calibration(
         weights=dict(zip(names, map(float, w), strict=True)),
         bias=b,
@@ -449,6 +471,7 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("PRF 10 cards x 8 terms", {"prf_cards": 10}),
     ("no implied needs", {"implied": False}),
     ("no clock need (the rules before)", {"clock_need": False}),
+    ("words only in paths and URLs weigh 0.5", {"path_term_weight": 0.5}),
 ]
 SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("five-view fusion (shipped)", {}),
@@ -460,6 +483,21 @@ SEMANTIC_ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("no job split", {"jobs": False}),
     ("card score: server share 0.9", {"fused_server_weight": 0.9}),
     ("card score: server share 1.0", {"fused_server_weight": 1.0}),
+    ("semantic PRF (Rocchio): + 0.5 x mean of the top 3 cards", {"vector_prf": 3}),
+    ("semantic PRF (Rocchio): + 0.5 x mean of the top 5 cards", {"vector_prf": 5}),
+    ("semantic PRF (Rocchio): + 1.0 x mean of the top 3 cards", {"vector_prf": 3, "vector_prf_weight": 1.0}),
+    ("view 3 = best card cosine (max)", {"server_cosine": "max"}),
+    ("view 3 = softmax-weighted card cosines (T 0.05)", {"server_cosine": "softmax"}),
+    ("views on a robust z (median / MAD)", {"view_norm": "robust"}),
+    ("views by rank, 1 / (5 + rank), z-scored", {"view_norm": "rank"}),
+    ("card text: camelCase names split too", {"card_text": "split_names"}),
+    ("card text: + schema property names and descriptions", {"card_text": "params"}),
+    ("card text: both", {"card_text": "split_names_params"}),
+    ("card and label texts without CJK", {"no_cjk": True}),
+    ("hubness: vectors centred on the catalog mean", {"hubness": "center"}),
+    ("hubness: CSLS (k 10)", {"hubness": "csls"}),
+    ("words only in paths and URLs weigh 0.5", {"path_term_weight": 0.5}),
+    ("the encoder reads a path's file name only", {"encoder_paths": "basename"}),
 ]
 ABSTENTION_ABLATION: list[tuple[str, list[str], dict[str, Any]]] = [
     ("11 ranking features (before)", list(FEATURES[:11]), {}),
@@ -474,6 +512,17 @@ ABSTENTION_ABLATION: list[tuple[str, list[str], dict[str, Any]]] = [
     ("shipped, L2 fixed at 1 (weaker)", list(FEATURES), {"l2": 1.0}),
     ("views only: fused, margin, agreement, each view's z margin",
      ["fused", "fused_margin", "agreement", *(f"margin_{v}" for v in VIEWS)], {}),
+    ("shipped + the chosen server's best card cosine minus the next server's", [*FEATURES, "card_gap"], {}),
+    ("shipped + the top card's cosine minus the second card's", [*FEATURES, "card_gap12"], {}),
+    ("shipped + the weakest implied need's top card cosine minus its second", [*FEATURES, "implied_card_gap12"], {}),
+    ("shipped + the weakest implied need's server lead in card cosine", [*FEATURES, "implied_server_gap"], {}),
+    ("shipped + the weakest job's lexical strength", [*FEATURES, "job_lexical"], {}),
+    ("shipped + question length in words", [*FEATURES, "words"], {}),
+    ("shipped, L2 chosen for false accepts at 90% kept (grouped CV)", list(FEATURES), {"objective": "false_accept"}),
+    ("shipped, out-of-scope twins weigh 2", list(FEATURES), {"out_weight": 2.0}),
+    ("shipped, twins weigh 2, L2 chosen for false accepts", list(FEATURES),
+     {"out_weight": 2.0, "objective": "false_accept"}),
+    ("shipped, features narrowed by backward elimination (grouped CV)", list(FEATURES), {"backward": True}),
 ]  # fmt: skip
 """Feature sets of the confidence model (isotonic on top is not a row: a monotone map leaves AUROC as it is)."""
 
@@ -496,7 +545,34 @@ def abstention_features(ranker: RecordingRanker, question: str) -> dict[str, flo
     feats["card_coverage"] = sum(t in in_card for t in unit.terms) / n
     feats["tool_name_coverage"] = sum(t in tool_words for t in unit.terms) / n
     feats["needs"] = float(np.log1p(len(ranking.units) - 1 + len(ranking.implied)))
+    feats["words"] = float(np.log1p(len(question.split())))
+    # the chosen card's cosine lead: over the best card of another server, and over the second card
+    assert ranker.encoder is not None
+    assert ranker._vectors is not None
+    card_cos = ranker._vectors @ ranker.encoder.encode([question])[0]
+    feats["card_gap"] = _server_lead(ranker, card_cos, chosen)
+    top2 = np.sort(card_cos)[::-1][:2]
+    feats["card_gap12"] = float(top2[0] - top2[-1])
+    # the same for the weakest implied need (the smallest lead over its needs)
+    leads, gaps = [], []
+    for need, server in ranking.implied:
+        need_cos = ranker._vectors @ ranker.encoder.encode([need])[0]
+        leads.append(_server_lead(ranker, need_cos, ranker.server_labels.index(server)))
+        best = np.sort(need_cos)[::-1][:2]
+        gaps.append(float(best[0] - best[-1]))
+    if leads:
+        feats["implied_server_gap"], feats["implied_card_gap12"] = min(leads), min(gaps)
+    jobs = ranking.units[1:]
+    if jobs:  # jobs are ranked lexically
+        feats["job_lexical"] = min(float(np.log1p(max(job.lexical, 0.0))) for job in jobs)
     return feats
+
+
+def _server_lead(ranker: RecordingRanker, card_cos: np.ndarray, server: int) -> float:
+    """A server's best card cosine minus the best card cosine of any other server."""
+    per_server = ranker._per_server_max(card_cos)
+    others = np.delete(per_server, server)
+    return float(per_server[server] - others.max()) if len(others) else 0.0
 
 
 def abstention_ablation(cards: CardSet, tasks: list[Task], encoder: Any, vectors: np.ndarray) -> dict[str, Any]:
@@ -534,19 +610,66 @@ def abstention_ablation(cards: CardSet, tasks: list[Task], encoder: Any, vectors
     return out
 
 
+def _ranking_rows(
+    cards: CardSet, tasks: list[Task], change: dict[str, Any], encoder: Any = None, vectors: np.ndarray | None = None
+) -> list[dict[str, Any]]:
+    config, variant = configs(change)
+    ranker = AblationRanker(
+        cards.cards, schemas=cards.tools, config=config, ablation=variant, encoder=encoder, vectors=vectors
+    )
+    rows = []
+    for task in tasks:
+        ranking = ranker.rank(task.question, limit=60)
+        servers = [s for s, _ in ranking.servers]
+        tools = [(s.card.server, s.card.name) for s in ranking.scored if s.card.kind == "tool"]
+        rows.append({"half": task.half, **server_metrics(task, servers, tools)})
+    return rows
+
+
+RANKING_KEYS = ["hit@1", "recall@3", "recall@5", "tool_recall@5"]
+
+
+class _ViewRecorder(AblationRanker):
+    """Keeps the views of every fusion it computes (the question's is the first of a ranking)."""
+
+    recorded: list[np.ndarray]
+
+    def _combine_views(self, views: np.ndarray) -> np.ndarray:
+        self.recorded.append(views.copy())
+        return super()._combine_views(views)
+
+
+def learned_view_weights(cards: CardSet, tasks: list[Task], encoder: Any, vectors: np.ndarray) -> dict[str, Any]:
+    """View weights fitted on one half (``view_weights.py``), each half ranked with the other half's weights."""
+    from view_weights import TaskViews
+    from view_weights import choose_l2 as choose_view_l2
+    from view_weights import fit as fit_views
+
+    recorder = _ViewRecorder(cards.cards, schemas=cards.tools, encoder=encoder, vectors=vectors)
+    labels = {label: i for i, label in enumerate(recorder.server_labels)}
+    views: dict[str, list[TaskViews]] = {"A": [], "B": []}
+    for task in tasks:
+        recorder.recorded = []
+        recorder.rank(task.question, limit=60, implied=False)
+        z = np.stack([(v - v.mean()) / v.std() if v.std() > 1e-12 else 0.0 * v for v in recorder.recorded[0]]).T
+        reqs = tuple(np.array(sorted(labels[s] for s in req if s in labels)) for req in task.server_sets)
+        gold = np.array(sorted(labels[s] for s in task.gold_servers if s in labels))
+        views[task.half].append(TaskViews(task.task_id, z, tuple(r for r in reqs if len(r)), gold))
+    out: dict[str, Any] = {"weights": {}, "l2": {}}
+    rows: list[dict[str, Any]] = []
+    for fit_on, report in (("A", "B"), ("B", "A")):
+        l2 = choose_view_l2(views[fit_on])
+        w = fit_views(views[fit_on], l2)
+        out["weights"][f"fit {fit_on}"] = dict(zip(VIEWS, (round(float(x), 3) for x in w), strict=True))
+        out["l2"][f"fit {fit_on}"] = l2
+        change = {"view_weights": tuple(float(x) for x in w)}
+        rows += [r for r in _ranking_rows(cards, tasks, change, encoder, vectors) if r["half"] == report]
+    return {**out, **summarise(rows, RANKING_KEYS)}
+
+
 def ablation(cards: CardSet, tasks: list[Task], encoders: dict[str, tuple[Any, np.ndarray]]) -> dict[str, Any]:
     def run(change: dict[str, Any], encoder: Any = None, vectors: np.ndarray | None = None) -> dict[str, Any]:
-        config, variant = configs(change)
-        ranker = AblationRanker(
-            cards.cards, schemas=cards.tools, config=config, ablation=variant, encoder=encoder, vectors=vectors
-        )
-        rows = []
-        for task in tasks:
-            ranking = ranker.rank(task.question, limit=60)
-            servers = [s for s, _ in ranking.servers]
-            tools = [(s.card.server, s.card.name) for s in ranking.scored if s.card.kind == "tool"]
-            rows.append({"half": task.half, **server_metrics(task, servers, tools)})
-        return summarise(rows, ["hit@1", "recall@3", "recall@5", "tool_recall@5"])
+        return summarise(_ranking_rows(cards, tasks, change, encoder, vectors), RANKING_KEYS)
 
     out: dict[str, Any] = {"lexical": {}}
     for name, change in ABLATION:
@@ -556,6 +679,10 @@ def ablation(cards: CardSet, tasks: list[Task], encoders: dict[str, tuple[Any, n
         out[enc_name] = {}
         for name, change in SEMANTIC_ABLATION:
             out[enc_name][name] = {"change": change, **run(change, encoder, vectors)}
+            print(f"  {enc_name:8s} {name:36s} {out[enc_name][name]['A']}  {out[enc_name][name]['B']}", flush=True)
+        if enc_name == "minilm":
+            name = "learned view weights (listwise; each half ranked with the other half's fit)"
+            out[enc_name][name] = learned_view_weights(cards, tasks, encoder, vectors)
             print(f"  {enc_name:8s} {name:36s} {out[enc_name][name]['A']}  {out[enc_name][name]['B']}", flush=True)
     return out
 
@@ -797,6 +924,7 @@ def main(argv: list[str] | None = None) -> int:
         (RESULTS / "selection-ablation.json").write_text(json.dumps(abl, indent=1) + "\n", encoding="utf-8")
 
     results["seconds"] = round(time.perf_counter() - t_start, 1)
+    results["machine"]["load_avg_end"] = list(os.getloadavg())  # the latency rows are wall time: read both
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

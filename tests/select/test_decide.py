@@ -226,3 +226,66 @@ def test_calibration_cross_validation_never_splits_a_task(load_bench, monkeypatc
         assert set(trained.values()) == {2}  # both rows of a task, or neither
     assert out.shape == (74,)
     assert calibrate.choose_l2(x, y, groups) in calibrate.L2_GRID
+
+
+def test_a_sample_weight_of_two_fits_as_the_row_written_twice(load_bench) -> None:
+    # the weighted likelihood the twin-weight variant fits must be the one of duplicated rows, not a rescaling
+    calibrate = load_bench("selection/calibrate.py")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((40, 3))
+    y = (x[:, 0] + 0.8 * rng.standard_normal(40) > 0).astype(float)
+    weight = np.where(y == 0, 2.0, 1.0)
+    twice = y == 0
+    x2, y2 = np.vstack([x, x[twice]]), np.concatenate([y, y[twice]])
+    # (almost) no penalty: the maximum-likelihood fit does not depend on how the rows are standardised
+    w_dup, b_dup = calibrate.fit_logistic(x2, y2, l2=1e-6)
+    w_weighted, b_weighted = calibrate.fit_logistic(x, y, l2=1e-6, sample_weight=weight)
+    assert np.allclose(w_weighted, w_dup, atol=1e-4)
+    assert b_weighted == pytest.approx(b_dup, abs=1e-4)
+    plain, _ = calibrate.fit_logistic(x, y, l2=1e-6)
+    assert not np.allclose(w_weighted, plain, atol=1e-3)  # the weight changes the fit
+
+
+def test_the_l2_can_be_chosen_for_false_accepts_and_an_unknown_objective_is_refused(load_bench) -> None:
+    calibrate = load_bench("selection/calibrate.py")
+    rng = np.random.default_rng(2)
+    groups = [f"task-{i}" for i in range(30)] * 2
+    x = rng.standard_normal((60, 4))
+    y = np.array([1.0] * 30 + [0.0] * 30)
+    x[:30, 0] += 1.5
+    assert calibrate.choose_l2(x, y, groups, objective="false_accept") in calibrate.L2_GRID
+    p = calibrate.grouped_cv(x, y, groups, l2=10.0)
+    assert calibrate.false_accepts(p, y) == pytest.approx(
+        float(np.mean(p[30:] >= calibrate.threshold_keeping(p[:30], 0.9)))
+    )
+    with pytest.raises(ValueError, match="auroc or false_accept"):
+        calibrate.choose_l2(x, y, groups, objective="fa")
+
+
+def test_backward_selection_drops_a_column_of_noise_and_keeps_the_signal(load_bench) -> None:
+    calibrate = load_bench("selection/calibrate.py")
+    rng = np.random.default_rng(3)
+    groups = [f"task-{i}" for i in range(60)] * 2
+    y = np.array([1.0] * 60 + [0.0] * 60)
+    signal = y * 2.0 + rng.standard_normal(120)
+    x = np.column_stack([signal, rng.standard_normal(120), rng.standard_normal(120), signal + rng.standard_normal(120)])
+    kept = calibrate.backward_selection(x, y, groups, minimum=1)
+    assert 0 in kept or 3 in kept
+    assert len(kept) < 4
+
+
+def test_learned_view_weights_favour_the_view_that_finds_the_gold_server(load_bench) -> None:
+    views = load_bench("selection/view_weights.py")
+    rng = np.random.default_rng(4)
+    tasks = []
+    for i in range(30):
+        z = rng.standard_normal((12, 3))
+        gold = int(rng.integers(12))
+        z[gold, 0] += 2.5  # view 0 finds the gold server; views 1 and 2 are noise
+        tasks.append(views.TaskViews(f"t{i}", z, (np.array([gold]),), np.array([gold])))
+    weak = views.fit(tasks, 0.3)
+    assert weak[0] > weak[1] + 0.5
+    assert weak[0] > weak[2] + 0.5
+    assert np.allclose(views.fit(tasks, 1e6), 1.0, atol=1e-3)  # a strong pull keeps the equal weights
+    assert views.reciprocal_rank(tasks, weak) > views.reciprocal_rank(tasks, np.array([0.0, 1.0, 1.0]))
+    assert views.choose_l2(tasks) in views.L2_GRID

@@ -159,7 +159,19 @@ def test_precomputed_vectors_must_match_the_cards(cardset: CardSet) -> None:
 
 
 @pytest.mark.parametrize(
-    "change", [{"job_merge": "maxx"}, {"fusion": "RRF"}, {"server_aggregate": "best"}], ids=lambda c: next(iter(c))
+    "change",
+    [
+        {"job_merge": "maxx"},
+        {"fusion": "RRF"},
+        {"server_aggregate": "best"},
+        {"server_cosine": "top3"},
+        {"view_norm": "mad"},
+        {"hubness": "centre"},
+        {"card_text": "schema"},
+        {"encoder_paths": "filename"},
+        {"view_weights": (1.0, 1.0)},
+    ],
+    ids=lambda c: next(iter(c)),
 )
 def test_a_misspelt_variant_choice_is_refused_not_read_as_another(ablation: ModuleType, change: dict[str, str]) -> None:
     # the fields are Literal; a typo that escapes the type checker must not silently pick a branch
@@ -178,6 +190,7 @@ QUESTIONS = [
     "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md",
     "Do I need an umbrella in Oslo tomorrow? Please check the forecast and tell me",
     "Combine these three PDF documents into a single one",
+    "Summarise the notes in /home/me/stock/charts/notes.txt",
 ]
 
 
@@ -204,8 +217,20 @@ def test_the_ablation_ranker_with_default_switches_ranks_as_the_shipped_one(
         {"semantic_jobs": True},
         {"fusion": "rrf"},
         {"background": False},
+        {"vector_prf": 3},
+        {"server_cosine": "max"},
+        {"server_cosine": "softmax"},
+        {"view_norm": "robust"},
+        {"view_norm": "rank"},
+        {"view_weights": (2.0, 1.0, 1.0, 1.0, 0.5)},
+        {"hubness": "center"},
+        {"hubness": "csls"},
+        {"card_text": "params"},
+        {"no_cjk": True},
+        {"path_term_weight": 0.5},
+        {"encoder_paths": "basename"},
     ],
-    ids=lambda c: next(iter(c)),
+    ids=lambda c: f"{next(iter(c))}={next(iter(c.values()))}",
 )
 def test_each_variant_switch_reaches_its_hook(cardset: CardSet, ablation: ModuleType, change: dict[str, Any]) -> None:
     # a switch whose hook is no longer called would measure the shipped ranker under another name

@@ -624,7 +624,11 @@ class Ranker:
                 self._set_vectors(vectors, self._encode(texts))
                 return
             # cards and server texts in one list: one cache read, one write
-            both = [*(semantic_text(card) for card in self.cards), *texts]
+            card_texts = [
+                self._semantic_text(card, schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None)
+                for card in self.cards
+            ]
+            both = [*card_texts, *texts]
             todo = self.cache.missing(encoder, both) if self.cache is not None else list(dict.fromkeys(both))
             cached = len(both) - len(todo)
             self.indexing = IndexingState(cached, len(both), cached=cached)
@@ -733,6 +737,37 @@ class Ranker:
         """Each view's weight in the fused sum of z-scores (:data:`VIEWS` order): equal."""
         return (1.0,) * len(VIEWS)
 
+    def _combine_views(self, views: np.ndarray) -> np.ndarray:
+        """The fused server score: each view (a row of ``views``) z-scored across servers, weighted, summed."""
+        weights = self._view_weights()
+        return sum((w * _zscore(v) for w, v in zip(weights, views, strict=True)), np.zeros(views.shape[1]))
+
+    def _server_card_cosine(self, card_cos: np.ndarray) -> np.ndarray:
+        """View 3: per server, the mean of its two best card cosines (its best one when it has one card)."""
+        by_server = card_cos[self._group_order]
+        best = np.maximum.reduceat(by_server, self._group_starts)
+        is_best = by_server == best[self._sorted_server]
+        ties = np.bincount(self._sorted_server[is_best], minlength=len(self.server_labels))
+        second = np.maximum.reduceat(np.where(is_best, -np.inf, by_server), self._group_starts)
+        second = np.where((ties >= 2) | ~np.isfinite(second), best, second)
+        return (best + second) / 2.0
+
+    def _cosines(self, qvec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The question's cosine to every card, every server's centroid and every server's label text."""
+        assert self._vectors is not None
+        assert self._server_vectors is not None
+        assert self._label_vectors is not None
+        # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
+        return (
+            np.einsum("ij,j->i", self._vectors, qvec).astype(np.float64),
+            np.einsum("ij,j->i", self._server_vectors, qvec).astype(np.float64),
+            np.einsum("ij,j->i", self._label_vectors, qvec).astype(np.float64),
+        )
+
+    def _semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
+        """What the encoder reads for a card (:func:`semantic_text`; ``tool``: its MCP Tool object, if known)."""
+        return semantic_text(card)
+
     def _merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
         """Add one job's ranking (peak-normalised, ``job.max() > 0``) into the question's, in place:
         each of ``n_jobs`` jobs adds ``1 / n_jobs`` of itself."""
@@ -831,30 +866,17 @@ class Ranker:
 
         ``mixed`` is the lexical card ranking (server mix, jobs, skills applied); ``card`` the
         question's own lexical card scores in [0, 1]."""
-        assert self._vectors is not None
-        assert self._server_vectors is not None
-        assert self._label_vectors is not None
-        # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
-        card_cos = np.einsum("ij,j->i", self._vectors, qvec).astype(np.float64)
-        centroid_cos = np.einsum("ij,j->i", self._server_vectors, qvec).astype(np.float64)
-        label_cos = np.einsum("ij,j->i", self._label_vectors, qvec).astype(np.float64)
-        by_server = card_cos[self._group_order]
-        best = np.maximum.reduceat(by_server, self._group_starts)
-        is_best = by_server == best[self._sorted_server]
-        ties = np.bincount(self._sorted_server[is_best], minlength=len(self.server_labels))
-        second = np.maximum.reduceat(np.where(is_best, -np.inf, by_server), self._group_starts)
-        second = np.where((ties >= 2) | ~np.isfinite(second), best, second)
+        card_cos, centroid_cos, label_cos = self._cosines(qvec)
         views = np.stack(
             [
                 self._per_server_max(mixed),
                 self._per_server_max(ev.card_raw),
-                (best + second) / 2.0,
+                self._server_card_cosine(card_cos),
                 centroid_cos,
                 label_cos,
             ]
         )
-        weights = self._view_weights()
-        fused = sum((w * _zscore(v) for w, v in zip(weights, views, strict=True)), np.zeros(len(self.server_labels)))
+        fused = self._combine_views(views)
         span = float(fused.max() - fused.min())
         fused01 = (fused - fused.min()) / span if span > 1e-12 else np.ones_like(fused)
         card_sem = np.clip(card_cos, 0.0, 1.0)
