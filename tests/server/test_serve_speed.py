@@ -279,7 +279,9 @@ def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what
     assert gc.get_freeze_count() == 0
 
 
-def test_serve_http_freezes_its_startup_heap(tmp_path: Path) -> None:
+def test_serve_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: Path) -> None:
+    from skilldeck.server.app import SERVING_GC_THRESHOLDS
+
     log = tmp_path / "serve.log"
     probe = tmp_path / "probe.py"
     # the CLI run in-process by a wrapper that reports the freeze count once serving has started
@@ -287,9 +289,9 @@ def test_serve_http_freezes_its_startup_heap(tmp_path: Path) -> None:
         "import gc, sys, threading, time\n"
         "from skilldeck.cli import main\n"
         "def report():\n"
-        "    while gc.get_freeze_count() == 0:\n"
+        "    while gc.get_freeze_count() == 0 or gc.get_threshold()[0] == 700:\n"
         "        time.sleep(0.05)\n"
-        "    print('frozen', gc.get_freeze_count(), flush=True)\n"
+        "    print('frozen', gc.get_freeze_count(), 'thresholds', gc.get_threshold(), flush=True)\n"
         "threading.Thread(target=report, daemon=True).start()\n"
         "sys.argv = ['skilldeck', *sys.argv[1:]]\n"
         "main()\n"
@@ -302,5 +304,6 @@ def test_serve_http_freezes_its_startup_heap(tmp_path: Path) -> None:
         while "frozen" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert "frozen" in log.read_text(), log.read_text()
+        assert f"thresholds {SERVING_GC_THRESHOLDS}" in log.read_text(), log.read_text()
     finally:
         stop(proc)

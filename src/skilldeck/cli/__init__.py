@@ -104,6 +104,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server.app import (
+        collect_less_often,
         create_server,
         drop_idle_tracing,
         event_loop_options,
@@ -184,6 +185,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     host, port = args.http
     freeze_startup_heap()  # the catalog and modules stay out of the collector's full passes
+    collect_less_often()  # and a request's short-lived objects do not set off a young pass every few requests
 
     def on_ready(url: str) -> None:
         bound_log_output()  # what an outsider's requests make the server log is bounded (uvicorn's handlers exist now)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -38,7 +38,9 @@ from skilldeck.server.sessions import (
 from skilldeck.skill.pack import DirectorySource
 
 __all__ = [
+    "SERVING_GC_THRESHOLDS",
     "bind",
+    "collect_less_often",
     "create_server",
     "drop_idle_tracing",
     "event_loop_options",
@@ -461,6 +463,26 @@ def freeze_startup_heap() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+SERVING_GC_THRESHOLDS: Final = (50_000, 20, 100)
+"""The cyclic collector's thresholds while serving (:func:`collect_less_often`); Python's own are (700, 10, 10)."""
+
+
+def collect_less_often(thresholds: tuple[int, int, int] = SERVING_GC_THRESHOLDS) -> tuple[int, int, int]:
+    """Run the cyclic collector's young passes after 50,000 new objects instead of Python's 700.
+
+    A request allocates a few hundred objects that reference counting frees at once, so at 700 the
+    young generation is walked every two or three requests for garbage that is almost never there.
+    At 50,000 a pass comes every hundred-odd requests; what can wait for it is a few megabytes of
+    cycles at most. Three A/B pairs of 2025-11-25 ``skills/list`` (``bench/server_throughput.py``,
+    1, 8 and 64 clients): req/s +9%, +4% and +14% (medians), CPU per request 0.36/0.24/0.28 →
+    0.35/0.23/0.24 ms. Call once, when start-up is done (after :func:`freeze_startup_heap`); returns
+    the thresholds it replaced.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(*thresholds)
+    return before
 
 
 def event_loop_options() -> dict[str, Any]:
