@@ -475,10 +475,11 @@ def collect_less_often(thresholds: tuple[int, int, int] = SERVING_GC_THRESHOLDS)
     A request allocates a few hundred objects that reference counting frees at once, so at 700 the
     young generation is walked every two or three requests for garbage that is almost never there.
     At 50,000 a pass comes every hundred-odd requests; what can wait for it is a few megabytes of
-    cycles at most. Three A/B pairs of 2025-11-25 ``skills/list`` (``bench/server_throughput.py``,
-    1, 8 and 64 clients): req/s +9%, +4% and +14% (medians), CPU per request 0.36/0.24/0.28 →
-    0.35/0.23/0.24 ms. Call once, when start-up is done (after :func:`freeze_startup_heap`); returns
-    the thresholds it replaced.
+    cycles at most. In interleaved A/B runs (``bench/server_throughput.py --peers``) 2025-11-25
+    requests at 8 and 64 clients gained 4-20% req/s with less CPU per request in every pair;
+    1 client and the 2026-07-28 cells moved within run-to-run noise (-7% to +5%). The gateway
+    showed no gain (``bench/gateway.py --baseline``), so only ``serve`` calls this. Call once, when
+    start-up is done (after :func:`freeze_startup_heap`); returns the thresholds it replaced.
     """
     before = gc.get_threshold()
     gc.set_threshold(*thresholds)
