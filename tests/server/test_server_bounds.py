@@ -8,7 +8,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -341,3 +341,118 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
         logged = [line for line in lines if kind in line]
         assert burst <= len(logged) <= burst + 3, (kind, len(logged), lines[-5:])
         assert "more like this were dropped" in logged[-1], logged[-3:]
+
+
+@pytest.fixture(params=["serve", "gateway"])
+def bounded_serve(
+    request: pytest.FixtureRequest, tmp_path: Path, examples_dir: Path
+) -> Iterator[tuple[str, int, Path]]:
+    """``skilldeck serve --http`` (or ``gateway --http``) with at most 3 connections and 1 s for a request head:
+    (host, port, its log)."""
+    log = tmp_path / "serve.log"
+    cmd = [*CLI, "serve", str(examples_dir)]
+    if request.param == "gateway":
+        config = tmp_path / "gateway.json"
+        config.write_text(json.dumps({"mcpServers": {"docs": {"command": cmd[0], "args": cmd[1:]}}}))
+        cmd = [*CLI, "gateway", "--config", str(config)]
+    cmd += ["--http", "127.0.0.1:0", "--max-connections", "3", "--head-timeout", "1"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=cli_env())
+    try:
+        deadline = time.monotonic() + 60
+        while not (url := re.search(r"at http://(\S+):(\d+)/", log.read_text())):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield url.group(1), int(url.group(2)), log
+    finally:
+        stop(proc)
+
+
+def _closed_within(conn: socket.socket, seconds: float) -> float | None:
+    """Seconds until the server closed ``conn`` (reading nothing but the end), or None if it stayed open."""
+    conn.settimeout(seconds)
+    start = time.monotonic()
+    try:
+        data = conn.recv(4096)
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        return time.monotonic() - start
+    assert data == b"", data
+    return time.monotonic() - start
+
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+
+
+def _post(host: str, port: int) -> bytes:
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {len(PING)}\r\n\r\n"
+    ).encode()
+    return head + PING
+
+
+def _answered(conn: socket.socket) -> bytes:
+    """One whole HTTP response read from ``conn`` (its head and ``Content-Length`` bytes of body)."""
+    conn.settimeout(10)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(4096)
+        assert chunk, data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        chunk = conn.recv(4096)
+        assert chunk, data
+        body += chunk
+    return head
+
+
+def test_a_connection_that_sends_no_request_head_in_time_is_closed(
+    bounded_serve: tuple[str, int, Path],
+) -> None:
+    """Silent after connecting, or a head trickling in a byte at a time: closed after --head-timeout either way."""
+    host, port = bounded_serve[:2]
+    with socket.create_connection((host, port)) as silent:
+        waited = _closed_within(silent, 10)
+        assert waited is not None, "a silent connection was held open"
+        assert 0.5 < waited < 5, waited
+    with socket.create_connection((host, port)) as slow:
+        start = time.monotonic()
+        request = _post(host, port)
+        try:
+            for byte in request[:60]:  # the request line and part of a header, 0.2 s a byte
+                slow.sendall(bytes([byte]))
+                time.sleep(0.2)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert _closed_within(slow, 10) is not None, "a trickling request head was held open"
+        assert time.monotonic() - start < 8
+    with socket.create_connection((host, port)) as prompt:  # a whole head in time: answered, and kept open
+        prompt.sendall(_post(host, port))
+        assert _answered(prompt).startswith(b"HTTP/1.1 ")
+        time.sleep(1.5)  # past the head timeout, between requests (keep-alive is uvicorn's to end)
+        prompt.sendall(_post(host, port))
+        assert _answered(prompt).startswith(b"HTTP/1.1 ")
+
+
+def test_connections_past_the_limit_are_closed_at_once(bounded_serve: tuple[str, int, Path]) -> None:
+    host, port, log = bounded_serve
+    held = [socket.create_connection((host, port)) for _ in range(3)]
+    try:
+        time.sleep(0.2)  # the server has accepted all three
+        with socket.create_connection((host, port)) as extra:
+            waited = _closed_within(extra, 5)
+            assert waited is not None, "a fourth connection was kept"
+            assert waited < 0.5, waited
+        assert "3 HTTP connections are open" in log.read_text()
+    finally:
+        for conn in held:
+            conn.close()
+    time.sleep(0.3)  # closed: the places are free again
+    with socket.create_connection((host, port)) as again:
+        again.sendall(_post(host, port))
+        assert _answered(again).startswith(b"HTTP/1.1 ")

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from skilldeck import __version__
-from skilldeck.cli.arguments import add_http_arguments, positive
+from skilldeck.cli.arguments import add_http_arguments, http_limits, positive
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
@@ -209,6 +209,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             max_sessions=args.max_sessions,
             session_idle_timeout=args.session_idle_timeout,
             json_response=not args.sse_responses,
+            limits=http_limits(args),
         ),
         backend_options=event_loop_options(),  # uvloop where installed
     )

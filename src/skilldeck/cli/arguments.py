@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["add_http_arguments", "host_port", "positive", "seconds"]
+from skilldeck.server.connections import DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HttpLimits
+
+__all__ = ["add_http_arguments", "host_port", "http_limits", "positive", "seconds"]
 
 
 def host_port(value: str) -> tuple[str, int]:
@@ -32,7 +34,7 @@ def seconds(value: str) -> float:
 
 
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--http``, ``--path`` and the legacy-session bounds of a server command."""
+    """``--http``, ``--path``, the legacy-session bounds and the connection bounds of a server command."""
     parser.add_argument("--http", type=host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     parser.add_argument(
@@ -50,3 +52,24 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="end a legacy HTTP session after this long without a request or open stream (default 600)",
     )
+    parser.add_argument(
+        "--max-connections",
+        type=positive,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="HTTP connections open at once, streams included; past it a new connection is closed at once "
+        f"(default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=seconds,
+        default=DEFAULT_HEAD_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole request head (request line and headers) this long "
+        f"after opening or after the request's first byte (default {DEFAULT_HEAD_TIMEOUT:g})",
+    )
+
+
+def http_limits(args: argparse.Namespace) -> HttpLimits:
+    """The connection bounds ``--max-connections`` and ``--head-timeout`` ask for."""
+    return HttpLimits(max_connections=args.max_connections, head_timeout=args.head_timeout)

@@ -10,7 +10,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from skilldeck.cli.arguments import add_http_arguments, seconds
+from skilldeck.cli.arguments import add_http_arguments, http_limits, seconds
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import bound_log_output, sdk_logs_in_one_line
@@ -178,6 +178,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 on_change=on_change,
                 max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
+                limits=http_limits(args),
             )
 
     with sdk_logs_in_one_line():

@@ -21,6 +21,7 @@ from skilldeck.gateway.server import GatewayMiddleware
 from skilldeck.gateway.service import GatewayService
 from skilldeck.host.watch import CatalogChange
 from skilldeck.server.app import run_http
+from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits
 
 __all__ = ["follow_upstreams", "run_gateway"]
 
@@ -65,6 +66,7 @@ async def run_gateway(
     on_change: Callable[[CatalogChange], None] | None = None,
     max_sessions: int = 1_000,
     session_idle_timeout: float = 600.0,
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> None:
     """Serve the gateway (its host already entered) until stdin closes or the task is cancelled."""
     async with service.host.watch(on_change=follow_upstreams(service, middleware, on_change)):
@@ -82,4 +84,5 @@ async def run_gateway(
             on_ready=on_ready,
             max_sessions=max_sessions,
             session_idle_timeout=session_idle_timeout,
+            limits=limits,
         )

@@ -26,6 +26,7 @@ from mcp.server.request_state import RequestStateSecurity
 from skilldeck import __version__
 from skilldeck.errors import ServeError, SkilldeckError
 from skilldeck.server.catalog import CatalogDiff
+from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits, bounded_protocol
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
@@ -344,12 +345,14 @@ async def serve_http(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
     json_response: bool = False,
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
 
     At most ``max_sessions`` legacy (2025-11-25) sessions are held; one with no request in flight
     for ``session_idle_timeout`` seconds ends, and when the table is full a new client takes the
-    place of the least recently used idle session (see :mod:`skilldeck.server.sessions`).
+    place of the least recently used idle session (see :mod:`skilldeck.server.sessions`). The
+    connections are bounded by ``limits`` (see :mod:`skilldeck.server.connections`).
 
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
@@ -367,6 +370,7 @@ async def serve_http(
             max_sessions=max_sessions,
             session_idle_timeout=session_idle_timeout,
             json_response=json_response,
+            limits=limits,
         )
 
 
@@ -382,11 +386,14 @@ async def run_http(
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
     sockets: list[socket.socket] | None = None,
     json_response: bool = False,
+    limits: HttpLimits = DEFAULT_HTTP_LIMITS,
 ) -> None:
     """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled.
 
-    Legacy sessions are bounded as :func:`serve_http` describes; ``on_ready`` hears the URL once
-    the socket accepts connections. ``sockets`` already bound (see :func:`bind`) are used as they are.
+    Legacy sessions are bounded as :func:`serve_http` describes, connections by ``limits`` (how
+    many at once, how long a request's head may take: :mod:`skilldeck.server.connections`);
+    ``on_ready`` hears the URL once the socket accepts connections. ``sockets`` already bound (see
+    :func:`bind`) are used as they are.
 
     ``json_response`` answers each request (both eras) with one JSON body instead of an SSE stream,
     which costs the server about half the CPU of a 2025-11-25 request, but leaves a handler no way to
@@ -409,7 +416,12 @@ async def run_http(
     )
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(
-        answer_unknown_sessions(app, server.session_manager), host=host, port=port, log_level=log_level, lifespan="on"
+        answer_unknown_sessions(app, server.session_manager),
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=bounded_protocol(limits),
     )
     uv = uvicorn.Server(config)
     if sockets is None:

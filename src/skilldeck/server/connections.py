@@ -1,0 +1,104 @@
+"""Bounds on the HTTP connections an outsider can hold open: how many, and how long a request's head may take.
+
+uvicorn reads each connection with a parser protocol; on its own it closes a connection only when
+it is idle *between* requests (its keep-alive timeout). A connection that is opened and never
+sends anything, or sends a request's head a byte at a time, is held for as long as the client
+likes, and every one holds a file descriptor and a protocol object: enough of them and the server
+cannot accept anyone else.
+
+:func:`bounded_protocol` makes uvicorn's httptools protocol keep two limits (:class:`HttpLimits`):
+
+* **connections**: past ``max_connections`` open at once, a new connection is closed as soon as it
+  is accepted (the client may retry; its file descriptor is given back at once);
+* **request head time**: a connection must finish each request's head (request line and headers)
+  within ``head_timeout`` seconds of opening or of the request's first byte, else it is closed.
+  A body, a response and a stream (a legacy session's GET, ``subscriptions/listen``) are not
+  limited by it: the head is complete by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_HTTP_LIMITS", "DEFAULT_MAX_CONNECTIONS", "HttpLimits", "bounded_protocol"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_CONNECTIONS: Final = 2_048
+"""HTTP connections open at once (legacy sessions' GET streams and listen streams included)."""
+
+DEFAULT_HEAD_TIMEOUT: Final = 10.0
+"""Seconds a connection has to send a request's head, from opening or from the request's first byte."""
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """How many HTTP connections may be open at once, and how long a request's head may take to arrive."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    head_timeout: float = DEFAULT_HEAD_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        if not self.head_timeout > 0:
+            raise ValueError(f"head_timeout must be a number of seconds above 0, got {self.head_timeout}")
+
+
+DEFAULT_HTTP_LIMITS: Final = HttpLimits()
+
+
+def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol keeping ``limits`` (pass it as ``uvicorn.Config(http=...)``)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHttpToolsProtocol(HttpToolsProtocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
+                logger.warning(
+                    "%d HTTP connections are open (--max-connections): closed a new one from %s",
+                    limits.max_connections,
+                    peer,
+                )
+                transport.close()
+                return
+            self._start_head_timer()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._start_head_timer()
+
+        def on_headers_complete(self) -> None:
+            self._stop_head_timer()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_head_timer()
+            super().connection_lost(exc)
+
+        def _start_head_timer(self) -> None:
+            self._stop_head_timer()
+            self._head_timer = self.loop.call_later(limits.head_timeout, self._head_too_slow)
+
+        def _stop_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_too_slow(self) -> None:
+            self._head_timer = None
+            if not self.transport.is_closing():
+                logger.info("closed an HTTP connection that sent no complete request head in %gs", limits.head_timeout)
+                self.transport.close()
+
+    return BoundedHttpToolsProtocol
