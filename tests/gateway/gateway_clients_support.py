@@ -13,10 +13,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import jsonschema
 from mcp.client import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, ServerNotification
 
 from skilldeck.gateway import META_TOOLS, GatewayMiddleware, GatewayService, create_gateway
 from skilldeck.gateway.app import follow_upstreams
@@ -139,3 +140,23 @@ def refusal(result: CallToolResult) -> str:
     """The text of a refused call (``isError`` with a reason); fails when the call was not refused."""
     assert result.is_error, f"expected a refusal, got {result}"
     return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+class Heard:
+    """The ``notifications/resources/updated`` URIs a legacy client received, in order."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self._changed = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, ServerNotification) and message.method == "notifications/resources/updated":
+            self.uris.append(str(message.params.uri))
+            self._changed.set()
+
+    async def until(self, count: int) -> list[str]:
+        with anyio.fail_after(20):
+            while len(self.uris) < count:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+        return self.uris

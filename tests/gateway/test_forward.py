@@ -65,7 +65,7 @@ from skilldeck.host.discover import ListingLimits
 from skilldeck.server.policy import Match, Policy, SkillPolicy
 from skilldeck.skill.uri import SKILL_MD
 
-from .gateway_clients_support import client, jobs_upstream, open_gateway
+from .gateway_clients_support import Heard, client, jobs_upstream, open_gateway
 
 # A 2025-11-25 client subscribes with resources/subscribe, which the SDK marks deprecated for 2026-07-28.
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
@@ -433,18 +433,12 @@ class Subscribable:
 async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str) -> None:
     upstream = Subscribable()
     uri = "upstream://subs/note://x"
-    updates: list[str] = []
-    got = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, ServerNotification) and message.method == "notifications/resources/updated":
-            updates.append(str(message.params.uri))
-            got.set()
+    heard = Heard()
 
     async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=10)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         mode = "auto" if era == "modern" else "legacy"
-        async with Client(server, mode=mode, cache=None, message_handler=on_message) as c:
+        async with Client(server, mode=mode, cache=None, message_handler=heard) as c:
             if era == "modern":
                 async with c.listen(resource_subscriptions=[uri]) as sub:
                     assert upstream.subscribed == ["note://x"]
@@ -467,10 +461,9 @@ async def test_resource_subscriptions_go_upstream_and_updates_come_back(era: str
                 await c.subscribe_resource(uri)
                 assert upstream.subscribed == ["note://x"]
                 await upstream.session.send_resource_updated("note://x")
-                with anyio.fail_after(10):
-                    await got.wait()
+                await heard.until(1)
                 await other.list_resources()
-            assert updates == [uri]
+            assert heard.uris == [uri]
             assert not [m for m in others if "resources/updated" in str(getattr(m, "method", ""))], others
             await c.unsubscribe_resource(uri)
             assert upstream.unsubscribed == ["note://x"]
@@ -495,18 +488,12 @@ async def test_an_update_of_a_sub_resource_reaches_the_subscribers_of_the_resour
     subscriber hears the sub-resource's URI; a listen stream (exact URIs only) hears of the resource it named."""
     upstream = Subscribable()
     uri = "upstream://subs/note://x"
-    legacy_heard: list[str] = []
-    heard = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, ServerNotification) and message.method == "notifications/resources/updated":
-            legacy_heard.append(str(message.params.uri))
-            heard.set()
+    heard = Heard()
 
     async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=10)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with (
-            Client(server, mode="legacy", cache=None, message_handler=on_message) as old,
+            Client(server, mode="legacy", cache=None, message_handler=heard) as old,
             Client(server, mode="auto", cache=None) as new,
             new.listen(resource_subscriptions=[uri]) as sub,
         ):
@@ -514,11 +501,11 @@ async def test_an_update_of_a_sub_resource_reaches_the_subscribers_of_the_resour
             assert upstream.subscribed == ["note://x"]
             for sent in ("note://xy", "note://y/x", "note://x/pages/2"):  # only the last is below note://x
                 await upstream.session.send_resource_updated(sent)
+            await heard.until(1)
             with anyio.fail_after(10):
-                await heard.wait()
                 event = await sub.__anext__()
             await old.list_resources()  # anything sent before this answer has arrived
-            assert legacy_heard == ["upstream://subs/note://x/pages/2"]
+            assert heard.uris == ["upstream://subs/note://x/pages/2"]
             assert event == ResourceUpdated(uri=uri)
 
 

@@ -25,7 +25,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.subscriptions import ResourceUpdated, Subscription
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, ServerNotification
+from mcp_types import INVALID_PARAMS
 
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.gateway.forward import MAX_CLIENT_SUBSCRIPTIONS
@@ -33,7 +33,7 @@ from skilldeck.host import Host, ServerSpec, StdioServer
 from skilldeck.server.policy import Match, Policy, SkillPolicy
 
 from ..server.helpers import start_gateway, stop
-from .gateway_clients_support import Gateway
+from .gateway_clients_support import Gateway, Heard
 
 # A 2025-11-25 client subscribes with resources/subscribe, which the SDK marks deprecated for 2026-07-28.
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
@@ -56,26 +56,6 @@ async def notes_gateway(policy: Policy | None = None) -> AsyncIterator[Gateway]:
         service = GatewayService(host, policy=policy, pinned=PINS)
         server, middleware = create_gateway(service)
         yield Gateway(host, service, server, middleware)
-
-
-class Heard:
-    """The ``notifications/resources/updated`` URIs a legacy client received, in order."""
-
-    def __init__(self) -> None:
-        self.uris: list[str] = []
-        self._changed = anyio.Event()
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, ServerNotification) and message.method == "notifications/resources/updated":
-            self.uris.append(str(message.params.uri))
-            self._changed.set()
-
-    async def until(self, count: int) -> list[str]:
-        with anyio.fail_after(20):
-            while len(self.uris) < count:
-                self._changed = anyio.Event()
-                await self._changed.wait()
-        return self.uris
 
 
 def legacy(server: Any, heard: Heard | None = None) -> Client:

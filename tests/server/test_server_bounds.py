@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -287,14 +287,10 @@ def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) ->
         stop(proc)
 
 
-@pytest.mark.parametrize("command", ["serve", "gateway"])
-def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, examples_dir: Path, command: str) -> None:
-    """A flood of requests the server refuses (a wrong Host header: the SDK answers 421; bytes that are not HTTP:
-    uvicorn hangs up) prints at most a burst of lines of each kind; the next line let through, a second later,
-    says how many were dropped."""
-    from skilldeck.cli.output import LogRateLimit
-
-    burst = LogRateLimit().burst
+@contextmanager
+def running_http(command: str, tmp_path: Path, examples_dir: Path, *extra: str) -> Iterator[tuple[str, int, Path]]:
+    """``skilldeck serve --http`` of the example pack, or ``gateway --http`` in front of it (``command``), with
+    ``extra`` flags, until the block ends: (host, port, its log)."""
     log = tmp_path / "serve.log"
     cmd = [*CLI, "serve", str(examples_dir)]
     if command == "gateway":
@@ -303,7 +299,7 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
         cmd = [*CLI, "gateway", "--config", str(config)]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [*cmd, "--http", "127.0.0.1:0"],
+            [*cmd, "--http", "127.0.0.1:0", *extra],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -311,31 +307,42 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
         )
     try:
         deadline = time.monotonic() + 60
-        while not (url := re.search(r"at (http://(\S+):(\d+)\S*)", log.read_text())):
+        while not (url := re.search(r"at http://(\S+):(\d+)/", log.read_text())):
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
+        yield url.group(1), int(url.group(2)), log
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, examples_dir: Path, command: str) -> None:
+    """A flood of requests the server refuses (a wrong Host header: the SDK answers 421; bytes that are not HTTP:
+    uvicorn hangs up) prints at most a burst of lines of each kind; the next line let through, a second later,
+    says how many were dropped."""
+    from skilldeck.cli.output import LogRateLimit
+
+    burst = LogRateLimit().burst
+    with running_http(command, tmp_path, examples_dir) as (host, port, log):
+        url = f"http://{host}:{port}/mcp"
         post = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 
         def not_http() -> None:
-            with socket.create_connection((url.group(2), int(url.group(3))), timeout=10) as raw:
+            with socket.create_connection((host, port), timeout=10) as raw:
                 raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
                 while raw.recv(4096):  # uvicorn answers 400 and hangs up
                     pass
 
         with httpx2.Client(timeout=10) as http:
             for _ in range(10 * burst):
-                assert (
-                    http.post(url.group(1), content=body, headers={**post, "Host": "evil.example"}).status_code == 421
-                )
+                assert http.post(url, content=body, headers={**post, "Host": "evil.example"}).status_code == 421
                 not_http()
             time.sleep(1.5)  # tokens come back: the next one passes, counting those dropped
-            assert http.post(url.group(1), content=body, headers={**post, "Host": "evil.example"}).status_code == 421
+            assert http.post(url, content=body, headers={**post, "Host": "evil.example"}).status_code == 421
             not_http()
         time.sleep(0.5)
-    finally:
-        stop(proc)
     lines = log.read_text().splitlines()
     for kind in ("Invalid Host header", "Invalid HTTP request"):
         logged = [line for line in lines if kind in line]
@@ -347,26 +354,9 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
 def bounded_serve(
     request: pytest.FixtureRequest, tmp_path: Path, examples_dir: Path
 ) -> Iterator[tuple[str, int, Path]]:
-    """``skilldeck serve --http`` (or ``gateway --http``) with at most 3 connections and 1 s for a request head:
-    (host, port, its log)."""
-    log = tmp_path / "serve.log"
-    cmd = [*CLI, "serve", str(examples_dir)]
-    if request.param == "gateway":
-        config = tmp_path / "gateway.json"
-        config.write_text(json.dumps({"mcpServers": {"docs": {"command": cmd[0], "args": cmd[1:]}}}))
-        cmd = [*CLI, "gateway", "--config", str(config)]
-    cmd += ["--http", "127.0.0.1:0", "--max-connections", "3", "--head-timeout", "1"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=cli_env())
-    try:
-        deadline = time.monotonic() + 60
-        while not (url := re.search(r"at http://(\S+):(\d+)/", log.read_text())):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        yield url.group(1), int(url.group(2)), log
-    finally:
-        stop(proc)
+    """``running_http`` with at most 3 connections and 1 s for a request head: (host, port, its log)."""
+    with running_http(request.param, tmp_path, examples_dir, "--max-connections", "3", "--head-timeout", "1") as ran:
+        yield ran
 
 
 def _closed_within(conn: socket.socket, seconds: float) -> float | None:
