@@ -354,8 +354,8 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
 def bounded_serve(
     request: pytest.FixtureRequest, tmp_path: Path, examples_dir: Path
 ) -> Iterator[tuple[str, int, Path]]:
-    """``running_http`` with at most 3 connections and 1 s for a request head: (host, port, its log)."""
-    with running_http(request.param, tmp_path, examples_dir, "--max-connections", "3", "--head-timeout", "1") as ran:
+    """``running_http`` with at most 3 connections and 1 s for a request to arrive: (host, port, its log)."""
+    with running_http(request.param, tmp_path, examples_dir, "--max-connections", "3", "--request-timeout", "1") as ran:
         yield ran
 
 
@@ -401,10 +401,11 @@ def _answered(conn: socket.socket) -> bytes:
     return head
 
 
-def test_a_connection_that_sends_no_request_head_in_time_is_closed(
+def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
     bounded_serve: tuple[str, int, Path],
 ) -> None:
-    """Silent after connecting, or a head trickling in a byte at a time: closed after --head-timeout either way."""
+    """Silent after connecting, a head trickling in a byte at a time, or a whole head and then a body trickling in:
+    closed after --request-timeout every time."""
     host, port = bounded_serve[:2]
     with socket.create_connection((host, port)) as silent:
         waited = _closed_within(silent, 10)
@@ -421,10 +422,22 @@ def test_a_connection_that_sends_no_request_head_in_time_is_closed(
             pass
         assert _closed_within(slow, 10) is not None, "a trickling request head was held open"
         assert time.monotonic() - start < 8
+    with socket.create_connection((host, port)) as slow_body:
+        start = time.monotonic()
+        head, _, body = _post(host, port).partition(b"\r\n\r\n")
+        slow_body.sendall(head + b"\r\n\r\n")
+        try:
+            for byte in body:  # the body, 0.2 s a byte
+                slow_body.sendall(bytes([byte]))
+                time.sleep(0.2)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert _closed_within(slow_body, 10) is not None, "a trickling request body was held open"
+        assert time.monotonic() - start < 8
     with socket.create_connection((host, port)) as prompt:  # a whole head in time: answered, and kept open
         prompt.sendall(_post(host, port))
         assert _answered(prompt).startswith(b"HTTP/1.1 ")
-        time.sleep(1.5)  # past the head timeout, between requests (keep-alive is uvicorn's to end)
+        time.sleep(1.5)  # past the request timeout, between requests (keep-alive is uvicorn's to end)
         prompt.sendall(_post(host, port))
         assert _answered(prompt).startswith(b"HTTP/1.1 ")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from skilldeck.server.connections import DEFAULT_HEAD_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HttpLimits
+from skilldeck.server.connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT, HttpLimits
 
 __all__ = ["add_http_arguments", "host_port", "http_limits", "positive", "seconds"]
 
@@ -61,15 +61,15 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_MAX_CONNECTIONS})",
     )
     parser.add_argument(
-        "--head-timeout",
+        "--request-timeout",
         type=seconds,
-        default=DEFAULT_HEAD_TIMEOUT,
+        default=DEFAULT_REQUEST_TIMEOUT,
         metavar="SECONDS",
-        help="close a connection that has not sent a whole request head (request line and headers) this long "
-        f"after opening or after the request's first byte (default {DEFAULT_HEAD_TIMEOUT:g})",
+        help="close a connection that has not sent a whole request (head and body) this long after opening or "
+        f"after the request's first byte (default {DEFAULT_REQUEST_TIMEOUT:g})",
     )
 
 
 def http_limits(args: argparse.Namespace) -> HttpLimits:
-    """The connection bounds ``--max-connections`` and ``--head-timeout`` ask for."""
-    return HttpLimits(max_connections=args.max_connections, head_timeout=args.head_timeout)
+    """The connection bounds ``--max-connections`` and ``--request-timeout`` ask for."""
+    return HttpLimits(max_connections=args.max_connections, request_timeout=args.request_timeout)

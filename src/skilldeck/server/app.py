@@ -391,7 +391,7 @@ async def run_http(
     """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled.
 
     Legacy sessions are bounded as :func:`serve_http` describes, connections by ``limits`` (how
-    many at once, how long a request's head may take: :mod:`skilldeck.server.connections`);
+    many at once, how long a request may take to arrive: :mod:`skilldeck.server.connections`);
     ``on_ready`` hears the URL once the socket accepts connections. ``sockets`` already bound (see
     :func:`bind`) are used as they are.
 

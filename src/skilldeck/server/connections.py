@@ -1,19 +1,19 @@
-"""Bounds on the HTTP connections an outsider can hold open: how many, and how long a request's head may take.
+"""Bounds on the HTTP connections an outsider can hold open: how many, and how long a request may take to arrive.
 
 uvicorn reads each connection with a parser protocol; on its own it closes a connection only when
 it is idle *between* requests (its keep-alive timeout). A connection that is opened and never
-sends anything, or sends a request's head a byte at a time, is held for as long as the client
-likes, and every one holds a file descriptor and a protocol object: enough of them and the server
-cannot accept anyone else.
+sends anything, or sends a request a byte at a time, is held for as long as the client likes, and
+every one holds a file descriptor and a protocol object (and, once its head is in, a task waiting
+for the body): enough of them and the server cannot accept anyone else.
 
 :func:`bounded_protocol` makes uvicorn's httptools protocol keep two limits (:class:`HttpLimits`):
 
 * **connections**: past ``max_connections`` open at once, a new connection is closed as soon as it
   is accepted (the client may retry; its file descriptor is given back at once);
-* **request head time**: a connection must finish each request's head (request line and headers)
-  within ``head_timeout`` seconds of opening or of the request's first byte, else it is closed.
-  A body, a response and a stream (a legacy session's GET, ``subscriptions/listen``) are not
-  limited by it: the head is complete by then.
+* **request time**: a connection must deliver each whole request (request line, headers and body)
+  within ``request_timeout`` seconds of opening or of the request's first byte, else it is closed.
+  The response and a stream (a legacy session's GET, ``subscriptions/listen``) are not limited by
+  it: the request is complete by then.
 """
 
 from __future__ import annotations
@@ -26,29 +26,35 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_HTTP_LIMITS", "DEFAULT_MAX_CONNECTIONS", "HttpLimits", "bounded_protocol"]
+__all__ = [
+    "DEFAULT_HTTP_LIMITS",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "HttpLimits",
+    "bounded_protocol",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONNECTIONS: Final = 2_048
 """HTTP connections open at once (legacy sessions' GET streams and listen streams included)."""
 
-DEFAULT_HEAD_TIMEOUT: Final = 10.0
-"""Seconds a connection has to send a request's head, from opening or from the request's first byte."""
+DEFAULT_REQUEST_TIMEOUT: Final = 10.0
+"""Seconds a connection has to send a whole request, from opening or from the request's first byte."""
 
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """How many HTTP connections may be open at once, and how long a request's head may take to arrive."""
+    """How many HTTP connections may be open at once, and how long a request may take to arrive."""
 
     max_connections: int = DEFAULT_MAX_CONNECTIONS
-    head_timeout: float = DEFAULT_HEAD_TIMEOUT
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
-        if not self.head_timeout > 0:
-            raise ValueError(f"head_timeout must be a number of seconds above 0, got {self.head_timeout}")
+        if not self.request_timeout > 0:
+            raise ValueError(f"request_timeout must be a number of seconds above 0, got {self.request_timeout}")
 
 
 DEFAULT_HTTP_LIMITS: Final = HttpLimits()
@@ -59,7 +65,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):
-        _head_timer: asyncio.TimerHandle | None = None
+        _request_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -72,33 +78,33 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
                 )
                 transport.close()
                 return
-            self._start_head_timer()
+            self._start_request_timer()
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            self._start_head_timer()
+            self._start_request_timer()
 
-        def on_headers_complete(self) -> None:
-            self._stop_head_timer()
-            super().on_headers_complete()
+        def on_message_complete(self) -> None:
+            self._stop_request_timer()
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_head_timer()
+            self._stop_request_timer()
             super().connection_lost(exc)
 
-        def _start_head_timer(self) -> None:
-            self._stop_head_timer()
-            self._head_timer = self.loop.call_later(limits.head_timeout, self._head_too_slow)
+        def _start_request_timer(self) -> None:
+            self._stop_request_timer()
+            self._request_timer = self.loop.call_later(limits.request_timeout, self._request_too_slow)
 
-        def _stop_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
+        def _stop_request_timer(self) -> None:
+            if self._request_timer is not None:
+                self._request_timer.cancel()
+                self._request_timer = None
 
-        def _head_too_slow(self) -> None:
-            self._head_timer = None
+        def _request_too_slow(self) -> None:
+            self._request_timer = None
             if not self.transport.is_closing():
-                logger.info("closed an HTTP connection that sent no complete request head in %gs", limits.head_timeout)
+                logger.info("closed an HTTP connection that sent no complete request in %gs", limits.request_timeout)
                 self.transport.close()
 
     return BoundedHttpToolsProtocol
