@@ -9,7 +9,7 @@ constructor, and the SDK evaluates the annotations when the tools are registered
 
 import contextlib
 import threading
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import anyio
 from mcp.server.context import CallNext, ServerRequestContext
@@ -109,12 +109,7 @@ class Asker:
         async def wait() -> str:
             """Wait until cancelled (and record that it was)."""
             self.started.set()
-            try:
-                await anyio.sleep_forever()
-            except anyio.get_cancelled_exc_class():
-                self.cancelled.set()
-                raise
-            return "never"
+            await hold_until_cancelled(self.cancelled)
 
         @self.server.tool()
         async def impatient(topic: str, ctx: Context) -> str:
@@ -145,6 +140,16 @@ class Asker:
             await both_in_flight()
             await ctx.log("info", f"chatty: {tag}")
             return tag
+
+
+async def hold_until_cancelled(cancelled: anyio.Event | threading.Event) -> NoReturn:
+    """Wait until the calling task is cancelled, then set ``cancelled`` and let the cancellation go on."""
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        cancelled.set()
+        raise
+    raise AssertionError("sleep_forever returned")  # pragma: no cover
 
 
 async def refuse_discover(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:

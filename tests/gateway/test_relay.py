@@ -21,6 +21,7 @@ from skilldeck.host import Host, HttpServer, ServerSpec
 
 from ..host.hostile_http import serving_in_thread
 from .gateway_clients_support import client, open_gateway
+from .relay_upstream import hold_until_cancelled
 
 pytestmark = [
     pytest.mark.anyio,
@@ -50,12 +51,7 @@ class SlowUpstream:
         async def wait(ctx: Context) -> str:
             """Wait until cancelled."""
             self.started.set()
-            try:
-                await anyio.sleep_forever()
-            except anyio.get_cancelled_exc_class():
-                self.cancelled.set()
-                raise
-            return "never"
+            await hold_until_cancelled(self.cancelled)
 
         self.holding = 0
         self.all_holding = anyio.Event()
@@ -251,12 +247,7 @@ class HttpUpstream:
         async def wait(ctx: Context) -> str:
             """Wait until cancelled."""
             self.started.set()
-            try:
-                await anyio.sleep_forever()
-            except anyio.get_cancelled_exc_class():
-                self.cancelled.set()
-                raise
-            return "never"
+            await hold_until_cancelled(self.cancelled)
 
         @self.server.tool()
         async def chatty(ctx: Context) -> str:

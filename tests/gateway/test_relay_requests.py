@@ -44,7 +44,7 @@ from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioS
 from ..host.hostile_http import serving_in_thread
 from ..server.helpers import start_gateway, stop
 from .gateway_clients_support import Gateway
-from .relay_upstream import Asker
+from .relay_upstream import Asker, hold_until_cancelled
 
 pytestmark = [
     pytest.mark.anyio,
@@ -438,12 +438,7 @@ class Blocking:
 
     async def sampling(self, ctx: Any, params: Any) -> CreateMessageResult:
         self.asked.set()
-        try:
-            await anyio.sleep_forever()
-        except anyio.get_cancelled_exc_class():
-            self.cancelled.set()
-            raise
-        raise AssertionError("sleep_forever returned")  # pragma: no cover
+        await hold_until_cancelled(self.cancelled)
 
 
 @pytest.mark.parametrize("up", ["legacy", "legacy-http", "legacy-stdio"])
