@@ -50,18 +50,22 @@ async def heard(sub: Any) -> int:
         return count
 
 
+async def only_what_acme_sees_is_heard(root: Path, ext: Any, sub: Any) -> None:
+    """A change to ``secret`` (which acme may not see) is not heard on ``sub``; one to ``one`` (which it may) is."""
+    write_skill(root, "secret", description="Changed where acme cannot see.")
+    assert (await ext.reload()).changed == ("skill://secret/SKILL.md",)
+    assert await heard(sub) == 0  # the change concerns only a skill acme may not see
+    write_skill(root, "one", description="Changed where acme can see.")
+    assert (await ext.reload()).changed == ("skill://one/SKILL.md",)
+    assert await heard(sub) == 1
+
+
 async def test_a_listener_hears_only_changes_its_caller_may_see(tmp_path: Path) -> None:
     write_skill(tmp_path, "one")
     write_skill(tmp_path, "secret")
     server, ext = create_server(tmp_path, policy=parse_policy(POLICY))
     async with Client(server, mode="auto", cache=None) as client, client.listen(resources_list_changed=True) as sub:
-        write_skill(tmp_path, "secret", description="Changed where acme cannot see.")
-        assert (await ext.reload()).changed == ("skill://secret/SKILL.md",)
-        assert await heard(sub) == 0  # the change concerns only a skill acme may not see
-
-        write_skill(tmp_path, "one", description="Changed where acme can see.")
-        assert (await ext.reload()).changed == ("skill://one/SKILL.md",)
-        assert await heard(sub) == 1
+        await only_what_acme_sees_is_heard(tmp_path, ext, sub)
 
         shutil.rmtree(tmp_path / "one")
         assert (await ext.reload()).removed == ("skill://one/SKILL.md",)
@@ -87,12 +91,7 @@ async def test_a_stream_opened_before_a_policy_applied_is_scoped_by_it(tmp_path:
     async with Client(server, mode="auto", cache=None) as client, client.listen(resources_list_changed=True) as sub:
         await ext.set_policy(parse_policy(POLICY))
         assert await heard(sub) == 1  # the policy change itself concerns everyone
-        write_skill(tmp_path, "secret", description="Changed where acme cannot see.")
-        assert (await ext.reload()).changed == ("skill://secret/SKILL.md",)
-        assert await heard(sub) == 0  # the caller is judged under the policy in force now
-        write_skill(tmp_path, "one", description="Changed where acme can see.")
-        assert (await ext.reload()).changed == ("skill://one/SKILL.md",)
-        assert await heard(sub) == 1
+        await only_what_acme_sees_is_heard(tmp_path, ext, sub)  # judged under the policy in force now
 
 
 def test_scoped_events_keep_their_names_across_the_redis_channel() -> None:

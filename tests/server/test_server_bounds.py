@@ -411,29 +411,20 @@ def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
         waited = _closed_within(silent, 10)
         assert waited is not None, "a silent connection was held open"
         assert 0.5 < waited < 5, waited
-    with socket.create_connection((host, port)) as slow:
-        start = time.monotonic()
-        request = _post(host, port)
-        try:
-            for byte in request[:60]:  # the request line and part of a header, 0.2 s a byte
-                slow.sendall(bytes([byte]))
-                time.sleep(0.2)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        assert _closed_within(slow, 10) is not None, "a trickling request head was held open"
-        assert time.monotonic() - start < 8
-    with socket.create_connection((host, port)) as slow_body:
-        start = time.monotonic()
-        head, _, body = _post(host, port).partition(b"\r\n\r\n")
-        slow_body.sendall(head + b"\r\n\r\n")
-        try:
-            for byte in body:  # the body, 0.2 s a byte
-                slow_body.sendall(bytes([byte]))
-                time.sleep(0.2)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        assert _closed_within(slow_body, 10) is not None, "a trickling request body was held open"
-        assert time.monotonic() - start < 8
+    head, _, body = _post(host, port).partition(b"\r\n\r\n")
+    # the request line and part of a header, 0.2 s a byte; then a whole head and its body, 0.2 s a byte
+    for sent_at_once, trickled, what in ((b"", (head + b"\r\n\r\n")[:60], "head"), (head + b"\r\n\r\n", body, "body")):
+        with socket.create_connection((host, port)) as slow:
+            start = time.monotonic()
+            slow.sendall(sent_at_once)
+            try:
+                for byte in trickled:
+                    slow.sendall(bytes([byte]))
+                    time.sleep(0.2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            assert _closed_within(slow, 10) is not None, f"a trickling request {what} was held open"
+            assert time.monotonic() - start < 8
     with socket.create_connection((host, port)) as prompt:  # a whole head in time: answered, and kept open
         prompt.sendall(_post(host, port))
         assert _answered(prompt).startswith(b"HTTP/1.1 ")
