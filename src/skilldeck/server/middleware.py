@@ -47,6 +47,9 @@ logger = logging.getLogger(__name__)
 _FILES_CURSOR = "skilldeck-files:"
 """``resources/list`` cursors past the server's own resources, into the skill files."""
 
+_UNKNOWN_PROMPT = "Unknown prompt:"
+"""How the SDK's ``MCPServer.get_prompt`` begins the error for a name it has no prompt for."""
+
 _IN_MIDDLEWARE: contextvars.ContextVar[bool] = contextvars.ContextVar("skilldeck_in_middleware", default=False)
 
 REPLIES_PER_CATALOG = 1024
@@ -213,6 +216,8 @@ class SkillsMiddleware:
                 return self._filter_tools(ctx, await call_next(ctx))
             if method == "initialize":
                 return self._mirror_declaration(await call_next(ctx))
+            if method == "prompts/get":
+                return await self._get_prompt(ctx, call_next)
             if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 self._ext.notifier.remember_legacy_session(ctx.session)
             if method == "subscriptions/listen":
@@ -227,6 +232,24 @@ class SkillsMiddleware:
             return await call_next(ctx)
         finally:
             _IN_MIDDLEWARE.reset(token)
+
+    @staticmethod
+    async def _get_prompt(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """``prompts/get``: a name the server has no prompt for is the client's mistake (``-32602``).
+
+        The SDK raises a bare ``ValueError`` for it, which reaches the client as an internal error
+        (``-32603``; code ``0`` on 2025-11-25) after a traceback in the server's log.
+        """
+        try:
+            return await call_next(ctx)
+        except ValueError as exc:
+            if not str(exc).startswith(_UNKNOWN_PROMPT):
+                raise
+            name = ctx.params.get("name") if isinstance(ctx.params, dict) else None
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown prompt {shorten(str(name))!r}: prompts/list names the prompts this server has",
+            ) from None
 
     async def _read(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         params = ctx.params
