@@ -6,13 +6,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import httpx2
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from skilldeck.errors import ECHO_LIMIT
 from skilldeck.server import create_server
+from skilldeck.server.request_ids import INVALID_ID_MESSAGE, has_invalid_id
+
+from .test_server_bounds import running_http
 
 ERAS = ["auto", "legacy"]
 
@@ -43,3 +47,64 @@ async def test_an_unknown_prompt_is_invalid_params_and_logs_no_traceback(
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], [
         (r.name, r.levelname, r.getMessage()[:80]) for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "invalid"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', False),
+        (b'{"jsonrpc":"2.0","id":-7 ,"method":"ping"}', False),
+        (b'{"jsonrpc":"2.0","id":"a\\"b","method":"ping"}', False),
+        (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', False),
+        (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"unreadable"}}', False),
+        (b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{"id":1.5}}}', False),
+        (b"not json", False),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', True),
+        (b'{"jsonrpc":"2.0","id":1e3,"method":"ping"}', True),
+        (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', True),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', True),
+        (b'{"jsonrpc":"2.0","id":{},"method":"ping"}', True),
+        (b'{"jsonrpc":"2.0","id":[],"method":"ping"}', True),
+        (b'{"jsonrpc":"2.0","id":null,"result":{}}', True),
+    ],
+)
+def test_which_ids_are_invalid(body: bytes, invalid: bool) -> None:
+    assert has_invalid_id(body) is invalid
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_a_legacy_request_with_an_invalid_id_is_answered_invalid_request(
+    tmp_path: Path, examples_dir: Path, command: str
+) -> None:
+    """The SDK's legacy transport took such a request for a notification: 202 and no reply, so the client
+    waited out its timeout. Now 400 with -32600 and id null; valid ids, and an id-looking value inside
+    params, are answered as before."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    with running_http(command, tmp_path, examples_dir) as (host, port, _), httpx2.Client(timeout=30) as http:
+        url = f"http://{host}:{port}/mcp"
+        opened = http.post(url, json=init, headers=headers)
+        assert opened.status_code == 200, opened.text
+        session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        for bad in ("1.5", "true", "null", "{}", "[]"):
+            reply = http.post(url, content=f'{{"jsonrpc":"2.0","id":{bad},"method":"ping"}}', headers=session)
+            assert reply.status_code == 400, (bad, reply.status_code, reply.text)
+            assert reply.json() == {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": INVALID_REQUEST, "message": INVALID_ID_MESSAGE},
+            }, bad
+        for good in ("7", '"seven"'):
+            reply = http.post(url, content=f'{{"jsonrpc":"2.0","id":{good},"method":"ping"}}', headers=session)
+            assert reply.status_code == 200, (good, reply.text)
+            assert f'"id":{good}' in reply.text.replace(" ", ""), reply.text
+        nested = '{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{"_meta":{"id":1.5}}}'
+        reply = http.post(url, content=nested, headers=session)
+        assert reply.status_code == 200, reply.text
+        assert '"id":8' in reply.text.replace(" ", ""), reply.text

@@ -30,6 +30,7 @@ from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits, bounde
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
+from skilldeck.server.request_ids import answer_invalid_ids
 from skilldeck.server.sessions import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -416,7 +417,7 @@ async def run_http(
     )
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(
-        answer_unknown_sessions(app, server.session_manager),
+        answer_invalid_ids(answer_unknown_sessions(app, server.session_manager)),
         host=host,
         port=port,
         log_level=log_level,
