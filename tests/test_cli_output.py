@@ -1,4 +1,5 @@
-"""The command line's bound on log output: :class:`LogRateLimit` on a clock the test moves."""
+"""The command line's bounds on log output: :class:`LogRateLimit` on a clock the test moves, and
+:class:`LogLineCut` on what a client can make a line quote."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 
 import pytest
 
-from skilldeck.cli.output import LogRateLimit, bound_log_output
+from skilldeck.cli.output import LogLineCut, LogRateLimit, bound_log_output
 
 
 class Clock:
@@ -76,7 +77,43 @@ def test_every_handler_gets_one_filter_of_its_own() -> None:
         filters = [[f for f in h.filters if isinstance(f, LogRateLimit)] for h in handlers]
         assert [len(f) for f in filters] == [1, 1]
         assert filters[0][0] is not filters[1][0]
+        assert [[type(f) for f in h.filters] for h in handlers] == [[LogRateLimit, LogLineCut]] * 2
     finally:
         for handler in handlers:
             logger.removeHandler(handler)
             handler.filters.clear()
+
+
+def cut(value: str, limit: int = 40) -> str:
+    entry = record(msg="Invalid Host header: %s")
+    entry.args = (value,)
+    assert LogLineCut(limit).filter(entry)
+    return entry.getMessage()
+
+
+def test_a_message_up_to_the_limit_is_left_whole_one_past_it_is_cut_saying_how_long_it_was() -> None:
+    prefix = "Invalid Host header: "
+    whole = "h" * (40 - len(prefix))
+    assert cut(whole) == prefix + whole  # exactly 40 characters
+    longer = cut(whole + "h")  # 41
+    assert longer == f"{prefix}{whole}\u2026 (41 characters)", longer
+    assert len(cut("h" * 20_000)) < 40 + 30  # the fuzzer's 20,000-character Host header
+
+
+def test_control_characters_are_escaped_so_a_client_cannot_forge_a_line_or_restyle_the_terminal() -> None:
+    forged = cut("evil\nINFO:     forged line\x1b[31m", limit=200)
+    assert "\n" not in forged, forged
+    assert "\x1b" not in forged, forged
+    assert forged == "Invalid Host header: evil\\nINFO:     forged line\\x1b[31m", forged
+
+
+def test_a_record_whose_arguments_do_not_fit_its_format_is_left_to_the_handler() -> None:
+    entry = record(msg="%d items")
+    entry.args = ("not a number",)
+    assert LogLineCut().filter(entry)
+    assert entry.msg == "%d items"
+
+
+def test_a_nonsense_limit_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 16"):
+        LogLineCut(3)

@@ -22,7 +22,7 @@ from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
-from skilldeck.cli.output import StdoutConsole, bound_log_output, stdout_closed
+from skilldeck.cli.output import StdoutConsole, bound_log_output, sdk_logs_in_one_line, stdout_closed
 from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.cli.select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
@@ -102,6 +102,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
     return ExitCode.OK
 
 
+@sdk_logs_in_one_line()  # as the gateway: the SDK's records one line each, not rich's wrapped tracebacks
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server.app import (
         collect_less_often,

@@ -19,7 +19,14 @@ from rich.console import Console
 
 from skilldeck.cli.exits import ExitCode
 
-__all__ = ["LogRateLimit", "StdoutConsole", "bound_log_output", "sdk_logs_in_one_line", "stdout_closed"]
+__all__ = [
+    "LogLineCut",
+    "LogRateLimit",
+    "StdoutConsole",
+    "bound_log_output",
+    "sdk_logs_in_one_line",
+    "stdout_closed",
+]
 
 
 class StdoutConsole(Console):
@@ -119,8 +126,40 @@ class LogRateLimit(logging.Filter):
         return True
 
 
+class LogLineCut(logging.Filter):
+    """A handler's filter: a record's message is cut to ``limit`` characters, its control characters escaped.
+
+    What a server logs often quotes what a client sent (a ``Host`` header, a session id, a name);
+    an attacker's 20,000-character value printed whole costs the server more than answering it,
+    and ``rich`` wraps an unbroken line in time quadratic in its length, on the event loop. A cut
+    message says how long it was; a newline or escape sequence a client put in it cannot forge a
+    second line or restyle the terminal.
+    """
+
+    def __init__(self, limit: int = 1_000) -> None:
+        super().__init__()
+        if limit < 16:
+            raise ValueError("limit must be at least 16 characters")
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format: leave it to the handler
+            return True
+        head = text[: self.limit]
+        if head.isprintable() and len(text) <= self.limit:
+            return True
+        escaped = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in head)
+        if len(text) > self.limit or len(escaped) > self.limit:
+            escaped = f"{escaped[: self.limit]}\u2026 ({len(text)} characters)"
+        record.msg, record.args = escaped, None
+        return True
+
+
 def bound_log_output(burst: int = 20, every: float = 1.0) -> int:
-    """Put a :class:`LogRateLimit` on every logging handler there is now (the root's, the SDK's, uvicorn's).
+    """Put a :class:`LogRateLimit` and a :class:`LogLineCut` on every logging handler there is now (the
+    root's, the SDK's, uvicorn's).
 
     Call it once the server is up (the SDK and uvicorn install their handlers while starting).
     Each handler gets its own filter, so a record two handlers print is counted once by each.
@@ -132,5 +171,6 @@ def bound_log_output(burst: int = 20, every: float = 1.0) -> int:
     for handler in {h for lg in loggers for h in lg.handlers}:
         if not any(isinstance(f, LogRateLimit) for f in handler.filters):
             handler.addFilter(LogRateLimit(burst, every))
+            handler.addFilter(LogLineCut())  # after the rate limit: a dropped record is not cut for nothing
             added += 1
     return added
