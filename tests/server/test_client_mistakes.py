@@ -4,6 +4,8 @@ bounded line in the server's log, never a traceback. Real SDK clients against a 
 from __future__ import annotations
 
 import logging
+import socket
+import time
 from pathlib import Path
 
 import httpx2
@@ -108,3 +110,43 @@ def test_a_legacy_request_with_an_invalid_id_is_answered_invalid_request(
         reply = http.post(url, content=nested, headers=session)
         assert reply.status_code == 200, reply.text
         assert '"id":8' in reply.text.replace(" ", ""), reply.text
+
+
+def _leave_mid_body(host: str, port: int, headers: str) -> None:
+    """A POST that promises 50 bytes more body than it sends, then hangs up."""
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\n{headers}Content-Length: {len(body) + 50}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, port), timeout=10) as conn:
+        conn.sendall(head + body)
+        time.sleep(0.1)  # the server has started reading the body
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_a_client_that_leaves_mid_body_costs_no_traceback(tmp_path: Path, examples_dir: Path, command: str) -> None:
+    """Each such request printed uvicorn's "Exception in ASGI application" and a 40-line traceback (2026-07-28),
+    or an SDK error (2025-11-25). A disconnect is not an error: nothing is logged, and the server answers on."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    with running_http(command, tmp_path, examples_dir) as (host, port, log), httpx2.Client(timeout=30) as http:
+        url = f"http://{host}:{port}/mcp"
+        session = http.post(url, json=init, headers=headers).headers["mcp-session-id"]
+        before = log.read_text()
+        for _ in range(5):
+            _leave_mid_body(host, port, "MCP-Protocol-Version: 2026-07-28\r\n")
+            _leave_mid_body(host, port, f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n")
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        legacy = {**headers, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        assert http.post(url, json=ping, headers=legacy).status_code == 200
+        time.sleep(1.0)  # anything the disconnects made the server log has been written
+    added = log.read_text()[len(before) :]
+    assert "Traceback" not in added, added[:3_000]
+    assert "Exception in ASGI" not in added, added[:3_000]
+    assert not [line for line in added.splitlines() if "ERROR" in line], added[:3_000]

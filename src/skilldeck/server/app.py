@@ -27,6 +27,7 @@ from skilldeck import __version__
 from skilldeck.errors import ServeError, SkilldeckError
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits, bounded_protocol
+from skilldeck.server.disconnects import quiet_disconnects
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.policy import Policy
@@ -417,7 +418,7 @@ async def run_http(
     )
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(
-        answer_invalid_ids(answer_unknown_sessions(app, server.session_manager)),
+        quiet_disconnects(answer_invalid_ids(answer_unknown_sessions(app, server.session_manager))),
         host=host,
         port=port,
         log_level=log_level,
