@@ -117,3 +117,8 @@ def test_a_record_whose_arguments_do_not_fit_its_format_is_left_to_the_handler()
 def test_a_nonsense_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 16"):
         LogLineCut(3)
+
+
+def test_a_messages_own_line_end_is_dropped_not_escaped() -> None:
+    assert cut("fine\n") == "Invalid Host header: fine"
+    assert cut("x" * 100 + "\r\n") == "Invalid Host header: " + "x" * 19 + "\u2026 (121 characters)"

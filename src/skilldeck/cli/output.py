@@ -147,9 +147,13 @@ class LogLineCut(logging.Filter):
             text = record.getMessage()
         except Exception:  # a record whose arguments do not fit its format: leave it to the handler
             return True
-        head = text[: self.limit]
-        if head.isprintable() and len(text) <= self.limit:
+        whole = text.rstrip("\r\n")  # a line's own end (uvicorn ends some messages with one) is not escaped
+        head = whole[: self.limit]
+        if len(whole) <= self.limit and head.isprintable():
+            if len(whole) < len(text):
+                record.msg, record.args = whole, None
             return True
+        text = whole
         escaped = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in head)
         if len(text) > self.limit or len(escaped) > self.limit:
             escaped = f"{escaped[: self.limit]}\u2026 ({len(text)} characters)"
