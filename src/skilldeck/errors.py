@@ -12,6 +12,7 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     ├── UsageError                  our side: what the user asked for or configured cannot be done
     │   ├── ConfigError
     │   ├── AuthConfigError
+    │   │   └── JwksUnavailable
     │   ├── ServeError
     │   ├── SnapshotError
     │   ├── EncoderUnavailable
@@ -56,6 +57,7 @@ __all__ = [
     "FrontmatterError",
     "GateRefused",
     "InvalidArguments",
+    "JwksUnavailable",
     "MessageTooLarge",
     "NotApproved",
     "NotServedError",
@@ -139,6 +141,13 @@ class ConfigError(UsageError):
 
 class AuthConfigError(UsageError):
     """Token verification cannot be set up as configured (a JWKS that does not load, a missing flag)."""
+
+
+class JwksUnavailable(AuthConfigError):
+    """A JWKS that cannot be had: unreadable, too large, not a JWKS, no usable signing key, or its fetch failed.
+
+    At start it stops the server; later, the last good key set stays in force and the reason is logged.
+    """
 
 
 class ServeError(UsageError):

@@ -12,44 +12,40 @@ The verified claims go into the ``AccessToken`` whole; the policy's ``claims`` m
 :meth:`skilldeck.server.SkillsExtension.caller`). ``client_id`` comes from ``client_id`` or
 ``azp``, scopes from ``scope`` (space-separated) or ``scp``.
 
-The JWKS is a file, read once at start, or an ``http(s)`` URL fetched with PyJWT's
-``PyJWKClient`` (cached for 5 minutes; an unknown ``kid`` refetches at most every 30 s, so random
-key ids cannot make the server hammer the identity provider).
+The JWKS is a file, re-read when it changes, or an ``http(s)`` URL fetched with bounds (kept for
+5 minutes; an unknown ``kid`` refetches at most every 30 s, so random key ids cannot make the
+server hammer the identity provider): see :mod:`skilldeck.server.jwks`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import anyio
 import jwt
 from mcp.server.auth.provider import AccessToken
 
 from skilldeck.errors import AuthConfigError
+from skilldeck.server.jwks import ALGORITHMS, MAX_JWKS_BYTES, JwksFile, JwksSource, JwksUrl
 
-__all__ = ["ALGORITHMS", "MAX_JWKS_FILE_BYTES", "MAX_TOKEN_CHARS", "JwtVerifier"]
+__all__ = ["ALGORITHMS", "MAX_JWKS_FILE_BYTES", "MAX_TOKEN_CHARS", "AuthConfigError", "JwtVerifier"]
 
 logger = logging.getLogger(__name__)
-
-ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
-"""Signature algorithms accepted; each key verifies only with the algorithm its JWK names (or implies)."""
 
 MAX_TOKEN_CHARS = 16 * 1024
 """Longer bearer tokens are refused before they are parsed."""
 
-MAX_JWKS_FILE_BYTES = 1024 * 1024
-"""A JWKS file larger than this is refused at start."""
+MAX_JWKS_FILE_BYTES = MAX_JWKS_BYTES
+"""A JWKS file larger than this is refused at start (and not used if it grows so later)."""
 
 
 class JwtVerifier:
     """Verify bearer JWTs against a JWKS file or URL, an issuer and an audience.
 
     Args:
-        jwks: a path to a JWKS file (``{"keys": [...]}``) or an ``http(s)://`` URL serving one.
+        jwks: a path to a JWKS file (``{"keys": [...]}``), an ``http(s)://`` URL serving one, or a
+            :class:`~skilldeck.server.jwks.JwksSource` of your own.
         issuer: the only accepted ``iss``.
         audience: the accepted ``aud`` value(s); a token must name one of them.
         leeway_s: clock skew tolerated on ``nbf`` and ``iat`` (the SDK checks ``exp`` itself).
@@ -61,7 +57,7 @@ class JwtVerifier:
 
     def __init__(
         self,
-        jwks: str,
+        jwks: str | JwksSource,
         *,
         issuer: str,
         audience: str | Sequence[str],
@@ -76,13 +72,14 @@ class JwtVerifier:
         self.issuer = issuer
         self.audiences = audiences
         self.leeway_s = leeway_s
-        self.source = jwks
-        self._client: jwt.PyJWKClient | None = None
-        self._keys: dict[str, jwt.PyJWK] = {}
-        if jwks.startswith(("http://", "https://")):
-            self._client = jwt.PyJWKClient(jwks, lifespan=300, timeout=fetch_timeout_s, cooldown_duration=30)
+        self.keys: JwksSource
+        if not isinstance(jwks, str):
+            self.keys = jwks
+        elif jwks.startswith(("http://", "https://")):
+            self.keys = JwksUrl(jwks, timeout=fetch_timeout_s)
         else:
-            self._keys = _load_jwks_file(Path(jwks))
+            self.keys = JwksFile(jwks)
+        self.source = self.keys.source
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's ``AccessToken`` when it verifies, else ``None`` (the SDK answers 401)."""
@@ -93,7 +90,7 @@ class JwtVerifier:
             kid = jwt.get_unverified_header(token).get("kid")
             if not isinstance(kid, str) or not kid:
                 raise jwt.InvalidTokenError("the token has no 'kid' header naming its key")
-            key = await self._key(kid)
+            key = await self.keys.key(kid)
             claims: dict[str, Any] = jwt.decode(
                 token,
                 key,
@@ -103,46 +100,13 @@ class JwtVerifier:
                 leeway=self.leeway_s,
                 options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.PyJWKClientConnectionError as exc:
-            logger.warning("bearer token refused: the JWKS at %s cannot be fetched (%s)", self.source, exc)
+        except jwt.PyJWKClientConnectionError as exc:  # the source said why, once
+            logger.info("bearer token refused: no JWKS from %s yet (%s)", self.source, exc)
             return None
         except jwt.PyJWTError as exc:
             logger.info("bearer token refused: %s", exc)
             return None
         return _access_token(token, claims)
-
-    async def _key(self, kid: str) -> jwt.PyJWK:
-        if self._client is None:
-            try:
-                return self._keys[kid]
-            except KeyError:
-                raise jwt.InvalidTokenError(f"no key with kid {kid!r} in the JWKS file") from None
-        key = await anyio.to_thread.run_sync(self._client.get_signing_key, kid)  # urllib blocks
-        if key.algorithm_name not in ALGORITHMS:
-            raise jwt.InvalidTokenError(f"key {kid!r} uses {key.algorithm_name}, not an accepted algorithm")
-        return key
-
-
-def _load_jwks_file(path: Path) -> dict[str, jwt.PyJWK]:
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_JWKS_FILE_BYTES + 1)
-    except OSError as exc:
-        raise AuthConfigError(f"{path}: JWKS file cannot be read ({exc.strerror or exc})") from None
-    if len(data) > MAX_JWKS_FILE_BYTES:
-        raise AuthConfigError(f"{path}: JWKS file is over {MAX_JWKS_FILE_BYTES} bytes; is it the right file?")
-    try:
-        keys = jwt.PyJWKSet.from_json(data.decode("utf-8")).keys
-    except (UnicodeDecodeError, json.JSONDecodeError, jwt.PyJWTError) as exc:
-        raise AuthConfigError(f'{path}: not a JWKS ({{"keys": [...]}}): {exc}') from None
-    usable = {
-        k.key_id: k for k in keys if k.key_id and k.public_key_use in ("sig", None) and k.algorithm_name in ALGORITHMS
-    }
-    if not usable:
-        raise AuthConfigError(
-            f"{path}: the JWKS has no signing key with a 'kid' and an asymmetric algorithm ({', '.join(ALGORITHMS)})"
-        )
-    return usable
 
 
 def _access_token(token: str, claims: dict[str, Any]) -> AccessToken:

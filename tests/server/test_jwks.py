@@ -1,0 +1,267 @@
+"""Where a verifier's keys come from, when they rotate and when their source breaks or turns hostile.
+
+A JWKS file rewritten while the server runs (a key revoked, a key added, a broken file); a JWKS URL
+on a real loopback HTTP server that answers well, answers 100 MiB, hangs, fails or redirects. Time
+is a clock the test moves; fetches are counted by the server that answers them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+from skilldeck.errors import JwksUnavailable
+from skilldeck.server.jwks import MAX_JWKS_BYTES, JwksUrl, parse_jwks
+from skilldeck.server.tokens import JwtVerifier
+
+ISSUER = "https://auth.example.test"
+AUDIENCE = "https://skills.example.test/mcp"
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def old_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="module")
+def new_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def jwks(*pairs: tuple[str, rsa.RSAPrivateKey], use: str = "sig") -> dict[str, Any]:
+    return {
+        "keys": [
+            {**json.loads(RSAAlgorithm.to_jwk(key.public_key())), "kid": kid, "alg": "RS256", "use": use}
+            for kid, key in pairs
+        ]
+    }
+
+
+def token(key: rsa.RSAPrivateKey, kid: str) -> str:
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "iat": now, "exp": now + 600}
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- a file ----------------------------------------------------------------------------------------
+
+
+def rewrite(path: Path, content: str) -> None:
+    """Write ``content`` and move the modification time on, so the change is seen whatever the file system's clock."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(content)
+    os.utime(path, ns=(before + 2_000_000_000, before + 2_000_000_000))
+
+
+async def test_a_rotated_jwks_file_takes_effect_without_a_restart(
+    tmp_path: Path, old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey
+) -> None:
+    path = tmp_path / "jwks.json"
+    rewrite(path, json.dumps(jwks(("old", old_key))))
+    verifier = JwtVerifier(str(path), issuer=ISSUER, audience=AUDIENCE)
+    assert await verifier.verify_token(token(old_key, "old")) is not None
+    assert await verifier.verify_token(token(new_key, "new")) is None  # not published yet
+    rewrite(path, json.dumps(jwks(("new", new_key))))  # the old key revoked, the new one published
+    assert await verifier.verify_token(token(old_key, "old")) is None
+    assert await verifier.verify_token(token(new_key, "new")) is not None
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("not json", "not a JWKS"),
+        (json.dumps({"keys": [{"kty": "oct", "k": "c2VjcmV0", "kid": "h"}]}), "no signing key"),
+        ("x" * (MAX_JWKS_BYTES + 1), f"over {MAX_JWKS_BYTES} bytes"),
+    ],
+    ids=["garbage", "no-signing-key", "too-large"],
+)
+async def test_a_broken_new_jwks_file_keeps_the_old_keys_and_says_so_once(
+    tmp_path: Path, old_key: rsa.RSAPrivateKey, caplog: pytest.LogCaptureFixture, content: str, said: str
+) -> None:
+    path = tmp_path / "jwks.json"
+    rewrite(path, json.dumps(jwks(("old", old_key))))
+    verifier = JwtVerifier(str(path), issuer=ISSUER, audience=AUDIENCE)
+    rewrite(path, content)
+    caplog.set_level(logging.WARNING, logger="skilldeck.server.jwks")
+    for _ in range(5):
+        assert await verifier.verify_token(token(old_key, "old")) is not None
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server.jwks"]
+    assert len(lines) == 1, lines
+    assert "the 1 keys read before stay" in lines[0], lines[0]
+    assert said in lines[0], lines[0]
+
+
+# -- a URL -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class IdentityProvider:
+    """A real HTTP server on loopback whose ``/jwks.json`` answers as ``mode`` says, counting requests."""
+
+    url: str = ""
+    mode: str = "ok"
+    body: bytes = b""
+    hits: list[str] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def provider(old_key: rsa.RSAPrivateKey) -> Iterator[IdentityProvider]:
+    idp = IdentityProvider(body=json.dumps(jwks(("old", old_key))).encode())
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            idp.hits.append(idp.mode)
+            if idp.mode == "hang":
+                idp.release.wait(30)
+                return
+            if idp.mode == "redirect":
+                self.send_response(302)
+                self.send_header("Location", "/elsewhere.json")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if idp.mode == "error":
+                self.send_response(500)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            huge = idp.mode == "huge"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(100 * 1024 * 1024 if huge else len(idp.body)))
+            self.end_headers()
+            try:
+                if huge:  # 100 MiB, a chunk at a time, until the client hangs up
+                    chunk = b" " * 65_536
+                    for _ in range(1_600):
+                        self.wfile.write(chunk)
+                else:
+                    self.wfile.write(idp.body)
+            except OSError:
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    idp.url = f"http://127.0.0.1:{httpd.server_address[1]}/jwks.json"
+    try:
+        yield idp
+    finally:
+        idp.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+async def test_a_huge_jwks_is_cut_off_at_the_cap_and_not_fetched_again_before_the_cooldown(
+    provider: IdentityProvider, old_key: rsa.RSAPrivateKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider.mode = "huge"
+    clock = Clock()
+    source = JwksUrl(provider.url, timeout=30, clock=clock)
+    verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
+    caplog.set_level(logging.WARNING, logger="skilldeck.server.jwks")
+    for _ in range(20):  # each token used to refetch the whole 100 MiB
+        assert await verifier.verify_token(token(old_key, "old")) is None
+    assert provider.hits == ["huge"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server.jwks"]
+    assert len(lines) == 1, lines
+    assert f"over {MAX_JWKS_BYTES} bytes" in lines[0], lines[0]
+    provider.mode = "ok"
+    clock.now += source.cooldown - 1
+    assert await verifier.verify_token(token(old_key, "old")) is None  # still cooling down
+    clock.now += 1
+    assert await verifier.verify_token(token(old_key, "old")) is not None
+    assert provider.hits == ["huge", "ok"]
+
+
+async def test_a_hanging_jwks_endpoint_costs_one_fetch_shared_by_every_waiter_and_ends_at_the_timeout(
+    provider: IdentityProvider, old_key: rsa.RSAPrivateKey
+) -> None:
+    provider.mode = "hang"
+    source = JwksUrl(provider.url, timeout=1.0)
+    verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
+    answers: list[object] = []
+
+    async def verify() -> None:
+        answers.append(await verifier.verify_token(token(old_key, "old")))
+
+    with anyio.fail_after(20):  # bounded by the fetch timeout, not by the endpoint
+        async with anyio.create_task_group() as tg:
+            for _ in range(50):
+                tg.start_soon(verify)
+    assert answers == [None] * 50
+    assert source.fetches == 1
+    assert provider.hits == ["hang"]
+
+
+async def test_the_last_good_keys_stay_while_refreshing_fails(
+    provider: IdentityProvider, old_key: rsa.RSAPrivateKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    source = JwksUrl(provider.url, clock=clock)
+    verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
+    assert await verifier.verify_token(token(old_key, "old")) is not None
+    provider.mode = "error"
+    caplog.set_level(logging.WARNING, logger="skilldeck.server.jwks")
+    clock.now += source.lifespan  # the set is due for a refresh, which fails
+    for _ in range(10):
+        assert await verifier.verify_token(token(old_key, "old")) is not None
+    assert provider.hits == ["ok", "error"]
+    clock.now += source.cooldown
+    assert await verifier.verify_token(token(old_key, "old")) is not None
+    assert provider.hits == ["ok", "error", "error"]
+    provider.mode = "ok"
+    clock.now += source.cooldown
+    assert await verifier.verify_token(token(old_key, "old")) is not None
+    assert provider.hits == ["ok", "error", "error", "ok"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server.jwks"]
+    assert len(lines) == 2, lines
+    assert "answered HTTP 500" in lines[0], lines
+    assert "the 1 keys fetched before stay" in lines[0], lines
+    assert "fetched again: 1 signing keys" in lines[1], lines
+
+
+async def test_a_redirect_is_not_followed(provider: IdentityProvider, old_key: rsa.RSAPrivateKey) -> None:
+    provider.mode = "redirect"
+    source = JwksUrl(provider.url)
+    assert await JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE).verify_token(token(old_key, "old")) is None
+    assert provider.hits == ["redirect"]
+    with pytest.raises(jwt.PyJWKClientConnectionError, match="answered HTTP 302"):
+        await source.key("old")
+
+
+async def test_an_encryption_key_never_verifies_a_token(provider: IdentityProvider, old_key: rsa.RSAPrivateKey) -> None:
+    with pytest.raises(JwksUnavailable, match="no signing key"):
+        parse_jwks(json.dumps(jwks(("old", old_key), use="enc")).encode(), "test")
+    provider.body = json.dumps(jwks(("old", old_key), use="enc")).encode()
+    verifier = JwtVerifier(provider.url, issuer=ISSUER, audience=AUDIENCE)
+    assert await verifier.verify_token(token(old_key, "old")) is None
