@@ -299,3 +299,26 @@ def test_serve_refuses_a_talent_without_policy_or_skill(tmp_path: Path, extra: l
     )
     assert proc.returncode == 1
     assert message in proc.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_talent_metadata_names_a_hidden_skill_only_to_callers_it_admits(mode: str) -> None:
+    """``escalation`` admits admins only: Bob (a globex admin) reads its name and description; Alice (an acme
+    user) gets the answer for a resource that does not exist, and no listing gives the skill's name away."""
+    shop = build_shop()
+    enable_talent(shop.server, shop.ext, "escalation")
+    async with serving(shop) as url:
+        async with connect(url, ADMIN_B, mode) as bob:
+            for uri in ("talent://metadataMcp", "skill://metadataMcp"):
+                metadata = json.loads((await bob.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+                assert metadata["name"] == "escalation", metadata
+        async with connect(url, USER_A, mode) as alice:
+            for uri in ("talent://metadataMcp", "skill://metadataMcp"):
+                with pytest.raises(MCPError) as refused:
+                    await alice.read_resource(uri)
+                assert refused.value.error.code == -32602, refused.value.error
+                assert refused.value.error.message == f"Unknown resource: {uri}", refused.value.error
+            listed = (await alice.list_resources()).resources
+            assert not [r for r in listed if "escalation" in f"{r.name} {r.title} {r.description}"], listed
+            assert await SolonTalentClient(alice, {}).is_supported(solon_prompt_json(ASK)) is False

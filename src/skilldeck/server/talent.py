@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
 from skilldeck.errors import TalentPromptError, UsageError
 from skilldeck.server.audience import offered
@@ -183,9 +184,17 @@ def enable_talent(server: MCPServer[Any], ext: SkillsExtension, skill: str) -> N
         names = ", ".join(sorted(e.name for e in ext.catalog.entries)) or "none"
         raise UsageError(f"--solon-talent {skill!r}: no such skill is served (served: {names})")
     metadata = json.dumps({"name": skill, "description": entry.description, "sensitive": False}, ensure_ascii=False)
-    for uri in METADATA_URIS:
-        server.resource(uri, name=f"{skill} talent metadata", mime_type="application/json", meta=HIDDEN_META)(
-            lambda: metadata
+
+    def read_metadata(uri: str) -> str:
+        # per caller, like the four tools: one the policy does not admit to the skill learns nothing
+        # of it, not even that it is there (its answer is a resource that does not exist)
+        if not decide(ext, skill, ext.service.caller(get_access_token()), PromptHints()).supported:
+            raise ResourceNotFoundError(f"Unknown resource: {uri}")
+        return metadata
+
+    for uri in METADATA_URIS:  # listed under a name that does not give the skill away
+        server.resource(uri, name="talent metadata", mime_type="application/json", meta=HIDDEN_META)(
+            partial(read_metadata, uri)
         )
     ext.service.protocol_tools = ext.service.protocol_tools | frozenset(TALENT_TOOLS)
 
