@@ -50,7 +50,21 @@ def test_a_conversation_id_separates_keys_only_when_short_and_printable() -> Non
     assert client_key("http", "alice", "x" * (MAX_CONVERSATION_CHARS + 1)) == base
     assert client_key("http", "alice", "a\nb") == base
     assert client_key("http", "alice", 42) == base
-    assert client_key("http", None) == "http|anonymous"
+    assert client_key("http", None) == '["http","anonymous"]'
+
+
+def test_no_value_can_make_two_clients_share_a_key() -> None:
+    """The key was parts joined with ``|``: a token with ``sub="alice|c1"`` used alice's conversation ``c1``,
+    and every token without a ``sub`` shared one activation."""
+    assert client_key("http", "alice|c1") != client_key("http", "alice", "c1")
+    assert client_key("http", "alice") != client_key("http", None, client_id="alice")
+    assert client_key("http", None, client_id="app-1") != client_key("http", None, client_id="app-2")
+    assert client_key("http", None, token="tok-1") != client_key("http", None, token="tok-2")
+    assert client_key("http", None, token="tok-1") == client_key("http", None, token="tok-1")  # the same token: its own
+    assert client_key("http", None, token="tok-1") != client_key("http", None)
+    assert "tok-1" not in client_key("http", None, token="tok-1")  # a digest, not the bearer token
+    assert client_key("http", "alice", client_id="app-1") == client_key("http", "alice", client_id="app-2")
+    assert client_key("session:1", "a", "b") != client_key("session:1", "a\u0022,\u0022b")
 
 
 @pytest.mark.parametrize("tool", META_TOOLS, ids=lambda t: t["name"])

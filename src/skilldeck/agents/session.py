@@ -43,7 +43,9 @@ class SkillSession:
         self.service = service
         policy = service.policy
         self.caller = caller or (policy.default_identity if policy is not None else Caller())
-        self.client = client_key("agent", self.caller.subject, name or uuid.uuid4().hex)
+        self.client = client_key(
+            "agent", self.caller.subject, name or uuid.uuid4().hex, client_id=self.caller.client_id
+        )
 
     @staticmethod
     def of(context: object, *, how: str = "context=SkillSession(service)") -> SkillSession:

@@ -1,7 +1,7 @@
 """What each downstream client has loaded, and so may call. Pure.
 
 Activation is kept per client: the stdio process, a legacy (2025-11-25) session, or on a
-2026-07-28 connection the verified token's subject plus an optional conversation id the client
+2026-07-28 connection the verified token's subject (or client id) plus an optional conversation id the client
 sends in ``_meta["dev.skilldeck/conversation"]``. The key comes from outside, so the table is
 bounded: at most ``max_clients`` activations are held, the least recently used one giving way.
 
@@ -16,6 +16,8 @@ after it loaded and verified them itself.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,16 +36,35 @@ MAX_CONVERSATION_CHARS: Final = 128
 """The longest conversation id a client may send; the gateway refuses a request with a longer or non-string one."""
 
 
-def client_key(kind: str, subject: str | None, conversation: object = None) -> str:
+def client_key(
+    kind: str,
+    subject: str | None,
+    conversation: object = None,
+    *,
+    client_id: str | None = None,
+    token: str | None = None,
+) -> str:
     """The activation key for a client: ``kind`` (``stdio``, ``session:<id>``, ``http``), who, and which conversation.
+
+    Who is the token's subject; without one, its client id; without either, the token itself (by
+    digest), so two such tokens never share an activation; with no token, ``anonymous``. The key is
+    a JSON array of its parts, so no value can be written to read as two parts (``sub="alice|c1"``
+    is not alice's conversation ``c1``).
 
     A conversation id that is not a short printable string is ignored here (it only separates one
     caller's activations, it never grants anything); the gateway refuses such a request before.
     """
-    key = f"{kind}|{subject or 'anonymous'}"
+    if subject:
+        parts = [kind, "subject", subject]
+    elif client_id:
+        parts = [kind, "client", client_id]
+    elif token:
+        parts = [kind, "token", hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()]
+    else:
+        parts = [kind, "anonymous"]
     if isinstance(conversation, str) and 0 < len(conversation) <= MAX_CONVERSATION_CHARS and conversation.isprintable():
-        key += f"|{conversation}"
-    return key
+        parts.append(conversation)
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass

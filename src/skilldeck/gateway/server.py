@@ -138,14 +138,16 @@ class GatewayMiddleware:
 
     def client(self, ctx: ServerRequestContext[Any, Any], caller: Caller) -> str:
         """The activation key of the client behind ``ctx`` (see :mod:`skilldeck.gateway.activation`)."""
+        access = get_access_token()
+        who = {"client_id": caller.client_id, "token": access.token if access is not None else None}
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             connection = self.legacy.remember(ctx.session)  # one activation per live legacy connection
-            key = client_key(f"session:{connection}", caller.subject)
+            key = client_key(f"session:{connection}", caller.subject, **who)
             self._activation_keys[connection] = key
             return key
         meta = ctx.meta or {}
         conversation = meta.get(CONVERSATION_META_KEY) if isinstance(meta, dict) else None
-        return client_key("http" if ctx.request is not None else "local", caller.subject, conversation)
+        return client_key("http" if ctx.request is not None else "local", caller.subject, conversation, **who)
 
     def _forget(self, connection: int) -> None:
         self._log_levels.pop(connection, None)
