@@ -15,7 +15,6 @@ refused unless the caller opts in; they are then loaded unverified and marked so
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from skilldeck.host.port import SkillIndex
 from skilldeck.host.verify import same_json, verify_bytes, verify_skill_md
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import MAX_SKILL_BYTES, SkillEntry, SkillResource, entry_from_wire
+from skilldeck.skill.tags import neutralise_tags
 from skilldeck.skill.uri import resolve_reference, skill_root_uri
 
 __all__ = [
@@ -45,21 +45,6 @@ __all__ = [
     "LoadedSkill",
     "SkillLoader",
 ]
-
-# What a lenient reader (an HTML-ish parser, or a model) could take for a skill-content tag, opening or
-# closing: a "<" (or a full-width or small one), any run of whitespace, slashes, backslashes, control
-# or invisible characters, then the name in any case, with such characters anywhere inside it and any
-# dash (or none) for its hyphen. The "<" of each is escaped, so content can neither close its own tag
-# nor open a forged one, however the tag is spelt.
-_INVISIBLE = r"\x00-\x1f\x7f\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff"
-_FILLER = rf"[\s{_INVISIBLE}]*"
-_TAG = re.compile(
-    rf"[<\ufe64\uff1c][\s/\\{_INVISIBLE}]*"
-    + _FILLER.join("skill")
-    + rf"{_FILLER}[-\u2010-\u2015\u2212\ufe58\ufe63\uff0d]?{_FILLER}"
-    + _FILLER.join("content"),
-    re.IGNORECASE,
-)
 
 DEFAULT_BUDGET = 64 * 1024 * 1024
 """Bytes one origin may make the host download in a session (64 MiB)."""
@@ -96,7 +81,7 @@ class LoadedSkill:
         server cannot forge another origin or a ``verified`` mark.
         """
         trust = "verified" if self.verified else "unverified"
-        body = _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], self.text if text is None else text)
+        body = neutralise_tags(self.text if text is None else text)
         origin, label, where = (escape(v, quote=True) for v in (self.origin, self.label, uri or self.uri))
         head = f'<skill-content origin="{origin}" server="{label}" uri="{where}" {trust}="true">'
         return f"{head}\n{body}\n</skill-content>"
