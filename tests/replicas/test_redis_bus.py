@@ -228,3 +228,38 @@ async def test_every_replica_reads_the_same_state_key(redis_server: Any) -> None
         await raw.aclose()
     with pytest.raises(ServeError, match="at least 32 characters"):
         await shared_state_key(redis_server.url, "skilldeck:test:short")
+
+
+async def test_a_burst_on_the_channel_reaches_a_listen_stream_as_a_few_events_and_later_changes_still_arrive(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    """5,000 identical events published at once used to fill every listen stream's backlog (1,024) and end
+    the stream: later changes were never heard. A batch read off the channel delivers each distinct event once."""
+    skills = tmp_path / "skills"
+    write_skill(skills, "shared")
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        async with RedisSubscriptionBus(redis_server.url, channel=CHANNEL) as bus:
+            server, _ = create_server(skills, subscriptions=bus)
+            arrived = Heard()
+            bus.subscribe(arrived)
+            async with (
+                Client(server, mode="auto", cache=None) as client,
+                client.listen(resources_list_changed=True, tools_list_changed=True) as sub,
+            ):
+                burst = encode_event(ResourcesListChanged())
+                async with raw.pipeline(transaction=False) as pipe:
+                    for _ in range(5_000):
+                        pipe.publish(CHANNEL, burst)
+                    await pipe.execute()
+                with anyio.fail_after(20):
+                    while len(arrived.events) + bus.coalesced < 5_000:
+                        await anyio.sleep(0.01)
+                assert len(arrived.events) < 1_024 // 2, len(arrived.events)
+                assert bus.coalesced == 5_000 - len(arrived.events)
+                await raw.publish(CHANNEL, encode_event(ToolsListChanged()))
+                with anyio.fail_after(20):
+                    while not isinstance(event := await sub.__anext__(), ToolsListChanged):
+                        assert isinstance(event, ResourcesListChanged), event
+    finally:
+        await raw.aclose()

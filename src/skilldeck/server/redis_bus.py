@@ -62,6 +62,7 @@ from skilldeck.server.scoping import event_names, with_names
 
 __all__ = [
     "FULL_REANNOUNCE",
+    "MAX_BATCH",
     "MAX_MESSAGE_BYTES",
     "RedisSubscriptionBus",
     "encode_event",
@@ -73,6 +74,9 @@ logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 4096
 """A channel message longer than this is dropped unread: events are a method name and at most one URI."""
+
+MAX_BATCH = 4096
+"""Channel messages read, at most, before the distinct events among them are delivered."""
 
 FULL_REANNOUNCE: tuple[ServerEvent, ...] = (ResourcesListChanged(), ToolsListChanged(), PromptsListChanged())
 """What a bus tells its listeners after a gap in which events may have been missed."""
@@ -155,6 +159,8 @@ class RedisSubscriptionBus:
         """Set when a publish failed: a re-announce is owed to every replica."""
         self.reannounced = 0
         """How many times this bus re-announced to its listeners after a gap (for tests and logs)."""
+        self.coalesced = 0
+        """Channel messages not delivered because an identical event was delivered in the same batch."""
         self.subscribed = anyio.Event()
         """Set once the channel subscription is live (the first time)."""
 
@@ -230,6 +236,32 @@ class RedisSubscriptionBus:
             except Exception:  # fan-out boundary: one bad listener must not starve the others
                 logger.exception("subscription listener raised; continuing")
 
+    async def _deliver_batch(self, pubsub: Any, first: dict[str, Any]) -> None:
+        """Deliver ``first`` and the messages already waiting behind it, each distinct event once.
+
+        Events are level triggers, so a burst of identical ones (5,000 in a row filled every listen
+        stream's backlog, 1,024 events, and the SDK ended the streams) says no more than one of them.
+        At most :data:`MAX_BATCH` messages are read before delivering; a subscription confirmation
+        among them (a re-subscribe after a gap) ends the batch and re-announces.
+        """
+        batch: dict[ServerEvent, None] = {}
+        message: dict[str, Any] | None = first
+        read = 0
+        while message is not None:
+            read += 1
+            if message["type"] == "message":
+                event = decode_event(message["data"])
+                if event is not None:
+                    batch.setdefault(event, None)
+            elif message["type"] == "subscribe":
+                self._reannounce()
+            if read >= MAX_BATCH or message["type"] == "subscribe":
+                break
+            message = await pubsub.get_message(timeout=0)
+        self.coalesced += read - len(batch)
+        for event in batch:
+            self._deliver(event)
+
     def _reannounce(self) -> None:
         self.reannounced += 1
         logger.warning("Redis subscription restored after a gap: re-announcing every list to this replica's listeners")
@@ -257,9 +289,7 @@ class RedisSubscriptionBus:
                         else:
                             self._reannounce()
                     elif message["type"] == "message":
-                        event = decode_event(message["data"])
-                        if event is not None:
-                            self._deliver(event)
+                        await self._deliver_batch(pubsub, message)
             except Exception as exc:
                 if not started:
                     raise
