@@ -5,7 +5,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, ActivationTable, client_key
+from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, ActivationTable, client_key, per_connection
 from skilldeck.gateway.meta import META_TOOLS
 
 
@@ -65,6 +65,13 @@ def test_no_value_can_make_two_clients_share_a_key() -> None:
     assert "tok-1" not in client_key("http", None, token="tok-1")  # a digest, not the bearer token
     assert client_key("http", "alice", client_id="app-1") == client_key("http", "alice", client_id="app-2")
     assert client_key("session:1", "a", "b") != client_key("session:1", "a\u0022,\u0022b")
+
+
+def test_only_a_legacy_connections_key_is_per_connection() -> None:
+    assert per_connection(client_key("session:7", "alice"))
+    assert not per_connection(client_key("http", "session:7"))
+    assert not per_connection(client_key("http", None, "session:7"))
+    assert not per_connection(client_key("agent", None, client_id="session:7"))
 
 
 @pytest.mark.parametrize("tool", META_TOOLS, ids=lambda t: t["name"])

@@ -30,6 +30,7 @@ __all__ = [
     "ActivationTable",
     "SharedActivation",
     "client_key",
+    "per_connection",
 ]
 
 MAX_CONVERSATION_CHARS: Final = 128
@@ -65,6 +66,11 @@ def client_key(
     if isinstance(conversation, str) and 0 < len(conversation) <= MAX_CONVERSATION_CHARS and conversation.isprintable():
         parts.append(conversation)
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+
+
+def per_connection(key: str) -> bool:
+    """Whether ``key`` (a :func:`client_key`) names one legacy connection of this process: never shared."""
+    return key.startswith('["session:')
 
 
 @dataclass

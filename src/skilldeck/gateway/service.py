@@ -49,7 +49,7 @@ from pydantic import TypeAdapter, ValidationError
 from skilldeck._records import JsonLinesLog
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
-from skilldeck.gateway.activation import Activation, ActivationStore, ActivationTable
+from skilldeck.gateway.activation import Activation, ActivationStore, ActivationTable, per_connection
 from skilldeck.gateway.relay import CALLING, CallRelay, LogSink, ParkedCall, ParkedCalls, Waiting, capability_error
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host.connect import Connected
@@ -448,7 +448,7 @@ class GatewayService:
         A legacy session lives on one replica, and its key names a connection of this process only
         (another replica, or this one after a restart, may give another client the same key).
         """
-        return self.shared is not None and not client.startswith("session:")
+        return self.shared is not None and not per_connection(client)
 
     async def _shared_skill(self, client: str, skill: str) -> LoadedSkill | None:
         """A skill ``client`` loaded through another replica, loaded and verified again through this one's host.
