@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 import redis.asyncio as aioredis
 from mcp import Client
@@ -26,8 +27,10 @@ from skilldeck.server.redis_bus import (
     encode_event,
     shared_state_key,
 )
+from skilldeck.server.state_keys import MAX_RING_KEYS, KeyRing, sync_state_keys
 
 from ..server.helpers import write_skill
+from .test_shared_state import modern, replica, serving
 
 pytestmark = pytest.mark.anyio
 CHANNEL = "skilldeck:test:events"
@@ -263,3 +266,50 @@ async def test_a_burst_on_the_channel_reaches_a_listen_stream_as_a_few_events_an
                         assert isinstance(event, ResourcesListChanged), event
     finally:
         await raw.aclose()
+
+
+async def test_replicas_that_started_either_side_of_an_emptied_redis_unseal_each_others_state(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    """Replica A took the agreed key; Redis restarted empty; replica B, started then, stored a key of its own.
+    Two-round state sealed by either was refused by the other, silently. A round of keeping the keys in step
+    on each puts A's key back and takes up the other's, and each then unseals what the other sealed."""
+    write_skill(tmp_path, "one")
+    name = "skilldeck-test"
+    ring_a = KeyRing(await shared_state_key(redis_server.url, f"skilldeck:{name}:state-key"))
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        await raw.flushall()  # as a Redis restarted without its data
+        ring_b = KeyRing(await shared_state_key(redis_server.url, f"skilldeck:{name}:state-key"))
+        assert ring_a.own != ring_b.own
+        a, ext_a = replica(tmp_path, name=name, request_state_codec=ring_a)
+        b, ext_b = replica(tmp_path, name=name, request_state_codec=ring_b)
+        async with serving(a, ext_a) as url_a, serving(b, ext_b) as url_b, httpx2.AsyncClient(timeout=10) as http:
+            call = {"name": "two_rounds", "arguments": {}}
+
+            async def resumed(first: str, then: str) -> bool:
+                sealed = (await modern(http, first, "tools/call", call, "two_rounds"))["result"]["requestState"]
+                retry = {**call, "requestState": sealed}
+                return "result" in await modern(http, then, "tools/call", retry, "two_rounds")
+
+            assert not await resumed(url_a, url_b)
+            assert not await resumed(url_b, url_a)
+            assert await sync_state_keys(raw, name, ring_a) == []  # B's key not in the set yet; A's goes in
+            assert await sync_state_keys(raw, name, ring_b) == [ring_a.own]
+            assert await sync_state_keys(raw, name, ring_a) == [ring_b.own]
+            assert await sync_state_keys(raw, name, ring_b) == []  # nothing new: no second line
+            assert await resumed(url_a, url_b)
+            assert await resumed(url_b, url_a)
+    finally:
+        await raw.aclose()
+
+
+def test_a_ring_holds_a_bounded_number_of_keys_and_never_a_short_one() -> None:
+    ring = KeyRing("o" * 32)
+    assert ring.accept(["s" * 31]) == []
+    added = ring.accept(f"{i:040d}" for i in range(MAX_RING_KEYS + 5))
+    assert len(added) == MAX_RING_KEYS + 5
+    assert ring.others == [f"{i:040d}" for i in range(6, MAX_RING_KEYS + 5)]  # the newest 15 besides its own
+    assert len(ring.others) == MAX_RING_KEYS - 1
+    with pytest.raises(ValueError, match="at least 32 bytes"):
+        KeyRing("short")

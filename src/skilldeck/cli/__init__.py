@@ -130,6 +130,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         auth=auth,
         subscriptions=replicas.bus,
         request_state_keys=replicas.state_keys,
+        request_state_codec=replicas.ring,
     )
     drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
     if args.solon_talent:

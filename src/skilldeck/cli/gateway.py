@@ -124,6 +124,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
 
     async def main() -> None:
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(replicas.keys_in_step())
             shared = None
             if replicas.redis_url is not None:
                 from skilldeck.gateway.redis_store import RedisActivationStore
@@ -154,7 +155,12 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             for pin in unknown:
                 err.print(f"[yellow]warning:[/] --pin {escape(pin)}: no connected server lists it", highlight=False)
             server, middleware = create_gateway(
-                service, name=args.name, token_verifier=verifier, auth=auth, request_state_keys=replicas.state_keys
+                service,
+                name=args.name,
+                token_verifier=verifier,
+                auth=auth,
+                request_state_keys=replicas.state_keys,
+                request_state_codec=replicas.ring,
             )
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
             skills, tools = len(host.registry.skills), len(host.registry.tools())

@@ -4,17 +4,21 @@ Replicas share two things and nothing else: the change-event bus (Redis pub/sub,
 one replica reaches every replica's ``subscriptions/listen`` streams) and the key that seals
 multi-round-trip ``requestState`` (so a follow-up round may land on any replica). The key comes
 from ``SKILLDECK_STATE_KEY`` when set (with or without ``--redis``), else from Redis, where the
-first replica to start stores a random one. The server name (``--name``) is the sealed state's
-audience and the channel's namespace: replicas of one service must use the same name.
+first replica to start stores a random one; every few seconds each replica puts its key back and
+takes up the keys of the others (:mod:`skilldeck.server.state_keys`), so a Redis that restarted
+empty cannot leave two replicas sealing with keys the other refuses. The server name (``--name``) is
+the sealed state's audience and the channel's namespace: replicas of one service must use the same name.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -22,11 +26,16 @@ from skilldeck.errors import UsageError
 
 if TYPE_CHECKING:
     from skilldeck.server.redis_bus import RedisSubscriptionBus
+    from skilldeck.server.state_keys import KeyRing
 
 __all__ = ["Replicas", "add_replica_arguments", "replica_setup"]
 
+logger = logging.getLogger(__name__)
+
 STATE_KEY_ENV = "SKILLDECK_STATE_KEY"
 MAX_URL = 2048
+KEY_SYNC_SECONDS: Final = 5.0
+"""How often a replica puts its request-state key back in Redis and takes up the others'."""
 
 
 def add_replica_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,14 +54,50 @@ class Replicas:
     bus: RedisSubscriptionBus | None = None
     state_keys: list[str] | None = None
     redis_url: str | None = None
+    ring: KeyRing | None = None
+    """With ``--redis`` and no ``SKILLDECK_STATE_KEY``: the keys that seal and unseal ``requestState``."""
+    name: str = ""
 
     async def around(self, serve: Callable[[], Awaitable[None]]) -> None:
         """Run ``serve()`` with the bus connected (when there is one); a Redis out of reach stops it here."""
-        if self.bus is None:
-            await serve()
+        async with self.keys_in_step():
+            if self.bus is None:
+                await serve()
+                return
+            async with self.bus:
+                await serve()
+
+    @asynccontextmanager
+    async def keys_in_step(self, every: float = KEY_SYNC_SECONDS) -> AsyncIterator[None]:
+        """While the block runs, keep :attr:`ring` in step with the other replicas' keys (when there is one)."""
+        if self.ring is None or self.redis_url is None:
+            yield
             return
-        async with self.bus:
-            await serve()
+        import redis.asyncio as aioredis
+
+        from skilldeck.server.state_keys import sync_state_keys
+
+        client = aioredis.Redis.from_url(self.redis_url, socket_connect_timeout=2.0, socket_timeout=2.0)
+        ring, name = self.ring, self.name
+
+        async def follow() -> None:
+            while True:
+                try:
+                    await sync_state_keys(client, name, ring)
+                except Exception as exc:  # Redis out of reach: the bus and the store say so; try again
+                    logger.debug("could not keep the request-state keys in step: %s", exc)
+                await anyio.sleep(every)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
 
 
 def replica_setup(redis_url: str | None, name: str, *, bus: bool = True) -> Replicas:
@@ -80,7 +125,10 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True) -> Repl
     except ImportError:
         raise UsageError("--redis needs the redis client: pip install 'skilldeck[redis]'") from None
     from skilldeck.server.redis_bus import RedisSubscriptionBus, shared_state_key
+    from skilldeck.server.state_keys import KeyRing
 
-    key = env_key or anyio.run(shared_state_key, redis_url, f"skilldeck:{name}:state-key")
     shared = RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events") if bus else None
-    return Replicas(bus=shared, state_keys=[key], redis_url=redis_url)
+    if env_key is not None:
+        return Replicas(bus=shared, state_keys=[env_key], redis_url=redis_url, name=name)
+    ring = KeyRing(anyio.run(shared_state_key, redis_url, f"skilldeck:{name}:state-key"))
+    return Replicas(bus=shared, redis_url=redis_url, ring=ring, name=name)

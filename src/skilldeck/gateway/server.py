@@ -25,7 +25,7 @@ from typing import Any
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.request_state import RequestStateSecurity
+from mcp.server.request_state import RequestStateCodec
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.shared.dispatcher import ProgressFnT
@@ -44,6 +44,7 @@ from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService, tool_id
 from skilldeck.select.decide import MAX_NEEDS
 from skilldeck.select.project import tool_function_name
+from skilldeck.server.app import request_state_security
 from skilldeck.server.middleware import locale_hint
 from skilldeck.server.notifier import LegacyConnections
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
@@ -398,6 +399,7 @@ def create_gateway(
     subscriptions: SubscriptionBus | None = None,
     republish_skills: bool = True,
     request_state_keys: Sequence[str | bytes] | None = None,
+    request_state_codec: RequestStateCodec | None = None,
 ) -> tuple[MCPServer[Any], GatewayMiddleware]:
     """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware.
 
@@ -406,7 +408,8 @@ def create_gateway(
     :mod:`skilldeck.gateway.republish`), on the same ``subscriptions/listen`` bus. The upstreams'
     resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
     :mod:`skilldeck.gateway.forward`).
-    ``request_state_keys`` are as for :func:`skilldeck.server.app.create_server` (replicas share them).
+    ``request_state_keys`` and ``request_state_codec`` are as for :func:`skilldeck.server.app.create_server`
+    (replicas share them).
     """
     skills = RepublishedSkills(service, subscriptions=subscriptions) if republish_skills else None
     middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions)
@@ -424,7 +427,7 @@ def create_gateway(
         log_level="WARNING",
         token_verifier=token_verifier,
         auth=auth,
-        request_state_security=None if request_state_keys is None else RequestStateSecurity(keys=request_state_keys),
+        request_state_security=request_state_security(request_state_keys, request_state_codec),
     )
     return server, middleware
 

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.mcpserver import MCPServer
-from mcp.server.request_state import RequestStateSecurity
+from mcp.server.request_state import RequestStateCodec, RequestStateSecurity
 
 from skilldeck import __version__
 from skilldeck.errors import ServeError, SkilldeckError
@@ -48,6 +48,7 @@ __all__ = [
     "drop_idle_tracing",
     "event_loop_options",
     "freeze_startup_heap",
+    "request_state_security",
     "run_http",
     "serve_http",
     "serve_stdio",
@@ -67,6 +68,7 @@ def create_server(
     auth: Any = None,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
     request_state_keys: Sequence[str | bytes] | None = None,
+    request_state_codec: RequestStateCodec | None = None,
     **extension_options: Any,
 ) -> tuple[MCPServer[Any], SkillsExtension]:
     """An ``MCPServer`` serving skills from folders (paths) and dynamic skills.
@@ -76,6 +78,8 @@ def create_server(
     ``request_state_keys`` (each at least 32 bytes; the first seals, all unseal) make a
     multi-round-trip request's sealed ``requestState`` valid on every replica given the same keys
     and ``name`` (the name is its audience); by default a key of this process alone seals it.
+    ``request_state_codec`` seals and unseals it instead (a :class:`~skilldeck.server.state_keys.KeyRing`
+    kept in step with other replicas through Redis).
     Returns the server and its extension (for ``reload()`` and ``problems``).
     """
 
@@ -95,9 +99,18 @@ def create_server(
         log_level=log_level,
         token_verifier=token_verifier,
         auth=auth,
-        request_state_security=None if request_state_keys is None else RequestStateSecurity(keys=request_state_keys),
+        request_state_security=request_state_security(request_state_keys, request_state_codec),
     )
     return server, extension
+
+
+def request_state_security(
+    keys: Sequence[str | bytes] | None, codec: RequestStateCodec | None
+) -> RequestStateSecurity | None:
+    """How ``requestState`` is sealed: by ``codec``, else under ``keys``; ``None`` (a key of this process) without either."""
+    if codec is not None:
+        return RequestStateSecurity(codec=codec)
+    return None if keys is None else RequestStateSecurity(keys=keys)
 
 
 def _watched_roots(extension: SkillsExtension) -> list[Path]:
