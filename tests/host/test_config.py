@@ -167,7 +167,9 @@ def test_disabled_must_be_a_boolean() -> None:
 
 
 def test_a_legacy_sse_entry_is_an_http_server_spoken_over_sse() -> None:
-    (spec,) = parse_config({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"A": "b"}}}})
+    (spec,) = parse_config(
+        {"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"A": "b"}}}}
+    )
     assert spec.transport == HttpServer("http://127.0.0.1:9/sse", {"A": "b"}, sse=True)
     assert spec.kind == "sse"
 

@@ -535,6 +535,26 @@ class Connections(Unwinding):
 
         return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": list_roots}
 
+    async def add(self, spec: ServerSpec) -> Connected | None:
+        """Connect one more server (a label not open now) while the others stay as they are.
+
+        Returns its session, or ``None`` when it failed (the reason in :attr:`failures`).
+        """
+        if self._tg is None:
+            raise RuntimeError("the connections are not open")
+        if spec.label in self.connected:
+            raise ValueError(f"server {spec.label!r} is already connected; close it first")
+        self.specs = [s for s in self.specs if s.label != spec.label] + [spec]
+        self.failures.pop(spec.label, None)
+        self._closers[spec.label] = anyio.Event()  # a close of an earlier session under this label has fired
+        old_log = self._stderr_files.pop(spec.label, None)
+        if old_log is not None:
+            old_log.close()
+        done = anyio.Event()
+        self._tg.start_soon(self._hold, spec, done)
+        await done.wait()
+        return self.connected.get(spec.label)
+
     def close(self, label: str) -> None:
         """Close one server's session now (the others stay open)."""
         self.connected.pop(label, None)
