@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from skilldeck.gateway.policy_check import check_policy, upstream_ids
+from skilldeck.gateway.app import follow_upstreams
+from skilldeck.gateway.policy_check import check_policy, pending_names, upstream_ids
+from skilldeck.gateway.reload import GatewayConfig
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.server.policy import parse_policy
 
-from .gateway_clients_support import jobs_upstream
+from .gateway_clients_support import jobs_upstream, open_gateway
 from .test_forward import docs_upstream
 
 pytestmark = pytest.mark.anyio
@@ -68,3 +70,35 @@ async def test_every_kind_of_id_is_matched_and_each_near_miss_is_named() -> None
             "docs/note://readme.md",
         ]
         assert pending.errors == [errors[3]]
+
+
+async def test_a_pending_upstream_relisted_by_the_watcher_is_checked_before_it_is_followed() -> None:
+    """The path an upstream takes when it connects after the start: its re-list reaches
+    ``follow_upstreams``, whose ``admit`` checks the pending ids first and keeps it out if one fails."""
+    lines: list[tuple[str, str]] = []
+    for policy, kept in ((RIGHT, True), ({"skills": {"jobs/job-serch": {"admit": {"roles": ["admin"]}}}}, False)):
+        async with open_gateway({"jobs": jobs_upstream(), "docs": docs_upstream("docs")}) as gateway:
+            gateway.service.policy = parse_policy(policy)
+            config = GatewayConfig(
+                gateway.service,
+                [],
+                config_path="mcp.json",
+                policy_path="policy.yaml",
+                timeout=10,
+                report=lambda level, text: lines.append((level, text)),
+            )
+            config.pending = pending_names(gateway.service.policy, ["jobs"])  # as if jobs had been down at start
+            changed = follow_upstreams(gateway.service, gateway.middleware, admit=config.admit)
+            await changed(await gateway.host.relist("jobs", ("reconnected",)))
+            assert ("jobs" in gateway.host.connections.connected) is kept, lines
+            assert config.pending == {}
+            if not kept:
+                assert [t.name for t in gateway.host.registry.tools("jobs")] == []
+                assert gateway.host.failures["jobs"].reason == (
+                    "kept out of service: the policy names what it does not serve (jobs/job-serch)"
+                )
+    assert lines[-2] == (
+        "error",
+        "policy policy.yaml: skills.jobs/job-serch: no such skill, prompt, resource or resource template of 'jobs' "
+        "is served (did you mean 'jobs/job-search'?)",
+    ), lines

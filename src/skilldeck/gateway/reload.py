@@ -3,10 +3,12 @@
 :class:`GatewayConfig` holds the upstream specs and the policy in force. At start
 (:meth:`GatewayConfig.check`) the policy is checked against the connected upstreams
 (:mod:`skilldeck.gateway.policy_check`): an id matching nothing is an error, an id of an upstream
-that is down is pending. When a pending upstream is listed (:meth:`GatewayConfig.admit`, run
-before anything else hears of the change) its ids are checked, and if one still matches nothing
-the upstream is **kept out of service**: removed from the gateway, reported unavailable with an
-error line naming each id. A policy rule that does not apply is never served around.
+that is down is pending. When a pending upstream connects its ids are checked
+(:meth:`GatewayConfig.admit`), and if one still matches nothing the upstream is **kept out of
+service**: removed from the gateway, reported unavailable with an error line naming each id. A
+reload checks an upstream it connects on a listing of its own, before anything of it is served;
+an upstream re-listed by the watcher is checked before the gateway re-indexes or tells anyone,
+its listing being in the host's registry only for the requests of the check itself.
 
 :meth:`GatewayConfig.reload` (``SIGHUP``, ``--watch-config``) re-reads both files:
 
@@ -37,6 +39,7 @@ from skilldeck.gateway.policy_check import (
     upstream_ids,
 )
 from skilldeck.gateway.service import GatewayService
+from skilldeck.host import Host
 from skilldeck.host.config import ServerSpec, load_config
 from skilldeck.host.connect import Failure
 from skilldeck.host.watch import CatalogChange, HostWatcher
@@ -85,7 +88,7 @@ class GatewayConfig:
         self._lock = anyio.Lock()
 
     @property
-    def host(self) -> Any:
+    def host(self) -> Host:
         return self.service.host
 
     async def _check(self, policy: Policy, hold: frozenset[str] = frozenset()) -> PolicyCheck:
