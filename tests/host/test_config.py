@@ -164,3 +164,35 @@ def test_disabled_must_be_a_boolean() -> None:
     with pytest.raises(ConfigError, match=r"mcpServers\.x\.disabled: expected true or false"):
         parse_config({"mcpServers": {"x": {"command": "y", "disabled": "true"}}})
     assert parse_config({"mcpServers": {"x": {"command": "y", "disabled": True}}}) == []
+
+
+def test_a_legacy_sse_entry_is_an_http_server_spoken_over_sse() -> None:
+    (spec,) = parse_config(
+        {"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"A": "b"}}}}
+    )
+    assert spec.transport == HttpServer("http://127.0.0.1:9/sse", {"A": "b"}, sse=True)
+    assert spec.kind == "sse"
+
+
+def test_a_label_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(
+        "{\n"
+        '  "mcpServers": {\n'
+        '    "docs": {"command": "a"},\n'
+        '    "time": {"command": "t", "env": {"docs": "1", "docs\\u0020": "2"}},\n'
+        '    "docs": {"url": "http://127.0.0.1:1/mcp"},\n'
+        '    "x\\"y": {"command": "b"}, "x\\"y": {"command": "c"}\n'
+        "  }\n"
+        "}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    assert "mcpServers.docs: server 'docs' is given twice (lines 3 and 5)" in message
+    assert "server 'x\"y' is given twice (lines 6 and 6)" in message
+    assert "'time'" not in message  # a key repeated in another object, or a near one, is not a label given twice
+    # the same key in two different objects (each server's "command") is no duplicate
+    path.write_text(json.dumps({"mcpServers": {"a": {"command": "x"}, "b": {"command": "x"}}}, indent=2))
+    assert [s.label for s in load_config(path)] == ["a", "b"]

@@ -49,10 +49,10 @@ def test_vs_code_mcp_json_is_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("entry", "fragment"),
     [
-        ({"type": "sse", "url": "http://x/sse"}, "old HTTP+SSE transport"),
+        ({"type": "sse", "command": "x"}, "'type' is 'sse', so it needs a 'url'"),
         ({"type": "stdio", "url": "http://x/mcp"}, "'type' is 'stdio', so it needs a 'command'"),
         ({"type": "http", "command": "x"}, "'type' is 'http', so it needs a 'url'"),
-        ({"type": "websocket", "url": "ws://x"}, "'type' must be 'stdio' or 'http'"),
+        ({"type": "websocket", "url": "ws://x"}, "'type' must be 'stdio', 'http' or 'sse'"),
     ],
 )
 def test_an_entrys_type_is_checked_against_its_fields(entry: dict[str, Any], fragment: str) -> None:

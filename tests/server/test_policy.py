@@ -257,6 +257,11 @@ def test_validate_against_lists_every_unknown_name(policy: Policy) -> None:
     assert "skills.orders.routes[0]: 'rm' is not one of the skill's tools" in message
     assert "public_tools: no such tool 'pong'" in message
     assert "'lookup_order'" not in message
+    # a near miss is named (SERVER_TOOLS has "ping"; "pong" is one letter off it), a far one is not
+    assert "public_tools: no such tool 'pong' (did you mean 'ping'?)" in message
+    assert "skills.ghost: no such skill is served;" in message or message.endswith(
+        "skills.ghost: no such skill is served"
+    )
     # An unknown tool also fails when the server has no tools at all.
     with pytest.raises(PolicyError, match="no such tool 'cancel_order'"):
         policy.validate_against(["orders", "escalation", "refund-audit", "style-guide"], [])

@@ -66,6 +66,17 @@ def add_gateway_command(sub: Any) -> None:
         metavar="LABEL:LABEL",
         help="let skills of the first server activate tools of the second (repeatable)",
     )
+    gateway.add_argument(
+        "--check",
+        action="store_true",
+        help="connect, check the policy against the upstreams, print what each identity of the policy would "
+        "see, and exit (0: all good; 1: the policy names what no upstream serves; 3: an upstream is unavailable)",
+    )
+    gateway.add_argument(
+        "--watch-config",
+        action="store_true",
+        help="re-read the config and policy files whenever they change (as SIGHUP does)",
+    )
     gateway.add_argument("--log", metavar="FILE", help="append every find/load/call as a JSON line")
     gateway.add_argument(
         "--timeout",
@@ -98,6 +109,8 @@ def add_gateway_command(sub: Any) -> None:
 
 def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.gateway.app import run_gateway
+    from skilldeck.gateway.audiences import audience_lines, flag_warnings
+    from skilldeck.gateway.reload import GatewayConfig
     from skilldeck.gateway.server import create_gateway
     from skilldeck.gateway.service import DecisionLog, GatewayService
     from skilldeck.host import Host, load_config
@@ -117,10 +130,16 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
     def on_change(change: CatalogChange) -> None:
+        if "removed" in change.reasons:
+            return  # said where it was removed
         err.print(
-            f"[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+            f"\\[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
             highlight=False,
         )
+
+    def report(level: str, text: str) -> None:
+        heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
+        err.print(f"{heading}{escape(text)}", highlight=False, soft_wrap=True)
 
     async def main() -> None:
         async with AsyncExitStack() as stack:
@@ -133,7 +152,10 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 shared = await stack.enter_async_context(store)
             await serve(shared)
 
+    code = ExitCode.OK
+
     async def serve(shared: Any) -> None:
+        nonlocal code
         async with Host(
             specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window, server_requests=True
         ) as host:
@@ -151,9 +173,17 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 log=DecisionLog(args.log, keep=10_000),
                 shared=shared,
             )
-            unknown = [f"{lbl}/{t}" for lbl, t in args.pin if t not in {r.name for r in host.registry.tools(lbl)}]
-            for pin in unknown:
-                err.print(f"[yellow]warning:[/] --pin {escape(pin)}: no connected server lists it", highlight=False)
+            config = GatewayConfig(
+                service, specs, config_path=args.config, policy_path=args.policy, timeout=args.timeout, report=report
+            )
+            await config.check()  # a policy id that matches nothing stops the gateway here
+            for warning in flag_warnings(args.pin, args.grant, host, [s.label for s in specs]):
+                report("warning", warning)
+            if args.check:
+                for line in audience_lines(service):
+                    print(line)
+                code = ExitCode.UNREACHABLE if host.failures else ExitCode.OK
+                return
             server, middleware = create_gateway(
                 service,
                 name=args.name,
@@ -185,8 +215,10 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
                 limits=http_limits(args),
+                config=config,
+                watch_config=args.watch_config,
             )
 
     with sdk_logs_in_one_line():
         anyio.run(main, backend_options=event_loop_options())
-    return ExitCode.OK
+    return code

@@ -7,33 +7,53 @@ re-indexes, active tools an upstream dropped leave every client's active set, an
 whose injected tools changed are told with ``notifications/tools/list_changed``, the re-published
 skills are refreshed (clients told of what changed, both eras) — and the
 gateway is served until the client goes away (stdio) or the process is stopped (HTTP).
+
+With a :class:`~skilldeck.gateway.reload.GatewayConfig`, an upstream whose policy ids were pending
+is checked before anything else hears of its listing, and ``SIGHUP`` (and, with ``watch_config``,
+a change to the config or policy file) re-reads both files into the running gateway.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import anyio
+from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
+from skilldeck.gateway.reload import GatewayConfig
 from skilldeck.gateway.server import GatewayMiddleware
 from skilldeck.gateway.service import GatewayService
 from skilldeck.host.watch import CatalogChange
 from skilldeck.server.app import run_http
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits
 
-__all__ = ["follow_upstreams", "run_gateway"]
+__all__ = ["announce_policy", "follow_upstreams", "run_gateway"]
 
 
 def follow_upstreams(
     service: GatewayService,
     middleware: GatewayMiddleware,
     on_change: Callable[[CatalogChange], None] | None = None,
+    admit: Callable[[str], Awaitable[bool]] | None = None,
 ) -> Callable[[CatalogChange], Any]:
-    """The watcher callback: re-index, prune active tools, and tell downstream clients."""
+    """The watcher callback: re-index, prune active tools, and tell downstream clients.
+
+    ``admit`` is asked first whether the upstream may be served; one it refuses has been removed,
+    and is followed as an upstream whose tools are all gone.
+    """
 
     async def changed(change: CatalogChange) -> None:
+        if admit is not None and change.label and not await admit(change.label):
+            removed = tuple(sorted(set(change.tools_added) | {str(t.get("name")) for t in change.tools or ()}))
+            change = replace(change, reasons=change.reasons | {"removed"}, tools_removed=removed, tools=())
         names = None if change.tools is None else [str(t.get("name")) for t in change.tools]
         pruned = service.reindex(change.label, names)
         pinned = any(label == change.label for label, _ in service.pinned)
@@ -67,22 +87,86 @@ async def run_gateway(
     max_sessions: int = 1_000,
     session_idle_timeout: float = 600.0,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    config: GatewayConfig | None = None,
+    watch_config: bool = False,
 ) -> None:
     """Serve the gateway (its host already entered) until stdin closes or the task is cancelled."""
-    async with service.host.watch(on_change=follow_upstreams(service, middleware, on_change)):
-        if http is None:
-            if on_ready is not None:
-                on_ready("stdio")
-            await server.run_stdio_async()
-            return
-        host, port = http
-        await run_http(
-            server,
-            host=host,
-            port=port,
-            path=path,
-            on_ready=on_ready,
-            max_sessions=max_sessions,
-            session_idle_timeout=session_idle_timeout,
-            limits=limits,
-        )
+    admit = config.admit if config is not None else None
+    changed = follow_upstreams(service, middleware, on_change, admit)
+    async with service.host.watch(on_change=changed) as watcher, anyio.create_task_group() as tg:
+        if config is not None:
+
+            async def reload() -> None:
+                await config.reload(watcher, changed, lambda: announce_policy(middleware))
+
+            _reload_on_signals(tg, reload, [config.config_path, config.policy_path] if watch_config else [])
+        await _serve(server, http, path, on_ready, max_sessions, session_idle_timeout, limits)
+        tg.cancel_scope.cancel()
+
+
+async def announce_policy(middleware: GatewayMiddleware) -> None:
+    """A new policy is in force: tell every client that what it may list may have changed (both eras)."""
+    await middleware.tools_changed()
+    await middleware.subscriptions.publish(ToolsListChanged())
+    if middleware.skills is not None:
+        await middleware.skills.refresh()
+    if middleware.forwarded is not None:
+        await middleware.forwarded.relay_change({"prompts", "resources"})
+
+
+def _reload_on_signals(tg: TaskGroup, reload: Callable[[], Awaitable[None]], paths: list[str | None]) -> None:
+    """Run ``reload`` on each ``SIGHUP``, and on each change to one of ``paths`` (``--watch-config``)."""
+
+    async def on_sighup() -> None:
+        with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+            async for _ in signals:
+                await reload()
+
+    async def on_files() -> None:
+        from watchfiles import awatch
+
+        files = {_real(p) for p in paths if p is not None}
+        stop = anyio.Event()
+        try:
+            # the folders are watched, not the files: an editor that saves by renaming replaces the file
+            async for events in awatch(*{f.parent for f in files}, debounce=200, stop_event=stop, rust_timeout=500):
+                if any(_real(p) in files for _, p in events):
+                    await reload()
+        finally:
+            stop.set()  # the watch thread cannot be cancelled, only stopped
+
+    if sys.platform != "win32":
+        tg.start_soon(on_sighup)
+    if any(paths):
+        tg.start_soon(on_files)
+
+
+def _real(path: str) -> Path:
+    return Path(os.path.realpath(path))
+
+
+async def _serve(
+    server: MCPServer[Any],
+    http: tuple[str, int] | None,
+    path: str,
+    on_ready: Callable[[str], None] | None,
+    max_sessions: int,
+    session_idle_timeout: float,
+    limits: HttpLimits,
+) -> None:
+    if http is None:
+        if on_ready is not None:
+            on_ready("stdio")
+        await server.run_stdio_async()
+        return
+    host, port = http
+    await run_http(
+        server,
+        host=host,
+        port=port,
+        path=path,
+        on_ready=on_ready,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+        limits=limits,
+    )

@@ -91,6 +91,8 @@ __all__ = [
     "PROMPT_SEPARATOR",
     "RESOURCE_SCHEME",
     "ForwardedUpstreams",
+    "declares",
+    "fetch_page",
     "gateway_uri",
     "prompt_name",
     "split_prompt_name",
@@ -223,6 +225,24 @@ def _with_origin(item: dict[str, Any], label: str) -> dict[str, Any]:
     return {**item, "_meta": {**meta, ORIGIN_META: label}}
 
 
+def declares(connected: Connected, kind: str) -> bool:
+    """Whether an upstream declared the capability ``kind`` (``prompts``, ``resources``)."""
+    return getattr(connected.client.server_capabilities, kind, None) is not None
+
+
+async def fetch_page(connected: Connected, method: str, cursor: str | None) -> tuple[list[Any], str | None]:
+    """One page of an upstream's ``prompts/list``, ``resources/list`` or ``resources/templates/list``."""
+    client = connected.client
+    if method == "prompts/list":
+        prompts = await client.list_prompts(cursor=cursor, cache_mode="bypass")
+        return list(prompts.prompts), prompts.next_cursor
+    if method == "resources/list":
+        resources = await client.list_resources(cursor=cursor, cache_mode="bypass")
+        return list(resources.resources), resources.next_cursor
+    templates = await client.list_resource_templates(cursor=cursor, cache_mode="bypass")
+    return list(templates.resource_templates), templates.next_cursor
+
+
 class ForwardedUpstreams:
     """The gateway's forwarding of upstream resources, prompts and completions (see the module docs).
 
@@ -269,18 +289,13 @@ class ForwardedUpstreams:
             raise _invalid(f"no upstream server {shorten(label)!r} is connected; list again")
         return connected
 
-    @staticmethod
-    def _declares(connected: Connected, kind: str) -> bool:
-        capabilities = connected.client.server_capabilities
-        return getattr(capabilities, kind, None) is not None
-
     def _labels(self, kind: str) -> list[str]:
         """Connected upstreams, in label order, that declare ``kind`` (``prompts``, ``resources``)."""
         connected = self.service.host.connections.connected
         return sorted(
             label
             for label, c in connected.items()
-            if self._declares(c, kind) and (kind != "prompts" or _prompts_forwarded(label))
+            if declares(c, kind) and (kind != "prompts" or _prompts_forwarded(label))
         )
 
     # -- the hook ----------------------------------------------------------------------------------
@@ -351,7 +366,7 @@ class ForwardedUpstreams:
                 upstream_cursor, page = None, 0
                 continue
             try:
-                items, next_cursor = await self._fetch(connected, method, upstream_cursor)
+                items, next_cursor = await fetch_page(connected, method, upstream_cursor)
             except Exception as exc:  # one upstream's trouble must not hide the others
                 logger.warning("%s of %r failed: %s", method, label, connected.explain(exc))
                 upstream_cursor, page = None, 0
@@ -372,18 +387,6 @@ class ForwardedUpstreams:
                 out["nextCursor"] = following
             return out
         return {key: [], **cache}
-
-    @staticmethod
-    async def _fetch(connected: Connected, method: str, cursor: str | None) -> tuple[list[Any], str | None]:
-        client = connected.client
-        if method == "prompts/list":
-            prompts = await client.list_prompts(cursor=cursor, cache_mode="bypass")
-            return list(prompts.prompts), prompts.next_cursor
-        if method == "resources/list":
-            resources = await client.list_resources(cursor=cursor, cache_mode="bypass")
-            return list(resources.resources), resources.next_cursor
-        templates = await client.list_resource_templates(cursor=cursor, cache_mode="bypass")
-        return list(templates.resource_templates), templates.next_cursor
 
     def _entry(self, caller: Caller, label: str, key: str, item: Any) -> dict[str, Any] | None:
         """One upstream entry as the gateway lists it to ``caller``, or ``None`` when it is not theirs to see."""
@@ -413,7 +416,7 @@ class ForwardedUpstreams:
         if not self.admits(caller, label, upstream):
             raise _invalid(f"unknown prompt {shorten(name)!r}")  # as if absent: the policy does not admit it
         connected = self._connected(label)
-        if not self._declares(connected, "prompts"):
+        if not declares(connected, "prompts"):
             raise _invalid(f"unknown prompt {shorten(name)!r}: {label!r} serves no prompts")
         return connected, upstream
 
@@ -480,7 +483,7 @@ class ForwardedUpstreams:
         if not self.admits(caller, label, upstream) or (self.skills_republished and upstream.startswith(_SKILL_PREFIX)):
             raise _invalid(f"unknown resource {shorten(uri)!r}")
         connected = self._connected(label)
-        if not self._declares(connected, "resources"):
+        if not declares(connected, "resources"):
             raise _invalid(f"unknown resource {shorten(uri)!r}: {label!r} serves no resources")
         return connected, upstream
 
@@ -514,7 +517,7 @@ class ForwardedUpstreams:
             raise _invalid(
                 f"completion arguments are at most {MAX_PROMPT_ARGUMENTS}, each at most {MAX_ARGUMENT_CHARS} characters"
             )
-        if not self._declares(connected, "completions"):
+        if not declares(connected, "completions"):
             return {"completion": {"values": []}}
         result = await self._upstream(
             connected,

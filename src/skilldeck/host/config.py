@@ -12,7 +12,12 @@ The key (``time``, ``docs``) is the server's **label**: the identity the host us
 used for that.
 
 VS Code's ``mcp.json`` is read as well: its ``{"servers": {...}}`` mapping, with ``"type": "stdio"``
-or ``"type": "http"`` on each entry (an entry's ``type`` is honoured in either file).
+or ``"type": "http"`` on each entry (an entry's ``type`` is honoured in either file). An entry with
+``"type": "sse"`` is a server of the legacy HTTP+SSE transport (2024-11-05), spoken through the SDK's
+SSE client.
+
+A label given twice in one file is refused, naming the label and the line of each: JSON keeps
+only the last, so the first server would silently not be connected.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from skilldeck._documents import load_document
+from skilldeck._documents import duplicate_keys, load_document
 from skilldeck._validation import Model, parse, where
 from skilldeck.errors import ConfigError
 
@@ -56,6 +61,9 @@ class StdioServer:
 class HttpServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    sse: bool = False
+    """The legacy HTTP+SSE transport (``"type": "sse"``: an event stream at ``url`` and POSTs to the
+    endpoint it names), not streamable HTTP."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,8 @@ class ServerSpec:
 
     @property
     def kind(self) -> str:
+        if isinstance(self.transport, HttpServer) and self.transport.sse:
+            return "sse"
         return {StdioServer: "stdio", HttpServer: "http", InProcessServer: "in-process"}[type(self.transport)]
 
 
@@ -86,7 +96,7 @@ def _check_label(label: object) -> str:
     return label
 
 
-_HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "sse")
 
 
 def _is_entry(value: object) -> bool:
@@ -134,13 +144,8 @@ class _Entry(Model, extra="allow"):
     @field_validator("type")
     @classmethod
     def _known(cls, declared: object) -> object:
-        if declared == "sse":
-            raise ValueError(
-                "'type' 'sse' is the old HTTP+SSE transport, which skilldeck does not speak; "
-                'if the server also serves streamable HTTP, use "type": "http" and that endpoint\'s \'url\''
-            )
         if declared not in (None, "stdio", *_HTTP_TYPES):
-            raise ValueError(f"'type' must be 'stdio' or 'http', not {declared!r}")
+            raise ValueError(f"'type' must be 'stdio', 'http' or 'sse', not {declared!r}")
         return declared
 
     @model_validator(mode="after")
@@ -157,7 +162,7 @@ class _Entry(Model, extra="allow"):
 
     def transport(self) -> StdioServer | HttpServer:
         if self.type in _HTTP_TYPES or (self.type is None and "command" not in self.model_fields_set):
-            return HttpServer(self.url, dict(self.headers or {}))
+            return HttpServer(self.url, dict(self.headers or {}), sse=self.type == "sse")
         return StdioServer(self.command, tuple(self.args), self.env or None, self.cwd)
 
 
@@ -190,7 +195,24 @@ def load_config(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOU
     Raises:
         ConfigError: the file is missing, not JSON, or not a valid configuration.
     """
-    return load_document(path, lambda data: parse_config(data, timeout=timeout), ConfigError, what="configuration")
+    return load_document(
+        path, lambda data: parse_config(data, timeout=timeout), ConfigError, what="configuration", check=_no_twice
+    )
+
+
+def _no_twice(text: str, data: object) -> None:
+    """Refuse a server label given twice in the file (JSON would keep the last without a word)."""
+    key, _ = _servers_of(data)
+    path = (key,) if key else ()
+    twice = [d for d in duplicate_keys(text) if d.path == path]
+    if twice:
+        raise ConfigError(
+            "; ".join(
+                f"{where(key, d.key)}: server {d.key!r} is given twice (lines {d.first_line} and {d.second_line}); "
+                "only one entry per label is read: remove one or give it another label"
+                for d in twice
+            )
+        )
 
 
 def spec_for_target(

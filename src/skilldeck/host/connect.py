@@ -4,7 +4,8 @@
 keeps the SDK ``Client`` open until the host closes. A server that fails to start, crashes, or
 does not finish the handshake within its timeout is reported with the reason; the others go on.
 Negotiation is the SDK's ``mode="auto"``: 2026-07-28 when the server speaks it, else the
-2025-11-25 handshake (``mode="legacy"`` forces the handshake).
+2025-11-25 handshake (``mode="legacy"`` forces the handshake). An entry of ``"type": "sse"`` is
+spoken through the SDK's legacy HTTP+SSE client (``mcp.client.sse``), under the same caps.
 
 Every session is opened with a message handler that hands each incoming server message (with the
 server's label) to the listeners added with :meth:`Connections.add_message_listener`; that is how
@@ -42,6 +43,7 @@ import httpx2
 from anyio.abc import TaskGroup
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -300,8 +302,14 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-def _capped_http_client(headers: dict[str, str], limit: int, on_over: Callable[[str], None]) -> httpx2.AsyncClient:
-    """An HTTP client with the SDK's timeouts whose every response is read under ``limit``."""
+def _capped_http_client(
+    headers: dict[str, str] | None,
+    limit: int,
+    on_over: Callable[[str], None],
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """An HTTP client with the SDK's timeouts (or ``timeout``) whose every response is read under ``limit``."""
 
     async def cap(response: httpx2.Response) -> None:
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -309,8 +317,10 @@ def _capped_http_client(headers: dict[str, str], limit: int, on_over: Callable[[
         if isinstance(stream, httpx2.AsyncByteStream):
             response.stream = _CappedStream(stream, limit, kind == "text/event-stream", on_over)
 
-    timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (a response may stream)
-    return httpx2.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False, event_hooks={"response": [cap]})
+    timeout = timeout or httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (may stream)
+    return httpx2.AsyncClient(
+        headers=headers, timeout=timeout, auth=auth, follow_redirects=False, event_hooks={"response": [cap]}
+    )
 
 
 @asynccontextmanager
@@ -321,6 +331,19 @@ async def _http(url: str, headers: dict[str, str], limit: int, on_over: Callable
         # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
         streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
     ):
+        yield streams
+
+
+@asynccontextmanager
+async def _sse(url: str, headers: dict[str, str], limit: int, on_over: Callable[[str], None]) -> AsyncIterator[Any]:
+    """The legacy HTTP+SSE transport (the SDK's client), its event stream and POSTs under the same cap."""
+
+    def factory(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return _capped_http_client(headers, limit, on_over, timeout, auth)
+
+    async with sse_client(url, headers=headers, httpx_client_factory=factory) as streams:
         yield streams
 
 
@@ -353,7 +376,7 @@ def _client_for(
         # (any file with a fileno); our temporary files are IO[str].
         target = stdio_client(params, errlog=cast(TextIO, errlog)) if errlog is not None else params
     elif isinstance(transport, HttpServer):
-        target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault)
+        target = (_sse if transport.sse else _http)(transport.url, dict(transport.headers), max_message_bytes, on_fault)
     elif isinstance(transport, InProcessServer):
         target = transport.server
     else:  # pragma: no cover - ServerSpec's type forbids it
@@ -511,6 +534,26 @@ class Connections(Unwinding):
             return await answer(ListRootsRequest())
 
         return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": list_roots}
+
+    async def add(self, spec: ServerSpec) -> Connected | None:
+        """Connect one more server (a label not open now) while the others stay as they are.
+
+        Returns its session, or ``None`` when it failed (the reason in :attr:`failures`).
+        """
+        if self._tg is None:
+            raise RuntimeError("the connections are not open")
+        if spec.label in self.connected:
+            raise ValueError(f"server {spec.label!r} is already connected; close it first")
+        self.specs = [s for s in self.specs if s.label != spec.label] + [spec]
+        self.failures.pop(spec.label, None)
+        self._closers[spec.label] = anyio.Event()  # a close of an earlier session under this label has fired
+        old_log = self._stderr_files.pop(spec.label, None)
+        if old_log is not None:
+            old_log.close()
+        done = anyio.Event()
+        self._tg.start_soon(self._hold, spec, done)
+        await done.wait()
+        return self.connected.get(spec.label)
 
     def close(self, label: str) -> None:
         """Close one server's session now (the others stay open)."""

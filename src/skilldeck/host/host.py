@@ -304,6 +304,16 @@ class Host:
         children = result.get("resources")
         return [c for c in children if isinstance(c, dict)] if isinstance(children, list) else []
 
+    async def add_server(self, spec: ServerSpec) -> bool:
+        """Connect one more server, or one removed before, while the others go on; whether it connected.
+
+        Its catalog is not listed here: :meth:`relist` it (a watcher's ``request_refresh`` does).
+        A failure is in :attr:`failures` with the reason.
+        """
+        self._removed.discard(spec.label)
+        self._loaders.pop(spec.label, None)
+        return await self.connections.add(spec) is not None
+
     def remove_server(self, label: str) -> None:
         """Forget a server: close its session, drop its registry entries, approvals and cached content."""
         self._removed.add(label)

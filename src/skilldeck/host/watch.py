@@ -178,6 +178,16 @@ class HostWatcher(Unwinding):
         if gate in self.gates:
             self.gates.remove(gate)
 
+    async def follow(self, label: str) -> None:
+        """Listen for the changes of ``label`` too (a server connected after the watcher started)."""
+        connected = self.host.connections.connected.get(label)
+        if connected is None or self._tg is None:
+            return
+        if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self._tg.start(self._listen, label, connected)
+        else:
+            self.channels[label] = ChannelState.NOTIFICATIONS
+
     def request_refresh(self, label: str, reason: str = "requested") -> None:
         """Re-list ``label`` as if it had reported a change."""
         self._mark(label, reason)

@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from skilldeck._documents import load_document
+from skilldeck._suggest import did_you_mean
 from skilldeck._validation import Model, parse
 from skilldeck.errors import PolicyError
 
@@ -41,6 +42,7 @@ __all__ = [
     "Match",
     "Policy",
     "PolicyError",
+    "PolicyName",
     "Route",
     "SkillPolicy",
     "caller_for",
@@ -208,25 +210,54 @@ class Policy:
                     return locale
         return self.locales[0]
 
-    def validate_against(self, skill_names: Iterable[str], tool_names: Iterable[str]) -> None:
-        """Refuse a policy that names skills or tools the server does not serve.
-
-        Raises:
-            PolicyError: listing every unknown name and where it appears.
-        """
-        skills, tools = set(skill_names), set(tool_names)
-        problems = [f"skills.{name}: no such skill is served" for name in self.skills if name not in skills]
+    def names(self) -> list[PolicyName]:
+        """Every skill (rule key) and tool the policy names, with where it names it, in file order."""
+        found = [PolicyName(f"skills.{name}", name, "rule") for name in self.skills]
         for name, rule in self.skills.items():
-            problems += [f"skills.{name}.tools: no such tool {t!r}" for t in rule.tools if t not in tools]
+            found += [PolicyName(f"skills.{name}.tools", t, "tool") for t in rule.tools]
+        found += [PolicyName("public_tools", t, "tool") for t in sorted(self.public_tools)]
+        return found
+
+    def route_problems(self) -> list[str]:
+        """Routes that name a tool their own skill does not list (wrong whatever the server serves)."""
+        problems: list[str] = []
+        for name, rule in self.skills.items():
             for i, (_, route) in enumerate(rule.routes):
                 if isinstance(route, frozenset):
                     problems += [
                         f"skills.{name}.routes[{i}]: {t!r} is not one of the skill's tools"
                         for t in sorted(route - set(rule.tools))
                     ]
-        problems += [f"public_tools: no such tool {t!r}" for t in sorted(self.public_tools - tools)]
+        return problems
+
+    def validate_against(self, skill_names: Iterable[str], tool_names: Iterable[str]) -> None:
+        """Refuse a policy that names skills or tools the server does not serve.
+
+        Raises:
+            PolicyError: listing every unknown name and where it appears.
+        """
+        known = {"rule": set(skill_names), "tool": set(tool_names)}
+        problems = [n.unmatched(known[n.kind]) for n in self.names() if n.name not in known[n.kind]]
+        problems += self.route_problems()
         if problems:
             raise PolicyError("policy names what the server does not serve: " + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class PolicyName:
+    """One name a policy uses: a rule's key (a skill, or at a gateway also a prompt, resource or
+    ``LABEL/*``) or a tool, and where in the policy it stands."""
+
+    where: str
+    name: str
+    kind: Literal["rule", "tool"]
+
+    def unmatched(self, known: Iterable[str], *, rule_is: str = "skill") -> str:
+        """The line saying this name matches nothing served, with the closest of ``known`` as a suggestion."""
+        hint = did_you_mean(self.name, known)
+        if self.kind == "rule":
+            return f"{self.where}: no such {rule_is} is served{hint}"
+        return f"{self.where}: no such tool {self.name!r}{hint}"
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
