@@ -422,3 +422,23 @@ def test_remote_skill_key_defaults_to_its_name() -> None:
     skill = RemoteSkill("l/x", entry, fetch)
     assert skill.policy_key == "x"
     assert replace(skill, key="l/x").policy_key == "l/x"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("mode", "version"), ERAS)
+async def test_one_client_reading_a_file_in_a_loop_spends_no_one_elses_budget(mode: str, version: str) -> None:
+    """Verified bytes are kept by digest and repeats are served from them: the upstream is asked once. Before,
+    every read fetched the file again under the upstream's budget, shared by every client, so one client reading
+    a small file in a loop got every client refused every file of that upstream for the rest of the window."""
+    ex, _ = create_server(REPO / "examples" / "skills")
+    size = (REPO / "examples" / "skills" / "acme" / "billing" / "refunds" / "policy.md").stat().st_size
+    skill_md = (REPO / "examples" / "skills" / "acme" / "billing" / "refunds" / "SKILL.md").stat().st_size
+    budget = skill_md + 3 * size  # room for the skill and three reads of the file: not for fifty
+    async with Host([ServerSpec("ex", InProcessServer(ex))], budget_bytes=budget, budget_window=600) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with connect(server, mode) as looping, connect(server, mode) as other:
+            for _ in range(50):
+                assert len((await looping.read_bytes(REFUNDS_POLICY))[0]) == size
+            assert len((await other.read_bytes(REFUNDS_POLICY))[0]) == size
+            assert len((await other.read_bytes(REFUNDS))[0]) == skill_md
+        assert host.loader("ex").used_bytes == skill_md + size  # each fetched once

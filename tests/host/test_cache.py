@@ -185,3 +185,26 @@ async def test_removed_server_stays_removed(tmp_path: Path) -> None:
         assert not (cache.root / "gone").exists()
         await host.refresh()
         assert host.registry.skills == []
+
+
+def test_verified_bytes_hold_up_to_their_bounds_the_least_recently_used_going_first() -> None:
+    from skilldeck.host.cache import VerifiedBytes
+
+    held = VerifiedBytes(max_bytes=10, max_file_bytes=4)
+    held.put("a", "d4", b"4444")  # exactly the largest file held
+    held.put("a", "d5", b"55555")  # one byte over: not held
+    assert held.get("a", "d4", 4) == b"4444"
+    assert held.get("a", "d5", 5) is None
+    assert held.get("b", "d4", 4) is None  # another server's listing of the same digest: its own read
+    assert held.get("a", "d4", 3) is None  # the size its entry lists must match too
+    held.put("a", "x3", b"333")
+    held.put("a", "y3", b"333")  # 10 bytes: exactly the bound
+    assert held.held_bytes == 10
+    assert held.get("a", "d4", 4) == b"4444"  # now the most recently used
+    held.put("b", "z1", b"1")  # 11: the least recently used (x3) goes
+    assert held.held_bytes == 8
+    assert held.get("a", "x3", 3) is None
+    assert held.get("a", "y3", 3) == b"333"
+    held.remove_server("a")
+    assert held.held_bytes == 1
+    assert held.get("b", "z1", 1) == b"1"

@@ -1,4 +1,5 @@
-"""A host-owned, on-demand cache of verified skill files.
+"""Verified skill content kept by the host: on disk across runs (:class:`ContentCache`), in memory across
+clients (:class:`VerifiedBytes`).
 
 Layout: ``<root>/<label>/<uri>``, both percent-encoded into one path segment each, so the
 originating server and the URI are recoverable from the path and two servers' same-URI skills
@@ -16,12 +17,18 @@ import json
 import os
 import shutil
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from skilldeck.skill.manifest import digest_of
 
-__all__ = ["ContentCache"]
+__all__ = ["DEFAULT_HELD_BYTES", "MAX_HELD_FILE_BYTES", "ContentCache", "VerifiedBytes"]
+
+DEFAULT_HELD_BYTES = 32 * 1024 * 1024
+"""Bytes of verified content a host holds in memory by default."""
+MAX_HELD_FILE_BYTES = 4 * 1024 * 1024
+"""A file larger than this is not held in memory (it is fetched again when asked for again)."""
 
 _MARKER = ".origin.json"
 _MAX_NAME = 200
@@ -97,3 +104,45 @@ class ContentCache:
     def remove_server(self, label: str) -> None:
         """Delete everything cached from ``label``."""
         shutil.rmtree(self.root / _segment(label), ignore_errors=True)
+
+
+class VerifiedBytes:
+    """Bytes a server sent that were verified against the digest its entry lists, held in memory by (label, digest).
+
+    Bytes that hashed to a digest once are those bytes for good: a long-running host (the gateway)
+    answers every later read of them, whoever asks, from here, without asking the server again or
+    spending its download budget. Before, one client reading a 3 KB file in a loop spent a server's
+    whole budget and every client was refused its files for the rest of the window. At most
+    ``max_bytes`` are held, the least recently used going first; a file over ``max_file_bytes`` is
+    not held.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_HELD_BYTES, max_file_bytes: int = MAX_HELD_FILE_BYTES) -> None:
+        if max_bytes < 0 or max_file_bytes < 0:
+            raise ValueError("max_bytes and max_file_bytes are numbers of bytes, at least 0")
+        self.max_bytes = max_bytes
+        self.max_file_bytes = max_file_bytes
+        self.held_bytes = 0
+        self._held: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+
+    def get(self, label: str, digest: str, size: int) -> bytes | None:
+        data = self._held.get((label, digest))
+        if data is None or len(data) != size:
+            return None
+        self._held.move_to_end((label, digest))
+        return data
+
+    def put(self, label: str, digest: str, data: bytes) -> None:
+        """Hold ``data``, which the caller verified against ``digest``."""
+        key = (label, digest)
+        if len(data) > min(self.max_file_bytes, self.max_bytes) or key in self._held:
+            return
+        self._held[key] = data
+        self.held_bytes += len(data)
+        while self.held_bytes > self.max_bytes:
+            _, dropped = self._held.popitem(last=False)
+            self.held_bytes -= len(dropped)
+
+    def remove_server(self, label: str) -> None:
+        for key in [k for k in self._held if k[0] == label]:
+            self.held_bytes -= len(self._held.pop(key))

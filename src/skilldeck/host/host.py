@@ -19,7 +19,7 @@ from urllib.parse import unquote
 from skilldeck._awaitable import maybe_await
 from skilldeck.errors import ConfigError, CrossOriginRead, NotApproved, PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
-from skilldeck.host.cache import ContentCache
+from skilldeck.host.cache import ContentCache, VerifiedBytes
 from skilldeck.host.config import ServerSpec
 from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover, list_server
@@ -89,6 +89,9 @@ class Host:
         self.approver = approver
         self.require_approval = require_approval
         self.cache = cache
+        self.verified = VerifiedBytes()
+        """Verified skill files held in memory for every later read, whoever asks (see :class:`VerifiedBytes`);
+        with a ``cache`` folder that folder holds them instead."""
         self.budget_bytes = budget_bytes
         self.budget_window = budget_window
         self.allow_dynamic = allow_dynamic
@@ -221,6 +224,7 @@ class Host:
                 budget_window=self.budget_window,
                 allow_dynamic=self.allow_dynamic,
                 cache=self.cache,
+                held=self.verified if self.cache is None else None,
             )
         return self._loaders[label]
 
@@ -323,3 +327,4 @@ class Host:
         self.approvals.remove_server(label)
         if self.cache is not None:
             self.cache.remove_server(label)
+        self.verified.remove_server(label)

@@ -32,7 +32,7 @@ from skilldeck.errors import (
     UnknownFile,
     VerificationError,
 )
-from skilldeck.host.cache import ContentCache
+from skilldeck.host.cache import ContentCache, VerifiedBytes
 from skilldeck.host.port import SkillIndex
 from skilldeck.host.verify import same_json, verify_bytes, verify_skill_md
 from skilldeck.skill.frontmatter import parse_skill_md
@@ -99,6 +99,7 @@ class SkillLoader:
         cache: ContentCache | None = None,
         budget_window: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        held: VerifiedBytes | None = None,
     ) -> None:
         self.index = index
         self.label = index.label
@@ -110,6 +111,8 @@ class SkillLoader:
         rather than once in the life of the process."""
         self.allow_dynamic = allow_dynamic
         self.cache = cache if index.origin == "mcp" else None
+        self.held = held if index.origin == "mcp" else None
+        """Verified bytes held in memory (shared by the host's loaders): a listed file held is not fetched again."""
         self.used_bytes = 0
         self._clock = clock
         self._window_start = clock()
@@ -150,6 +153,10 @@ class SkillLoader:
             )
 
     async def _fetch_listed(self, resource: SkillResource) -> bytes:
+        if self.held is not None:
+            held = self.held.get(self.label, resource.digest, resource.size)
+            if held is not None:
+                return held
         if self.cache is not None:
             cached = self.cache.get(self.label, resource.uri, resource.digest)
             if cached is not None:
@@ -158,6 +165,8 @@ class SkillLoader:
         data = await self.index.read(resource.uri)
         self.used_bytes += len(data)
         verify_bytes(resource.uri, data, size=resource.size, digest=resource.digest, label=self.label)
+        if self.held is not None:
+            self.held.put(self.label, resource.digest, data)
         return data
 
     async def _changed(self, failure: VerificationError, entry: SkillEntry) -> SkillChanged | VerificationError:
