@@ -395,6 +395,7 @@ async def test_a_budget_window_starts_the_budget_again_and_not_before() -> None:
         now = [0.0]
         loader = host.loader("acme")
         loader.budget_window, loader._clock, loader._window_start = 60.0, (lambda: now[0]), 0.0
+        loader.held = None  # every load fetches (held bytes would answer repeats without spending the budget)
         record = host.registry.resolve("refunds")
         await host.load(record)
         now[0] = 59.0
@@ -411,6 +412,7 @@ async def test_budget_is_per_server() -> None:
     sa, sb = HostileServer(a), HostileServer(b)
     size = len(a.files["SKILL.md"])
     async with open_host(("a", sa), ("b", sb), budget_bytes=size) as host:
+        host.loader("a").held = host.loader("b").held = None  # every load fetches: repeats spend the budget
         await host.load(host.registry.resolve("a/refunds"))
         await host.load(host.registry.resolve("b/refunds"))  # b's budget is its own
         with pytest.raises(BudgetExceeded):
