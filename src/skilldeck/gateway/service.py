@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import (
@@ -59,6 +61,7 @@ from skilldeck.select.decide import Selector
 from skilldeck.select.gate import ToolGate
 from skilldeck.select.project import count_tokens, history_a
 from skilldeck.select.rank import Encoder
+from skilldeck.select.vectors import VectorCache
 from skilldeck.server.audience import allowed_tools
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.policy import Caller, Policy, render_template
@@ -74,6 +77,9 @@ ORIGIN_META = "dev.skilldeck/server"
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 _INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
+DEFAULT_ENCODER: Literal["default"] = "default"
+"""``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
+logger = logging.getLogger(__name__)
 
 
 class DecisionLog(JsonLinesLog):
@@ -117,7 +123,11 @@ class GatewayService:
         policy: per-caller admission and tool routing over upstream skills and tools, by id.
         grants: ``(skill label, tool label)`` pairs: a skill of the first may activate tools of the second.
         pinned: ``(label, tool)`` pairs every client may call without loading them (``--pin``).
-        encoder: a semantic encoder for ranking (lexical by default).
+        encoder: the semantic encoder fused into the ranking; by default (``"default"``) the one
+            ``skilldeck select`` uses, loaded at the first ``find`` (when it cannot load: lexical
+            ranking, and one warning logged saying why); ``None``: lexical ranking only.
+        cache_dir: where card vectors are kept by content between runs; ``None``: in memory, for
+            the life of this service (either way a re-listed upstream re-encodes only what changed).
         threshold: override the calibrated abstention threshold.
         log: where every find/load/call is recorded.
         audit: where every policy decision on a call is recorded.
@@ -133,7 +143,8 @@ class GatewayService:
         policy: Policy | None = None,
         grants: Iterable[tuple[str, str]] = (),
         pinned: Iterable[tuple[str, str]] = (),
-        encoder: Encoder | None = None,
+        encoder: Encoder | Literal["default"] | None = DEFAULT_ENCODER,
+        cache_dir: str | os.PathLike[str] | None = None,
         threshold: float | None = None,
         log: DecisionLog | None = None,
         audit: AuditLog | None = None,
@@ -145,7 +156,11 @@ class GatewayService:
         self.policy = policy
         self.grants = frozenset(grants)
         self.pinned = list(dict.fromkeys(pinned))
-        self.encoder = encoder
+        self._encoder = encoder
+        self.encoder_notice: str | None = None
+        """Why ranking is lexical although the default encoder was asked for (it could not load)."""
+        self.vectors = VectorCache(cache_dir)
+        """Card vectors by content, shared by every index (each audience's, each registry generation's)."""
         self.threshold = threshold
         self.log = log or DecisionLog(keep=10_000)
         self.audit = audit or AuditLog()
@@ -161,8 +176,21 @@ class GatewayService:
 
     # -- the catalog -------------------------------------------------------------------------------
 
+    @property
+    def encoder(self) -> Encoder | None:
+        """The encoder rankings fuse in (the default one is loaded on first use), ``None`` when lexical."""
+        if self._encoder == DEFAULT_ENCODER:
+            from skilldeck.select.encoders import default_encoder
+
+            self._encoder, self.encoder_notice = default_encoder()
+            if self.encoder_notice is not None:
+                logger.warning("%s", self.encoder_notice)
+        return self._encoder
+
     def reindex(self, label: str | None = None, tools: Iterable[str] | None = None) -> bool:
         """The host's registry changed: rebuild rankers on next use; drop active tools an upstream no longer lists.
+
+        The card vectors stay (:attr:`vectors`, by content): the rebuilt rankers encode only the cards that changed.
 
         Returns whether any client's active tools changed (so its tool list should be re-announced).
         """
@@ -193,9 +221,9 @@ class GatewayService:
         ids: dict[str, Card] = {}
         for card in cards.cards:
             ids.setdefault(self.card_id(card), card)
-        # with an encoder, card vectors are encoded on a thread of their own: `find` answers lexically
-        # (and says so) meanwhile, rather than the event loop waiting for the whole catalog
-        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True)
+        # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
+        # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
+        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
         index = _Index(cards, selector, ids)
         if len(self._indexes) >= MAX_SELECTORS:
             self._indexes.popitem(last=False)[1].selector.ranker.close()
@@ -284,7 +312,10 @@ class GatewayService:
             "confidence": round(decision.confidence, 4),
             "reason": decision.reason,
             "cards": cards,
+            "ranker": decision.ranker,
         }
+        if decision.indexing is not None:  # answered lexically while the card vectors are encoded
+            result["indexing"] = decision.indexing.to_json()
         unavailable = [
             {"server": label, "reason": failure.reason} for label, failure in sorted(self.host.failures.items())
         ]
@@ -296,6 +327,7 @@ class GatewayService:
             query=shorten(query),
             abstain=decision.abstain,
             confidence=result["confidence"],
+            ranker=decision.ranker,
             chosen=[c["id"] for c in cards[:1]] if not decision.abstain else [],
             scores=[[c["id"], c["score"]] for c in cards],
             tokens=count_tokens(json.dumps(result, ensure_ascii=False)),

@@ -51,6 +51,7 @@ import numpy as np
 from skilldeck._records import JsonLinesLog
 from skilldeck.select.cards import Card, CardSet
 from skilldeck.select.rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit, tokens
+from skilldeck.select.vectors import VectorCache
 
 T = TypeVar("T")
 
@@ -221,9 +222,7 @@ class Decision:
             out["needs"] = self.needs
         out["ranker"] = self.ranker
         if self.indexing is not None:
-            out["indexing"] = {"encoded": self.indexing.done, "total": self.indexing.total}
-            if self.indexing.error:
-                out["indexing"]["error"] = self.indexing.error
+            out["indexing"] = self.indexing.to_json()
         return out
 
 
@@ -287,6 +286,7 @@ class Selector:
             (:class:`~skilldeck.select.rank.Ranker`'s ``background``).
         lexical_calibration: how a lexical ranking is judged when an encoder is given but its card
             vectors are not ready (the shipped lexical model by default).
+        cache: a vector cache to use instead of one on ``cache_dir`` (see :class:`~skilldeck.select.rank.Ranker`).
     """
 
     def __init__(
@@ -306,6 +306,7 @@ class Selector:
         job_calibration: Calibration | None = None,
         background: bool = False,
         lexical_calibration: Calibration | None = None,
+        cache: VectorCache | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -317,6 +318,7 @@ class Selector:
             vectors=vectors,
             cache_dir=cache_dir,
             background=background,
+            cache=cache,
         )
         self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
         self.calibration = calibration or default_calibration(encoder is not None)
