@@ -102,9 +102,12 @@ class CountingUpstream:
         return await call_next(ctx)
 
 
-def upstream_server(label: str, tools: Sequence[Mapping[str, Any]]) -> tuple[MCPServer[Any], CountingUpstream]:
+def upstream_server(
+    label: str, tools: Sequence[Mapping[str, Any]], description: str | None = None
+) -> tuple[MCPServer[Any], CountingUpstream]:
+    """The upstream ``label`` listing ``tools``; ``description`` is its ``serverInfo.description``."""
     counter = CountingUpstream(label, tools)
-    server: MCPServer[Any] = MCPServer(label, middleware=[counter], log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(label, description=description, middleware=[counter], log_level="WARNING")
     return server, counter
 
 

@@ -11,6 +11,7 @@ encoder cannot load.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from mcp.client import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
-from skilldeck.gateway.service import DEFAULT_ENCODER, GatewayService
+from skilldeck.gateway.service import DEFAULT_ENCODER, PLAUSIBLE, GatewayService
 from skilldeck.select.encoders import MiniLMEncoder, load_encoder
 from skilldeck.server.policy import Caller
 
@@ -208,3 +209,65 @@ async def test_the_cli_gateway_falls_back_to_lexical_with_one_line_when_the_enco
     assert len(notices) == 1, log_path.read_text()
     assert "sha256" in notices[0], notices
     assert "--lexical" in notices[0], notices
+
+
+async def test_a_plausible_card_is_shown_flagged_low_confidence_from_the_floor_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    upstreams = {"fs": fs_upstream(), "memory": memory_upstream()}
+    async with open_gateway(upstreams, encoder=None) as gw, client(gw, "modern") as c:
+        selector = gw.service.index_for(Caller()).selector
+        decision = selector.decide(EVERYDAY)
+        assert decision.abstain, decision.reason  # under the calibrated threshold
+        at = decision.confidence
+        monkeypatch.setitem(PLAUSIBLE, "lexical", at)  # the floor exactly at its confidence: shown
+        result = await c.call_tool("find", {"query": EVERYDAY})
+        found = check_structured("find", result)
+        assert found["low_confidence"] is True, found
+        assert found["abstain"] is False, found
+        assert found["reason"].startswith("low confidence"), found
+        assert found["cards"][0]["id"] == "fs/list_directory", found
+        assert "Closest matches, low confidence" in result.content[0].text, result.content  # type: ignore[union-attr]
+        monkeypatch.setitem(PLAUSIBLE, "lexical", math.nextafter(at, 1.0))  # just above it: abstains
+        found = check_structured("find", await c.call_tool("find", {"query": EVERYDAY}))
+        assert found["abstain"] is True, found
+        assert "low_confidence" not in found, found
+        assert found["reason"].startswith("abstained: nothing is close enough"), found
+
+
+async def test_a_threshold_given_by_the_operator_is_not_lowered_by_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    upstreams = {"fs": fs_upstream(), "memory": memory_upstream()}
+    async with open_gateway(upstreams, encoder=None) as gw:
+        gw.service.threshold = 0.99
+        monkeypatch.setitem(PLAUSIBLE, "lexical", 0.0)
+        found = gw.service.find(Caller(), "test", EVERYDAY)
+        assert found["abstain"] is True, found
+        assert "low_confidence" not in found, found
+
+
+async def test_the_cards_lead_with_the_best_card_of_each_of_the_first_servers() -> None:
+    upstreams = {"fs": fs_upstream(), "memory": memory_upstream()}
+    async with open_gateway(upstreams, encoder=None) as gw, client(gw, "modern") as c:
+        found = check_structured("find", await c.call_tool("find", {"query": "read the contents of a file"}))
+        ids = [card["id"] for card in found["cards"]]
+        # fs/list_directory scores above every memory card, yet memory's best card comes second
+        assert ids[0] == "fs/read_file", found
+        assert [card["server"] for card in found["cards"][:2]] == ["fs", "memory"], found
+        assert sorted(ids) == ["fs/list_directory", "fs/read_file", "memory/add_observations", "memory/create_entities"]
+
+
+async def test_an_upstream_is_ranked_by_the_description_it_gives_of_itself() -> None:
+    weather: MCPServer[Any] = MCPServer(
+        "wx", description="Weather forecasts: rain, wind and temperature for any city", log_level="WARNING"
+    )
+
+    @weather.tool()
+    def lookup(place: str) -> str:
+        """Look a place up."""
+        return f"{place}: sunny"
+
+    upstreams = {"wx": weather, "fs": fs_upstream(), "memory": memory_upstream()}
+    async with open_gateway(upstreams, encoder=None) as gw, client(gw, "modern") as c:
+        found = check_structured("find", await c.call_tool("find", {"query": "will it rain tomorrow"}))
+        assert found["cards"][0]["id"] == "wx/lookup", found
+        assert not found["abstain"], found

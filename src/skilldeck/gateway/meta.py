@@ -93,6 +93,10 @@ META_TOOLS: Final[tuple[dict[str, Any], ...]] = (
                 "confidence": {"type": "number"},
                 "reason": {"type": "string"},
                 "cards": {"type": "array", "items": _CARD},
+                "low_confidence": {
+                    "type": "boolean",
+                    "description": "true: the first card is only the closest one; check that it fits before loading it",
+                },
                 "ranker": {
                     "type": "string",
                     "enum": ["semantic", "lexical"],

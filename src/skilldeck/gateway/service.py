@@ -57,10 +57,10 @@ from skilldeck.host import Host, LoadedSkill
 from skilldeck.host.connect import Connected
 from skilldeck.host.registry import SkillRecord
 from skilldeck.select.cards import Card, CardSet, build_cards, skill_tools
-from skilldeck.select.decide import Selector
+from skilldeck.select.decide import Decision, Selector, indexing_note
 from skilldeck.select.gate import ToolGate
 from skilldeck.select.project import count_tokens, history_a
-from skilldeck.select.rank import Encoder
+from skilldeck.select.rank import Encoder, Scored
 from skilldeck.select.vectors import VectorCache
 from skilldeck.server.audience import allowed_tools
 from skilldeck.server.audit import AuditLog
@@ -70,6 +70,8 @@ from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 __all__ = ["DecisionLog", "GatewayService"]
 
 DEFAULT_FIND_LIMIT = 5
+SERVERS_FIRST = 5
+"""``find`` leads with the best card of each of this many servers, in the decision's server order."""
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
 ORIGIN_META = "dev.skilldeck/server"
@@ -80,6 +82,12 @@ _INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 DEFAULT_ENCODER: Literal["default"] = "default"
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
+PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
+"""Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
+than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
+judge a close one, while an abstention hides them all. Each keeps 97% of LiveMCPBench half A's
+in-scope questions through the gateway (``bench/gateway_find.py --fit 0.97``, which also reports the
+cost on the out-of-scope twins); the calibrated thresholds keep 90%."""
 
 
 class DecisionLog(JsonLinesLog):
@@ -290,7 +298,7 @@ class GatewayService:
         decision = index.selector.decide(list(needs) if needs else query)
         cards = []
         seen: set[str] = set()
-        for scored in decision.ranked:
+        for scored in self._servers_first(index, decision):
             card_id = self.card_id(scored.card)
             if card_id in seen:
                 continue
@@ -307,13 +315,26 @@ class GatewayService:
             )
             if len(cards) >= limit:
                 break
+        abstain, reason = decision.abstain, decision.reason
+        plausible = self.threshold is None and decision.confidence >= PLAUSIBLE[decision.ranker]
+        low_confidence = abstain and plausible and bool(cards)
+        if low_confidence:
+            abstain = False
+            reason = (
+                f"low confidence ({decision.confidence:.2f}, under the {index.selector.threshold_for(decision):.2f} "
+                f"a sure choice needs): {cards[0]['id']} is the closest card; check that it fits before loading it"
+            )
+            if decision.indexing is not None:
+                reason += indexing_note(decision.indexing)
         result: dict[str, Any] = {
-            "abstain": decision.abstain,
+            "abstain": abstain,
             "confidence": round(decision.confidence, 4),
-            "reason": decision.reason,
+            "reason": reason,
             "cards": cards,
             "ranker": decision.ranker,
         }
+        if low_confidence:
+            result["low_confidence"] = True
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [
@@ -325,15 +346,37 @@ class GatewayService:
             "find",
             client,
             query=shorten(query),
-            abstain=decision.abstain,
+            abstain=abstain,
+            low_confidence=low_confidence,
             confidence=result["confidence"],
             ranker=decision.ranker,
-            chosen=[c["id"] for c in cards[:1]] if not decision.abstain else [],
+            chosen=[c["id"] for c in cards[:1]] if not abstain else [],
             scores=[[c["id"], c["score"]] for c in cards],
             tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
             history_a_tokens=self.history_a_tokens(caller),
         )
         return result
+
+    @staticmethod
+    def _servers_first(index: _Index, decision: Decision) -> list[Scored]:
+        """The decision's cards, led by the best card of each of its first :data:`SERVERS_FIRST` servers.
+
+        The five cards a model sees then name five servers in the order the ranking puts them
+        (including the place it gives the server a need the question implies, such as a file path,
+        whose best card for that need is shown), rather than the several tools of one server that
+        score alike; the rest follow by score."""
+        best: dict[str, Scored] = {}
+        for scored in decision.ranked:
+            best.setdefault(scored.card.server, scored)
+        head_servers = decision.servers[:SERVERS_FIRST]
+        for entry in decision.needs:
+            card = index.selector.ranker.best_card(entry["need"]) if entry.get("implied") else None
+            if card is not None and card.server not in best:
+                score = next((s for label, s in head_servers if label == card.server), 0.0)
+                best[card.server] = Scored(card, score, 0.0)
+        head = [best[label] for label, _ in head_servers if label in best]
+        keys = {s.card.key for s in head}
+        return [*head, *(s for s in decision.ranked if s.card.key not in keys)]
 
     # -- load --------------------------------------------------------------------------------------
 

@@ -234,6 +234,12 @@ class DecisionLog(JsonLinesLog):
         self._append({**decision.to_json(depth=5), "features": features})
 
 
+def indexing_note(state: IndexingState) -> str:
+    """What a reason adds while the card vectors are not ready: the answer is the lexical ranker's."""
+    why = f"failed: {state.error}" if state.error else f"{state.done:,} of {state.total:,} encoded"
+    return f" [lexical ranking: card vectors {why}]"
+
+
 def _surface(question: str) -> dict[str, str]:
     """Each stemmed term of ``question`` mapped back to the word the person wrote."""
     found: dict[str, str] = {}
@@ -439,19 +445,25 @@ class Selector:
         if self.ranker.encoder is None or ranking.indexing is None:
             return decision
         # an encoder whose card vectors are still being encoded: this answer is the lexical ranker's
-        state = ranking.indexing
-        why = f"failed: {state.error}" if state.error else f"{state.done:,} of {state.total:,} encoded"
-        note = f" [lexical ranking: card vectors {why}]"
-        return replace(decision, reason=decision.reason + note, indexing=state)
+        return replace(decision, reason=decision.reason + indexing_note(ranking.indexing), indexing=ranking.indexing)
+
+    def threshold_for(self, decision: Decision) -> float:
+        """The threshold ``decision`` was judged against (the lexical model's while card vectors are encoded)."""
+        return self._threshold(decision.ranker == "semantic")
+
+    def _threshold(self, semantic: bool) -> float:
+        if not semantic and self.lexical_calibration is not None:
+            return self.lexical_calibration.threshold
+        return self.threshold
 
     def _judge(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
             return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
         unit = ranking.units[0]
         feats = unit_features(unit) | implied_features(ranking.implied_units)
-        calibration, threshold = self.calibration, self.threshold
+        calibration, threshold = self.calibration, self._threshold(ranking.semantic)
         if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
-            calibration, threshold = self.lexical_calibration, self.lexical_calibration.threshold
+            calibration = self.lexical_calibration
         confidence = calibration.confidence(feats)
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)

@@ -1041,6 +1041,11 @@ class Ranker:
         unit = self._need_unit(need)
         return None if unit is None else unit.server
 
+    def best_card(self, need: str) -> Card | None:
+        """The card a need's own ranking puts first (``None``: nothing matched it)."""
+        unit = self._need_unit(need)
+        return None if unit is None else self.cards[unit.card]
+
     def _need_unit(self, need: str) -> Unit | None:
         """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
         key = (self.semantic, need)  # a need ranked lexically while vectors were encoded is ranked again
