@@ -28,7 +28,7 @@ questions (half B is then the held-out report).
 
 Run from the repository root::
 
-    .venv/bin/python bench/gateway_find.py           # about 2 minutes on 2 cores
+    .venv/bin/python bench/gateway_find.py           # about 1 minute on 2 cores
 
 Writes ``bench/results/gateway_find.json`` and prints a table; exits 1 when the default ranker
 misses Hit@1 >= 0.72 or Recall@5 >= 0.80.
@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import sys
@@ -223,13 +224,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--fit", type=float, metavar="SHARE", help="also the floor keeping SHARE of half A in scope")
     args = parser.parse_args(argv)
-    load = [round(x, 2) for x in __import__("os").getloadavg()]
+    load = [round(x, 2) for x in os.getloadavg()]
     started = time.perf_counter()
     results = asyncio.run(run(args.fit))
     payload = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "command": " ".join(["bench/gateway_find.py", *(argv if argv is not None else sys.argv[1:])]),
-        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(), "load": load},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": load},
         "targets": TARGETS,
         "seconds": round(time.perf_counter() - started, 1),
         **results,
