@@ -93,23 +93,11 @@ META_TOOLS: Final[tuple[dict[str, Any], ...]] = (
                 "confidence": {"type": "number"},
                 "reason": {"type": "string"},
                 "cards": {"type": "array", "items": _CARD},
-                "low_confidence": {
-                    "type": "boolean",
-                    "description": "true: the first card is only the closest one; check that it fits before loading it",
-                },
-                "ranker": {
-                    "type": "string",
-                    "enum": ["semantic", "lexical"],
-                    "description": "semantic: the encoder fused with the lexical ranking; lexical: words only",
-                },
+                "low_confidence": {"type": "boolean"},
+                "ranker": {"type": "string", "enum": ["semantic", "lexical"]},
                 "indexing": {
                     "type": "object",
-                    "description": "Present while card vectors are still being encoded (this answer is lexical)",
-                    "properties": {
-                        "encoded": {"type": "integer"},
-                        "total": {"type": "integer"},
-                        "error": {"type": "string"},
-                    },
+                    "properties": {"encoded": {"type": "integer"}, "total": {"type": "integer"}},
                     "required": ["encoded", "total"],
                 },
             },
