@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.client import Client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
@@ -102,9 +103,12 @@ class CountingUpstream:
         return await call_next(ctx)
 
 
-def upstream_server(label: str, tools: Sequence[Mapping[str, Any]]) -> tuple[MCPServer[Any], CountingUpstream]:
+def upstream_server(
+    label: str, tools: Sequence[Mapping[str, Any]], description: str | None = None
+) -> tuple[MCPServer[Any], CountingUpstream]:
+    """The upstream ``label`` listing ``tools``; ``description`` is its ``serverInfo.description``."""
     counter = CountingUpstream(label, tools)
-    server: MCPServer[Any] = MCPServer(label, middleware=[counter], log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(label, description=description, middleware=[counter], log_level="WARNING")
     return server, counter
 
 
@@ -264,9 +268,12 @@ def _pair(name: str) -> tuple[str, str]:
 
 
 async def run_loop(
-    servers: Sequence[Mapping[str, Any]], tasks: Sequence[Task], *, mode: str = "auto"
+    servers: Sequence[Mapping[str, Any]], tasks: Sequence[Task], *, mode: str = "auto", lexical: bool = False
 ) -> dict[str, Any]:
-    """Drive the gateway over ``servers`` through every task, one client each; the records and the summary."""
+    """Drive the gateway over ``servers`` through every task, one client each; the records and the summary.
+
+    The gateway ranks as every caller's does (the default encoder; its card vectors are waited for,
+    so every ``find`` is the fused ranker's), or with ``lexical`` by words only."""
     upstreams = {str(s["label"]): upstream_server(str(s["label"]), s["tools"]) for s in servers}
     specs = [ServerSpec(label, InProcessServer(server)) for label, (server, _) in upstreams.items()]
     counters = {label: counter for label, (_, counter) in upstreams.items()}
@@ -279,9 +286,13 @@ async def run_loop(
         connect_s = time.perf_counter() - started
         if host.failures:
             raise RuntimeError(f"upstreams failed to connect: {sorted(host.failures)}")
-        service = GatewayService(host)
+        service = GatewayService(host, encoder=None) if lexical else GatewayService(host)
         gateway, _ = create_gateway(service)
-        a_tokens = service.history_a_tokens(caller_for(None, None, None))
+        caller = caller_for(None, None, None)
+        a_tokens = service.history_a_tokens(caller)
+        ranker = service.index_for(caller).selector.ranker
+        if not lexical and not await anyio.to_thread.run_sync(ranker.wait, 600):
+            raise RuntimeError(f"the card vectors were not encoded: {ranker.indexing}")
         async with Client(gateway, mode=mode, cache=None) as client:  # type: ignore[arg-type]
             listed = await client.list_tools()
             protocol = client.protocol_version

@@ -67,14 +67,29 @@ class AskResult:
         }
 
 
+MAX_SERVER_DESCRIPTION = 1_000
+"""Characters of an upstream's own description kept for ranking (it is one field among its tools')."""
+
+
+def _self_description(host: Host, label: str) -> str:
+    connected = host.connections.connected.get(label)
+    info = connected.client.server_info if connected is not None else None
+    return " ".join((info.description or "").split())[:MAX_SERVER_DESCRIPTION] if info is not None else ""
+
+
 def snapshot_from_host(host: Host, bodies: Mapping[tuple[str, str], str] | None = None) -> CatalogSnapshot:
-    """The host's registry as a catalog snapshot (skill bodies only where already loaded)."""
+    """The host's registry as a catalog snapshot (skill bodies only where already loaded).
+
+    A server's description is the one it gives of itself (``serverInfo.description``), which the
+    ranking reads as it reads a snapshot's (the server's document and its label view)."""
     bodies = bodies or {}
     servers = []
     for label in host.registry.labels:
         skills = tuple(SkillSnapshot(r.entry, bodies.get(r.key)) for r in host.registry.skills if r.label == label)
         tools = tuple(dict(t.tool) for t in host.registry.tools(label))
-        servers.append(ServerSnapshot(label=label, tools=tools, skills=skills))
+        servers.append(
+            ServerSnapshot(label=label, description=_self_description(host, label), tools=tools, skills=skills)
+        )
     return CatalogSnapshot(tuple(servers))
 
 

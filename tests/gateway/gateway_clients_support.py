@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import jsonschema
@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, ServerNotification
 from skilldeck.gateway import META_TOOLS, GatewayMiddleware, GatewayService, create_gateway
 from skilldeck.gateway.app import follow_upstreams
 from skilldeck.host import Host, HostWatcher, InProcessServer, ServerSpec
+from skilldeck.select.rank import Encoder
 from skilldeck.server.policy import Policy
 
 from ..host.hostile import HostileServer, Skill
@@ -102,14 +103,20 @@ async def open_gateway(
     max_clients: int = 4_096,
     watch: bool = False,
     server_requests: bool = False,
+    encoder: Encoder | Literal["default"] | None = None,
 ) -> AsyncIterator[Gateway]:
-    """The gateway over in-process ``upstreams`` (label -> ``MCPServer`` or :class:`HostileServer`)."""
+    """The gateway over in-process ``upstreams`` (label -> ``MCPServer`` or :class:`HostileServer`).
+
+    It ranks lexically unless a test passes an ``encoder``: with one, which ranker answers a ``find``
+    depends on how far the card vectors are (a test of that path waits for them)."""
     specs = [
         ServerSpec(label, InProcessServer(u.server if isinstance(u, HostileServer) else u), timeout=10)
         for label, u in upstreams.items()
     ]
     async with Host(specs, server_requests=server_requests) as host:
-        service = GatewayService(host, policy=policy, grants=grants, pinned=pinned, max_clients=max_clients)
+        service = GatewayService(
+            host, policy=policy, grants=grants, pinned=pinned, max_clients=max_clients, encoder=encoder
+        )
         server, middleware = create_gateway(service)
         gateway = Gateway(host, service, server, middleware)
         if not watch:

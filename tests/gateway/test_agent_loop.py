@@ -34,7 +34,7 @@ async def test_agent_loop_leaks_nothing_and_discloses_little(
     agent: ModuleType, catalog: tuple[list[dict[str, Any]], list[Any]], era: str
 ) -> None:
     servers, tasks = catalog
-    out = await agent.run_loop(servers, tasks[:TASKS], mode=agent.ERAS[era])
+    out = await agent.run_loop(servers, tasks[:TASKS], mode=agent.ERAS[era], lexical=True)
     s = out["summary"]
     assert s["protocol_version"] == era
     assert (s["servers"], s["tools"]) == (70, 527)
@@ -67,7 +67,7 @@ async def test_the_leak_count_sees_a_call_the_gate_should_have_refused(
         return checked(self, caller, client, name, arguments)
 
     monkeypatch.setattr(GatewayService, "check_call", lax)
-    out = await agent.run_loop(catalog[0], catalog[1][:2])
+    out = await agent.run_loop(catalog[0], catalog[1][:2], lexical=True)
     assert out["summary"]["leaked_upstream_calls"] == 2
     assert out["summary"]["probes_refused"] == 0
     assert not agent.meets_targets(out["summary"])

@@ -181,7 +181,7 @@ async def test_dead_and_hung_upstreams_are_reported_while_the_others_work(tmp_pa
         ServerSpec("hung", StdioServer(sys.executable, ("-c", hung)), timeout=2),
     ]
     async with Host(specs) as host:
-        service = GatewayService(host, pinned=[("dead", "anything")])
+        service = GatewayService(host, pinned=[("dead", "anything")], encoder=None)
         server, _ = create_gateway(service)
         async with Client(server, mode="legacy", cache=None) as c:
             found = check_structured("find", await c.call_tool("find", {"query": "find job openings"}))
@@ -313,7 +313,7 @@ async def test_find_takes_the_task_split_into_needs_and_gives_each_its_cards(era
 
     specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
     async with Host(specs) as host:
-        server, _ = create_gateway(GatewayService(host))
+        server, _ = create_gateway(GatewayService(host, encoder=None))
         async with Client(server, mode="auto" if era == "modern" else "legacy", cache=None) as c:
             needs = ["find senior Java roles in Costa Rica", "open an issue in the tracker for the hiring team"]
             split = await c.call_tool("find", {"query": " and ".join(needs), "needs": needs, "limit": 10})

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from skilldeck.agents import SkillSession
 from skilldeck.errors import GateRefused
+from skilldeck.gateway import GatewayService
+from skilldeck.host import Host, InProcessServer, ServerSpec
 
 from .gateway_clients_support import jobs_upstream, open_gateway, tool_calls
 
@@ -31,3 +34,14 @@ async def test_a_session_finds_loads_and_calls_and_sees_only_what_it_loaded() ->
         with pytest.raises(GateRefused):
             await session.call("jobs/delete_job", {"job_id": "J-1"})
     assert [c["name"] for c in tool_calls(jobs)] == ["search_jobs"]
+
+
+async def test_a_session_over_a_default_service_ranks_with_the_default_encoder() -> None:
+    specs = [ServerSpec("jobs", InProcessServer(jobs_upstream().server))]
+    async with Host(specs) as host:
+        session = SkillSession(GatewayService(host))  # as the adapters' examples build it
+        ranker = session.service.index_for(session.caller).selector.ranker
+        assert await anyio.to_thread.run_sync(ranker.wait, 120), ranker.indexing
+        found = session.find("python jobs in Berlin")
+        assert found["ranker"] == "semantic", found
+        assert found["cards"][0]["server"] == "jobs", found

@@ -113,6 +113,24 @@ def test_the_cache_keeps_at_most_max_entries_rows(tmp_path: Path) -> None:
     assert np.allclose(again[0], first[0])
 
 
+def test_a_cache_without_a_folder_keeps_rows_in_memory_within_max_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cache = VectorCache(None, max_entries=5)
+    enc = CountingEncoder()
+    first = cache.encode(enc, [f"text {i}" for i in range(4)])
+    assert cache.missing(enc, ["text 0", "text 3", "new"]) == ["new"]
+    enc.seen.clear()
+    again = cache.encode(enc, ["text 3", "new"])
+    assert enc.seen == ["new"]  # only what it had not seen
+    assert np.allclose(again[0], first[3])
+    cache.encode(enc, ["a", "b"])
+    # 5 rows at most: the 2 asked for last, then the 3 newest of the rest ("text 3", "new", "text 0")
+    assert cache.missing(enc, ["a", "b", "new", *(f"text {i}" for i in range(4))]) == ["text 1", "text 2"]
+    assert list(tmp_path.iterdir()) == []  # nothing written anywhere
+
+
 def test_a_key_whose_digest_ends_in_zero_bytes_is_found_again(tmp_path: Path) -> None:
     # numpy's fixed-width byte strings drop trailing NULs: a digest ending in 0x00 must still match
     import hashlib

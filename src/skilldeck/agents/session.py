@@ -2,8 +2,9 @@
 
 A :class:`SkillSession` is what every framework adapter in :mod:`skilldeck.agents` builds on. It
 is the gateway's loop without a downstream MCP connection: the same
-:class:`~skilldeck.gateway.service.GatewayService` (ranking with abstention, verified loading,
-the gate, the policy, the decision log), one activation per session. An adapter turns its
+:class:`~skilldeck.gateway.service.GatewayService` (ranking with abstention -- with the default
+encoder, as ``skilldeck select``, unless built with ``encoder=None`` -- verified loading, the gate,
+the policy, the decision log), one activation per session. An adapter turns its
 methods into the framework's tools and :meth:`SkillSession.active_tools` into the tools the model
 is shown on the next turn.
 

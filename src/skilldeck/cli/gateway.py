@@ -15,6 +15,7 @@ from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import bound_log_output, sdk_logs_in_one_line
 from skilldeck.cli.replicas import add_replica_arguments, replica_setup
+from skilldeck.cli.select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
 
 __all__ = ["add_gateway_command"]
@@ -102,6 +103,7 @@ def add_gateway_command(sub: Any) -> None:
         default="skilldeck-gateway",
         help="server name reported to clients (replicas of one gateway: the same name, see --redis)",
     )
+    encoder_flags(gateway)
     add_replica_arguments(gateway)
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)
@@ -128,6 +130,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     replicas = replica_setup(args.redis, args.name, bus=False)
     for warning in serve_warnings(args):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
 
     def on_change(change: CatalogChange) -> None:
         if "removed" in change.reasons:
@@ -172,6 +175,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 pinned=args.pin,
                 log=DecisionLog(args.log, keep=10_000),
                 shared=shared,
+                encoder=encoder,
+                cache_dir=vector_cache_dir(args) if encoder is not None else None,
             )
             config = GatewayConfig(
                 service, specs, config_path=args.config, policy_path=args.policy, timeout=args.timeout, report=report

@@ -25,7 +25,15 @@ from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
 from skilldeck.select.decide import MAX_NEEDS, Decision, DecisionLog, Selector
 
-__all__ = ["add_select_commands", "run_ask", "run_select", "run_snapshot"]
+__all__ = [
+    "add_select_commands",
+    "encoder_flags",
+    "encoder_from_flags",
+    "run_ask",
+    "run_select",
+    "run_snapshot",
+    "vector_cache_dir",
+]
 
 
 def add_select_commands(sub: Any) -> None:
@@ -38,7 +46,7 @@ def add_select_commands(sub: Any) -> None:
     ask.add_argument("--call", metavar="TOOL", help="call this tool through the gate (label/tool or tool)")
     ask.add_argument("--args", metavar="JSON", default="{}", help="the tool call's arguments as a JSON object")
     ask.add_argument("--json", action="store_true")
-    _encoder_flags(ask)
+    encoder_flags(ask)
     ask.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
     ask.add_argument("--log", type=Path, help="append the decision to this JSON-lines file")
     ask.add_argument("--yes", action="store_true", help="approve the chosen skill for this run")
@@ -62,7 +70,7 @@ def add_select_commands(sub: Any) -> None:
         help="with --query: one need of the question (repeat; each is ranked and judged on its own)",
     )
     select.add_argument("--json", action="store_true", help="one JSON line per query")
-    _encoder_flags(select)
+    encoder_flags(select)
     select.add_argument("--threshold", type=float)
     select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10)")
     select.set_defaults(handler=run_select)
@@ -73,7 +81,7 @@ def add_select_commands(sub: Any) -> None:
     snapshot.set_defaults(handler=run_snapshot)
 
 
-def _encoder_flags(parser: argparse.ArgumentParser) -> None:
+def encoder_flags(parser: argparse.ArgumentParser) -> None:
     how = parser.add_mutually_exclusive_group()
     how.add_argument(
         "--semantic",
@@ -91,7 +99,7 @@ def _encoder_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="keep no card vectors on disk")
 
 
-def _encoder(args: argparse.Namespace, err: Console) -> Any:
+def encoder_from_flags(args: argparse.Namespace, err: Console) -> Any:
     """The encoder asked for; when the default one cannot load, lexical ranking with a one-line notice."""
     if args.lexical:
         return None
@@ -105,7 +113,7 @@ def _encoder(args: argparse.Namespace, err: Console) -> Any:
     return encoder
 
 
-def _cache_dir(args: argparse.Namespace) -> Path | None:
+def vector_cache_dir(args: argparse.Namespace) -> Path | None:
     if args.no_cache or args.lexical:
         return None
     if args.cache_dir is not None:
@@ -133,7 +141,7 @@ def _specs(config: str | None) -> list[ServerSpec]:
 async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     from skilldeck.ask import ask
 
-    encoder = _encoder(args, err)
+    encoder = encoder_from_flags(args, err)
 
     try:
         call_args = json.loads(args.args)
@@ -148,7 +156,7 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
             host,
             args.question,
             encoder=encoder,
-            cache_dir=_cache_dir(args) if encoder is not None else None,
+            cache_dir=vector_cache_dir(args) if encoder is not None else None,
             render=args.render,
             threshold=args.threshold,
             log=DecisionLog(args.log) if args.log else None,
@@ -193,12 +201,12 @@ def _select(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.select.snapshot import load_snapshot
 
     snapshot = load_snapshot(args.catalog)
-    encoder = _encoder(args, err)
+    encoder = encoder_from_flags(args, err)
     selector = Selector(
         build_cards(snapshot),
         encoder=encoder,
         threshold=args.threshold,
-        cache_dir=_cache_dir(args) if encoder is not None else None,
+        cache_dir=vector_cache_dir(args) if encoder is not None else None,
     )
     queries: list[str]
     needs: list[list[str]] = []

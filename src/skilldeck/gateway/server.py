@@ -94,6 +94,8 @@ def _find_text(result: dict[str, Any]) -> str:
         lines = [f"No card fits well enough: {result['reason']}"]
         if result["cards"]:
             lines.append("Closest (not recommended):")
+    elif result.get("low_confidence"):
+        lines = [f"Closest matches, low confidence ({result['confidence']:.2f}): check one fits, then load it by id:"]
     else:
         lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]
     lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import (
@@ -55,10 +57,11 @@ from skilldeck.host import Host, LoadedSkill
 from skilldeck.host.connect import Connected
 from skilldeck.host.registry import SkillRecord
 from skilldeck.select.cards import Card, CardSet, build_cards, skill_tools
-from skilldeck.select.decide import Selector
+from skilldeck.select.decide import Decision, Selector, indexing_note
 from skilldeck.select.gate import ToolGate
 from skilldeck.select.project import count_tokens, history_a
-from skilldeck.select.rank import Encoder
+from skilldeck.select.rank import Encoder, Scored
+from skilldeck.select.vectors import VectorCache
 from skilldeck.server.audience import allowed_tools
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.policy import Caller, Policy, render_template
@@ -67,6 +70,8 @@ from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 __all__ = ["DecisionLog", "GatewayService"]
 
 DEFAULT_FIND_LIMIT = 5
+SERVERS_FIRST = 5
+"""``find`` leads with the best card of each of this many servers, in the decision's server order."""
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
 ORIGIN_META = "dev.skilldeck/server"
@@ -74,6 +79,15 @@ ORIGIN_META = "dev.skilldeck/server"
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 _INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
+DEFAULT_ENCODER: Literal["default"] = "default"
+"""``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
+logger = logging.getLogger(__name__)
+PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
+"""Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
+than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
+judge a close one, while an abstention hides them all. Each keeps 97% of LiveMCPBench half A's
+in-scope questions through the gateway (``bench/gateway_find.py --fit 0.97``, which also reports the
+cost on the out-of-scope twins); the calibrated thresholds keep 90%."""
 
 
 class DecisionLog(JsonLinesLog):
@@ -117,7 +131,11 @@ class GatewayService:
         policy: per-caller admission and tool routing over upstream skills and tools, by id.
         grants: ``(skill label, tool label)`` pairs: a skill of the first may activate tools of the second.
         pinned: ``(label, tool)`` pairs every client may call without loading them (``--pin``).
-        encoder: a semantic encoder for ranking (lexical by default).
+        encoder: the semantic encoder fused into the ranking; by default (``"default"``) the one
+            ``skilldeck select`` uses, loaded at the first ``find`` (when it cannot load: lexical
+            ranking, and one warning logged saying why); ``None``: lexical ranking only.
+        cache_dir: where card vectors are kept by content between runs; ``None``: in memory, for
+            the life of this service (either way a re-listed upstream re-encodes only what changed).
         threshold: override the calibrated abstention threshold.
         log: where every find/load/call is recorded.
         audit: where every policy decision on a call is recorded.
@@ -133,7 +151,8 @@ class GatewayService:
         policy: Policy | None = None,
         grants: Iterable[tuple[str, str]] = (),
         pinned: Iterable[tuple[str, str]] = (),
-        encoder: Encoder | None = None,
+        encoder: Encoder | Literal["default"] | None = DEFAULT_ENCODER,
+        cache_dir: str | os.PathLike[str] | None = None,
         threshold: float | None = None,
         log: DecisionLog | None = None,
         audit: AuditLog | None = None,
@@ -145,7 +164,11 @@ class GatewayService:
         self.policy = policy
         self.grants = frozenset(grants)
         self.pinned = list(dict.fromkeys(pinned))
-        self.encoder = encoder
+        self._encoder = encoder
+        self.encoder_notice: str | None = None
+        """Why ranking is lexical although the default encoder was asked for (it could not load)."""
+        self.vectors = VectorCache(cache_dir)
+        """Card vectors by content, shared by every index (each audience's, each registry generation's)."""
         self.threshold = threshold
         self.log = log or DecisionLog(keep=10_000)
         self.audit = audit or AuditLog()
@@ -161,8 +184,21 @@ class GatewayService:
 
     # -- the catalog -------------------------------------------------------------------------------
 
+    @property
+    def encoder(self) -> Encoder | None:
+        """The encoder rankings fuse in (the default one is loaded on first use), ``None`` when lexical."""
+        if self._encoder == DEFAULT_ENCODER:
+            from skilldeck.select.encoders import default_encoder
+
+            self._encoder, self.encoder_notice = default_encoder()
+            if self.encoder_notice is not None:
+                logger.warning("%s", self.encoder_notice)
+        return self._encoder
+
     def reindex(self, label: str | None = None, tools: Iterable[str] | None = None) -> bool:
         """The host's registry changed: rebuild rankers on next use; drop active tools an upstream no longer lists.
+
+        The card vectors stay (:attr:`vectors`, by content): the rebuilt rankers encode only the cards that changed.
 
         Returns whether any client's active tools changed (so its tool list should be re-announced).
         """
@@ -193,9 +229,9 @@ class GatewayService:
         ids: dict[str, Card] = {}
         for card in cards.cards:
             ids.setdefault(self.card_id(card), card)
-        # with an encoder, card vectors are encoded on a thread of their own: `find` answers lexically
-        # (and says so) meanwhile, rather than the event loop waiting for the whole catalog
-        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True)
+        # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
+        # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
+        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
         index = _Index(cards, selector, ids)
         if len(self._indexes) >= MAX_SELECTORS:
             self._indexes.popitem(last=False)[1].selector.ranker.close()
@@ -262,7 +298,7 @@ class GatewayService:
         decision = index.selector.decide(list(needs) if needs else query)
         cards = []
         seen: set[str] = set()
-        for scored in decision.ranked:
+        for scored in self._servers_first(index, decision):
             card_id = self.card_id(scored.card)
             if card_id in seen:
                 continue
@@ -279,12 +315,28 @@ class GatewayService:
             )
             if len(cards) >= limit:
                 break
+        abstain, reason = decision.abstain, decision.reason
+        plausible = self.threshold is None and decision.confidence >= PLAUSIBLE[decision.ranker]
+        low_confidence = abstain and plausible and bool(cards)
+        if low_confidence:
+            abstain = False
+            reason = (
+                f"low confidence ({decision.confidence:.2f}, under the {index.selector.threshold_for(decision):.2f} "
+                f"a sure choice needs): {cards[0]['id']} is the closest card; check that it fits before loading it"
+            )
+            if decision.indexing is not None:
+                reason += indexing_note(decision.indexing)
         result: dict[str, Any] = {
-            "abstain": decision.abstain,
+            "abstain": abstain,
             "confidence": round(decision.confidence, 4),
-            "reason": decision.reason,
+            "reason": reason,
             "cards": cards,
+            "ranker": decision.ranker,
         }
+        if low_confidence:
+            result["low_confidence"] = True
+        if decision.indexing is not None:  # answered lexically while the card vectors are encoded
+            result["indexing"] = decision.indexing.to_json()
         unavailable = [
             {"server": label, "reason": failure.reason} for label, failure in sorted(self.host.failures.items())
         ]
@@ -294,14 +346,37 @@ class GatewayService:
             "find",
             client,
             query=shorten(query),
-            abstain=decision.abstain,
+            abstain=abstain,
+            low_confidence=low_confidence,
             confidence=result["confidence"],
-            chosen=[c["id"] for c in cards[:1]] if not decision.abstain else [],
+            ranker=decision.ranker,
+            chosen=[c["id"] for c in cards[:1]] if not abstain else [],
             scores=[[c["id"], c["score"]] for c in cards],
             tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
             history_a_tokens=self.history_a_tokens(caller),
         )
         return result
+
+    @staticmethod
+    def _servers_first(index: _Index, decision: Decision) -> list[Scored]:
+        """The decision's cards, led by the best card of each of its first :data:`SERVERS_FIRST` servers.
+
+        The five cards a model sees then name five servers in the order the ranking puts them
+        (including the place it gives the server a need the question implies, such as a file path,
+        whose best card for that need is shown), rather than the several tools of one server that
+        score alike; the rest follow by score."""
+        best: dict[str, Scored] = {}
+        for scored in decision.ranked:
+            best.setdefault(scored.card.server, scored)
+        head_servers = decision.servers[:SERVERS_FIRST]
+        for entry in decision.needs:
+            card = index.selector.ranker.best_card(entry["need"]) if entry.get("implied") else None
+            if card is not None and card.server not in best:
+                score = next((s for label, s in head_servers if label == card.server), 0.0)
+                best[card.server] = Scored(card, score, 0.0)
+        head = [best[label] for label, _ in head_servers if label in best]
+        keys = {s.card.key for s in head}
+        return [*head, *(s for s in decision.ranked if s.card.key not in keys)]
 
     # -- load --------------------------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ import numpy as np
 from skilldeck._records import JsonLinesLog
 from skilldeck.select.cards import Card, CardSet
 from skilldeck.select.rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit, tokens
+from skilldeck.select.vectors import VectorCache
 
 T = TypeVar("T")
 
@@ -221,9 +222,7 @@ class Decision:
             out["needs"] = self.needs
         out["ranker"] = self.ranker
         if self.indexing is not None:
-            out["indexing"] = {"encoded": self.indexing.done, "total": self.indexing.total}
-            if self.indexing.error:
-                out["indexing"]["error"] = self.indexing.error
+            out["indexing"] = self.indexing.to_json()
         return out
 
 
@@ -233,6 +232,12 @@ class DecisionLog(JsonLinesLog):
     def record(self, decision: Decision) -> None:
         features = {k: round(v, 4) for k, v in decision.features.items()}
         self._append({**decision.to_json(depth=5), "features": features})
+
+
+def indexing_note(state: IndexingState) -> str:
+    """What a reason adds while the card vectors are not ready: the answer is the lexical ranker's."""
+    why = f"failed: {state.error}" if state.error else f"{state.done:,} of {state.total:,} encoded"
+    return f" [lexical ranking: card vectors {why}]"
 
 
 def _surface(question: str) -> dict[str, str]:
@@ -287,6 +292,7 @@ class Selector:
             (:class:`~skilldeck.select.rank.Ranker`'s ``background``).
         lexical_calibration: how a lexical ranking is judged when an encoder is given but its card
             vectors are not ready (the shipped lexical model by default).
+        cache: a vector cache to use instead of one on ``cache_dir`` (see :class:`~skilldeck.select.rank.Ranker`).
     """
 
     def __init__(
@@ -306,6 +312,7 @@ class Selector:
         job_calibration: Calibration | None = None,
         background: bool = False,
         lexical_calibration: Calibration | None = None,
+        cache: VectorCache | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -317,6 +324,7 @@ class Selector:
             vectors=vectors,
             cache_dir=cache_dir,
             background=background,
+            cache=cache,
         )
         self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
         self.calibration = calibration or default_calibration(encoder is not None)
@@ -437,19 +445,25 @@ class Selector:
         if self.ranker.encoder is None or ranking.indexing is None:
             return decision
         # an encoder whose card vectors are still being encoded: this answer is the lexical ranker's
-        state = ranking.indexing
-        why = f"failed: {state.error}" if state.error else f"{state.done:,} of {state.total:,} encoded"
-        note = f" [lexical ranking: card vectors {why}]"
-        return replace(decision, reason=decision.reason + note, indexing=state)
+        return replace(decision, reason=decision.reason + indexing_note(ranking.indexing), indexing=ranking.indexing)
+
+    def threshold_for(self, decision: Decision) -> float:
+        """The threshold ``decision`` was judged against (the lexical model's while card vectors are encoded)."""
+        return self._threshold(decision.ranker == "semantic")
+
+    def _threshold(self, semantic: bool) -> float:
+        if not semantic and self.lexical_calibration is not None:
+            return self.lexical_calibration.threshold
+        return self.threshold
 
     def _judge(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
             return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
         unit = ranking.units[0]
         feats = unit_features(unit) | implied_features(ranking.implied_units)
-        calibration, threshold = self.calibration, self.threshold
+        calibration, threshold = self.calibration, self._threshold(ranking.semantic)
         if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
-            calibration, threshold = self.lexical_calibration, self.lexical_calibration.threshold
+            calibration = self.lexical_calibration
         confidence = calibration.confidence(feats)
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)

@@ -436,6 +436,13 @@ class IndexingState:
     cached: int = 0
     """How many of them the vector cache held at the start (``done - cached`` were encoded here)."""
 
+    def to_json(self) -> dict[str, Any]:
+        """``{"encoded", "total"}`` and, when encoding stopped, ``"error"``: how a decision reports it."""
+        out: dict[str, Any] = {"encoded": self.done, "total": self.total}
+        if self.error:
+            out["error"] = self.error
+        return out
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -530,6 +537,9 @@ class Ranker:
             :func:`semantic_text`), to skip encoding the catalog.
         cache_dir: a folder where card and server vectors are kept by content
             (:class:`~skilldeck.select.vectors.VectorCache`); ``None`` writes nothing.
+        cache: a :class:`~skilldeck.select.vectors.VectorCache` to use instead of one on
+            ``cache_dir`` (e.g. one kept in memory and shared by the rankers that follow a changing
+            catalog, so each encodes only the cards that changed).
         background: encode the card vectors the cache lacks on a thread of their own, so the ranker
             answers at once: lexically (as without an encoder) until every vector is ready, then with
             the fused views (:attr:`semantic`, :attr:`indexing`, :meth:`wait`). Vectors all in the
@@ -547,6 +557,7 @@ class Ranker:
         vectors: np.ndarray | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         background: bool = False,
+        cache: VectorCache | None = None,
     ) -> None:
         config = config or RankConfig()
         if semantic_weight is not None:
@@ -608,7 +619,9 @@ class Ranker:
         self._vectors: np.ndarray | None = None
         self._server_vectors: np.ndarray | None = None
         self._label_vectors: np.ndarray | None = None
-        self.cache = VectorCache(cache_dir) if cache_dir is not None and encoder is not None else None
+        if cache is None and cache_dir is not None:
+            cache = VectorCache(cache_dir)
+        self.cache = cache if encoder is not None else None
         self.indexing = IndexingState(0, 0)
         """How far the card vectors are (see :meth:`wait`); ``total`` 0 without an encoder."""
         self._stop = threading.Event()
@@ -1027,6 +1040,11 @@ class Ranker:
         """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
         unit = self._need_unit(need)
         return None if unit is None else unit.server
+
+    def best_card(self, need: str) -> Card | None:
+        """The card a need's own ranking puts first (``None``: nothing matched it)."""
+        unit = self._need_unit(need)
+        return None if unit is None else self.cards[unit.card]
 
     def _need_unit(self, need: str) -> Unit | None:
         """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""

@@ -1,7 +1,8 @@
 """Card vectors cached by content, so a restart or a re-list re-encodes only what changed.
 
 One file per encoder model (its ``fingerprint``) under a cache folder the caller names (the
-host's cache folder, or an explicit one); nothing is written when no folder is given. A row is
+host's cache folder, or an explicit one); with no folder the rows are kept in memory only, for
+the life of the cache object (a gateway re-listing one upstream keeps the others' vectors). A row is
 keyed by the sha256 of the exact text the encoder read, which is made of everything the vector
 depends on (a tool's server, name, description; a skill's name and description), so a changed
 card gets a new key and an unchanged one is never encoded twice. The file is written whole to a
@@ -16,6 +17,7 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -41,23 +43,29 @@ def _key(text: str) -> bytes:
 
 
 class VectorCache:
-    """Vectors of texts, by content, in ``root`` (created on first write).
+    """Vectors of texts, by content, in ``root`` (created on first write), or in memory.
 
     Args:
-        root: the cache folder.
+        root: the cache folder; ``None``: rows are kept in this object only.
         max_entries: rows kept per encoder at most; older rows not asked for by the last call go first.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, max_entries: int = MAX_ENTRIES) -> None:
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike[str] | None, *, max_entries: int = MAX_ENTRIES) -> None:
+        self.root = Path(root) if root is not None else None
         self.max_entries = max_entries
         self.encoded = 0
         """How many texts the last :meth:`encode` call had to encode (the rest came from the file)."""
+        self._memory: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """Without a folder: per file name, the rows a file would hold (keys, vectors)."""
+        self._lock = threading.Lock()  # rankers indexing in the background may share a cache
 
     def path_for(self, fingerprint: str) -> Path:
-        return self.root / f"{_SAFE.sub('_', fingerprint)[:100]}.npz"
+        return (self.root or Path()) / f"{_SAFE.sub('_', fingerprint)[:100]}.npz"
 
     def _read(self, path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.root is None:
+            with self._lock:
+                return self._memory.get(path.name)
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys, vectors = data["keys"], data["vectors"]
@@ -134,15 +142,17 @@ class VectorCache:
                     rows_keys.append(k)
                     rows.append(old_vectors[i])
                     room -= 1
+        keys_array = np.frombuffer(b"".join(rows_keys), dtype=np.uint8).reshape(-1, 32)
+        matrix = np.stack(rows) if rows else np.zeros((0, vectors.shape[1]), dtype=np.float32)
+        if self.root is None:
+            with self._lock:
+                self._memory[path.name] = (keys_array, matrix)
+            return
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".npz")
         try:
             with os.fdopen(fd, "wb") as fh:
-                np.savez(
-                    fh,
-                    keys=np.frombuffer(b"".join(rows_keys), dtype=np.uint8).reshape(-1, 32),
-                    vectors=np.stack(rows) if rows else np.zeros((0, vectors.shape[1]), dtype=np.float32),
-                )
+                np.savez(fh, keys=keys_array, vectors=matrix)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
