@@ -12,10 +12,12 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS
 from skilldeck.gateway.meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
 from skilldeck.gateway.server import CONVERSATION_META_KEY
+from skilldeck.host.wire import SkillsWire
 from skilldeck.server.policy import load_policy
 
 from .gateway_clients_support import (
@@ -329,3 +331,43 @@ async def test_legacy_connections_held_are_bounded_and_the_oldest_goes_with_its_
                 text = refusal(await first.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}))
                 assert "active tools: none" in text, text
     assert tool_calls(jobs) == []
+
+
+UPSTREAM_ADMINS_ONLY = """\
+default_identity: {subject: local, tenant: acme, roles: [%s]}
+skills:
+  jobs/*:
+    admit: {roles: [admin]}
+"""
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_label_rule_hides_that_upstreams_skills_from_callers_it_does_not_admit(
+    era: str, tmp_path: Path
+) -> None:
+    """``jobs/*`` admits admins: a user can neither find, load, list nor read ``jobs/job-search`` (by its id, or
+    re-published as ``skill://jobs/...``); an admin can. ``LABEL/*`` covered prompts and resources, not skills."""
+    seen: dict[str, tuple[set[str], list[str], list[str]]] = {}
+    for role in ("user", "admin"):
+        path = tmp_path / f"{role}.yaml"
+        path.write_text(UPSTREAM_ADMINS_ONLY % role)
+        async with open_gateway({"jobs": jobs_upstream()}, policy=load_policy(path)) as gw, client(gw, era) as c:
+            found = check_structured("find", await c.call_tool("find", {"query": "search job postings", "limit": 10}))
+            loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+            listed = SkillsWire(c)
+            uris = [s["uri"] for s in (await listed.list_skills())["skills"]]
+            seen[role] = ({card["id"] for card in found["cards"]}, [s["id"] for s in loaded["skills"]], uris)
+            if role == "user":
+                assert [(r["id"], r["reason"]) for r in loaded["refused"]] == [
+                    ("jobs/job-search", "no card has the id 'jobs/job-search'; ids come from find (LABEL/NAME)")
+                ], loaded
+                with pytest.raises(MCPError) as hidden:
+                    await c.read_resource("skill://jobs/job-search/SKILL.md")
+                assert hidden.value.error.code == -32602, hidden.value.error
+    user, admin = seen["user"], seen["admin"]
+    assert "jobs/job-search" not in user[0], user
+    assert user[1] == [], user
+    assert not [u for u in user[2] if u.startswith("skill://jobs/")], user
+    assert "jobs/job-search" in admin[0], admin
+    assert admin[1] == ["jobs/job-search"], admin
+    assert "skill://jobs/job-search/SKILL.md" in admin[2], admin

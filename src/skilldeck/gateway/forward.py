@@ -280,7 +280,7 @@ class ForwardedUpstreams:
         policy = self.service.policy
         if policy is None:
             return True
-        rule = policy.skill(f"{label}/{key}") or policy.skill(f"{label}/*")
+        rule = policy.rule_for(f"{label}/{key}")
         return rule is None or rule.admits(caller)
 
     def _connected(self, label: str) -> Connected:

@@ -261,7 +261,7 @@ class GatewayService:
     def _admits_skill(self, caller: Caller, skill_id: str) -> bool:
         if self.policy is None:
             return True
-        rule = self.policy.skill(skill_id)
+        rule = self.policy.rule_for(skill_id)
         return rule is None or rule.admits(caller)
 
     def _admitted_cards(self, cards: CardSet, caller: Caller) -> CardSet:
@@ -436,7 +436,7 @@ class GatewayService:
 
         The verified bytes are what the upstream listed; the rendering is the gateway's, for this caller.
         """
-        rule = self.policy.skill(skill_id) if self.policy is not None else None
+        rule = self.policy.rule_for(skill_id) if self.policy is not None else None
         if rule is None:
             return text
         return render_template(text, {"tenant": caller.tenant or "", "locale": caller.locale, **rule.values(caller)})

@@ -168,7 +168,7 @@ def _remote_variants(skills: list[RemoteSkill], policy: Policy, caller: Caller) 
     kept: list[RemoteSkill] = []
     hidden: list[RemoteSkill] = []
     for skill in skills:
-        rule = policy.skill(skill.policy_key)
+        rule = policy.rule_for(skill.policy_key)  # a gateway's LABEL/NAME falls back to LABEL/*
         (kept if rule is None or rule.admits(caller) else hidden).append(skill)
     if not hidden:
         return kept

@@ -199,7 +199,18 @@ class Policy:
     """
 
     def skill(self, name: str) -> SkillPolicy | None:
+        """The rule written for ``name`` exactly (see :meth:`rule_for` for a gateway's ids)."""
         return self.skills.get(name)
+
+    def rule_for(self, skill_id: str) -> SkillPolicy | None:
+        """The rule that decides skill ``skill_id``: its own, else, for a gateway's ``LABEL/NAME``, ``LABEL/*``.
+
+        ``LABEL/*`` covers every skill, prompt and resource of that upstream without a rule of its own.
+        """
+        found = self.skills.get(skill_id)
+        if found is None and "/" in skill_id:
+            found = self.skills.get(skill_id.split("/", 1)[0] + "/*")
+        return found
 
     def locale_for(self, hint: object) -> str:
         """The configured locale ``hint`` names (case-insensitively), else the default (the first one)."""
