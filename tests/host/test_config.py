@@ -196,3 +196,64 @@ def test_a_label_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
     # the same key in two different objects (each server's "command") is no duplicate
     path.write_text(json.dumps({"mcpServers": {"a": {"command": "x"}, "b": {"command": "x"}}}, indent=2))
     assert [s.label for s in load_config(path)] == ["a", "b"]
+
+
+# -- ${VAR} in an entry -------------------------------------------------------------------------------
+
+SECRET = "ghp_s3cr3t-token-value"
+
+
+def test_variables_are_expanded_in_command_args_env_url_and_headers() -> None:
+    environ = {"TOKEN": SECRET, "BIN": "/opt/bin/server", "ROOT": "/srv/data", "HOST": "mcp.example.test"}
+    [stdio, http] = parse_config(
+        {
+            "mcpServers": {
+                "local": {
+                    "command": "${BIN}",
+                    "args": ["--root", "${ROOT}/files", "$NOT_BRACED"],
+                    "env": {"API_TOKEN": "${TOKEN}", "MODE": "${MODE:-fast}"},
+                    "cwd": "${ROOT}",  # not among the expanded fields: left as written
+                },
+                "remote": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            }
+        },
+        environ=environ,
+    )
+    assert isinstance(stdio.transport, StdioServer)
+    assert stdio.transport.command == "/opt/bin/server"
+    assert stdio.transport.args == ("--root", "/srv/data/files", "$NOT_BRACED")
+    assert stdio.transport.env == {"API_TOKEN": SECRET, "MODE": "fast"}
+    assert stdio.transport.cwd == "${ROOT}"
+    assert isinstance(http.transport, HttpServer)
+    assert http.transport.url == "https://mcp.example.test/mcp"
+    assert http.transport.headers == {"Authorization": f"Bearer {SECRET}"}
+
+
+@pytest.mark.parametrize(("environ", "expected"), [({}, "dflt"), ({"V": ""}, "dflt"), ({"V": "set"}, "set")])
+def test_a_default_stands_in_for_an_unset_or_empty_variable(environ: dict[str, str], expected: str) -> None:
+    [spec] = parse_config({"mcpServers": {"s": {"command": "run", "args": ["${V:-dflt}"]}}}, environ=environ)
+    assert isinstance(spec.transport, StdioServer)
+    assert spec.transport.args == (expected,)
+
+
+def test_an_unset_variable_without_a_default_names_the_entry_and_the_variable() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"mcpServers": {"gh": {"url": "https://x/mcp", "headers": {"A": "${GH_TOKEN}"}}}}, environ={})
+    assert str(refused.value).startswith("mcpServers.gh: ${GH_TOKEN} is not set; export GH_TOKEN"), refused.value
+    [spec] = parse_config({"mcpServers": {"gh": {"command": "x", "args": ["${EMPTY}"]}}}, environ={"EMPTY": ""})
+    assert isinstance(spec.transport, StdioServer)
+    assert spec.transport.args == ("",)  # set, though empty: no default asked for, none given
+
+
+def test_values_from_the_environment_never_show_in_a_message_or_a_repr() -> None:
+    [spec] = parse_config(
+        {"mcpServers": {"gh": {"url": "https://h/${TOKEN}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}}},
+        environ={"TOKEN": SECRET},
+    )
+    assert spec.redact(f"cannot reach https://h/{SECRET}/mcp (Bearer {SECRET})") == (
+        "cannot reach https://h/${TOKEN}/mcp (Bearer ${TOKEN})"
+    )
+    assert SECRET not in repr(spec), repr(spec)
+    assert "https://h/${TOKEN}/mcp" in repr(spec)
+    [short] = parse_config({"mcpServers": {"s": {"command": "x", "args": ["${N}"]}}}, environ={"N": "1"})
+    assert short.redact("exit code 1") == "exit code 1"  # a three-letter value would mangle every message

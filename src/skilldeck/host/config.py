@@ -18,11 +18,19 @@ SSE client.
 
 A label given twice in one file is refused, naming the label and the line of each: JSON keeps
 only the last, so the first server would silently not be connected.
+
+Secrets stay out of the file: ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``,
+``url`` and ``headers`` are replaced by the environment's values (the convention of Claude Code's and
+VS Code's MCP configs); ``default`` stands in when ``VAR`` is unset or empty. A variable that is
+unset, with no default, is an error naming the entry and the variable. What came from the
+environment is remembered with the spec (:attr:`ServerSpec.hidden`), so that a message about a
+server shows ``${VAR}``, never the value (:meth:`ServerSpec.redact`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,14 +61,14 @@ DEFAULT_TIMEOUT = 30.0
 class StdioServer:
     command: str
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = field(default=None, repr=False)  # may hold secrets: never in a repr
     cwd: str | None = None
 
 
 @dataclass(frozen=True)
 class HttpServer:
     url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never in a repr
     sse: bool = False
     """The legacy HTTP+SSE transport (``"type": "sse"``: an event stream at ``url`` and POSTs to the
     endpoint it names), not streamable HTTP."""
@@ -80,6 +88,17 @@ class ServerSpec:
     label: str
     transport: StdioServer | HttpServer | InProcessServer
     timeout: float = DEFAULT_TIMEOUT
+    hidden: tuple[tuple[str, str], ...] = ()
+    """``(value, "${VAR}")`` for each value the entry took from the environment (see the module docs)."""
+
+    def redact(self, text: str) -> str:
+        """``text`` with every value this spec took from the environment written as its ``${VAR}``."""
+        for value, placeholder in self.hidden:
+            text = text.replace(value, placeholder)
+        return text
+
+    def __repr__(self) -> str:
+        return self.redact(f"ServerSpec(label={self.label!r}, transport={self.transport!r}, timeout={self.timeout!r})")
 
     @property
     def kind(self) -> str:
@@ -166,24 +185,76 @@ class _Entry(Model, extra="allow"):
         return StdioServer(self.command, tuple(self.args), self.env or None, self.cwd)
 
 
-def parse_config(data: object, *, timeout: float = DEFAULT_TIMEOUT) -> list[ServerSpec]:
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_EXPANDED = ("command", "args", "env", "url", "headers")
+"""The fields of an entry in which ``${VAR}`` is expanded."""
+_MIN_HIDDEN = 4
+"""A value taken from the environment shorter than this is not redacted (it would mangle every message)."""
+
+
+def _expand(raw: object, at: str, environ: Mapping[str, str], hidden: dict[str, str]) -> object:
+    """``raw`` (an entry) with ``${VAR}`` expanded in :data:`_EXPANDED`; values from ``environ`` go into ``hidden``."""
+    if not isinstance(raw, Mapping):
+        return raw
+
+    def one(text: object) -> object:
+        if not isinstance(text, str) or "${" not in text:
+            return text
+
+        def value(found: re.Match[str]) -> str:
+            name, default = found.group(1), found.group(2)
+            got = environ.get(name)
+            if got is None or (got == "" and default is not None):
+                if default is None:
+                    raise ConfigError(
+                        f"{at}: ${{{name}}} is not set; export {name}, or write ${{{name}:-DEFAULT}} to give a default"
+                    )
+                return default
+            if len(got) >= _MIN_HIDDEN:
+                hidden.setdefault(got, found.group(0))
+            return got
+
+        return _VARIABLE.sub(value, text)
+
+    out = dict(raw)
+    for name in _EXPANDED:
+        if name not in out:
+            continue
+        field_value = out[name]
+        if isinstance(field_value, list):
+            out[name] = [one(v) for v in field_value]
+        elif isinstance(field_value, Mapping):
+            out[name] = {k: one(v) for k, v in field_value.items()}
+        else:
+            out[name] = one(field_value)
+    return out
+
+
+def parse_config(
+    data: object, *, timeout: float = DEFAULT_TIMEOUT, environ: Mapping[str, str] | None = None
+) -> list[ServerSpec]:
     """Server specs from an ``{"mcpServers": {...}}`` document, VS Code's ``{"servers": {...}}``,
-    or the inner mapping itself.
+    or the inner mapping itself; ``${VAR}`` is expanded from ``environ`` (the process's by default).
 
     Raises:
-        ConfigError: naming the label and what is wrong.
+        ConfigError: naming the label and what is wrong (an unset variable by its ``${VAR}``, never a value).
     """
     key, servers = _servers_of(data)
+    env = os.environ if environ is None else environ
     specs: list[ServerSpec] = []
     for label, raw in servers.items():
         label = _check_label(label)
         at = where(key, label)
         if parse(_Switch, raw, ConfigError, at=at).disabled:
             continue
-        entry = parse(_Entry, raw, ConfigError, at=at)
+        hidden: dict[str, str] = {}
+        entry = parse(_Entry, _expand(raw, at, env, hidden), ConfigError, at=at)
         specs.append(
             ServerSpec(
-                label, entry.transport(), float(entry.timeout if "timeout" in entry.model_fields_set else timeout)
+                label,
+                entry.transport(),
+                float(entry.timeout if "timeout" in entry.model_fields_set else timeout),
+                hidden=tuple(sorted(hidden.items(), key=lambda kv: -len(kv[0]))),
             )
         )
     return specs
