@@ -179,6 +179,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
                 limits=http_limits(args),
+                on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
             )
 
     with sdk_logs_in_one_line():

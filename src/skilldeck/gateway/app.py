@@ -12,7 +12,7 @@ gateway is served until the client goes away (stdio) or the process is stopped (
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
@@ -22,6 +22,9 @@ from skilldeck.gateway.service import GatewayService
 from skilldeck.host.watch import CatalogChange
 from skilldeck.server.app import run_http
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits
+
+if TYPE_CHECKING:
+    from skilldeck.server.shutdown import ShutdownReport
 
 __all__ = ["follow_upstreams", "run_gateway"]
 
@@ -67,8 +70,10 @@ async def run_gateway(
     max_sessions: int = 1_000,
     session_idle_timeout: float = 600.0,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    on_stopped: Callable[[ShutdownReport], None] | None = None,
 ) -> None:
-    """Serve the gateway (its host already entered) until stdin closes or the task is cancelled."""
+    """Serve the gateway (its host already entered) until stdin closes, the task is cancelled or, over HTTP,
+    the process is stopped (SIGTERM: see :func:`~skilldeck.server.app.run_http`; ``on_stopped`` hears how)."""
     async with service.host.watch(on_change=follow_upstreams(service, middleware, on_change)):
         if http is None:
             if on_ready is not None:
@@ -85,4 +90,5 @@ async def run_gateway(
             max_sessions=max_sessions,
             session_idle_timeout=session_idle_timeout,
             limits=limits,
+            on_stopped=on_stopped,
         )

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -37,6 +37,9 @@ from skilldeck.server.sessions import (
     evict_idle_when_full,
 )
 from skilldeck.skill.pack import DirectorySource
+
+if TYPE_CHECKING:
+    from skilldeck.server.shutdown import ShutdownReport
 
 __all__ = [
     "SERVING_GC_THRESHOLDS",
@@ -346,8 +349,9 @@ async def serve_http(
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
     json_response: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    on_stopped: Callable[[ShutdownReport], None] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
+    """Serve streamable HTTP at ``http://host:port/path`` until cancelled or stopped (SIGTERM).
 
     At most ``max_sessions`` legacy (2025-11-25) sessions are held; one with no request in flight
     for ``session_idle_timeout`` seconds ends, and when the table is full a new client takes the
@@ -371,6 +375,7 @@ async def serve_http(
             session_idle_timeout=session_idle_timeout,
             json_response=json_response,
             limits=limits,
+            on_stopped=on_stopped,
         )
 
 
@@ -387,13 +392,19 @@ async def run_http(
     sockets: list[socket.socket] | None = None,
     json_response: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    on_stopped: Callable[[ShutdownReport], None] | None = None,
 ) -> None:
-    """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled.
+    """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled or stopped.
 
     Legacy sessions are bounded as :func:`serve_http` describes, connections by ``limits`` (how
     many at once, how long a request may take to arrive: :mod:`skilldeck.server.connections`);
     ``on_ready`` hears the URL once the socket accepts connections. ``sockets`` already bound (see
     :func:`bind`) are used as they are.
+
+    SIGTERM (or Ctrl-C) stops it within ``limits.shutdown_timeout`` seconds: it stops accepting,
+    ends open streams, lets requests in flight finish until then and cuts the rest
+    (:mod:`skilldeck.server.shutdown`); ``on_stopped`` hears what was ended and cut, and the call
+    returns.
 
     ``json_response`` answers each request (both eras) with one JSON body instead of an SSE stream,
     which costs the server about half the CPU of a 2025-11-25 request, but leaves a handler no way to
@@ -406,6 +417,8 @@ async def run_http(
         ServeError: the port is in use, or the address cannot be listened on.
     """
     import uvicorn
+
+    from skilldeck.server.shutdown import GracefulServer, end_streams
 
     app = server.streamable_http_app(
         streamable_http_path=path,
@@ -423,7 +436,9 @@ async def run_http(
         lifespan="on",
         http=bounded_protocol(limits),
     )
-    uv = uvicorn.Server(config)
+    uv = GracefulServer(
+        config, drain=partial(end_streams, server), shutdown_timeout=limits.shutdown_timeout, on_stopped=on_stopped
+    )
     if sockets is None:
         sockets = bind(host, port)
 

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_HTTP_LIMITS",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_REQUEST_TIMEOUT",
+    "DEFAULT_SHUTDOWN_TIMEOUT",
     "HttpLimits",
     "bounded_protocol",
 ]
@@ -42,19 +43,25 @@ DEFAULT_MAX_CONNECTIONS: Final = 2_048
 DEFAULT_REQUEST_TIMEOUT: Final = 10.0
 """Seconds a connection has to send a whole request, from opening or from the request's first byte."""
 
+DEFAULT_SHUTDOWN_TIMEOUT: Final = 10.0
+"""Seconds requests in flight get to finish once the server is asked to stop (SIGTERM)."""
+
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """How many HTTP connections may be open at once, and how long a request may take to arrive."""
+    """How many HTTP connections may be open at once, how long a request may take to arrive, and how long
+    requests in flight may hold up a stop (:mod:`skilldeck.server.shutdown`)."""
 
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
-        if not self.request_timeout > 0:
-            raise ValueError(f"request_timeout must be a number of seconds above 0, got {self.request_timeout}")
+        for name in ("request_timeout", "shutdown_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be a number of seconds above 0, got {getattr(self, name)}")
 
 
 DEFAULT_HTTP_LIMITS: Final = HttpLimits()
