@@ -8,14 +8,11 @@ reported.
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -23,29 +20,9 @@ import httpx2
 import pytest
 from mcp import Client
 
-from .helpers import CLI, POST_HEADERS, initialize_request, start_serve, stop, wait_for_startup
+from .helpers import POST_HEADERS, initialize_request, running_http
 
 LINE = re.compile(r"stopped on SIGTERM in [\d.]+s: ended (.*)")
-
-
-@contextmanager
-def running(
-    command: str, tmp_path: Path, examples_dir: Path, *extra: str
-) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
-    """``serve --http`` of the example pack, or ``gateway --http`` in front of it: (the process, its URL, its log)."""
-    log = tmp_path / f"{command}.log"
-    cmd = [*CLI, "serve", str(examples_dir)]
-    if command == "gateway":
-        config = tmp_path / "gateway.json"
-        config.write_text(json.dumps({"mcpServers": {"docs": {"command": cmd[0], "args": cmd[1:]}}}))
-        cmd = [*CLI, "gateway", "--config", str(config)]
-    proc = start_serve([*cmd, "--http", "127.0.0.1:0", *extra], log)
-    try:
-        found = wait_for_startup(proc, log, 60, pattern=re.compile(r" at (http://\S+)"))
-        assert not isinstance(found, str), found
-        yield proc, found.group(1), log
-    finally:
-        stop(proc)
 
 
 def exited_within(proc: subprocess.Popen[bytes], seconds: float) -> float | None:
@@ -73,7 +50,8 @@ async def open_get_stream(http: httpx2.AsyncClient, url: str) -> httpx2.Response
 @pytest.mark.parametrize("command", ["serve", "gateway"])
 def test_sigterm_ends_open_streams_and_exits(tmp_path: Path, examples_dir: Path, command: str) -> None:
     """A listen stream and a legacy GET stream open: SIGTERM ends both cleanly and the process exits 0 at once."""
-    with running(command, tmp_path, examples_dir) as (proc, url, log):
+    with running_http(command, tmp_path, examples_dir) as ran:
+        proc, url, log = ran.proc, ran.url, ran.log
 
         async def hold_streams_through_sigterm() -> float | None:
             async with (
@@ -125,12 +103,8 @@ def test_a_request_in_flight_finishes_and_one_past_the_shutdown_timeout_is_cut(
 ) -> None:
     """Two requests arriving when SIGTERM comes: the one completed in time is answered, the other is cut after
     --shutdown-timeout, and the line says so."""
-    with running("serve", tmp_path, examples_dir, "--shutdown-timeout", "3", "--request-timeout", "60") as (
-        proc,
-        url,
-        log,
-    ):
-        port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with running_http("serve", tmp_path, examples_dir, "--shutdown-timeout", "3", "--request-timeout", "60") as ran:
+        proc, port, log = ran.proc, ran.port, ran.log
         finishing, rest = _partial_post(port)
         cut, _ = _partial_post(port)
         time.sleep(0.5)  # both heads are in: two requests in flight

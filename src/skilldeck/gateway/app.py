@@ -19,14 +19,17 @@ from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
 from skilldeck.gateway.server import GatewayMiddleware
 from skilldeck.gateway.service import GatewayService
+from skilldeck.host import Host
 from skilldeck.host.watch import CatalogChange
 from skilldeck.server.app import run_http
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits
+from skilldeck.server.health import Readiness
+from skilldeck.server.policy import Caller
 
 if TYPE_CHECKING:
     from skilldeck.server.shutdown import ShutdownReport
 
-__all__ = ["follow_upstreams", "run_gateway"]
+__all__ = ["follow_upstreams", "gateway_readiness", "run_gateway", "upstreams_up"]
 
 
 def follow_upstreams(
@@ -58,6 +61,31 @@ def follow_upstreams(
     return changed
 
 
+def upstreams_up(host: Host) -> tuple[int, int]:
+    """How many of the host's upstreams are up now, and how many it is configured with: (up, of).
+
+    The one place readiness asks the host who is up, so it follows however the host tracks it.
+    """
+    connected = host.connections.connected
+    return sum(1 for spec in host.connections.specs if spec.label in connected), len(host.connections.specs)
+
+
+def gateway_readiness(service: GatewayService, minimum: int) -> Callable[[], Readiness]:
+    """``/readyz`` of the gateway: ready when at least ``minimum`` upstreams are up and its index is built.
+
+    The index (what ``find`` ranks) is built by the first probe after a change if no client built it
+    first, so a ready gateway answers its next ``find`` without building it.
+    """
+
+    def readiness() -> Readiness:
+        up, of = upstreams_up(service.host)
+        cards = len(service.index_for(Caller()).cards.cards)
+        detail = {"upstreams": {"up": up, "of": of, "minimum": minimum}, "index": {"cards": cards}}
+        return Readiness(up >= minimum, detail)
+
+    return readiness
+
+
 async def run_gateway(
     service: GatewayService,
     server: MCPServer[Any],
@@ -71,9 +99,13 @@ async def run_gateway(
     session_idle_timeout: float = 600.0,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     on_stopped: Callable[[ShutdownReport], None] | None = None,
+    ready_upstreams: int = 1,
 ) -> None:
     """Serve the gateway (its host already entered) until stdin closes, the task is cancelled or, over HTTP,
-    the process is stopped (SIGTERM: see :func:`~skilldeck.server.app.run_http`; ``on_stopped`` hears how)."""
+    the process is stopped (SIGTERM: see :func:`~skilldeck.server.app.run_http`; ``on_stopped`` hears how).
+
+    Over HTTP, ``GET /readyz`` answers ready while at least ``ready_upstreams`` upstreams are up
+    (:func:`gateway_readiness`)."""
     async with service.host.watch(on_change=follow_upstreams(service, middleware, on_change)):
         if http is None:
             if on_ready is not None:
@@ -91,4 +123,5 @@ async def run_gateway(
             session_idle_timeout=session_idle_timeout,
             limits=limits,
             on_stopped=on_stopped,
+            readiness=gateway_readiness(service, ready_upstreams),
         )

@@ -29,6 +29,7 @@ from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits, bounded_protocol
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
+from skilldeck.server.health import PROBE_PATHS, Readiness, always_ready, with_probes
 from skilldeck.server.policy import Policy
 from skilldeck.server.sessions import (
     DEFAULT_MAX_SESSIONS,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SERVING_GC_THRESHOLDS",
     "bind",
+    "catalog_readiness",
     "collect_less_often",
     "create_server",
     "drop_idle_tracing",
@@ -376,7 +378,13 @@ async def serve_http(
             json_response=json_response,
             limits=limits,
             on_stopped=on_stopped,
+            readiness=partial(catalog_readiness, extension),
         )
+
+
+def catalog_readiness(extension: SkillsExtension) -> Readiness:
+    """``serve`` is ready once its catalog is loaded (it is, before it listens): ``/readyz`` says how many skills."""
+    return Readiness(True, {"skills": len(extension.catalog)})
 
 
 async def run_http(
@@ -393,6 +401,7 @@ async def run_http(
     json_response: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     on_stopped: Callable[[ShutdownReport], None] | None = None,
+    readiness: Callable[[], Readiness] = always_ready,
 ) -> None:
     """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled or stopped.
 
@@ -413,6 +422,9 @@ async def run_http(
     which relays such messages, does not). ``subscriptions/listen`` and a legacy session's GET
     stream stay SSE either way, so change notifications are unaffected.
 
+    ``GET /healthz`` and ``GET /readyz`` are answered beside ``path`` for balancers and orchestrators
+    (:mod:`skilldeck.server.health`); ``readiness`` says what ``/readyz`` answers.
+
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
     """
@@ -420,6 +432,8 @@ async def run_http(
 
     from skilldeck.server.shutdown import GracefulServer, end_streams
 
+    if path in PROBE_PATHS:
+        raise ServeError(f"--path {path} is where health probes are answered; serve MCP at another path (e.g. /mcp)")
     app = server.streamable_http_app(
         streamable_http_path=path,
         host=host,
@@ -429,7 +443,7 @@ async def run_http(
     )
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(
-        answer_unknown_sessions(app, server.session_manager),
+        with_probes(answer_unknown_sessions(app, server.session_manager), readiness),
         host=host,
         port=port,
         log_level=log_level,
