@@ -122,3 +122,10 @@ def test_probes_are_answered_while_max_connections_holds_clients_out(
         finally:
             for conn in held:
                 conn.close()
+
+
+def test_mcp_cannot_be_served_where_probes_are_answered(examples_dir: Path) -> None:
+    cmd = [*CLI, "serve", str(examples_dir), "--http", "127.0.0.1:0", "--path", "/readyz"]
+    ran = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=cli_env())
+    assert ran.returncode != 0
+    assert "--path /readyz is where health probes are answered" in ran.stderr, ran.stderr
