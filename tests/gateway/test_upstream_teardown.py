@@ -8,16 +8,13 @@ stop them; when its client closes the gateway, the whole tree must be gone withi
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
 
-from ..host.process_tree import Process, kill, still_running, tree, with_argument
+from ..host.process_tree import kill, stdio_gateway_tree, still_running
 
 pytestmark = pytest.mark.anyio
 
@@ -56,28 +53,11 @@ def gateway_config(tmp_path: Path) -> Path:
     return config
 
 
-async def gateway_tree(config: Path, crash: bool = False) -> tuple[set[Process], float]:
-    """Run a stdio gateway on ``config``, list its process tree, close its client (or first kill the gateway, as a
-    crash would end it): (the tree, when closing began)."""
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "skilldeck.cli", "gateway", "--config", str(config)]
-    )
-    async with Client(params, cache=None) as client:
-        tools = await client.list_tools()
-        assert {t.name for t in tools.tools} >= {"find", "call"}
-        (gateway,) = with_argument(str(config))
-        processes = tree(gateway)
-        closing = time.monotonic()
-        if crash:
-            os.kill(gateway, signal.SIGKILL)
-    return processes, closing
-
-
 @pytest.mark.parametrize(("crash", "cycles"), [(False, 10), (True, 2)], ids=["client-closed", "gateway-killed"])
 async def test_every_upstream_process_ends_with_a_stdio_gateway(tmp_path: Path, crash: bool, cycles: int) -> None:
     config = gateway_config(tmp_path)
     for cycle in range(cycles):
-        processes, closing = await gateway_tree(config, crash)
+        processes, closing = await stdio_gateway_tree(config, crash)
         # the gateway, and per upstream: the guard, the server and the server's child
         assert len(processes) == 1 + 2 * 3, (cycle, processes)
         left = still_running(processes, within=max(0.0, closing + 2.0 - time.monotonic()))

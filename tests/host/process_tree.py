@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
+
+from mcp import Client, StdioServerParameters
 
 Process = tuple[int, int]
 """A pid and its start time (clock ticks since boot): a pid reused by another process is not the same one."""
@@ -72,3 +75,19 @@ def kill(processes: set[Process]) -> None:
     for process in processes:
         if alive(process):
             os.kill(process[0], signal.SIGKILL)
+
+
+async def stdio_gateway_tree(config: Path, crash: bool = False) -> tuple[set[Process], float]:
+    """Run a stdio gateway on ``config``, list its process tree, close its client (or first kill the gateway, as a
+    crash would end it): (the tree, when closing began)."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "skilldeck.cli", "gateway", "--config", str(config)]
+    )
+    async with Client(params, cache=None) as client:
+        await client.list_tools()  # the gateway is up, every upstream connected
+        (gateway,) = with_argument(str(config))
+        processes = tree(gateway)
+        closing = time.monotonic()
+        if crash:
+            os.kill(gateway, signal.SIGKILL)
+    return processes, closing
