@@ -20,6 +20,7 @@ import httpx2
 import pytest
 from mcp import Client
 
+from ..host.process_tree import kill, still_running, tree
 from .helpers import POST_HEADERS, initialize_request, running_http
 
 LINE = re.compile(r"stopped on SIGTERM in [\d.]+s: ended (.*)")
@@ -60,13 +61,18 @@ def test_sigterm_ends_open_streams_and_exits(tmp_path: Path, examples_dir: Path,
                 client.listen(resources_list_changed=True) as listening,
             ):
                 get_stream = await open_get_stream(http, url)
+                processes = tree(proc.pid)  # for the gateway: its upstream's too
                 proc.send_signal(signal.SIGTERM)
                 with anyio.fail_after(20):
                     async for _ in listening:  # a graceful close ends the loop; a dropped stream raises
                         pass
                     async for _ in get_stream.aiter_bytes():  # the response ends; a cut one raises
                         pass
-                return await anyio.to_thread.run_sync(exited_within, proc, 20)
+                waited = await anyio.to_thread.run_sync(exited_within, proc, 20)
+                left = still_running(processes, within=2)
+                kill(left)
+                assert not left, f"{len(left)} processes outlived the {command} by 2 s"
+                return waited
 
         waited = anyio.run(hold_streams_through_sigterm)
         text = log.read_text()
