@@ -5,17 +5,19 @@ with no size limit, and decodes it strictly as UTF-8, so a server that writes a 
 the host several times that in memory, and one invalid byte stalls the session until its timeout.
 The SDK offers no hook on that reader, so the host starts every stdio server through this small
 script (standard library only, run by path with the host's interpreter): it starts COMMAND with
-this process' stdin and stderr, and copies its stdout to ours **one complete line at a time**.
+this process' stderr, copies our stdin to its stdin, and its stdout to ours **one complete line
+at a time**.
 
 A line longer than MAX_LINE bytes, or one that is not UTF-8, is never passed on: in its place goes
 one line starting with :data:`MARKER` that names the problem, and the rest of an over-long line is
 skipped without being kept. The host reads that line as the server's fault and gives up on the
 server with the reason (:mod:`skilldeck.host.connect`). If COMMAND cannot be started, the marker
 line says so and this script waits for its stdin to close, so the host reports the reason and not
-a lost connection. The exit code is the server's.
+a lost connection. The exit code is the server's (unless the guard had to SIGKILL its group,
+itself included, as below).
 
-The guard also ends the server **with the host**. It copies its stdin to the server's too, so it
-sees the host close it; and a thread checks every 0.1 s that the host (PARENT, the host's pid) is
+The guard also ends the server **with the host**. Copying its stdin, it sees the host close it;
+and a thread checks every 0.1 s that the host (PARENT, the host's pid) is
 still its parent, which catches a host killed outright (SIGKILL, a crash) even if something else
 still holds the pipe. Either way, or when the host stops reading, the server is stopped as the
 MCP shutdown sequence asks: its stdin closed, then SIGTERM, then SIGKILL, within
