@@ -160,7 +160,8 @@ def running_haproxy(workdir: Path, backends: list[int], *, sticky: bool = False)
     Round-robin per request (``http-server-close``), as a stateless 2026-07-28 deployment needs;
     with ``sticky``, a request carrying ``Mcp-Session-Id`` goes where that session's first
     request went (a stick table on the header: what docs/deploy.md asks for legacy sessions).
-    A replica that refuses connections is skipped (health checks every 300 ms, ``redispatch``).
+    A replica that refuses connections, or whose ``GET /readyz`` is not 200, is skipped (health checks every
+    300 ms, as docs/deploy.md configures them; ``redispatch``).
     """
     binary = executable("haproxy")
     port = free_port()
@@ -192,6 +193,9 @@ frontend mcp
     default_backend replicas
 backend replicas
     balance roundrobin
+    option httpchk
+    http-check send meth GET uri /readyz
+    http-check expect status 200
 {stick}{servers}
 """
     )

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -100,6 +103,52 @@ def stop(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+class Running(NamedTuple):
+    """A ``serve --http`` or ``gateway --http`` process :func:`running_http` started: where it listens, its log."""
+
+    host: str
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/mcp"
+
+
+@contextmanager
+def running_http(command: str, tmp_path: Path, examples_dir: Path, *extra: str) -> Iterator[Running]:
+    """``skilldeck serve --http`` of the example pack, or ``gateway --http`` in front of it (``command``), with
+    ``extra`` flags, until the block ends (stopped then if it still runs)."""
+    log = tmp_path / f"{command}.log"
+    cmd = [*CLI, "serve", str(examples_dir)]
+    if command == "gateway":
+        config = tmp_path / "gateway.json"
+        config.write_text(json.dumps({"mcpServers": {"docs": {"command": cmd[0], "args": cmd[1:]}}}))
+        cmd = [*CLI, "gateway", "--config", str(config)]
+    proc = start_serve([*cmd, "--http", "127.0.0.1:0", *extra], log)
+    try:
+        found = wait_for_startup(proc, log, 60, pattern=re.compile(r" at http://(\S+):(\d+)/"))
+        assert not isinstance(found, str), found
+        yield Running(found.group(1), int(found.group(2)), log, proc)
+    finally:
+        stop(proc)
+
+
+def closed_within(conn: socket.socket, seconds: float) -> float | None:
+    """Seconds until the server closed ``conn`` (reading nothing but the end), or None if it stayed open."""
+    conn.settimeout(seconds)
+    start = time.monotonic()
+    try:
+        data = conn.recv(4096)
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        return time.monotonic() - start
+    assert data == b"", data
+    return time.monotonic() - start
 
 
 def write_skill(

@@ -18,7 +18,7 @@ from skilldeck.errors import ECHO_LIMIT
 from skilldeck.server import create_server
 from skilldeck.server.request_ids import INVALID_ID_MESSAGE, has_invalid_id
 
-from .test_server_bounds import running_http
+from .helpers import running_http
 
 ERAS = ["auto", "legacy"]
 
@@ -88,7 +88,7 @@ def test_a_legacy_request_with_an_invalid_id_is_answered_invalid_request(
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
     }
-    with running_http(command, tmp_path, examples_dir) as (host, port, _), httpx2.Client(timeout=30) as http:
+    with running_http(command, tmp_path, examples_dir) as (host, port, _, _), httpx2.Client(timeout=30) as http:
         url = f"http://{host}:{port}/mcp"
         opened = http.post(url, json=init, headers=headers)
         assert opened.status_code == 200, opened.text
@@ -135,7 +135,7 @@ def test_a_client_that_leaves_mid_body_costs_no_traceback(tmp_path: Path, exampl
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
     }
-    with running_http(command, tmp_path, examples_dir) as (host, port, log), httpx2.Client(timeout=30) as http:
+    with running_http(command, tmp_path, examples_dir) as (host, port, log, _), httpx2.Client(timeout=30) as http:
         url = f"http://{host}:{port}/mcp"
         session = http.post(url, json=init, headers=headers).headers["mcp-session-id"]
         before = log.read_text()

@@ -3,13 +3,12 @@ legacy sessions. Each test drives a real server (in-process or over HTTP on loop
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,9 +21,10 @@ from mcp.server.mcpserver import MCPServer
 from skilldeck.host.wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
 from skilldeck.server.audience import catalog_for
+from skilldeck.server.connections import DEFAULT_PROBE_CONNECTIONS
 from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
 
-from .helpers import CLI, cli_env, stop, write_skill
+from .helpers import CLI, cli_env, closed_within, running_http, stop, write_skill
 
 ERAS = ["auto", "legacy"]
 
@@ -287,35 +287,6 @@ def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) ->
         stop(proc)
 
 
-@contextmanager
-def running_http(command: str, tmp_path: Path, examples_dir: Path, *extra: str) -> Iterator[tuple[str, int, Path]]:
-    """``skilldeck serve --http`` of the example pack, or ``gateway --http`` in front of it (``command``), with
-    ``extra`` flags, until the block ends: (host, port, its log)."""
-    log = tmp_path / "serve.log"
-    cmd = [*CLI, "serve", str(examples_dir)]
-    if command == "gateway":
-        config = tmp_path / "gateway.json"
-        config.write_text(json.dumps({"mcpServers": {"docs": {"command": cmd[0], "args": cmd[1:]}}}))
-        cmd = [*CLI, "gateway", "--config", str(config)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [*cmd, "--http", "127.0.0.1:0", *extra],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=cli_env(),
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (url := re.search(r"at http://(\S+):(\d+)/", log.read_text())):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        yield url.group(1), int(url.group(2)), log
-    finally:
-        stop(proc)
-
-
 @pytest.mark.parametrize("command", ["serve", "gateway"])
 def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, examples_dir: Path, command: str) -> None:
     """A flood of requests the server refuses (a wrong Host header: the SDK answers 421; bytes that are not HTTP:
@@ -324,7 +295,7 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
     from skilldeck.cli.output import LogRateLimit
 
     burst = LogRateLimit().burst
-    with running_http(command, tmp_path, examples_dir) as (host, port, log):
+    with running_http(command, tmp_path, examples_dir) as (host, port, log, _):
         url = f"http://{host}:{port}/mcp"
         post = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -361,7 +332,7 @@ def test_a_client_cannot_make_the_server_log_a_long_line(tmp_path: Path, example
     from skilldeck.cli.output import LogLineCut
 
     limit = LogLineCut().limit
-    with running_http(command, tmp_path, examples_dir) as (host, port, log):
+    with running_http(command, tmp_path, examples_dir) as (host, port, log, _):
         url = f"http://{host}:{port}/mcp"
         post = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -385,21 +356,7 @@ def bounded_serve(
 ) -> Iterator[tuple[str, int, Path]]:
     """``running_http`` with at most 3 connections and 1 s for a request to arrive: (host, port, its log)."""
     with running_http(request.param, tmp_path, examples_dir, "--max-connections", "3", "--request-timeout", "1") as ran:
-        yield ran
-
-
-def _closed_within(conn: socket.socket, seconds: float) -> float | None:
-    """Seconds until the server closed ``conn`` (reading nothing but the end), or None if it stayed open."""
-    conn.settimeout(seconds)
-    start = time.monotonic()
-    try:
-        data = conn.recv(4096)
-    except TimeoutError:
-        return None
-    except ConnectionResetError:
-        return time.monotonic() - start
-    assert data == b"", data
-    return time.monotonic() - start
+        yield ran.host, ran.port, ran.log
 
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -437,7 +394,7 @@ def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
     closed after --request-timeout every time."""
     host, port = bounded_serve[:2]
     with socket.create_connection((host, port)) as silent:
-        waited = _closed_within(silent, 10)
+        waited = closed_within(silent, 10)
         assert waited is not None, "a silent connection was held open"
         assert 0.5 < waited < 5, waited
     head, _, body = _post(host, port).partition(b"\r\n\r\n")
@@ -452,7 +409,7 @@ def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
                     time.sleep(0.2)
             except (BrokenPipeError, ConnectionResetError):
                 pass
-            assert _closed_within(slow, 10) is not None, f"a trickling request {what} was held open"
+            assert closed_within(slow, 10) is not None, f"a trickling request {what} was held open"
             assert time.monotonic() - start < 8
     with socket.create_connection((host, port)) as prompt:  # a whole head in time: answered, and kept open
         prompt.sendall(_post(host, port))
@@ -463,13 +420,14 @@ def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
 
 
 def test_connections_past_the_limit_are_closed_at_once(bounded_serve: tuple[str, int, Path]) -> None:
+    """Three clients and the places kept for health probes (``test_health.py``) all held: the next is closed at once."""
     host, port, log = bounded_serve
-    held = [socket.create_connection((host, port)) for _ in range(3)]
+    held = [socket.create_connection((host, port)) for _ in range(3 + DEFAULT_PROBE_CONNECTIONS)]
     try:
-        time.sleep(0.2)  # the server has accepted all three
+        time.sleep(0.2)  # the server has accepted them all
         with socket.create_connection((host, port)) as extra:
-            waited = _closed_within(extra, 5)
-            assert waited is not None, "a fourth connection was kept"
+            waited = closed_within(extra, 5)
+            assert waited is not None, "a connection past the limit and the probes' places was kept"
             assert waited < 0.5, waited
         assert "3 HTTP connections are open" in log.read_text()
     finally:

@@ -212,6 +212,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             session_idle_timeout=args.session_idle_timeout,
             json_response=not args.sse_responses,
             limits=http_limits(args),
+            on_stopped=lambda report: err.print(f"skilldeck: {report.line()}", highlight=False),
         ),
         backend_options=event_loop_options(),  # uvloop where installed
     )

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 
-from skilldeck.server.connections import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT, HttpLimits
+from skilldeck.server.connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    HttpLimits,
+)
 
 __all__ = ["add_http_arguments", "host_port", "http_limits", "positive", "seconds"]
 
@@ -68,8 +73,20 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         help="close a connection that has not sent a whole request (head and body) this long after opening or "
         f"after the request's first byte (default {DEFAULT_REQUEST_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--shutdown-timeout",
+        type=seconds,
+        default=DEFAULT_SHUTDOWN_TIMEOUT,
+        metavar="SECONDS",
+        help="on SIGTERM: stop accepting, end open streams, give requests in flight this long, then cut them "
+        f"and exit (default {DEFAULT_SHUTDOWN_TIMEOUT:g})",
+    )
 
 
 def http_limits(args: argparse.Namespace) -> HttpLimits:
-    """The connection bounds ``--max-connections`` and ``--request-timeout`` ask for."""
-    return HttpLimits(max_connections=args.max_connections, request_timeout=args.request_timeout)
+    """The connection bounds ``--max-connections``, ``--request-timeout`` and ``--shutdown-timeout`` ask for."""
+    return HttpLimits(
+        max_connections=args.max_connections,
+        request_timeout=args.request_timeout,
+        shutdown_timeout=args.shutdown_timeout,
+    )

@@ -10,7 +10,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from skilldeck.cli.arguments import add_http_arguments, http_limits, seconds
+from skilldeck.cli.arguments import add_http_arguments, http_limits, positive, seconds
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import bound_log_output, sdk_logs_in_one_line
@@ -104,6 +104,13 @@ def add_gateway_command(sub: Any) -> None:
         help="server name reported to clients (replicas of one gateway: the same name, see --redis)",
     )
     encoder_flags(gateway)
+    gateway.add_argument(
+        "--ready-upstreams",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="over HTTP, GET /readyz answers ready while at least N upstreams are up (default 1)",
+    )
     add_replica_arguments(gateway)
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)
@@ -123,6 +130,11 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     specs = load_config(args.config, timeout=args.timeout)
     if not specs:
         raise ConfigError(f"{args.config} names no servers; add entries under mcpServers")
+    if args.ready_upstreams > len(specs):
+        raise ConfigError(
+            f"--ready-upstreams {args.ready_upstreams}: {args.config} names only {len(specs)} servers, so the "
+            f"gateway would never be ready; pass at most {len(specs)}"
+        )
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
     # Replicas share activations and the request-state key; each follows its upstreams itself, so
@@ -222,6 +234,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 limits=http_limits(args),
                 config=config,
                 watch_config=args.watch_config,
+                on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
+                ready_upstreams=args.ready_upstreams,
             )
 
     with sdk_logs_in_one_line():

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -31,11 +31,17 @@ from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 from skilldeck.gateway.reload import GatewayConfig
 from skilldeck.gateway.server import GatewayMiddleware
 from skilldeck.gateway.service import GatewayService
+from skilldeck.host import Host
 from skilldeck.host.watch import CatalogChange
 from skilldeck.server.app import run_http
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits
+from skilldeck.server.health import Readiness
+from skilldeck.server.policy import Caller
 
-__all__ = ["announce_policy", "follow_upstreams", "run_gateway"]
+if TYPE_CHECKING:
+    from skilldeck.server.shutdown import ShutdownReport
+
+__all__ = ["announce_policy", "follow_upstreams", "gateway_readiness", "run_gateway", "upstreams_up"]
 
 
 def follow_upstreams(
@@ -75,6 +81,31 @@ def follow_upstreams(
     return changed
 
 
+def upstreams_up(host: Host) -> tuple[int, int]:
+    """How many of the host's upstreams are up now, and how many it is configured with: (up, of).
+
+    The one place readiness asks the host who is up, so it follows however the host tracks it.
+    """
+    connected = host.connections.connected
+    return sum(1 for spec in host.connections.specs if spec.label in connected), len(host.connections.specs)
+
+
+def gateway_readiness(service: GatewayService, minimum: int) -> Callable[[], Readiness]:
+    """``/readyz`` of the gateway: ready when at least ``minimum`` upstreams are up and its index is built.
+
+    The index (what ``find`` ranks) is built by the first probe after a change if no client built it
+    first, so a ready gateway answers its next ``find`` without building it.
+    """
+
+    def readiness() -> Readiness:
+        up, of = upstreams_up(service.host)
+        cards = len(service.index_for(Caller()).cards.cards)
+        detail = {"upstreams": {"up": up, "of": of, "minimum": minimum}, "index": {"cards": cards}}
+        return Readiness(up >= minimum, detail)
+
+    return readiness
+
+
 async def run_gateway(
     service: GatewayService,
     server: MCPServer[Any],
@@ -89,8 +120,14 @@ async def run_gateway(
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     config: GatewayConfig | None = None,
     watch_config: bool = False,
+    on_stopped: Callable[[ShutdownReport], None] | None = None,
+    ready_upstreams: int = 1,
 ) -> None:
-    """Serve the gateway (its host already entered) until stdin closes or the task is cancelled."""
+    """Serve the gateway (its host already entered) until stdin closes, the task is cancelled or, over HTTP,
+    the process is stopped (SIGTERM: see :func:`~skilldeck.server.app.run_http`; ``on_stopped`` hears how).
+
+    Over HTTP, ``GET /readyz`` answers ready while at least ``ready_upstreams`` upstreams are up
+    (:func:`gateway_readiness`)."""
     admit = config.admit if config is not None else None
     changed = follow_upstreams(service, middleware, on_change, admit)
     async with service.host.watch(on_change=changed) as watcher, anyio.create_task_group() as tg:
@@ -100,7 +137,17 @@ async def run_gateway(
                 await config.reload(watcher, changed, lambda: announce_policy(middleware))
 
             _reload_on_signals(tg, reload, [config.config_path, config.policy_path] if watch_config else [])
-        await _serve(server, http, path, on_ready, max_sessions, session_idle_timeout, limits)
+        await _serve(
+            server,
+            http,
+            path,
+            on_ready,
+            max_sessions,
+            session_idle_timeout,
+            limits,
+            on_stopped=on_stopped,
+            readiness=gateway_readiness(service, ready_upstreams),
+        )
         tg.cancel_scope.cancel()
 
 
@@ -153,6 +200,9 @@ async def _serve(
     max_sessions: int,
     session_idle_timeout: float,
     limits: HttpLimits,
+    *,
+    on_stopped: Callable[[ShutdownReport], None] | None,
+    readiness: Callable[[], Readiness],
 ) -> None:
     if http is None:
         if on_ready is not None:
@@ -169,4 +219,6 @@ async def _serve(
         max_sessions=max_sessions,
         session_idle_timeout=session_idle_timeout,
         limits=limits,
+        on_stopped=on_stopped,
+        readiness=readiness,
     )

@@ -27,6 +27,7 @@ end now instead of waiting out a timeout, and the other servers go on.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
@@ -353,7 +354,8 @@ def _guarded(transport: StdioServer, limit: int) -> StdioServerParameters:
     # the host's own environment (and its secrets) is never handed to a server wholesale.
     env = dict(transport.env) if transport.env else None
     guard = str(Path(stdio_guard.__file__).resolve())
-    args = ["-I", guard, str(limit), "--", transport.command, *transport.args]
+    # Our pid, so the guard can tell when we are gone even if it was started after we died.
+    args = ["-I", guard, str(limit), str(os.getpid()), "--", transport.command, *transport.args]
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=transport.cwd)
 
 

@@ -1,25 +1,41 @@
-"""A line guard between a stdio MCP server and the host: ``python stdio_guard.py MAX_LINE -- COMMAND ARGS``.
+"""A line guard between a stdio MCP server and the host: ``python stdio_guard.py MAX_LINE PARENT -- COMMAND ARGS``.
 
 The SDK's stdio transport reads a server's stdout into one growing buffer until a newline comes,
 with no size limit, and decodes it strictly as UTF-8, so a server that writes a 200 MB line costs
 the host several times that in memory, and one invalid byte stalls the session until its timeout.
 The SDK offers no hook on that reader, so the host starts every stdio server through this small
 script (standard library only, run by path with the host's interpreter): it starts COMMAND with
-this process' stdin and stderr, and copies its stdout to ours **one complete line at a time**.
+this process' stderr, copies our stdin to its stdin, and its stdout to ours **one complete line
+at a time**.
 
 A line longer than MAX_LINE bytes, or one that is not UTF-8, is never passed on: in its place goes
 one line starting with :data:`MARKER` that names the problem, and the rest of an over-long line is
 skipped without being kept. The host reads that line as the server's fault and gives up on the
 server with the reason (:mod:`skilldeck.host.connect`). If COMMAND cannot be started, the marker
 line says so and this script waits for its stdin to close, so the host reports the reason and not
-a lost connection. The exit code is the server's.
+a lost connection. The exit code is the server's (unless the guard had to SIGKILL its group,
+itself included, as below).
+
+The guard also ends the server **with the host**. Copying its stdin, it sees the host close it;
+and a thread checks every 0.1 s that the host (PARENT, the host's pid) is
+still its parent, which catches a host killed outright (SIGKILL, a crash) even if something else
+still holds the pipe. Either way, or when the host stops reading, the server is stopped as the
+MCP shutdown sequence asks: its stdin closed, then SIGTERM, then SIGKILL, within
+:data:`STOP_WITHIN` seconds in all, sent to the guard's whole process group (the host starts the
+guard as the leader of a new one), so the server's own children end too. Without this a server
+that ignores the end of its stdin (most Node servers do) outlived its host until its next write
+failed, which for one that writes only when asked was never.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 MARKER = "dev.skilldeck/stdio-guard"
 """Starts the line the guard writes instead of a server line it will not pass on (never valid JSON)."""
@@ -28,6 +44,15 @@ LINE_TOO_LONG = "line-too-long"
 NOT_UTF8 = "not-utf8"
 NOT_STARTED = "not-started"
 _CHUNK = 1 << 16
+
+EXIT_GRACE = 0.3
+"""Seconds the server has to exit on its own once its stdin is closed, before SIGTERM."""
+TERM_GRACE = 0.5
+"""Seconds the server's process group has after SIGTERM, before SIGKILL."""
+STOP_WITHIN = EXIT_GRACE + TERM_GRACE
+"""The most stopping the server takes once the host is gone, its children included."""
+PARENT_POLL = 0.1
+"""How often the guard checks that the host is still its parent."""
 
 
 def _write(fd: int, data: bytes) -> None:
@@ -73,25 +98,125 @@ def relay(source: int, sink: int, max_line: int) -> None:
         _write(sink, bytes(line))
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--" or not argv[0].isdigit():
-        sys.stderr.write("usage: stdio_guard.py MAX_LINE -- COMMAND [ARGS...]\n")
-        return 2
-    max_line, command = int(argv[0]), argv[2:]
+class _Stopper:
+    """Stops the server and its process group once, whichever notices first that the host is gone."""
+
+    def __init__(self, server: subprocess.Popen[bytes]) -> None:
+        self.server = server
+        self.stopping = False
+        self.stopped = threading.Event()
+        self._once = threading.Lock()
+
+    def on_sigterm(self, signum: int, frame: object) -> None:
+        """SIGTERM from elsewhere (the host stopping our group) ends us as it would have; ours we outlive."""
+        if not self.stopping:
+            os._exit(128 + signum)
+
+    def stop(self) -> None:
+        if not self._once.acquire(blocking=False):
+            return
+        self.stopping = True
+        try:
+            self._stop()
+        finally:
+            self.stopped.set()
+
+    def _stop(self) -> None:
+        if self.server.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.server.stdin.close()
+        if self._wait(EXIT_GRACE) and not _others_in_group():
+            return
+        # The server and what it started share our group; we stay to escalate (see on_sigterm), then go with it.
+        _signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + TERM_GRACE
+        while time.monotonic() < deadline:
+            if self.server.poll() is not None and not _others_in_group():
+                return
+            time.sleep(0.02)
+        _signal_group(signal.SIGKILL)
+
+    def _wait(self, seconds: float) -> bool:
+        try:
+            self.server.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+
+def _signal_group(signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgrp(), signum)
+
+
+def _others_in_group() -> bool:
+    """Whether a process other than this one (and not a zombie) is in our process group.
+
+    Read from ``/proc`` on Linux; elsewhere assumed so, which costs only the SIGTERM the host's own
+    shutdown sends the group anyway.
+    """
     try:
-        server = subprocess.Popen(command, stdout=subprocess.PIPE)
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    me, group = os.getpid(), os.getpgrp()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] != b"Z":
+            return True
+    return False
+
+
+def _copy_stdin(server_stdin: int, stopper: _Stopper) -> None:
+    """Our stdin to the server's until the host closes it (or the server's end is gone); then stop the server."""
+    try:
+        while chunk := os.read(0, _CHUNK):
+            _write(server_stdin, chunk)
+    except OSError:
+        pass
+    stopper.stop()
+
+
+def _watch_parent(parent: int, stopper: _Stopper) -> None:
+    """Stop the server once ``parent`` is no longer our parent (it ended, and we were handed to another)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    stopper.stop()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--" or not argv[0].isdigit() or not argv[1].isdigit():
+        sys.stderr.write("usage: stdio_guard.py MAX_LINE PARENT -- COMMAND [ARGS...]\n")
+        return 2
+    max_line, parent, command = int(argv[0]), int(argv[1]), argv[3:]
+    try:
+        server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     except OSError as exc:
         what = f"command not found: {command[0]}" if isinstance(exc, FileNotFoundError) else str(exc)
         _write(1, _marker(NOT_STARTED, what))
         while os.read(0, _CHUNK):  # until the host closes our stdin
             pass
         return 127
+    assert server.stdin is not None
     assert server.stdout is not None
+    stopper = _Stopper(server)
+    signal.signal(signal.SIGTERM, stopper.on_sigterm)
+    threading.Thread(target=_copy_stdin, args=(server.stdin.fileno(), stopper), daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent, stopper), daemon=True).start()
     try:
         relay(server.stdout.fileno(), 1, max_line)
-    except (BrokenPipeError, ConnectionResetError):  # the host is gone; the server is stopped with our group
-        server.kill()
-    return server.wait()
+    except (BrokenPipeError, ConnectionResetError):  # the host stopped reading: it is gone
+        stopper.stop()
+    code = server.wait()
+    if stopper.stopping:  # the server ended because we stop it: see its group ended too before we go
+        stopper.stopped.wait()
+    return code
 
 
 if __name__ == "__main__":

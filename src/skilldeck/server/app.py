@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -30,6 +30,7 @@ from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits, bounde
 from skilldeck.server.disconnects import quiet_disconnects
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
+from skilldeck.server.health import PROBE_PATHS, Readiness, always_ready, with_probes
 from skilldeck.server.policy import Policy
 from skilldeck.server.request_ids import answer_invalid_ids
 from skilldeck.server.sessions import (
@@ -40,9 +41,13 @@ from skilldeck.server.sessions import (
 )
 from skilldeck.skill.pack import DirectorySource
 
+if TYPE_CHECKING:
+    from skilldeck.server.shutdown import ShutdownReport
+
 __all__ = [
     "SERVING_GC_THRESHOLDS",
     "bind",
+    "catalog_readiness",
     "collect_less_often",
     "create_server",
     "drop_idle_tracing",
@@ -361,8 +366,9 @@ async def serve_http(
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
     json_response: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    on_stopped: Callable[[ShutdownReport], None] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/path`` until cancelled.
+    """Serve streamable HTTP at ``http://host:port/path`` until cancelled or stopped (SIGTERM).
 
     At most ``max_sessions`` legacy (2025-11-25) sessions are held; one with no request in flight
     for ``session_idle_timeout`` seconds ends, and when the table is full a new client takes the
@@ -386,7 +392,14 @@ async def serve_http(
             session_idle_timeout=session_idle_timeout,
             json_response=json_response,
             limits=limits,
+            on_stopped=on_stopped,
+            readiness=partial(catalog_readiness, extension),
         )
+
+
+def catalog_readiness(extension: SkillsExtension) -> Readiness:
+    """``serve`` is ready once its catalog is loaded (it is, before it listens): ``/readyz`` says how many skills."""
+    return Readiness(True, {"skills": len(extension.catalog)})
 
 
 async def run_http(
@@ -402,13 +415,20 @@ async def run_http(
     sockets: list[socket.socket] | None = None,
     json_response: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+    on_stopped: Callable[[ShutdownReport], None] | None = None,
+    readiness: Callable[[], Readiness] = always_ready,
 ) -> None:
-    """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled.
+    """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled or stopped.
 
     Legacy sessions are bounded as :func:`serve_http` describes, connections by ``limits`` (how
     many at once, how long a request may take to arrive: :mod:`skilldeck.server.connections`);
     ``on_ready`` hears the URL once the socket accepts connections. ``sockets`` already bound (see
     :func:`bind`) are used as they are.
+
+    SIGTERM (or Ctrl-C) stops it within ``limits.shutdown_timeout`` seconds: it stops accepting,
+    ends open streams, lets requests in flight finish until then and cuts the rest
+    (:mod:`skilldeck.server.shutdown`); ``on_stopped`` hears what was ended and cut, and the call
+    returns.
 
     ``json_response`` answers each request (both eras) with one JSON body instead of an SSE stream,
     which costs the server about half the CPU of a 2025-11-25 request, but leaves a handler no way to
@@ -417,11 +437,18 @@ async def run_http(
     which relays such messages, does not). ``subscriptions/listen`` and a legacy session's GET
     stream stay SSE either way, so change notifications are unaffected.
 
+    ``GET /healthz`` and ``GET /readyz`` are answered beside ``path`` for balancers and orchestrators
+    (:mod:`skilldeck.server.health`); ``readiness`` says what ``/readyz`` answers.
+
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
     """
     import uvicorn
 
+    from skilldeck.server.shutdown import GracefulServer, end_streams
+
+    if path in PROBE_PATHS:
+        raise ServeError(f"--path {path} is where health probes are answered; serve MCP at another path (e.g. /mcp)")
     app = server.streamable_http_app(
         streamable_http_path=path,
         host=host,
@@ -431,14 +458,18 @@ async def run_http(
     )
     evict_idle_when_full(server.session_manager)
     config = uvicorn.Config(
-        quiet_disconnects(answer_invalid_ids(answer_unknown_sessions(app, server.session_manager))),
+        quiet_disconnects(
+            with_probes(answer_invalid_ids(answer_unknown_sessions(app, server.session_manager)), readiness)
+        ),
         host=host,
         port=port,
         log_level=log_level,
         lifespan="on",
         http=bounded_protocol(limits),
     )
-    uv = uvicorn.Server(config)
+    uv = GracefulServer(
+        config, drain=partial(end_streams, server), shutdown_timeout=limits.shutdown_timeout, on_stopped=on_stopped
+    )
     if sockets is None:
         sockets = bind(host, port)
 
