@@ -142,6 +142,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                     highlight=False,
                     soft_wrap=True,
                 )
+            for label in sorted(host.connections.connected):
+                if host.connections.rejected_probe(label):  # its stderr trace of the probe is not shown
+                    err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
             service = GatewayService(
                 host,
                 policy=policy,

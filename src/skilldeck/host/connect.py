@@ -58,6 +58,7 @@ from mcp_types import (
     InputResponse,
     ListRootsRequest,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skilldeck._awaitable import maybe_await
@@ -78,6 +79,9 @@ __all__ = [
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """Bytes one HTTP response body, SSE event or stdio line from a server may take (32 MiB)."""
+
+PROBE_METHOD = "server/discover"
+"""The request a 2026-07-28 client opens with; a 2025-11-25 server refuses it and gets the handshake instead."""
 
 MessageListener = Callable[[str, Any], Awaitable[None] | None]
 """Called with ``(label, message)`` for every message a server sends outside a response."""
@@ -459,6 +463,18 @@ class Connections(Unwinding):
             return log.read()
         except (OSError, ValueError):
             return ""
+
+    def rejected_probe(self, label: str) -> bool:
+        """Whether a connected stdio server spoke 2025-11-25 after refusing the 2026-07-28 probe.
+
+        A server built on an SDK that does not know ``server/discover`` answers the probe with an
+        error and often writes a long validation trace to stderr, though it then works over the
+        2025-11-25 handshake. That trace names the probe's method, which is how it is told apart.
+        """
+        connected = self.connected.get(label)
+        if connected is None or self.mode != "auto" or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return False
+        return PROBE_METHOD in self.stderr(label)
 
     def add_message_listener(self, listener: MessageListener) -> None:
         """Hear every message any server sends outside a response (notifications, mostly), with its label."""
