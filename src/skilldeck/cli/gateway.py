@@ -33,6 +33,10 @@ def _pair(flag: str, sep: str) -> Any:
     return parse
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def add_gateway_command(sub: Any) -> None:
     gateway = sub.add_parser(
         "gateway",
@@ -101,6 +105,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.gateway.server import create_gateway
     from skilldeck.gateway.service import DecisionLog, GatewayService
     from skilldeck.host import Host, load_config
+    from skilldeck.host.backoff import Backoff
     from skilldeck.host.watch import CatalogChange
     from skilldeck.server.app import drop_idle_tracing, event_loop_options
     from skilldeck.server.policy import load_policy
@@ -116,12 +121,6 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     for warning in serve_warnings(args):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
-    def on_change(change: CatalogChange) -> None:
-        err.print(
-            f"[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
-            highlight=False,
-        )
-
     async def main() -> None:
         async with AsyncExitStack() as stack:
             shared = None
@@ -133,12 +132,34 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             await serve(shared)
 
     async def serve(shared: Any) -> None:
+        def on_change(change: CatalogChange) -> None:
+            if "reconnected" in change.reasons and change.tools is not None:
+                skills = len([r for r in host.registry.skills if r.label == change.label])
+                tools = len(change.tools)
+                what = _count(tools, "tool") + (f", {_count(skills, 'skill')}" if skills else "")
+                err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
+                return
+            if {"down", "reconnected"} & change.reasons:  # a loss was told when it happened (on_transition)
+                return
+            err.print(
+                f"[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+                highlight=False,
+            )
+
+        def on_transition(label: str, text: str) -> None:
+            err.print(f"\\[{escape(label)}] {escape(text)}", highlight=False, soft_wrap=True)
+
         async with Host(
-            specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window, server_requests=True
+            specs,
+            allow_dynamic=args.allow_dynamic,
+            budget_window=args.budget_window,
+            server_requests=True,
+            restart=Backoff(),
+            on_transition=on_transition,
         ) as host:
             for label, failure in sorted(host.failures.items()):
                 err.print(
-                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.reason)}",
+                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.describe())}",
                     highlight=False,
                     soft_wrap=True,
                 )

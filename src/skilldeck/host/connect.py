@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -64,6 +67,7 @@ from pydantic import ValidationError
 from skilldeck._awaitable import maybe_await
 from skilldeck.errors import MessageTooLarge
 from skilldeck.host import stdio_guard
+from skilldeck.host.backoff import Backoff, RetrySchedule
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
 
@@ -75,6 +79,8 @@ __all__ = [
     "MessageListener",
     "MessageTooLarge",
     "ServerRequestHandler",
+    "StateListener",
+    "Transition",
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
@@ -85,6 +91,12 @@ PROBE_METHOD = "server/discover"
 
 MessageListener = Callable[[str, Any], Awaitable[None] | None]
 """Called with ``(label, message)`` for every message a server sends outside a response."""
+
+StateListener = Callable[[str, bool], None]
+"""Called with ``(label, up)`` each time a supervised server's session opens (``True``) or is lost (``False``)."""
+
+Transition = Callable[[str, str], None]
+"""Told ``(label, what happened)`` once per transition of a supervised server, e.g. ``exited (code 1); restarting in 2 s``."""
 
 ServerRequestHandler = Callable[[str, InputRequest], Awaitable[InputResponse | ErrorData]]
 """Answers ``(label, request)``: a ``sampling/createMessage``, ``elicitation/create`` or ``roots/list`` a server sent."""
@@ -133,6 +145,8 @@ class Connected:
     """Gives up on this server with a reason (set by :class:`Connections`)."""
     failure: str | None = None
     """Why the host gave up on this server, once it has; its requests then fail with this reason."""
+    on_lost: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    """Says the session is gone (connection closed, session forgotten, HTTP 5xx), so it is opened again."""
 
     @property
     def label(self) -> str:
@@ -150,6 +164,8 @@ class Connected:
                 self.on_fault(fault)
         if self.failure is not None:
             return self.failure
+        if self.on_lost is not None and (lost := _session_lost(exc)) is not None:
+            self.on_lost(lost)
         return request_error(exc)
 
     @property
@@ -167,6 +183,25 @@ class Failure:
 
     label: str
     reason: str
+    retry_at: float | None = None
+    """When it is tried again (``time.monotonic()``), for a supervised server; ``None``: it is not."""
+
+    def retry(self, now: float | None = None) -> str:
+        """``retried in 2 s``, ``being retried now``, or ``""`` for a server that is not tried again."""
+        if self.retry_at is None:
+            return ""
+        left = self.retry_at - (time.monotonic() if now is None else now)
+        return f"retried in {seconds(left)}" if left >= 0.05 else "being retried now"
+
+    def describe(self) -> str:
+        """The reason, and when the server is tried again if it is."""
+        retry = self.retry()
+        return f"{self.reason}; {retry}" if retry else self.reason
+
+
+def seconds(value: float) -> str:
+    """``0.7 s``, ``12 s``: a wait as a person reads it."""
+    return f"{value:.1f} s" if value < 9.95 else f"{value:.0f} s"
 
 
 def request_error(exc: BaseException) -> str:
@@ -263,6 +298,84 @@ def _transport_fault(exc: BaseException) -> str | None:
     return None
 
 
+def _session_lost(exc: BaseException) -> str | None:
+    """Why a failed request means the session is gone (so it is worth opening again); ``None`` otherwise.
+
+    The SDK's words for a closed connection, for an HTTP 404 on a session the server no longer
+    knows (it restarted), and for an HTTP 5xx answer.
+    """
+    if not isinstance(exc, MCPError):
+        return None
+    code, message = exc.error.code, exc.error.message
+    if code == CONNECTION_CLOSED:
+        return "connection closed"
+    if code == INVALID_REQUEST and message == "Session terminated":
+        return "session lost (the server no longer knows it)"
+    if code == INTERNAL_ERROR and message == "Server returned an error response":
+        return "the server answered with an HTTP error"
+    return None
+
+
+def _guard_exit(exc: Exception) -> int | None:
+    """The exit code in the stdio guard's last line (the server's stdout ended), else ``None``."""
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    raw = errors[0].get("input") if errors else None
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    prefix = f"{stdio_guard.MARKER} {stdio_guard.EXITED} "
+    if isinstance(raw, str) and raw.startswith(prefix):
+        code = raw[len(prefix) :].strip()
+        if code.lstrip("-").isdigit():
+            return int(code)
+    return None
+
+
+class _EndWatch:
+    """A transport's read stream that says when it ends (the server exited or the connection dropped)."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:  # read back by the SDK's dispatcher
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _EndWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _EndWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """``transport`` (a stdio or HTTP one), its read stream telling ``on_end`` when it ends."""
+    async with transport as (read, write):
+        yield _EndWatch(read, on_end), write
+
+
 class _CappedStream(httpx2.AsyncByteStream):
     """A response body that may not pass ``limit`` bytes: in all, or per SSE event for an event stream.
 
@@ -348,6 +461,7 @@ def _client_for(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     on_fault: Callable[[str], None] = lambda reason: None,
     callbacks: dict[str, Any] | None = None,
+    on_end: Callable[[], None] | None = None,
 ) -> Client:
     transport = spec.transport
     target: Any
@@ -356,8 +470,12 @@ def _client_for(
         # The SDK annotates ``errlog`` as TextIO but only hands it to the subprocess as its stderr
         # (any file with a fileno); our temporary files are IO[str].
         target = stdio_client(params, errlog=cast(TextIO, errlog)) if errlog is not None else params
+        if on_end is not None and errlog is not None:
+            target = _watched(target, on_end)
     elif isinstance(transport, HttpServer):
         target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault)
+        if on_end is not None:
+            target = _watched(target, on_end)
     elif isinstance(transport, InProcessServer):
         target = transport.server
     else:  # pragma: no cover - ServerSpec's type forbids it
@@ -384,6 +502,13 @@ class Connections(Unwinding):
             take; a server that sends more is dropped with that reason.
         server_requests: declare the sampling, elicitation and roots capabilities to every server and
             hand the requests they send to :attr:`server_request_handler` (see the module docs).
+        restart: supervise the servers on this schedule: a stdio server that exits is started again,
+            an HTTP server unreachable at start or whose connection drops is connected again, each
+            after a wait of the schedule (:class:`~skilldeck.host.backoff.Backoff`); ``None`` (the
+            default): a server lost stays lost. A server given up on for what it sent (:meth:`fail`)
+            is never retried.
+        on_transition: told ``(label, text)`` once per transition of a supervised server (lost,
+            retried); by default each is logged as a warning.
     """
 
     def __init__(
@@ -395,6 +520,8 @@ class Connections(Unwinding):
         mode: Literal["auto", "legacy"] = "auto",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         server_requests: bool = False,
+        restart: Backoff | None = None,
+        on_transition: Transition | None = None,
     ) -> None:
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes <= 0:
             from skilldeck.errors import ConfigError
@@ -423,6 +550,11 @@ class Connections(Unwinding):
         self.server_requests = server_requests
         self.server_request_handler: ServerRequestHandler | None = None
         """Answers the server requests each session hands on (with ``server_requests``); refused while unset."""
+        self.restart = restart
+        self.on_transition: Transition = on_transition if on_transition is not None else _log_transition
+        self._state_listeners: list[StateListener] = []
+        self._given_up: set[str] = set()
+        self._exit_codes: dict[str, int] = {}
 
     async def __aenter__(self) -> Connections:
         async with AsyncExitStack() as stack:
@@ -443,6 +575,11 @@ class Connections(Unwinding):
             return None
         if self.server_stderr is not None:
             return self.server_stderr
+        log = self._stderr_files.get(spec.label)
+        if log is not None and not log.closed:  # a restart: the file starts again, so it never grows past one run
+            log.seek(0)
+            log.truncate()
+            return log
         log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in __aexit__
         self._stderr_files[spec.label] = log
         return log
@@ -476,6 +613,21 @@ class Connections(Unwinding):
             return False
         return PROBE_METHOD in self.stderr(label)
 
+    def add_state_listener(self, listener: StateListener) -> None:
+        """Hear ``(label, up)`` each time a server's session opens or is lost (see ``restart``)."""
+        self._state_listeners.append(listener)
+
+    def remove_state_listener(self, listener: StateListener) -> None:
+        if listener in self._state_listeners:
+            self._state_listeners.remove(listener)
+
+    def _tell_state(self, label: str, up: bool) -> None:
+        for listener in list(self._state_listeners):
+            try:
+                listener(label, up)
+            except Exception:  # one listener's fault must not stop the supervisor
+                logger.exception("a state listener failed on %r", label)
+
     def add_message_listener(self, listener: MessageListener) -> None:
         """Hear every message any server sends outside a response (notifications, mostly), with its label."""
         self._listeners.append(listener)
@@ -486,6 +638,9 @@ class Connections(Unwinding):
 
     def _message_handler(self, label: str) -> Callable[[Any], Awaitable[None]]:
         async def handle(message: Any) -> None:
+            if isinstance(message, Exception) and (code := _guard_exit(message)) is not None:
+                self._exit_codes[label] = code  # the end of the stream follows
+                return
             if isinstance(message, Exception):
                 # A message the transport could not read (not JSON-RPC, over the limit, not UTF-8):
                 # the request it answered can never be matched, so waiting would only run out the clock.
@@ -536,8 +691,9 @@ class Connections(Unwinding):
     def fail(self, label: str, reason: str) -> None:
         """Give up on one server now, with the reason: its session closes, and requests waiting on it end.
 
-        The first reason stands; the other servers are not affected.
+        The first reason stands; the other servers are not affected; the server is not retried.
         """
+        self._given_up.add(label)
         self.failures.setdefault(label, Failure(label, reason))
         connected = self.connected.pop(label, None)
         if connected is not None and connected.failure is None:
@@ -556,21 +712,84 @@ class Connections(Unwinding):
         for done in settled:
             await done.wait()
 
+    def _ended(self, label: str) -> bool:
+        """Whether the host closed this server (or all of them), or gave up on it."""
+        closer = self._closers.get(label)
+        return self._close.is_set() or (closer is not None and closer.is_set()) or label in self._given_up
+
+    async def _until_closed(self, label: str) -> None:
+        """Return once the host closes this server's session or all of them."""
+        closer = self._closers.setdefault(label, anyio.Event())
+        async with anyio.create_task_group() as wait_any:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                wait_any.cancel_scope.cancel()
+
+            wait_any.start_soon(until, self._close)
+            wait_any.start_soon(until, closer)
+
     async def _hold(self, spec: ServerSpec, done: anyio.Event) -> None:
-        """Connect, publish the session, keep it open until the host closes; report any failure."""
-        scope = self._scopes[spec.label] = anyio.CancelScope()
+        """Keep one server connected until the host closes: connect, and with ``restart`` connect again
+        after each loss, on the backoff schedule; report each failure and each transition."""
+        label = spec.label
+        schedule = RetrySchedule(self.restart) if self.restart is not None else None
+        while True:
+            was_up, reason = await self._attempt(spec, done, schedule)
+            done.set()
+            if reason is None or schedule is None or self._ended(label):
+                return
+            delay = schedule.next_delay()
+            self.failures[label] = Failure(label, reason, retry_at=time.monotonic() + delay)
+            if was_up:
+                again = "restarting" if isinstance(spec.transport, StdioServer) else "reconnecting"
+                self.on_transition(label, f"{reason.split('; its stderr', 1)[0]}; {again} in {seconds(delay)}")
+                self._tell_state(label, False)
+            else:  # unavailable at start is reported by the host's user; a retry that fails is no transition
+                logger.debug("[%s] unavailable (%s); retrying in %.1f s", label, reason, delay)
+            with anyio.move_on_after(delay):
+                await self._until_closed(label)
+            if self._ended(label):
+                return
+
+    async def _attempt(
+        self, spec: ServerSpec, done: anyio.Event, schedule: RetrySchedule | None
+    ) -> tuple[bool, str | None]:
+        """Connect once and hold the session: ``(whether it opened, why it ended)``; no reason when the host closed it."""
+        label = spec.label
+        scope = self._scopes[label] = anyio.CancelScope()
         watch = anyio.CancelScope()
         errlog = self._errlog(spec)
         timeout = self.read_timeout if self.read_timeout is not None else spec.timeout
+        self._exit_codes.pop(label, None)
+        lost: list[str] = []
+        gone = anyio.Event()
+        outcome: tuple[bool, str | None] = (False, None)
 
         def on_fault(reason: str) -> None:
-            self.fail(spec.label, reason)
+            self.fail(label, reason)
+
+        def on_lost(reason: str) -> None:
+            if not lost:
+                lost.append(reason)
+            gone.set()
+
+        def on_end() -> None:
+            if label in self._exit_codes:
+                on_lost(f"exited (code {self._exit_codes[label]})")
+            elif isinstance(spec.transport, StdioServer):
+                on_lost("exited")
+            else:
+                on_lost("connection lost")
 
         async def watchdog() -> None:
+            nonlocal outcome
             with watch:
                 await anyio.sleep(spec.timeout)
-                if not done.is_set():
-                    self.failures[spec.label] = Failure(spec.label, f"no answer within {spec.timeout:g}s (timed out)")
+                if not done.is_set() or label not in self.connected:
+                    reason = f"no answer within {spec.timeout:g}s (timed out)"
+                    self.failures[label] = Failure(label, reason)
+                    outcome = (False, reason)
                     done.set()  # report now; the process is torn down in the background
                     scope.cancel()
 
@@ -583,35 +802,60 @@ class Connections(Unwinding):
                         timeout,
                         errlog,
                         mode=self.mode,
-                        message_handler=self._message_handler(spec.label),
+                        message_handler=self._message_handler(label),
                         max_message_bytes=self.max_message_bytes,
                         on_fault=on_fault,
-                        callbacks=self._request_callbacks(spec.label),
+                        callbacks=self._request_callbacks(label),
+                        on_end=on_end if schedule is not None else None,
                     )
                     async with client:
                         settings = declared_skills_settings(client)
-                        self.connected[spec.label] = Connected(
-                            spec, client, SkillsWire(client), settings, on_fault=on_fault
-                        )
-                        done.set()
+                        connected = Connected(spec, client, SkillsWire(client), settings, on_fault=on_fault)
+                        if schedule is not None:
+                            connected.on_lost = on_lost
+                        self.connected[label] = connected
+                        self.failures.pop(label, None)
                         watch.cancel()
-                        closer = self._closers.setdefault(spec.label, anyio.Event())
+                        if schedule is not None:
+                            schedule.connected()
+                            self._tell_state(label, True)
+                        done.set()
                         async with anyio.create_task_group() as wait_any:
 
-                            async def until(event: anyio.Event) -> None:
-                                await event.wait()
+                            async def until_lost() -> None:
+                                await gone.wait()
                                 wait_any.cancel_scope.cancel()
 
-                            wait_any.start_soon(until, self._close)
-                            wait_any.start_soon(until, closer)
+                            async def until_closed() -> None:
+                                await self._until_closed(label)
+                                wait_any.cancel_scope.cancel()
+
+                            wait_any.start_soon(until_lost)
+                            wait_any.start_soon(until_closed)
+                        if gone.is_set() and not self._ended(label):
+                            reason = lost[0] + self._stderr_tail(label)
+                            outcome = (True, reason)
+                            if self.connected.get(label) is connected:
+                                del self.connected[label]
+                            self.failures[label] = Failure(label, reason)  # before the session is torn down
+                            connected.failure = connected.failure or reason
                 except Exception as exc:
-                    if spec.label not in self.connected:
-                        reason = _not_found_hint(spec, exc) or _describe(exc) + self._stderr_tail(spec.label)
-                        self.failures.setdefault(spec.label, Failure(spec.label, reason))
+                    if label not in self.connected:
+                        reason = _not_found_hint(spec, exc) or _describe(exc) + self._stderr_tail(label)
+                        self.failures.setdefault(label, Failure(label, reason))
+                        outcome = (False, reason)
                     else:
-                        logger.warning("server %r failed: %s", spec.label, _describe(exc))
-                        lost = self.connected.pop(spec.label)
-                        self.failures[spec.label] = Failure(spec.label, f"connection lost: {_describe(exc)}")
-                        lost.failure = lost.failure or self.failures[spec.label].reason
+                        if schedule is None:  # supervised, the loss is told as a transition
+                            logger.warning("server %r failed: %s", label, _describe(exc))
+                        gone_now = self.connected.pop(label)
+                        reason = f"connection lost: {_describe(exc)}"
+                        self.failures[label] = Failure(label, reason)
+                        gone_now.failure = gone_now.failure or reason
+                        outcome = (True, reason)
             done.set()
             watch.cancel()
+        return outcome
+
+
+def _log_transition(label: str, text: str) -> None:
+    logger.warning("[%s] %s", label, text)

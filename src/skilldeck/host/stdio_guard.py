@@ -12,11 +12,13 @@ one line starting with :data:`MARKER` that names the problem, and the rest of an
 skipped without being kept. The host reads that line as the server's fault and gives up on the
 server with the reason (:mod:`skilldeck.host.connect`). If COMMAND cannot be started, the marker
 line says so and this script waits for its stdin to close, so the host reports the reason and not
-a lost connection. The exit code is the server's.
+a lost connection. When the server's stdout ends, a last marker line gives its exit code, which is
+also this script's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -27,6 +29,8 @@ MARKER = "dev.skilldeck/stdio-guard"
 LINE_TOO_LONG = "line-too-long"
 NOT_UTF8 = "not-utf8"
 NOT_STARTED = "not-started"
+EXITED = "exited"
+"""The server's stdout ended; the marker's detail is its exit code (the last line the guard writes)."""
 _CHUNK = 1 << 16
 
 
@@ -91,7 +95,11 @@ def main(argv: list[str]) -> int:
         relay(server.stdout.fileno(), 1, max_line)
     except (BrokenPipeError, ConnectionResetError):  # the host is gone; the server is stopped with our group
         server.kill()
-    return server.wait()
+        return server.wait()
+    code = server.wait()
+    with contextlib.suppress(OSError):  # so the host can say how it ended (a host closing no longer reads)
+        _write(1, _marker(EXITED, str(code)))
+    return code
 
 
 if __name__ == "__main__":
