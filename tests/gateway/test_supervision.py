@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import pytest
@@ -100,8 +100,10 @@ async def until(predicate: Any, what: str) -> None:
 
 
 @asynccontextmanager
-async def supervised(specs: list[ServerSpec], transitions: Transitions) -> AsyncIterator[Gateway]:
-    async with Host(specs, restart=FAST, on_transition=transitions) as host:
+async def supervised(
+    specs: list[ServerSpec], transitions: Transitions, mode: Literal["auto", "legacy"] = "auto"
+) -> AsyncIterator[Gateway]:
+    async with Host(specs, restart=FAST, on_transition=transitions, mode=mode) as host:
         service = GatewayService(host)
         server, middleware = create_gateway(service)
         async with host.watch(on_change=follow_upstreams(service, middleware)) as watcher:
@@ -148,6 +150,10 @@ async def check_down(clients: dict[str, tuple[Client, Heard]], label: str, reaso
         assert loaded["skills"] == [], loaded
         (why,) = loaded["refused"]
         assert f"'{label}' is down" in why["reason"], loaded
+        # the other upstream is not affected
+        check_structured("load", await c.call_tool("load", {"ids": ["files/read_file"]}))
+        read = await c.call_tool("call", {"tool": "files/read_file", "arguments": {"path": "notes.txt"}})
+        assert not read.is_error, read
 
 
 def heard_now(clients: dict[str, tuple[Client, Heard]]) -> dict[str, int]:
@@ -245,6 +251,29 @@ async def test_an_http_upstream_down_at_start_or_stopped_is_connected_again(tmp_
         assert "reconnecting in" in transitions[0][1], transitions
         with http_jobs(port):
             await check_back(gw, clients, "web", heard_now(clients))
+
+
+async def test_an_http_upstream_restarted_between_requests_is_connected_again_when_it_forgets_the_session() -> None:
+    port = free_port()
+    transitions = Transitions()
+    specs = [ServerSpec("web", HttpServer(f"http://127.0.0.1:{port}/mcp"), timeout=60)]
+    with http_jobs(port) as first:
+        # 2025-11-25 upstream sessions have an id the server keeps in memory
+        async with supervised(specs, transitions, mode="legacy") as gw, both_eras(gw) as clients:
+            before = gw.host.connections.connected["web"]
+            for c, _ in clients.values():
+                check_structured("load", await c.call_tool("load", {"ids": ["web/search_jobs"]}))
+            stop(first)
+            with http_jobs(port):
+                heard = heard_now(clients)
+                c = clients["modern"][0]
+                # the first call to reach the new process is answered 404 for the old session
+                await c.call_tool("call", {"tool": "web/search_jobs", "arguments": {"query": "python"}})
+                await check_back(gw, clients, "web", heard)
+                assert gw.host.connections.connected["web"] is not before
+                assert transitions == [
+                    ("web", "session lost (HTTP 404: the server no longer knows it); reconnecting in 0.2 s")
+                ], transitions
 
 
 def test_the_cli_says_when_an_upstream_exits_and_when_it_is_back(tmp_path: Path) -> None:

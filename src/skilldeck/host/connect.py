@@ -417,10 +417,31 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-def _capped_http_client(headers: dict[str, str], limit: int, on_over: Callable[[str], None]) -> httpx2.AsyncClient:
-    """An HTTP client with the SDK's timeouts whose every response is read under ``limit``."""
+def _http_loss(response: httpx2.Response) -> str | None:
+    """Why an HTTP answer means the session is gone: a 404 on a request that named a session (the
+    server restarted and no longer knows it), or a 5xx; ``None`` otherwise."""
+    status = response.status_code
+    if status == 404 and response.request.headers.get("mcp-session-id"):
+        return "session lost (HTTP 404: the server no longer knows it)"
+    if status >= 500:
+        return f"the server answered HTTP {status}"
+    return None
+
+
+def _capped_http_client(
+    headers: dict[str, str],
+    limit: int,
+    on_over: Callable[[str], None],
+    on_lost: Callable[[str], None] | None = None,
+) -> httpx2.AsyncClient:
+    """An HTTP client with the SDK's timeouts whose every response is read under ``limit``.
+
+    With ``on_lost``, an answer that means the session is gone (:func:`_http_loss`) is told to it.
+    """
 
     async def cap(response: httpx2.Response) -> None:
+        if on_lost is not None and (lost := _http_loss(response)) is not None:
+            on_lost(lost)
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         stream = response.stream
         if isinstance(stream, httpx2.AsyncByteStream):
@@ -431,10 +452,16 @@ def _capped_http_client(headers: dict[str, str], limit: int, on_over: Callable[[
 
 
 @asynccontextmanager
-async def _http(url: str, headers: dict[str, str], limit: int, on_over: Callable[[str], None]) -> AsyncIterator[Any]:
+async def _http(
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    on_over: Callable[[str], None],
+    on_lost: Callable[[str], None] | None = None,
+) -> AsyncIterator[Any]:
     """Streamable HTTP on a capped HTTP client, closed with the session."""
     async with (
-        _capped_http_client(headers, limit, on_over) as http,
+        _capped_http_client(headers, limit, on_over, on_lost) as http,
         # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
         streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
     ):
@@ -462,6 +489,7 @@ def _client_for(
     on_fault: Callable[[str], None] = lambda reason: None,
     callbacks: dict[str, Any] | None = None,
     on_end: Callable[[], None] | None = None,
+    on_lost: Callable[[str], None] | None = None,
 ) -> Client:
     transport = spec.transport
     target: Any
@@ -473,7 +501,7 @@ def _client_for(
         if on_end is not None and errlog is not None:
             target = _watched(target, on_end)
     elif isinstance(transport, HttpServer):
-        target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault)
+        target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost)
         if on_end is not None:
             target = _watched(target, on_end)
     elif isinstance(transport, InProcessServer):
@@ -764,12 +792,15 @@ class Connections(Unwinding):
         self._exit_codes.pop(label, None)
         lost: list[str] = []
         gone = anyio.Event()
+        opened = anyio.Event()
         outcome: tuple[bool, str | None] = (False, None)
 
         def on_fault(reason: str) -> None:
             self.fail(label, reason)
 
         def on_lost(reason: str) -> None:
+            if not opened.is_set():  # before the session opened, its opening fails by itself
+                return
             if not lost:
                 lost.append(reason)
             gone.set()
@@ -807,6 +838,7 @@ class Connections(Unwinding):
                         on_fault=on_fault,
                         callbacks=self._request_callbacks(label),
                         on_end=on_end if schedule is not None else None,
+                        on_lost=on_lost if schedule is not None else None,
                     )
                     async with client:
                         settings = declared_skills_settings(client)
@@ -815,6 +847,7 @@ class Connections(Unwinding):
                             connected.on_lost = on_lost
                         self.connected[label] = connected
                         self.failures.pop(label, None)
+                        opened.set()
                         watch.cancel()
                         if schedule is not None:
                             schedule.connected()
@@ -840,17 +873,20 @@ class Connections(Unwinding):
                             self.failures[label] = Failure(label, reason)  # before the session is torn down
                             connected.failure = connected.failure or reason
                 except Exception as exc:
-                    if label not in self.connected:
+                    if outcome[0]:  # lost already; tearing the session down failed as well
+                        logger.debug("[%s] closing a lost session: %s", label, _describe(exc))
+                    elif not opened.is_set():
                         reason = _not_found_hint(spec, exc) or _describe(exc) + self._stderr_tail(label)
                         self.failures.setdefault(label, Failure(label, reason))
                         outcome = (False, reason)
                     else:
                         if schedule is None:  # supervised, the loss is told as a transition
                             logger.warning("server %r failed: %s", label, _describe(exc))
-                        gone_now = self.connected.pop(label)
+                        gone_now = self.connected.pop(label, None)
                         reason = f"connection lost: {_describe(exc)}"
                         self.failures[label] = Failure(label, reason)
-                        gone_now.failure = gone_now.failure or reason
+                        if gone_now is not None:
+                            gone_now.failure = gone_now.failure or reason
                         outcome = (True, reason)
             done.set()
             watch.cancel()
