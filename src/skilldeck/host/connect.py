@@ -47,8 +47,6 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    CONNECTION_CLOSED,
-    INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -145,8 +143,6 @@ class Connected:
     """Gives up on this server with a reason (set by :class:`Connections`)."""
     failure: str | None = None
     """Why the host gave up on this server, once it has; its requests then fail with this reason."""
-    on_lost: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
-    """Says the session is gone (connection closed, session forgotten, HTTP 5xx), so it is opened again."""
 
     @property
     def label(self) -> str:
@@ -164,8 +160,6 @@ class Connected:
                 self.on_fault(fault)
         if self.failure is not None:
             return self.failure
-        if self.on_lost is not None and (lost := _session_lost(exc)) is not None:
-            self.on_lost(lost)
         return request_error(exc)
 
     @property
@@ -295,24 +289,6 @@ def _transport_fault(exc: BaseException) -> str | None:
     if isinstance(exc, MCPError) and exc.error.code == PARSE_ERROR and exc.error.message.startswith("Failed to parse"):
         detail = _short_parse_error(exc.error.message)
         return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
-    return None
-
-
-def _session_lost(exc: BaseException) -> str | None:
-    """Why a failed request means the session is gone (so it is worth opening again); ``None`` otherwise.
-
-    The SDK's words for a closed connection, for an HTTP 404 on a session the server no longer
-    knows (it restarted), and for an HTTP 5xx answer.
-    """
-    if not isinstance(exc, MCPError):
-        return None
-    code, message = exc.error.code, exc.error.message
-    if code == CONNECTION_CLOSED:
-        return "connection closed"
-    if code == INVALID_REQUEST and message == "Session terminated":
-        return "session lost (the server no longer knows it)"
-    if code == INTERNAL_ERROR and message == "Server returned an error response":
-        return "the server answered with an HTTP error"
     return None
 
 
@@ -843,8 +819,6 @@ class Connections(Unwinding):
                     async with client:
                         settings = declared_skills_settings(client)
                         connected = Connected(spec, client, SkillsWire(client), settings, on_fault=on_fault)
-                        if schedule is not None:
-                            connected.on_lost = on_lost
                         self.connected[label] = connected
                         self.failures.pop(label, None)
                         opened.set()
