@@ -15,6 +15,13 @@ With ``server_requests=True`` (the gateway) every session also declares the ``sa
 its label) to :attr:`Connections.server_request_handler`; while no handler is set, each is refused
 with an error response.
 
+With ``restart`` (a :class:`~skilldeck.host.backoff.Backoff`; the gateway sets it) each server is
+supervised: a stdio server whose process exits (the guard reports its exit code) is started again,
+an HTTP server unreachable at start, whose connection drops, that answers a 5xx, or that no longer
+knows the session (a 404 naming it) is connected again, each after a wait of the schedule. While a
+server is down its :class:`Failure` says when it is retried; each loss is told once to
+``on_transition``, and each loss and return to the state listeners (:meth:`Connections.add_state_listener`).
+
 What a server sends is bounded and checked before it can cost the host: one HTTP response body,
 one SSE event and one stdio line may each take at most ``max_message_bytes`` (32 MiB by default;
 stdio servers run behind :mod:`skilldeck.host.stdio_guard`, since the SDK's stdio reader has no
