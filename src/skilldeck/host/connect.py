@@ -788,13 +788,8 @@ class Connections(Unwinding):
                 lost.append(reason)
             gone.set()
 
-        def on_end() -> None:
-            if label in self._exit_codes:
-                on_lost(f"exited (code {self._exit_codes[label]})")
-            elif isinstance(spec.transport, StdioServer):
-                on_lost("exited")
-            else:
-                on_lost("connection lost")
+        def on_end() -> None:  # a stdio server's exit code, in the line before the end, is added later
+            on_lost("exited" if isinstance(spec.transport, StdioServer) else "connection lost")
 
         async def watchdog() -> None:
             nonlocal outcome
@@ -847,7 +842,9 @@ class Connections(Unwinding):
                             wait_any.start_soon(until_lost)
                             wait_any.start_soon(until_closed)
                         if gone.is_set() and not self._ended(label):
-                            reason = lost[0] + self._stderr_tail(label)
+                            code = self._exit_codes.get(label)
+                            said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]
+                            reason = said + self._stderr_tail(label)
                             outcome = (True, reason)
                             if self.connected.get(label) is connected:
                                 del self.connected[label]
@@ -857,7 +854,9 @@ class Connections(Unwinding):
                     if outcome[0]:  # lost already; tearing the session down failed as well
                         logger.debug("[%s] closing a lost session: %s", label, _describe(exc))
                     elif not opened.is_set():
-                        reason = _not_found_hint(spec, exc) or _describe(exc) + self._stderr_tail(label)
+                        early = self._exit_codes.get(label)
+                        said = f"exited (code {early}) before the handshake finished" if early is not None else ""
+                        reason = _not_found_hint(spec, exc) or (said or _describe(exc)) + self._stderr_tail(label)
                         self.failures.setdefault(label, Failure(label, reason))
                         outcome = (False, reason)
                     else:
