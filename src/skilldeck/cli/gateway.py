@@ -34,6 +34,10 @@ def _pair(flag: str, sep: str) -> Any:
     return parse
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def add_gateway_command(sub: Any) -> None:
     gateway = sub.add_parser(
         "gateway",
@@ -123,6 +127,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.gateway.server import create_gateway
     from skilldeck.gateway.service import DecisionLog, GatewayService
     from skilldeck.host import Host, load_config
+    from skilldeck.host.backoff import Backoff
     from skilldeck.host.watch import CatalogChange
     from skilldeck.server.app import drop_idle_tracing, event_loop_options
     from skilldeck.server.policy import load_policy
@@ -144,14 +149,6 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
 
-    def on_change(change: CatalogChange) -> None:
-        if "removed" in change.reasons:
-            return  # said where it was removed
-        err.print(
-            f"\\[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
-            highlight=False,
-        )
-
     def report(level: str, text: str) -> None:
         heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
         err.print(f"{heading}{escape(text)}", highlight=False, soft_wrap=True)
@@ -171,15 +168,41 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
 
     async def serve(shared: Any) -> None:
         nonlocal code
+
+        def on_change(change: CatalogChange) -> None:
+            if "reconnected" in change.reasons and change.tools is not None:
+                skills = len([r for r in host.registry.skills if r.label == change.label])
+                tools = len(change.tools)
+                what = _count(tools, "tool") + (f", {_count(skills, 'skill')}" if skills else "")
+                err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
+                return
+            if {"down", "reconnected", "removed"} & change.reasons:  # told when it happened (a transition, a reload)
+                return
+            err.print(
+                f"\\[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+                highlight=False,
+            )
+
+        def on_transition(label: str, text: str) -> None:
+            err.print(f"\\[{escape(label)}] {escape(text)}", highlight=False, soft_wrap=True)
+
         async with Host(
-            specs, allow_dynamic=args.allow_dynamic, budget_window=args.budget_window, server_requests=True
+            specs,
+            allow_dynamic=args.allow_dynamic,
+            budget_window=args.budget_window,
+            server_requests=True,
+            restart=Backoff(),
+            on_transition=on_transition,
         ) as host:
             for label, failure in sorted(host.failures.items()):
                 err.print(
-                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.reason)}",
+                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.describe())}",
                     highlight=False,
                     soft_wrap=True,
                 )
+            for label in sorted(host.connections.connected):
+                if host.connections.rejected_probe(label):  # its stderr trace of the probe is not shown
+                    err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
             service = GatewayService(
                 host,
                 policy=policy,

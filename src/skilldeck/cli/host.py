@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -36,6 +37,8 @@ from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES
 from skilldeck.host.loader import LoadedSkill
 
 __all__ = ["add_host_commands", "run_load", "run_skills"]
+
+logger = logging.getLogger(__name__)
 
 
 def _home() -> Path:
@@ -146,8 +149,12 @@ async def _skills(args: argparse.Namespace, command: list[str] | None, out: Cons
             for s in specs
             if s.kind == "stdio" and s.label not in host.failures
         }
+        legacy_only = {label for label in children if host.connections.rejected_probe(label)}
     for label, text in children.items():  # what a stdio server said on stderr (e.g. skills it refused)
-        _pass_stderr(label, text, err)
+        if label in legacy_only:
+            _legacy_only(label, text, err)
+        else:
+            _pass_stderr(label, text, err)
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
@@ -167,6 +174,17 @@ def _pass_stderr(label: str, text: str, err: Console) -> None:
         err.print(
             f"[dim]{escape(label)} (stderr):[/] … {len(lines) - MAX_CHILD_STDERR_LINES} more lines", highlight=False
         )
+
+
+def _legacy_only(label: str, text: str, err: Console) -> None:
+    """One line for a server that refused the 2026-07-28 probe (and works over 2025-11-25).
+
+    Its stderr, often a long validation trace of the probe it did not know, goes to the debug log,
+    its last :data:`MAX_CHILD_STDERR_LINES` lines and 4,000 characters at most.
+    """
+    err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
+    tail = "\n".join([line.rstrip() for line in text.splitlines() if line.strip()][-MAX_CHILD_STDERR_LINES:])
+    logger.debug("[%s] stderr after the 2026-07-28 probe (its end):\n%s", label, tail[-4000:])
 
 
 def _card(text: str, limit: int = 110) -> str:

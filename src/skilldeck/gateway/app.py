@@ -5,7 +5,8 @@ entered (every upstream connected in parallel, each failure reported while the o
 :class:`~skilldeck.host.HostWatcher` re-lists an upstream that reports a change — the service
 re-indexes, active tools an upstream dropped leave every client's active set, and legacy sessions
 whose injected tools changed are told with ``notifications/tools/list_changed``, the re-published
-skills are refreshed (clients told of what changed, both eras) — and the
+skills are refreshed (clients told of what changed, both eras). An upstream lost and back (``restart``
+on the host) is re-listed the same way, and every client is told its tools changed. And the
 gateway is served until the client goes away (stdio) or the process is stopped (HTTP).
 
 With a :class:`~skilldeck.gateway.reload.GatewayConfig`, an upstream whose policy ids were pending
@@ -64,10 +65,11 @@ def follow_upstreams(
         pruned = service.reindex(change.label, names)
         pinned = any(label == change.label for label, _ in service.pinned)
         tools_differ = bool(change.tools_added or change.tools_removed or change.tools_changed)
-        if pruned or (tools_differ and any(a.tools for a in service.activations.values())):
+        back = "reconnected" in change.reasons  # an upstream back after an outage: every client re-lists
+        if back or pruned or (tools_differ and any(a.tools for a in service.activations.values())):
             await middleware.tools_changed()
         bus = middleware.subscriptions
-        if pinned and tools_differ:
+        if back or (pinned and tools_differ):
             await bus.publish(ToolsListChanged())
         if middleware.skills is not None:
             await middleware.skills.refresh()  # serves the new listing; tells both eras if it differs

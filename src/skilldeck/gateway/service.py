@@ -216,14 +216,30 @@ class GatewayService:
     def _audience(self, caller: Caller) -> Any:
         return None if self.policy is None else caller.audience
 
+    def _key(self, caller: Caller) -> Any:
+        """What an index is cached under: the caller's audience and the upstreams down at the time."""
+        return self._audience(caller), frozenset(self.host.failures)
+
+    def down(self, label: str) -> str | None:
+        """Why ``label`` cannot be used now, and when it is tried again; ``None`` when it is up."""
+        failure = self.host.failures.get(label)
+        return None if failure is None else f"{label!r} is down ({failure.describe()})"
+
     def index_for(self, caller: Caller) -> _Index:
-        """The cards ``caller`` may see, ranked by a selector built for them (cached per audience)."""
-        key = self._audience(caller)
+        """The cards ``caller`` may see, ranked by a selector built for them (cached per audience).
+
+        The cards of an upstream that is down are left out (so they never rank above one that can be
+        used); its tools stay in the gate's listing, so loading or calling one is refused with why.
+        """
+        key = self._key(caller)
         found = self._indexes.get(key)
         if found is not None:
             self._indexes.move_to_end(key)
             return found
         cards = build_cards(snapshot_from_host(self.host))
+        down = key[1]
+        if down:
+            cards = CardSet([c for c in cards.cards if c.server not in down], cards.tools, cards.not_offered)
         if self.policy is not None:
             cards = self._admitted_cards(cards, caller)
         ids: dict[str, Card] = {}
@@ -249,7 +265,7 @@ class GatewayService:
         """Tool ids ``caller`` may load and call; ``None`` when no policy restricts them."""
         if self.policy is None:
             return None
-        index = self._indexes.get(self._audience(caller))
+        index = self._indexes.get(self._key(caller))
         if index is not None and index.allowed is not None:
             return index.allowed
         ids = [self.host.registry.qualified_name(r) for r in self.host.registry.skills]
@@ -338,7 +354,7 @@ class GatewayService:
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [
-            {"server": label, "reason": failure.reason} for label, failure in sorted(self.host.failures.items())
+            {"server": label, "reason": failure.describe()} for label, failure in sorted(self.host.failures.items())
         ]
         if unavailable:
             result["unavailable"] = unavailable
@@ -478,6 +494,8 @@ class GatewayService:
 
     def _tool(self, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
         label, sep, name = card_id.partition("/")
+        if sep and (down := self.down(label)) is not None:
+            raise GateRefused(f"{down}; nothing was loaded")
         listed = index.cards.tools.get(label, {}) if sep else {}
         if name not in listed or (allowed is not None and card_id not in allowed):
             raise GateRefused(f"no card has the id {card_id!r}; ids come from find (LABEL/NAME)")
@@ -565,9 +583,15 @@ class GatewayService:
         gate = index.gate.with_active([*activation.tools, *pinned])
         try:
             label, tool = gate.check(name, arguments)
-        except GateRefused as exc:
-            self.log.record("call", client, tool=shorten(name), refused=str(exc))
-            raise
+        except GateRefused as refused:
+            prefix, sep, _ = name.partition("/")
+            down = self.down(prefix) if sep else None
+            # an upstream not listed because it is down (since the start, say): say so
+            error = refused if down is None else GateRefused(f"{down}; the call was not sent")
+            self.log.record("call", client, tool=shorten(name), refused=str(error))
+            if error is refused:
+                raise
+            raise error from None
         allowed = self.tools_for(caller)
         if allowed is not None:
             granted = tool_id(label, tool) in allowed
@@ -618,10 +642,7 @@ class GatewayService:
         label, tool = self.check_call(caller, client, name, arguments)
         connected = self.host.connections.connected.get(label)
         if connected is None:
-            failure = self.host.failures.get(label)
-            raise GateRefused(
-                f"{label!r} is not connected" + (f" ({failure.reason})" if failure else "") + "; the call was not sent"
-            )
+            raise GateRefused(f"{self.down(label) or repr(label) + ' is not connected'}; the call was not sent")
         if log is not None and not self._listening:
             self.host.connections.add_message_listener(self._upstream_message)
             self._listening = True

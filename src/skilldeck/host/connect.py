@@ -16,6 +16,13 @@ With ``server_requests=True`` (the gateway) every session also declares the ``sa
 its label) to :attr:`Connections.server_request_handler`; while no handler is set, each is refused
 with an error response.
 
+With ``restart`` (a :class:`~skilldeck.host.backoff.Backoff`; the gateway sets it) each server is
+supervised: a stdio server whose process exits (the guard reports its exit code) is started again,
+an HTTP server unreachable at start, whose connection drops, that answers a 5xx, or that no longer
+knows the session (a 404 naming it) is connected again, each after a wait of the schedule. While a
+server is down its :class:`Failure` says when it is retried; each loss is told once to
+``on_transition``, and each loss and return to the state listeners (:meth:`Connections.add_state_listener`).
+
 What a server sends is bounded and checked before it can cost the host: one HTTP response body,
 one SSE event and one stdio line may each take at most ``max_message_bytes`` (32 MiB by default;
 stdio servers run behind :mod:`skilldeck.host.stdio_guard`, since the SDK's stdio reader has no
@@ -30,6 +37,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -61,11 +69,13 @@ from mcp_types import (
     InputResponse,
     ListRootsRequest,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skilldeck._awaitable import maybe_await
 from skilldeck.errors import MessageTooLarge
 from skilldeck.host import stdio_guard
+from skilldeck.host.backoff import Backoff, RetrySchedule
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
 
@@ -77,13 +87,24 @@ __all__ = [
     "MessageListener",
     "MessageTooLarge",
     "ServerRequestHandler",
+    "StateListener",
+    "Transition",
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """Bytes one HTTP response body, SSE event or stdio line from a server may take (32 MiB)."""
 
+PROBE_METHOD = "server/discover"
+"""The request a 2026-07-28 client opens with; a 2025-11-25 server refuses it and gets the handshake instead."""
+
 MessageListener = Callable[[str, Any], Awaitable[None] | None]
 """Called with ``(label, message)`` for every message a server sends outside a response."""
+
+StateListener = Callable[[str, bool], None]
+"""Called with ``(label, up)`` each time a supervised server's session opens (``True``) or is lost (``False``)."""
+
+Transition = Callable[[str, str], None]
+"""Told ``(label, what happened)`` once per transition of a supervised server, e.g. ``exited (code 1); restarting in 2 s``."""
 
 ServerRequestHandler = Callable[[str, InputRequest], Awaitable[InputResponse | ErrorData]]
 """Answers ``(label, request)``: a ``sampling/createMessage``, ``elicitation/create`` or ``roots/list`` a server sent."""
@@ -166,6 +187,25 @@ class Failure:
 
     label: str
     reason: str
+    retry_at: float | None = None
+    """When it is tried again (``time.monotonic()``), for a supervised server; ``None``: it is not."""
+
+    def retry(self, now: float | None = None) -> str:
+        """``retried in 2 s``, ``being retried now``, or ``""`` for a server that is not tried again."""
+        if self.retry_at is None:
+            return ""
+        left = self.retry_at - (time.monotonic() if now is None else now)
+        return f"retried in {seconds(left)}" if left >= 0.05 else "being retried now"
+
+    def describe(self) -> str:
+        """The reason, and when the server is tried again if it is."""
+        retry = self.retry()
+        return f"{self.reason}; {retry}" if retry else self.reason
+
+
+def seconds(value: float) -> str:
+    """``0.7 s``, ``12 s``: a wait as a person reads it."""
+    return f"{value:.1f} s" if value < 9.95 else f"{value:.0f} s"
 
 
 def request_error(exc: BaseException) -> str:
@@ -262,6 +302,66 @@ def _transport_fault(exc: BaseException) -> str | None:
     return None
 
 
+def _guard_exit(exc: Exception) -> int | None:
+    """The exit code in the stdio guard's last line (the server's stdout ended), else ``None``."""
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    raw = errors[0].get("input") if errors else None
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    prefix = f"{stdio_guard.MARKER} {stdio_guard.EXITED} "
+    if isinstance(raw, str) and raw.startswith(prefix):
+        code = raw[len(prefix) :].strip()
+        if code.lstrip("-").isdigit():
+            return int(code)
+    return None
+
+
+class _EndWatch:
+    """A transport's read stream that says when it ends (the server exited or the connection dropped)."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:  # read back by the SDK's dispatcher
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _EndWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _EndWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """``transport`` (a stdio or HTTP one), its read stream telling ``on_end`` when it ends."""
+    async with transport as (read, write):
+        yield _EndWatch(read, on_end), write
+
+
 class _CappedStream(httpx2.AsyncByteStream):
     """A response body that may not pass ``limit`` bytes: in all, or per SSE event for an event stream.
 
@@ -303,16 +403,33 @@ class _CappedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+def _http_loss(response: httpx2.Response) -> str | None:
+    """Why an HTTP answer means the session is gone: a 404 on a request that named a session (the
+    server restarted and no longer knows it), or a 5xx; ``None`` otherwise."""
+    status = response.status_code
+    if status == 404 and response.request.headers.get("mcp-session-id"):
+        return "session lost (HTTP 404: the server no longer knows it)"
+    if status >= 500:
+        return f"the server answered HTTP {status}"
+    return None
+
+
 def _capped_http_client(
     headers: dict[str, str] | None,
     limit: int,
     on_over: Callable[[str], None],
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
+    on_lost: Callable[[str], None] | None = None,
 ) -> httpx2.AsyncClient:
-    """An HTTP client with the SDK's timeouts (or ``timeout``) whose every response is read under ``limit``."""
+    """An HTTP client with the SDK's timeouts (or ``timeout``) whose every response is read under ``limit``.
+
+    With ``on_lost``, an answer that means the session is gone (:func:`_http_loss`) is told to it.
+    """
 
     async def cap(response: httpx2.Response) -> None:
+        if on_lost is not None and (lost := _http_loss(response)) is not None:
+            on_lost(lost)
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         stream = response.stream
         if isinstance(stream, httpx2.AsyncByteStream):
@@ -325,10 +442,16 @@ def _capped_http_client(
 
 
 @asynccontextmanager
-async def _http(url: str, headers: dict[str, str], limit: int, on_over: Callable[[str], None]) -> AsyncIterator[Any]:
+async def _http(
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    on_over: Callable[[str], None],
+    on_lost: Callable[[str], None] | None = None,
+) -> AsyncIterator[Any]:
     """Streamable HTTP on a capped HTTP client, closed with the session."""
     async with (
-        _capped_http_client(headers, limit, on_over) as http,
+        _capped_http_client(headers, limit, on_over, on_lost=on_lost) as http,
         # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
         streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
     ):
@@ -336,13 +459,19 @@ async def _http(url: str, headers: dict[str, str], limit: int, on_over: Callable
 
 
 @asynccontextmanager
-async def _sse(url: str, headers: dict[str, str], limit: int, on_over: Callable[[str], None]) -> AsyncIterator[Any]:
+async def _sse(
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    on_over: Callable[[str], None],
+    on_lost: Callable[[str], None] | None = None,
+) -> AsyncIterator[Any]:
     """The legacy HTTP+SSE transport (the SDK's client), its event stream and POSTs under the same cap."""
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
     ) -> httpx2.AsyncClient:
-        return _capped_http_client(headers, limit, on_over, timeout, auth)
+        return _capped_http_client(headers, limit, on_over, timeout, auth, on_lost)
 
     async with sse_client(url, headers=headers, httpx_client_factory=factory) as streams:
         yield streams
@@ -369,6 +498,8 @@ def _client_for(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     on_fault: Callable[[str], None] = lambda reason: None,
     callbacks: dict[str, Any] | None = None,
+    on_end: Callable[[], None] | None = None,
+    on_lost: Callable[[str], None] | None = None,
 ) -> Client:
     transport = spec.transport
     target: Any
@@ -377,8 +508,15 @@ def _client_for(
         # The SDK annotates ``errlog`` as TextIO but only hands it to the subprocess as its stderr
         # (any file with a fileno); our temporary files are IO[str].
         target = stdio_client(params, errlog=cast(TextIO, errlog)) if errlog is not None else params
+        if on_end is not None and errlog is not None:
+            target = _watched(target, on_end)
     elif isinstance(transport, HttpServer):
-        target = (_sse if transport.sse else _http)(transport.url, dict(transport.headers), max_message_bytes, on_fault)
+        if transport.sse:
+            target = _sse(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost)
+        else:
+            target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost)
+        if on_end is not None:
+            target = _watched(target, on_end)
     elif isinstance(transport, InProcessServer):
         target = transport.server
     else:  # pragma: no cover - ServerSpec's type forbids it
@@ -405,6 +543,13 @@ class Connections(Unwinding):
             take; a server that sends more is dropped with that reason.
         server_requests: declare the sampling, elicitation and roots capabilities to every server and
             hand the requests they send to :attr:`server_request_handler` (see the module docs).
+        restart: supervise the servers on this schedule: a stdio server that exits is started again,
+            an HTTP server unreachable at start or whose connection drops is connected again, each
+            after a wait of the schedule (:class:`~skilldeck.host.backoff.Backoff`); ``None`` (the
+            default): a server lost stays lost. A server given up on for what it sent (:meth:`fail`)
+            is never retried.
+        on_transition: told ``(label, text)`` once per transition of a supervised server (lost,
+            retried); by default each is logged as a warning.
     """
 
     def __init__(
@@ -416,6 +561,8 @@ class Connections(Unwinding):
         mode: Literal["auto", "legacy"] = "auto",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         server_requests: bool = False,
+        restart: Backoff | None = None,
+        on_transition: Transition | None = None,
     ) -> None:
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes <= 0:
             from skilldeck.errors import ConfigError
@@ -444,6 +591,11 @@ class Connections(Unwinding):
         self.server_requests = server_requests
         self.server_request_handler: ServerRequestHandler | None = None
         """Answers the server requests each session hands on (with ``server_requests``); refused while unset."""
+        self.restart = restart
+        self.on_transition: Transition = on_transition if on_transition is not None else _log_transition
+        self._state_listeners: list[StateListener] = []
+        self._given_up: set[str] = set()
+        self._exit_codes: dict[str, int] = {}
 
     async def __aenter__(self) -> Connections:
         async with AsyncExitStack() as stack:
@@ -464,6 +616,11 @@ class Connections(Unwinding):
             return None
         if self.server_stderr is not None:
             return self.server_stderr
+        log = self._stderr_files.get(spec.label)
+        if log is not None and not log.closed:  # a restart: the file starts again, so it never grows past one run
+            log.seek(0)
+            log.truncate()
+            return log
         log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in __aexit__
         self._stderr_files[spec.label] = log
         return log
@@ -485,6 +642,33 @@ class Connections(Unwinding):
         except (OSError, ValueError):
             return ""
 
+    def rejected_probe(self, label: str) -> bool:
+        """Whether a connected stdio server spoke 2025-11-25 after refusing the 2026-07-28 probe.
+
+        A server built on an SDK that does not know ``server/discover`` answers the probe with an
+        error and often writes a long validation trace to stderr, though it then works over the
+        2025-11-25 handshake. That trace names the probe's method, which is how it is told apart.
+        """
+        connected = self.connected.get(label)
+        if connected is None or self.mode != "auto" or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return False
+        return PROBE_METHOD in self.stderr(label)
+
+    def add_state_listener(self, listener: StateListener) -> None:
+        """Hear ``(label, up)`` each time a server's session opens or is lost (see ``restart``)."""
+        self._state_listeners.append(listener)
+
+    def remove_state_listener(self, listener: StateListener) -> None:
+        if listener in self._state_listeners:
+            self._state_listeners.remove(listener)
+
+    def _tell_state(self, label: str, up: bool) -> None:
+        for listener in list(self._state_listeners):
+            try:
+                listener(label, up)
+            except Exception:  # one listener's fault must not stop the supervisor
+                logger.exception("a state listener failed on %r", label)
+
     def add_message_listener(self, listener: MessageListener) -> None:
         """Hear every message any server sends outside a response (notifications, mostly), with its label."""
         self._listeners.append(listener)
@@ -495,6 +679,9 @@ class Connections(Unwinding):
 
     def _message_handler(self, label: str) -> Callable[[Any], Awaitable[None]]:
         async def handle(message: Any) -> None:
+            if isinstance(message, Exception) and (code := _guard_exit(message)) is not None:
+                self._exit_codes[label] = code  # the end of the stream follows
+                return
             if isinstance(message, Exception):
                 # A message the transport could not read (not JSON-RPC, over the limit, not UTF-8):
                 # the request it answered can never be matched, so waiting would only run out the clock.
@@ -565,8 +752,9 @@ class Connections(Unwinding):
     def fail(self, label: str, reason: str) -> None:
         """Give up on one server now, with the reason: its session closes, and requests waiting on it end.
 
-        The first reason stands; the other servers are not affected.
+        The first reason stands; the other servers are not affected; the server is not retried.
         """
+        self._given_up.add(label)
         self.failures.setdefault(label, Failure(label, reason))
         connected = self.connected.pop(label, None)
         if connected is not None and connected.failure is None:
@@ -585,21 +773,82 @@ class Connections(Unwinding):
         for done in settled:
             await done.wait()
 
+    def _ended(self, label: str) -> bool:
+        """Whether the host closed this server (or all of them), or gave up on it."""
+        closer = self._closers.get(label)
+        return self._close.is_set() or (closer is not None and closer.is_set()) or label in self._given_up
+
+    async def _until_closed(self, label: str) -> None:
+        """Return once the host closes this server's session or all of them."""
+        closer = self._closers.setdefault(label, anyio.Event())
+        async with anyio.create_task_group() as wait_any:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                wait_any.cancel_scope.cancel()
+
+            wait_any.start_soon(until, self._close)
+            wait_any.start_soon(until, closer)
+
     async def _hold(self, spec: ServerSpec, done: anyio.Event) -> None:
-        """Connect, publish the session, keep it open until the host closes; report any failure."""
-        scope = self._scopes[spec.label] = anyio.CancelScope()
+        """Keep one server connected until the host closes: connect, and with ``restart`` connect again
+        after each loss, on the backoff schedule; report each failure and each transition."""
+        label = spec.label
+        schedule = RetrySchedule(self.restart) if self.restart is not None else None
+        while True:
+            was_up, reason = await self._attempt(spec, done, schedule)
+            done.set()
+            if reason is None or schedule is None or self._ended(label):
+                return
+            delay = schedule.next_delay()
+            self.failures[label] = Failure(label, reason, retry_at=time.monotonic() + delay)
+            if was_up:
+                again = "restarting" if isinstance(spec.transport, StdioServer) else "reconnecting"
+                self.on_transition(label, f"{reason.split('; its stderr', 1)[0]}; {again} in {seconds(delay)}")
+                self._tell_state(label, False)
+            else:  # unavailable at start is reported by the host's user; a retry that fails is no transition
+                logger.debug("[%s] unavailable (%s); retrying in %.1f s", label, reason, delay)
+            with anyio.move_on_after(delay):
+                await self._until_closed(label)
+            if self._ended(label):
+                return
+
+    async def _attempt(
+        self, spec: ServerSpec, done: anyio.Event, schedule: RetrySchedule | None
+    ) -> tuple[bool, str | None]:
+        """Connect once and hold the session: ``(whether it opened, why it ended)``; no reason when the host closed it."""
+        label = spec.label
+        scope = self._scopes[label] = anyio.CancelScope()
         watch = anyio.CancelScope()
         errlog = self._errlog(spec)
         timeout = self.read_timeout if self.read_timeout is not None else spec.timeout
+        self._exit_codes.pop(label, None)
+        lost: list[str] = []
+        gone = anyio.Event()
+        opened = anyio.Event()
+        outcome: tuple[bool, str | None] = (False, None)
 
         def on_fault(reason: str) -> None:
-            self.fail(spec.label, reason)
+            self.fail(label, reason)
+
+        def on_lost(reason: str) -> None:
+            if not opened.is_set():  # before the session opened, its opening fails by itself
+                return
+            if not lost:
+                lost.append(reason)
+            gone.set()
+
+        def on_end() -> None:  # a stdio server's exit code, in the line before the end, is added later
+            on_lost("exited" if isinstance(spec.transport, StdioServer) else "connection lost")
 
         async def watchdog() -> None:
+            nonlocal outcome
             with watch:
                 await anyio.sleep(spec.timeout)
-                if not done.is_set():
-                    self.failures[spec.label] = Failure(spec.label, f"no answer within {spec.timeout:g}s (timed out)")
+                if not done.is_set() or label not in self.connected:
+                    reason = f"no answer within {spec.timeout:g}s (timed out)"
+                    self.failures[label] = Failure(label, reason)
+                    outcome = (False, reason)
                     done.set()  # report now; the process is torn down in the background
                     scope.cancel()
 
@@ -612,35 +861,67 @@ class Connections(Unwinding):
                         timeout,
                         errlog,
                         mode=self.mode,
-                        message_handler=self._message_handler(spec.label),
+                        message_handler=self._message_handler(label),
                         max_message_bytes=self.max_message_bytes,
                         on_fault=on_fault,
-                        callbacks=self._request_callbacks(spec.label),
+                        callbacks=self._request_callbacks(label),
+                        on_end=on_end if schedule is not None else None,
+                        on_lost=on_lost if schedule is not None else None,
                     )
                     async with client:
                         settings = declared_skills_settings(client)
-                        self.connected[spec.label] = Connected(
-                            spec, client, SkillsWire(client), settings, on_fault=on_fault
-                        )
-                        done.set()
+                        connected = Connected(spec, client, SkillsWire(client), settings, on_fault=on_fault)
+                        self.connected[label] = connected
+                        self.failures.pop(label, None)
+                        opened.set()
                         watch.cancel()
-                        closer = self._closers.setdefault(spec.label, anyio.Event())
+                        if schedule is not None:
+                            schedule.connected()
+                            self._tell_state(label, True)
+                        done.set()
                         async with anyio.create_task_group() as wait_any:
 
-                            async def until(event: anyio.Event) -> None:
-                                await event.wait()
+                            async def until_lost() -> None:
+                                await gone.wait()
                                 wait_any.cancel_scope.cancel()
 
-                            wait_any.start_soon(until, self._close)
-                            wait_any.start_soon(until, closer)
+                            async def until_closed() -> None:
+                                await self._until_closed(label)
+                                wait_any.cancel_scope.cancel()
+
+                            wait_any.start_soon(until_lost)
+                            wait_any.start_soon(until_closed)
+                        if gone.is_set() and not self._ended(label):
+                            code = self._exit_codes.get(label)
+                            said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]
+                            reason = said + self._stderr_tail(label)
+                            outcome = (True, reason)
+                            if self.connected.get(label) is connected:
+                                del self.connected[label]
+                            self.failures[label] = Failure(label, reason)  # before the session is torn down
+                            connected.failure = connected.failure or reason
                 except Exception as exc:
-                    if spec.label not in self.connected:
-                        reason = _not_found_hint(spec, exc) or _describe(exc) + self._stderr_tail(spec.label)
-                        self.failures.setdefault(spec.label, Failure(spec.label, reason))
+                    if outcome[0]:  # lost already; tearing the session down failed as well
+                        logger.debug("[%s] closing a lost session: %s", label, _describe(exc))
+                    elif not opened.is_set():
+                        early = self._exit_codes.get(label)
+                        said = f"exited (code {early}) before the handshake finished" if early is not None else ""
+                        reason = _not_found_hint(spec, exc) or (said or _describe(exc)) + self._stderr_tail(label)
+                        self.failures.setdefault(label, Failure(label, reason))
+                        outcome = (False, reason)
                     else:
-                        logger.warning("server %r failed: %s", spec.label, _describe(exc))
-                        lost = self.connected.pop(spec.label)
-                        self.failures[spec.label] = Failure(spec.label, f"connection lost: {_describe(exc)}")
-                        lost.failure = lost.failure or self.failures[spec.label].reason
+                        if schedule is None:  # supervised, the loss is told as a transition
+                            logger.warning("server %r failed: %s", label, _describe(exc))
+                        gone_now = self.connected.pop(label, None)
+                        reason = f"connection lost: {_describe(exc)}"
+                        self.failures[label] = Failure(label, reason)
+                        if gone_now is not None:
+                            gone_now.failure = gone_now.failure or reason
+                        outcome = (True, reason)
             done.set()
             watch.cancel()
+        return outcome
+
+
+def _log_transition(label: str, text: str) -> None:
+    logger.warning("[%s] %s", label, text)

@@ -19,9 +19,10 @@ from urllib.parse import unquote
 from skilldeck._awaitable import maybe_await
 from skilldeck.errors import ConfigError, CrossOriginRead, NotApproved, PeerError, SkilldeckError
 from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
+from skilldeck.host.backoff import Backoff
 from skilldeck.host.cache import ContentCache, VerifiedBytes
 from skilldeck.host.config import ServerSpec
-from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure
+from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure, Transition
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover, list_server
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, LoadedSkill, SkillLoader
@@ -57,6 +58,10 @@ class Host:
             take (32 MiB by default); a server that sends more is dropped with that reason.
         server_requests: declare the sampling, elicitation and roots capabilities to every server and
             hand what they ask to ``connections.server_request_handler`` (the gateway relays it to its caller).
+        restart: supervise the servers (restart a stdio server that exits, reconnect an HTTP one that
+            drops or was down at start) on this backoff schedule; ``None``: a server lost stays lost.
+            A server that comes back gets a fresh loader, so its skills are verified again.
+        on_transition: told ``(label, text)`` for each loss of a supervised server (logged by default).
     """
 
     def __init__(
@@ -76,6 +81,8 @@ class Host:
         mode: Literal["auto", "legacy"] = "auto",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         server_requests: bool = False,
+        restart: Backoff | None = None,
+        on_transition: Transition | None = None,
     ) -> None:
         self.connections = Connections(
             servers,
@@ -83,7 +90,10 @@ class Host:
             mode=mode,
             max_message_bytes=max_message_bytes,
             server_requests=server_requests,
+            restart=restart,
+            on_transition=on_transition,
         )
+        self.connections.add_state_listener(self._session_changed)
         self.registry = Registry()
         self.approvals = approvals or ApprovalStore()
         self.approver = approver
@@ -104,6 +114,10 @@ class Host:
         self._local = [LocalIndex(*local)] if local else []
         self._loaders: dict[str, SkillLoader] = {}
         self._removed: set[str] = set()
+
+    def _session_changed(self, label: str, up: bool) -> None:
+        """A loader holds its server's session: a server lost or back gets a fresh one (which verifies again)."""
+        self._loaders.pop(label, None)
 
     async def __aenter__(self) -> Host:
         await self.connections.__aenter__()

@@ -13,8 +13,8 @@ one line starting with :data:`MARKER` that names the problem, and the rest of an
 skipped without being kept. The host reads that line as the server's fault and gives up on the
 server with the reason (:mod:`skilldeck.host.connect`). If COMMAND cannot be started, the marker
 line says so and this script waits for its stdin to close, so the host reports the reason and not
-a lost connection. The exit code is the server's (unless the guard had to SIGKILL its group,
-itself included, as below).
+a lost connection. When the server's stdout ends, a last marker line gives its exit code, which is
+also this script's (unless the guard had to SIGKILL its group, itself included, as below).
 
 The guard also ends the server **with the host**. Copying its stdin, it sees the host close it;
 and a thread checks every 0.1 s that the host (PARENT, the host's pid) is
@@ -43,6 +43,8 @@ MARKER = "dev.skilldeck/stdio-guard"
 LINE_TOO_LONG = "line-too-long"
 NOT_UTF8 = "not-utf8"
 NOT_STARTED = "not-started"
+EXITED = "exited"
+"""The server's stdout ended; the marker's detail is its exit code (the last line the guard writes)."""
 _CHUNK = 1 << 16
 
 EXIT_GRACE = 0.3
@@ -216,6 +218,8 @@ def main(argv: list[str]) -> int:
     code = server.wait()
     if stopper.stopping:  # the server ended because we stop it: see its group ended too before we go
         stopper.stopped.wait()
+    with contextlib.suppress(OSError):  # so the host can say how it ended (a host closing no longer reads)
+        _write(1, _marker(EXITED, str(code)))
     return code
 
 

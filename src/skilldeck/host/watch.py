@@ -217,6 +217,8 @@ class HostWatcher(Unwinding):
         async with AsyncExitStack() as stack:
             self.host.connections.add_message_listener(self._on_message)
             stack.callback(self.host.connections.remove_message_listener, self._on_message)
+            self.host.connections.add_state_listener(self._on_state)
+            stack.callback(self.host.connections.remove_state_listener, self._on_state)
             stack.callback(setattr, self, "_tg", None)
             self._tg = tg = await stack.enter_async_context(task_group())
             stack.callback(tg.cancel_scope.cancel)  # the worker and the listeners run until the watcher exits
@@ -237,6 +239,28 @@ class HostWatcher(Unwinding):
         if self._wake is not None:
             self._wake.set()
 
+    def _on_state(self, label: str, up: bool) -> None:
+        """A supervised server was lost, or is back: re-list it (what it offers may differ), and listen anew.
+
+        A server back is re-listed with the reasons ``reconnected``, ``resources`` and ``prompts``
+        (its catalog may have changed while it was away); one lost with ``down`` (nothing is read
+        from it, but the change reaches ``on_change``).
+        """
+        if not up:
+            self.channels[label] = ChannelState.CLOSED
+            self.channel_reasons[label] = "the server is not connected"
+            self._mark(label, "down")
+            return
+        connected = self.host.connections.connected.get(label)
+        if connected is not None and self._tg is not None:
+            if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                self._tg.start_soon(self._listen, label, connected)
+            else:
+                self.channels[label] = ChannelState.NOTIFICATIONS
+                self.channel_reasons.pop(label, None)
+        for reason in ("reconnected", "resources", "prompts"):
+            self._mark(label, reason)
+
     def _on_message(self, label: str, message: Any) -> None:
         """Legacy sessions: list-changed notifications arrive through the session's message handler.
 
@@ -255,18 +279,19 @@ class HostWatcher(Unwinding):
 
         def settle(state: ChannelState, reason: str | None = None) -> None:
             nonlocal started
-            self.channels[label] = state
-            if reason is None:
-                self.channel_reasons.pop(label, None)
-            else:
-                self.channel_reasons[label] = reason
+            if self.host.connections.connected.get(label) in (None, connected):  # not a session since replaced
+                self.channels[label] = state
+                if reason is None:
+                    self.channel_reasons.pop(label, None)
+                else:
+                    self.channel_reasons[label] = reason
             if not started:
                 started = True
                 task_status.started()
 
         lost = 0
         try:
-            while label in self.host.connections.connected:
+            while self.host.connections.connected.get(label) is connected:  # not once it is lost or replaced
                 try:
                     async with connected.client.listen(
                         tools_list_changed=True, resources_list_changed=True, prompts_list_changed=True

@@ -1,0 +1,51 @@
+"""The connection supervisor on its own: which lost servers it starts again, and what it tells.
+
+Two real stdio servers that each count their starts in a file: one exits as soon as it starts (so
+it is retried on the backoff schedule, and its count goes up), the other writes a line that is not
+JSON-RPC (so the host gives up on it for what it sent, and it must never be started again).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from skilldeck.host import ServerSpec, StdioServer
+from skilldeck.host.backoff import Backoff
+from skilldeck.host.connect import Connections
+
+pytestmark = pytest.mark.anyio
+
+FAST = Backoff(first=0.1, cap=0.2, jitter=0.0)
+COUNTED = "import sys; open(sys.argv[1], 'a').write('x')\n"
+EXITS = COUNTED + "sys.exit(2)"
+GARBLED = COUNTED + "sys.stdout.write('this is not json\\n'); sys.stdout.flush(); sys.stdin.read()"
+
+
+def starts(path: Path) -> int:
+    return len(path.read_text()) if path.exists() else 0
+
+
+async def test_a_server_that_exits_is_retried_and_one_given_up_on_for_what_it_sent_is_not(tmp_path: Path) -> None:
+    exits, garbled = tmp_path / "exits", tmp_path / "garbled"
+    specs = [
+        ServerSpec("exits", StdioServer(sys.executable, ("-c", EXITS, str(exits))), timeout=30),
+        ServerSpec("garbled", StdioServer(sys.executable, ("-c", GARBLED, str(garbled))), timeout=30),
+    ]
+    states: list[tuple[str, bool]] = []
+    async with Connections(specs, restart=FAST, on_transition=lambda label, text: None) as connections:
+        connections.add_state_listener(lambda label, up: states.append((label, up)))
+        assert "sent invalid JSON" in connections.failures["garbled"].reason, connections.failures
+        assert connections.failures["garbled"].retry_at is None
+        assert connections.failures["garbled"].describe() == connections.failures["garbled"].reason
+        with anyio.fail_after(30):  # the control: a server lost for another reason is started again, and again
+            while starts(exits) < 4:
+                await anyio.sleep(0.02)
+        exited = connections.failures["exits"]
+        assert exited.reason == "exited (code 2) before the handshake finished", exited
+        assert exited.retry_at is not None, exited
+        assert starts(garbled) == 1  # meanwhile (at least three retry periods) never started again
+        assert states == []  # never up, so never lost: nothing to tell listeners
