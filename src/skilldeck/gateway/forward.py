@@ -83,6 +83,7 @@ from skilldeck.host.connect import Connected
 from skilldeck.server.middleware import locale_hint
 from skilldeck.server.notifier import LegacyConnections
 from skilldeck.server.policy import Caller, caller_for
+from skilldeck.skill.tags import neutralise_in
 from skilldeck.skill.uri import SCHEME as SKILL_SCHEME
 
 __all__ = [
@@ -343,7 +344,8 @@ class ForwardedUpstreams:
         else:
             await self._subscription(ctx, caller, str(params.get("uri")), subscribe=method == "resources/subscribe")
             result = {}
-        return serialize_server_result(method, version, {"resultType": "complete", **result})
+        # an upstream's prompts, resource texts and descriptions enter a model's context: no forged origin tag
+        return serialize_server_result(method, version, {"resultType": "complete", **neutralise_in(result)})
 
     # -- lists -------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -48,6 +48,7 @@ from skilldeck.server.app import request_state_security
 from skilldeck.server.middleware import locale_hint
 from skilldeck.server.notifier import LegacyConnections
 from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
+from skilldeck.skill.tags import neutralise_in
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
 
@@ -221,7 +222,7 @@ class GatewayMiddleware:
         tool["name"] = tool_function_name(label, name)
         description = str(tool.get("description") or "")
         tool["description"] = f"[{label}] {description}".strip()
-        return tool
+        return cast(dict[str, Any], neutralise_in(tool))  # the upstream's prose cannot forge an origin tag
 
     async def _call(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         params = ctx.params if isinstance(ctx.params, dict) else {}

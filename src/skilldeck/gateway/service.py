@@ -65,6 +65,7 @@ from skilldeck.select.vectors import VectorCache
 from skilldeck.server.audience import allowed_tools
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.policy import Caller, Policy, render_template
+from skilldeck.skill.tags import DESCRIPTIVE_KEYS, neutralise_in, neutralise_tags
 from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 
 __all__ = ["DecisionLog", "GatewayService"]
@@ -121,6 +122,13 @@ def _digest(loaded: LoadedSkill) -> str:
     if isinstance(resources, str):
         return resources
     return next((r.digest for r in resources if r.uri == loaded.uri), "")
+
+
+def _neutralised(request: InputRequest) -> InputRequest:
+    """``request`` with its prose passed through :func:`~skilldeck.skill.tags.neutralise_in`."""
+    wire = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    cleaned = neutralise_in(wire)
+    return request if cleaned is wire else type(request).model_validate(cleaned)
 
 
 class GatewayService:
@@ -325,7 +333,7 @@ class GatewayService:
                     "kind": scored.card.kind,
                     "server": scored.card.server,
                     "name": scored.card.name,
-                    "description": scored.card.description,
+                    "description": neutralise_tags(scored.card.description),
                     "score": round(float(scored.score), 4),
                 }
             )
@@ -509,7 +517,7 @@ class GatewayService:
         out: dict[str, Any] = {"name": tool_id(label, name), "description": str(tool.get("description") or "")}
         out["inputSchema"] = tool.get("inputSchema") or {"type": "object"}
         out.update((k, v) for k, v in tool.items() if k not in out)
-        return out
+        return cast(dict[str, Any], neutralise_in(out))  # the upstream's prose cannot forge an origin tag
 
     # -- read a skill file -------------------------------------------------------------------------
 
@@ -685,6 +693,10 @@ class GatewayService:
         # Every other `_meta` key of the result passes through, and the origin label is added.
         meta = {k: v for k, v in (payload.get("_meta") or {}).items() if k != SERVER_INFO_META}
         payload["_meta"] = {**meta, ORIGIN_META: label}
+        # What the upstream answered enters the caller's model context: it cannot forge an origin tag.
+        for key, keys in (("content", DESCRIPTIVE_KEYS), ("structuredContent", None)):
+            if key in payload:
+                payload[key] = neutralise_in(payload[key], keys)
         self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
         return payload
 
@@ -822,8 +834,8 @@ class GatewayService:
     async def _upstream_request(self, label: str, request: InputRequest) -> InputResponse | ErrorData:
         """A sampling, elicitation or roots request from ``label``, put to the client whose call it serves."""
         waiting = self._serving(label)
-        if waiting is not None:
-            return await waiting.answer(request)
+        if waiting is not None:  # its messages reach the caller's model: they cannot forge an origin tag
+            return await waiting.answer(_neutralised(request))
         several = len(self._in_flight.get(label) or []) > 1
         why = (
             "several proxied calls wait on this server, and a 2025-11-25 request cannot be tied to one of them"

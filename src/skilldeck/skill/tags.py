@@ -20,8 +20,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["neutralise_tags"]
+__all__ = ["DESCRIPTIVE_KEYS", "neutralise_in", "neutralise_tags"]
+
+DESCRIPTIVE_KEYS = frozenset({"description", "title", "text", "message", "systemPrompt", "instructions"})
+"""The keys of MCP objects whose strings are prose a model reads (a tool's or prompt's description, a
+content block's or resource's text, an elicitation's message, a sampling request's system prompt), as
+opposed to names, URIs and values a program matches."""
 
 _OPENERS = "<\ufe64\uff1c\u2039\u3008\u27e8\u2329"
 """``<`` and the brackets a reader could take for it (small, full-width, single guillemet, angle brackets)."""
@@ -114,3 +120,20 @@ def neutralise_tags(text: str) -> str:
         return text
     out.append(text[last:])
     return "".join(out)
+
+
+def neutralise_in(value: Any, keys: frozenset[str] | None = DESCRIPTIVE_KEYS) -> Any:
+    """A copy of the JSON value ``value`` with :func:`neutralise_tags` applied to its strings: those under one of
+    ``keys`` at any depth (every string when ``keys`` is ``None``). Unchanged parts are shared, not copied."""
+    if isinstance(value, str):
+        return neutralise_tags(value) if keys is None else value
+    if isinstance(value, list):
+        items = [neutralise_in(v, keys) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        out = {
+            k: (neutralise_tags(v) if isinstance(v, str) and (keys is None or k in keys) else neutralise_in(v, keys))
+            for k, v in value.items()
+        }
+        return value if all(out[k] is value[k] for k in value) else out
+    return value
