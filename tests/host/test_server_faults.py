@@ -101,7 +101,9 @@ def _script(tmp_path: Path, name: str, body: str) -> StdioServer:
 @pytest.mark.parametrize(
     "answer", [endless_json, endless_sse_event, endless_sse_lines], ids=["json-body", "sse-event", "sse-data-lines"]
 )
-async def test_an_endless_http_response_drops_only_that_server_with_memory_bounded(answer: Any) -> None:
+async def test_an_endless_http_response_fails_only_that_request_with_memory_bounded(answer: Any) -> None:
+    """The answer to one request passing the limit fails that request with the reason; the session, which
+    every other request (and every other client of a gateway) shares, goes on."""
     hostile = HostileServer(Skill("bad/never"))
     good, kept = _good()
     with serving_in_thread(hostile_app(hostile.server, "skills/list", answer)) as url:
@@ -110,11 +112,14 @@ async def test_an_endless_http_response_drops_only_that_server_with_memory_bound
         with anyio.fail_after(30):
             async with rss_growth() as growth, Host(specs, max_message_bytes=LIMIT) as host:
                 failure = host.failures.get("endless")
+                notes = host.report.servers["endless"].notes
                 listed = [(r.label, r.entry.uri) for r in host.registry.skills]
+                assert (await host.connections.connected["endless"].client.list_tools()).tools is not None  # still open
         elapsed = time.monotonic() - start
-    assert failure is not None, host.report.servers["endless"]
-    assert failure.reason.startswith("response over 4 MiB, the host's limit per message"), failure.reason
-    assert "--max-response" in failure.reason
+    assert failure is None, failure
+    assert len(notes) == 1, notes
+    assert notes[0].startswith("skills/list failed: response over 4 MiB, the host's limit per message"), notes
+    assert "--max-response" in notes[0]
     assert listed == [("good", kept.uri)]
     assert growth.peak - growth.start < MEMORY_BOUND, f"grew {growth.mib:.0f} MiB"
     assert elapsed < 9, f"took {elapsed:.1f}s: the limit, not the 10 s timeout, must stop it"
@@ -135,10 +140,10 @@ async def test_a_listing_larger_than_the_sdks_default_sse_event_passes_under_the
 
 
 HUGE_LINE = """\
-import sys
+import json, sys
 for line in sys.stdin:
     if '"id"' in line:
-        sys.stdout.write('{"jsonrpc": "2.0", "id": 1, "result": {"x": "')
+        sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"x": "' % json.dumps(json.loads(line)["id"]))
         for _ in range(128):
             sys.stdout.write("a" * (1 << 20))
         sys.stdout.write('"}}\\n')
@@ -241,7 +246,11 @@ async def test_a_stdio_server_sending_garbage_is_dropped_at_once(tmp_path: Path,
     [(not_json, "sent invalid JSON (key must be a string at line 1 column 2)"), (not_utf8, "sent invalid JSON (")],
     ids=["not-json", "not-utf8"],
 )
-async def test_an_http_server_sending_garbage_is_dropped_with_the_reason(answer: Any, reason: str) -> None:
+async def test_an_http_server_answering_one_request_with_garbage_fails_that_request_with_the_reason(
+    answer: Any, reason: str
+) -> None:
+    """One answer that does not parse fails its request, saying so at once; the session goes on (it was
+    dropped for every client, and never reconnected)."""
     hostile = HostileServer(Skill("bad/never"))
     good, kept = _good()
     with serving_in_thread(hostile_app(hostile.server, "skills/list", answer)) as url:
@@ -250,9 +259,12 @@ async def test_an_http_server_sending_garbage_is_dropped_with_the_reason(answer:
                 failure = host.failures.get("garbage")
                 report = host.report.servers["garbage"]
                 listed = [(r.label, r.entry.uri) for r in host.registry.skills]
-    assert failure is not None, report
-    assert failure.reason.startswith(reason), failure.reason
-    assert report.error == failure.reason
+                tools = await host.connections.connected["garbage"].client.list_tools()  # the session goes on
+    assert failure is None, report
+    assert report.notes == [f"skills/list failed: {reason}"] or report.notes[0].startswith(
+        f"skills/list failed: {reason}"
+    ), report.notes
+    assert tools.tools is not None
     assert listed == [("good", kept.uri)]
 
 

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal, TextIO, cast
@@ -161,15 +163,14 @@ class Connected:
     def explain(self, exc: BaseException) -> str:
         """Words for a request to this server that failed.
 
-        A response the SDK could not parse is the server's fault: the server is given up on with
-        "sent invalid JSON", once, and every request that fails after that reports the same reason.
+        A response the SDK could not parse, or one over the host's limit per message, is the server's
+        fault for that request alone: the request fails saying so ("sent invalid JSON", "response over
+        32 MiB"), and the session, which every other request to this server shares, goes on.
         """
-        if self.failure is None and (fault := _transport_fault(exc)) is not None:
-            self.failure = fault
-            if self.on_fault is not None:
-                self.on_fault(fault)
         if self.failure is not None:
             return self.failure
+        if (fault := _transport_fault(exc)) is not None:
+            return fault
         return request_error(exc)
 
     @property
@@ -250,10 +251,15 @@ def _mib(size: int) -> str:
     return f"{size / (1024 * 1024):g} MiB" if size >= 1024 * 1024 else f"{size} bytes"
 
 
+_OVER_LIMIT = "response over "
+_OVER_LIMIT_SAID = re.compile(r"response over (\d+) bytes")
+"""How a request's error says its answer passed the limit (:class:`_ResponseTooLarge`, the stdio guard)."""
+
+
 def _over_limit(size: int) -> str:
     """The reason given for a server whose message passed the host's limit."""
     return (
-        f"response over {_mib(size)}, the host's limit per message "
+        f"{_OVER_LIMIT}{_mib(size)}, the host's limit per message "
         "(raise it with --max-response or max_message_bytes if you trust this server)"
     )
 
@@ -296,6 +302,8 @@ def _stream_fault(exc: Exception) -> str:
 def _transport_fault(exc: BaseException) -> str | None:
     """``sent invalid JSON`` for the ``-32700`` error the SDK's HTTP transport answers a request with
     when the response does not parse; ``None`` for any other error."""
+    if isinstance(exc, MCPError) and (over := _OVER_LIMIT_SAID.search(exc.error.message)) is not None:
+        return _over_limit(int(over.group(1)))  # one request's answer, cut at the limit (HTTP or the stdio guard)
     if isinstance(exc, MCPError) and exc.error.code == PARSE_ERROR and exc.error.message.startswith("Failed to parse"):
         detail = _short_parse_error(exc.error.message)
         return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
@@ -362,6 +370,12 @@ async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[
         yield _EndWatch(read, on_end), write
 
 
+class _ResponseTooLarge(httpx2.StreamError, httpx2.SSEError):
+    """The answer to one request passed the limit. The SDK's transport turns either kind of read error
+    into an error for that request (a JSON body: "Failed to parse JSON response: ...", an event stream:
+    "SSE stream failed: ..."), and the session goes on."""
+
+
 class _CappedStream(httpx2.AsyncByteStream):
     """A response body that may not pass ``limit`` bytes: in all, or per SSE event for an event stream.
 
@@ -370,12 +384,17 @@ class _CappedStream(httpx2.AsyncByteStream):
     """
 
     def __init__(
-        self, inner: httpx2.AsyncByteStream, limit: int, per_event: bool, on_over: Callable[[str], None]
+        self,
+        inner: httpx2.AsyncByteStream,
+        limit: int,
+        per_event: bool,
+        on_over: Callable[[str], None] | None,
     ) -> None:
         self._inner = inner
         self._limit = limit
         self._per_event = per_event
         self._on_over = on_over
+        """Told when the limit is passed; ``None`` for the answer to one request, which alone fails."""
 
     @property
     def elapsed(self) -> Any:  # read back by httpx2's Response.elapsed
@@ -395,6 +414,8 @@ class _CappedStream(httpx2.AsyncByteStream):
                 counted += len(chunk)
             if counted > self._limit:
                 reason = _over_limit(self._limit)
+                if self._on_over is None:  # the SDK fails the request it answered, with this reason
+                    raise _ResponseTooLarge(f"response over {self._limit} bytes")
                 self._on_over(reason)
                 raise MessageTooLarge(reason)
             yield chunk
@@ -433,7 +454,9 @@ def _capped_http_client(
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         stream = response.stream
         if isinstance(stream, httpx2.AsyncByteStream):
-            response.stream = _CappedStream(stream, limit, kind == "text/event-stream", on_over)
+            # the answer to a POST is one request's: only it fails; the standalone stream is the session's
+            scoped = response.request.method == "POST"
+            response.stream = _CappedStream(stream, limit, kind == "text/event-stream", None if scoped else on_over)
 
     timeout = timeout or httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (may stream)
     return httpx2.AsyncClient(
@@ -546,8 +569,10 @@ class Connections(Unwinding):
         restart: supervise the servers on this schedule: a stdio server that exits is started again,
             an HTTP server unreachable at start or whose connection drops is connected again, each
             after a wait of the schedule (:class:`~skilldeck.host.backoff.Backoff`); ``None`` (the
-            default): a server lost stays lost. A server given up on for what it sent (:meth:`fail`)
-            is never retried.
+            default): a server lost stays lost. A session the server broke once open (a line that
+            is not JSON-RPC, an event over the limit outside any request) is lost and retried like
+            any other; a server that breaks the handshake itself (:meth:`fail`) is never retried. The
+            answer to one request that passes the limit or does not parse fails that request only.
         on_transition: told ``(label, text)`` once per transition of a supervised server (lost,
             retried); by default each is logged as a warning.
     """
@@ -589,6 +614,8 @@ class Connections(Unwinding):
         self._tg: TaskGroup | None = None
         self._stack = AsyncExitStack()
         self.server_requests = server_requests
+        self._faults: dict[str, Callable[[str], None]] = {}
+        """Per server, what a fault it makes ends (its session now; the supervised one is connected again)."""
         self.server_request_handler: ServerRequestHandler | None = None
         """Answers the server requests each session hands on (with ``server_requests``); refused while unset."""
         self.restart = restart
@@ -685,7 +712,7 @@ class Connections(Unwinding):
             if isinstance(message, Exception):
                 # A message the transport could not read (not JSON-RPC, over the limit, not UTF-8):
                 # the request it answered can never be matched, so waiting would only run out the clock.
-                self.fail(label, _stream_fault(message))
+                self._faults.get(label, partial(self.fail, label))(_stream_fault(message))
                 return
             for listener in list(self._listeners):
                 try:
@@ -829,7 +856,19 @@ class Connections(Unwinding):
         outcome: tuple[bool, str | None] = (False, None)
 
         def on_fault(reason: str) -> None:
-            self.fail(label, reason)
+            if schedule is None or not opened.is_set():
+                self.fail(label, reason)
+                return
+            # supervised: a session the server broke (a line that is not JSON-RPC, a message over the
+            # limit outside any request) is lost like any other, and connected again on the schedule
+            live = self.connected.get(label)
+            if live is not None:
+                live.failure = live.failure or reason
+            if not lost:
+                lost.append(reason)
+            gone.set()
+
+        self._faults[label] = on_fault
 
         def on_lost(reason: str) -> None:
             if not opened.is_set():  # before the session opened, its opening fails by itself

@@ -8,10 +8,13 @@ script (standard library only, run by path with the host's interpreter): it star
 this process' stderr, copies our stdin to its stdin, and its stdout to ours **one complete line
 at a time**.
 
-A line longer than MAX_LINE bytes, or one that is not UTF-8, is never passed on: in its place goes
-one line starting with :data:`MARKER` that names the problem, and the rest of an over-long line is
-skipped without being kept. The host reads that line as the server's fault and gives up on the
-server with the reason (:mod:`skilldeck.host.connect`). If COMMAND cannot be started, the marker
+A line longer than MAX_LINE bytes, or one that is not UTF-8, is never passed on, and the rest of an
+over-long line is skipped without being kept. When its first bytes show it is the response to a
+request (``{"jsonrpc": "2.0", "id": ..., "result"`` or ``"error"``, as the SDKs write them), an
+error response for that id goes in its place: that request fails with the reason and the session,
+shared by every other request, goes on. Otherwise one line starting with :data:`MARKER` names the
+problem; the host reads it as the server's fault and ends the session with the reason
+(:mod:`skilldeck.host.connect`). If COMMAND cannot be started, the marker
 line says so and this script waits for its stdin to close, so the host reports the reason and not
 a lost connection. When the server's stdout ends, a last marker line gives its exit code, which is
 also this script's (unless the guard had to SIGKILL its group, itself included, as below).
@@ -30,7 +33,9 @@ failed, which for one that writes only when asked was never.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +51,12 @@ NOT_STARTED = "not-started"
 EXITED = "exited"
 """The server's stdout ended; the marker's detail is its exit code (the last line the guard writes)."""
 _CHUNK = 1 << 16
+
+_RESPONSE_ID = re.compile(
+    rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\\n]|\\.){0,256}")\s*,'
+    rb'\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:'
+)
+"""The opening of a JSON-RPC response, with its id (an integer or a string)."""
 
 EXIT_GRACE = 0.3
 """Seconds the server has to exit on its own once its stdin is closed, before SIGTERM."""
@@ -68,6 +79,18 @@ def _marker(problem: str, detail: str) -> bytes:
     return f"{MARKER} {problem} {detail}\n".encode()
 
 
+def _too_long(head: bytes, max_line: int) -> bytes:
+    """What goes in place of an over-long line that begins with ``head``: an error answering the request it
+    responds to, or the marker when it shows no response id."""
+    found = _RESPONSE_ID.match(head)
+    if found is None:
+        return _marker(LINE_TOO_LONG, str(max_line))
+    request_id = json.loads(found.group(1))
+    message = f"response over {max_line} bytes, the host's limit per message: the answer was dropped"
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}}
+    return json.dumps(error).encode() + b"\n"
+
+
 def relay(source: int, sink: int, max_line: int) -> None:
     """Copy ``source`` to ``sink`` line by line until EOF; replace lines over ``max_line`` or not UTF-8."""
     line = bytearray()
@@ -83,8 +106,8 @@ def relay(source: int, sink: int, max_line: int) -> None:
                 continue
             line += piece
             if len(line) - (end != -1) > max_line:
+                _write(sink, _too_long(bytes(line[:4096]), max_line))
                 line.clear()
-                _write(sink, _marker(LINE_TOO_LONG, str(max_line)))
                 skipping = end == -1
                 continue
             if end == -1:
