@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import httpx2
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,3 +175,27 @@ def write_skill(
         else:
             target.write_text(content)
     return folder
+
+
+def legacy_stream(host: str, port: int) -> socket.socket:
+    """A legacy (2025-11-25) session's GET stream, open on a socket of its own (its head read)."""
+    with httpx2.Client(timeout=30) as http:
+        opened = http.post(
+            f"http://{host}:{port}/mcp",
+            json=initialize_request(),
+            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+        )
+        session = opened.headers["mcp-session-id"]
+    conn = socket.create_connection((host, port))
+    conn.sendall(
+        f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+        f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n".encode()
+    )
+    conn.settimeout(10)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return conn

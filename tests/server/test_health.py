@@ -20,7 +20,7 @@ import pytest
 
 from skilldeck.server.connections import DEFAULT_PROBE_CONNECTIONS
 
-from .helpers import CLI, cli_env, closed_within, running_http, start_gateway, stop
+from .helpers import CLI, cli_env, closed_within, legacy_stream, running_http, start_gateway, stop
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 
@@ -94,14 +94,15 @@ def test_probes_are_answered_while_max_connections_holds_clients_out(
     """At --max-connections 3: a third client is still served; with three held, a fourth client is refused with
     the reason while probes are answered, in up to DEFAULT_PROBE_CONNECTIONS places of their own; with every
     place held, the next connection is closed at once."""
-    extra = ("--max-connections", "3", "--request-timeout", "60")
+    extra = ("--max-connections", "3", "--request-timeout", "60", "--stream-share", "1")
     with running_http(command, tmp_path, examples_dir, *extra) as ran:
-        held = [socket.create_connection(("127.0.0.1", ran.port)) for _ in range(2)]
+        # busy connections (a stream each): never closed to make room, unlike silent ones
+        held = [legacy_stream("127.0.0.1", ran.port) for _ in range(2)]
         try:
             time.sleep(0.2)  # the server has accepted both
             status, answer = ask(ran.port, "POST", "/mcp", body=PING)  # the third client: at the bound
             assert "jsonrpc" in answer, (status, answer)
-            held.append(socket.create_connection(("127.0.0.1", ran.port)))
+            held.append(legacy_stream("127.0.0.1", ran.port))
             time.sleep(0.2)
             status, refused = ask(ran.port, "POST", "/mcp", body=PING)  # a fourth client: one past it
             assert status == 503, refused

@@ -24,7 +24,7 @@ from skilldeck.server.audience import catalog_for
 from skilldeck.server.connections import DEFAULT_PROBE_CONNECTIONS
 from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
 
-from .helpers import CLI, cli_env, closed_within, running_http, stop, write_skill
+from .helpers import CLI, cli_env, closed_within, legacy_stream, running_http, stop, write_skill
 
 ERAS = ["auto", "legacy"]
 
@@ -419,21 +419,77 @@ def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
         assert _answered(prompt).startswith(b"HTTP/1.1 ")
 
 
-def test_connections_past_the_limit_are_closed_at_once(bounded_serve: tuple[str, int, Path]) -> None:
-    """Three clients and the places kept for health probes (``test_health.py``) all held: the next is closed at once."""
-    host, port, log = bounded_serve
-    held = [socket.create_connection((host, port)) for _ in range(3 + DEFAULT_PROBE_CONNECTIONS)]
-    try:
-        time.sleep(0.2)  # the server has accepted them all
-        with socket.create_connection((host, port)) as extra:
-            waited = closed_within(extra, 5)
-            assert waited is not None, "a connection past the limit and the probes' places was kept"
-            assert waited < 0.5, waited
-        assert "3 HTTP connections are open" in log.read_text()
-    finally:
-        for conn in held:
-            conn.close()
-    time.sleep(0.3)  # closed: the places are free again
-    with socket.create_connection((host, port)) as again:
-        again.sendall(_post(host, port))
-        assert _answered(again).startswith(b"HTTP/1.1 ")
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_a_full_table_closes_the_connection_longest_without_a_request_not_the_new_one(
+    tmp_path: Path, examples_dir: Path, command: str
+) -> None:
+    """Three silent connections fill ``--max-connections 3``: a fourth client is answered, and the oldest
+    silent one is closed for it (the newest used to be closed, so re-opened silent sockets kept everyone out)."""
+    with running_http(command, tmp_path, examples_dir, "--max-connections", "3") as (host, port, log, _):
+        silent = []
+        for _ in range(3):
+            silent.append(socket.create_connection((host, port)))
+            time.sleep(0.2)  # each one opened after the one before
+        try:
+            with socket.create_connection((host, port)) as client:
+                client.sendall(_post(host, port))
+                assert _answered(client).startswith(b"HTTP/1.1 ")
+            assert closed_within(silent[0], 5) is not None, "the oldest silent connection was kept"
+            assert closed_within(silent[1], 0.5) is None, "a newer silent connection was closed as well"
+            assert "closed the one" in log.read_text()
+        finally:
+            for conn in silent:
+                conn.close()
+
+
+def test_connections_busy_with_a_request_are_never_closed_for_a_new_one(tmp_path: Path, examples_dir: Path) -> None:
+    """Three streams being answered (a whole request each) and the probes' places all held: the next
+    connection is closed at once, and no stream is."""
+    extra = ("--max-connections", "3", "--stream-share", "1")
+    with running_http("serve", tmp_path, examples_dir, *extra) as (host, port, log, _):
+        streams = [legacy_stream(host, port) for _ in range(3)]
+        held = [socket.create_connection((host, port)) for _ in range(DEFAULT_PROBE_CONNECTIONS)]
+        try:
+            time.sleep(0.2)  # the server has accepted them all
+            with socket.create_connection((host, port)) as extra_conn:
+                waited = closed_within(extra_conn, 5)
+                assert waited is not None, "a connection past the limit and the probes' places was kept"
+                assert waited < 0.5, waited
+            assert "3 HTTP connections are open" in log.read_text()
+            for stream in streams:
+                assert closed_within(stream, 0.2) is None, "a stream being answered was closed to make room"
+        finally:
+            for conn in [*streams, *held]:
+                conn.close()
+        time.sleep(0.3)  # closed: the places are free again
+        with socket.create_connection((host, port)) as again:
+            again.sendall(_post(host, port))
+            assert _answered(again).startswith(b"HTTP/1.1 ")
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_streams_hold_at_most_their_share_of_the_table(tmp_path: Path, examples_dir: Path, command: str) -> None:
+    """``--max-connections 4`` with the default share: two streams, and the third is answered 503 at once,
+    while a request is still answered (200 listen streams held every slot of a table of 200 before)."""
+    with running_http(command, tmp_path, examples_dir, "--max-connections", "4") as (host, port, _, _):
+        streams = [legacy_stream(host, port) for _ in range(2)]
+        try:
+            with pytest.raises(AssertionError, match="503"):
+                legacy_stream(host, port)
+            with httpx2.Client(timeout=30) as http:
+                refused = http.get(
+                    f"http://{host}:{port}/mcp",
+                    headers={
+                        "Accept": "text/event-stream",
+                        "Mcp-Session-Id": "x",
+                        "MCP-Protocol-Version": "2025-11-25",
+                    },
+                )
+                assert refused.status_code == 503, refused.text
+                assert "2 streams are open" in refused.json()["error"]["message"], refused.text
+            with socket.create_connection((host, port)) as client:
+                client.sendall(_post(host, port))
+                assert _answered(client).startswith(b"HTTP/1.1 ")
+        finally:
+            for conn in streams:
+                conn.close()

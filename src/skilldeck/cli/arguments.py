@@ -9,10 +9,11 @@ from skilldeck.server.connections import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SHUTDOWN_TIMEOUT,
+    DEFAULT_STREAM_SHARE,
     HttpLimits,
 )
 
-__all__ = ["add_http_arguments", "host_port", "http_limits", "positive", "seconds"]
+__all__ = ["add_http_arguments", "host_port", "http_limits", "positive", "seconds", "share"]
 
 
 def host_port(value: str) -> tuple[str, int]:
@@ -62,8 +63,17 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive,
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help="HTTP connections open at once, streams included; past it a new connection is closed at once "
+        help="HTTP connections open at once, streams included; past it the connection longest without a "
+        "request in flight is closed to make room, or the new one if every one is busy "
         f"(default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    parser.add_argument(
+        "--stream-share",
+        type=share,
+        default=DEFAULT_STREAM_SHARE,
+        metavar="FRACTION",
+        help="the share of --max-connections that streams (legacy GET streams, subscriptions/listen) may hold; "
+        f"past it a new stream is answered 503 (default {DEFAULT_STREAM_SHARE:g})",
     )
     parser.add_argument(
         "--request-timeout",
@@ -83,10 +93,22 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def share(value: str) -> float:
+    """A fraction above 0 and at most 1 (``0.5``)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.5, got {value!r}") from None
+    if not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction above 0 and at most 1, got {value!r}")
+    return number
+
+
 def http_limits(args: argparse.Namespace) -> HttpLimits:
     """The connection bounds ``--max-connections``, ``--request-timeout`` and ``--shutdown-timeout`` ask for."""
     return HttpLimits(
         max_connections=args.max_connections,
         request_timeout=args.request_timeout,
         shutdown_timeout=args.shutdown_timeout,
+        stream_share=args.stream_share,
     )
