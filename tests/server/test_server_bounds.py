@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 
 from skilldeck.host.wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
@@ -237,6 +238,24 @@ async def test_a_full_session_table_evicts_the_least_recently_used_idle_session(
             assert len((await SkillsWire(client).list_skills())["skills"]) == 8
             assert await ping(http, url, idle[2]) == 404
             assert await ping(http, url, newcomers[-1]) == 200
+
+
+@pytest.mark.anyio
+async def test_a_full_table_of_streaming_sessions_ends_the_oldest_for_a_new_client(examples_dir: Path) -> None:
+    """Three legacy clients hold the table (--max-sessions 3), each with its GET stream and nothing else in
+    flight: a fourth client gets in (it was answered 503 for as long as they stayed) in place of the oldest."""
+    server, ext = create_server(examples_dir)
+    async with serving_http(server, ext, max_sessions=3) as url, AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(url, mode="legacy", cache=None)) for _ in range(3)]
+        for c in clients:  # each has its GET stream open and no request in flight
+            assert len((await SkillsWire(c).list_skills())["skills"]) == 8
+        async with Client(url, mode="legacy", cache=None) as newcomer:
+            assert len((await SkillsWire(newcomer).list_skills())["skills"]) == 8
+            with pytest.raises(MCPError) as ended:  # the oldest session is gone
+                await SkillsWire(clients[0]).list_skills()
+            assert "Session not found" in ended.value.error.message, ended.value.error
+            for c in clients[1:]:
+                assert len((await SkillsWire(c).list_skills())["skills"]) == 8
 
 
 @pytest.mark.anyio

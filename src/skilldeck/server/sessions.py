@@ -9,7 +9,10 @@ walks away locks every new legacy client out for the whole idle timeout.
 :func:`evict_idle_when_full` changes only that last rule: when the table is full, the least
 recently used *idle* session (no request being served, no open GET stream) is ended the way
 its idle timeout would end it, and the new session is admitted. A session with a request in
-flight or a GET stream open is a live client and is never evicted; when every session is live,
+flight is a live client and is never evicted. When no session is idle, the oldest session whose
+only open request is its GET stream is ended (its stream closed; the client reconnects and
+re-initializes): otherwise 1,000 anonymous sessions each holding a GET stream gave every new
+legacy client ``503`` for as long as they stayed open. When every session is serving a request,
 the SDK's ``503`` stands.
 
 Why this reaches into the manager: the SDK offers ``max_sessions`` and ``session_idle_timeout``
@@ -30,7 +33,7 @@ import logging
 import math
 from typing import Any
 
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http import GET_STREAM_KEY, MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_REQUEST
 from starlette.responses import JSONResponse
@@ -66,8 +69,8 @@ def evict_idle_when_full(manager: StreamableHTTPSessionManager) -> None:
     limit = manager.max_sessions
 
     def admit_evicting(requestor: Any) -> StreamableHTTPServerTransport | None:
-        if len(manager._server_instances) >= limit:
-            _evict_least_recently_used(manager)
+        if len(manager._server_instances) >= limit and not _evict_least_recently_used(manager):
+            _evict_oldest_streaming(manager)
         return admit(requestor)
 
     manager._admit_session = admit_evicting  # type: ignore[method-assign]
@@ -92,6 +95,25 @@ def _evict_least_recently_used(manager: StreamableHTTPSessionManager) -> bool:
     scope.cancel()
     logger.info("session table full: ended idle session %s, the least recently used", session_id[:64])
     return True
+
+
+def _evict_oldest_streaming(manager: StreamableHTTPSessionManager) -> bool:
+    """End the oldest session whose one request in flight is its GET stream; ``False`` if there is none."""
+    for session_id, transport in manager._server_instances.items():  # oldest first
+        scope = transport.idle_scope
+        if scope is None or scope.cancel_called:
+            continue
+        if transport._requests_in_flight == 1 and GET_STREAM_KEY in transport._request_streams:
+            manager._server_instances.pop(session_id, None)
+            manager._session_owners.pop(session_id, None)
+            scope.cancel()
+            logger.warning(
+                "legacy session table full (--max-sessions), no session idle: ended the oldest one holding only "
+                "its GET stream (%s)",
+                session_id[:64],
+            )
+            return True
+    return False
 
 
 UNKNOWN_SESSION_MESSAGE = (
