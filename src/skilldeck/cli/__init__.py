@@ -19,6 +19,7 @@ from rich.markup import escape
 from skilldeck import __version__
 from skilldeck.cli.arguments import add_http_arguments, http_limits, positive
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
+from skilldeck.cli.authoring import add_authoring_commands
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
@@ -92,6 +93,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
+    add_authoring_commands(sub)
     return parser
 
 
