@@ -154,15 +154,25 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     count = len(extension.catalog)
     view = f" ({_policy_view(extension)})" if policy else ""
 
+    reported = {str(problem) for problem in extension.problems}
+
     def on_reload(diff: CatalogDiff) -> None:
+        # Every reload is heard, not only one that changed the catalog: a new skill saved with a typo
+        # changes nothing served, and its author must see why at once.
+        nonlocal reported
+        problems = [str(problem) for problem in extension.problems]
         if diff:
             err.print(
                 f"reloaded: {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
                 f"({len(extension.catalog)} skills)",
                 highlight=False,
             )
-            for problem in extension.problems:
-                err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
+        for problem in problems:
+            if diff or problem not in reported:
+                err.print(f"[yellow]refused[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        for uri in diff.added:
+            err.print(f"served {escape(uri)}", highlight=False, soft_wrap=True)
+        reported = set(problems)
 
     def on_policy_error(exc: Exception) -> None:
         err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
