@@ -143,7 +143,10 @@ async def test_a_skill_whose_bytes_changed_after_listing_is_refused_and_activate
         # the upstream now serves other bytes, of the same size, under the entry it listed
         uri = "skill://job-search/SKILL.md"
         jobs.files[uri] = jobs.files[uri].replace(b"city", b"town")
-        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        result = await c.call_tool("load", {"ids": ["jobs/job-search"]})
+        refusal(result)  # nothing loaded: an error result
+        loaded = result.structured_content
+        assert isinstance(loaded, dict)
         assert loaded["skills"] == [], loaded
         assert loaded["tools"] == [], loaded
         (refused,) = loaded["refused"]
@@ -329,3 +332,17 @@ async def test_legacy_connections_held_are_bounded_and_the_oldest_goes_with_its_
                 text = refusal(await first.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}))
                 assert "active tools: none" in text, text
     assert tool_calls(jobs) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_load_that_loads_nothing_is_an_error_result_and_one_known_id_is_not(era: str) -> None:
+    async with open_gateway({"jobs": jobs_upstream()}) as gw, client(gw, era) as c:
+        result = await c.call_tool("load", {"ids": ["jobs/no-such-skill", "nowhere/at-all"]})
+        text = refusal(result)  # isError: a model notices it loaded nothing
+        assert "Refused jobs/no-such-skill: " in text, text
+        assert "Refused nowhere/at-all: " in text, text
+        assert isinstance(result.structured_content, dict)
+        assert [r["id"] for r in result.structured_content["refused"]] == ["jobs/no-such-skill", "nowhere/at-all"]
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/no-such-skill", "jobs/job-search"]}))
+        assert [s["id"] for s in loaded["skills"]] == ["jobs/job-search"], loaded
+        assert [r["id"] for r in loaded["refused"]] == ["jobs/no-such-skill"], loaded
