@@ -369,3 +369,25 @@ def test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_
         assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 1  # not repeated once fixed
     finally:
         stop(proc)
+
+
+def test_help_describes_serve_every_option_of_ask_select_snapshot_and_the_timeout_default() -> None:
+    import argparse
+
+    from skilldeck.cli import _build_parser
+
+    commands = next(a for a in _build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert "Publish the skills of folders" in (commands["serve"].description or "")
+    for name in ("ask", "select", "snapshot", "validate", "new"):
+        missing = [a.dest for a in commands[name]._actions if not a.help]
+        assert missing == [], (name, missing)
+    for name in ("skills", "load"):
+        (timeout,) = [a for a in commands[name]._actions if "--timeout" in a.option_strings]
+        assert "(default 30)" in (timeout.help or ""), timeout.help
+    redis = {
+        name: next(a.help or "" for a in commands[name]._actions if "--redis" in a.option_strings)
+        for name in ("serve", "gateway")
+    }
+    assert "fan change events out" in redis["serve"]
+    assert "fan" not in redis["gateway"]  # each gateway replica follows its upstreams itself
+    assert "share activations" in redis["gateway"]

@@ -66,7 +66,13 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skilldeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
+    serve = sub.add_parser(
+        "serve",
+        help="serve skill folders over MCP (stdio, or streamable HTTP with --http)",
+        description="Publish the skills of folders through the MCP Skills extension: each folder holding a SKILL.md "
+        "is one skill. What cannot be served is refused and said on stderr (check a pack first with skilldeck "
+        "validate).",
+    )
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
     add_http_arguments(serve)
     serve.add_argument(

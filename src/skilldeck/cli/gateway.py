@@ -102,7 +102,7 @@ def add_gateway_command(sub: Any) -> None:
         default="skilldeck-gateway",
         help="server name reported to clients (replicas of one gateway: the same name, see --redis)",
     )
-    add_replica_arguments(gateway)
+    add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)
 

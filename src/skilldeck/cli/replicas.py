@@ -38,12 +38,18 @@ KEY_SYNC_SECONDS: Final = 5.0
 """How often a replica puts its request-state key back in Redis and takes up the others'."""
 
 
-def add_replica_arguments(parser: argparse.ArgumentParser) -> None:
+def add_replica_arguments(parser: argparse.ArgumentParser, *, gateway: bool = False) -> None:
+    """``--redis``; a gateway shares activations through it instead of change events (each replica follows its upstreams)."""
+    shared = (
+        "share activations through Redis at URL (redis://HOST:6379/0) "
+        if gateway
+        else "fan change events out through Redis at URL (redis://HOST:6379/0) "
+    )
     parser.add_argument(
         "--redis",
         metavar="URL",
-        help="run as one of several replicas: fan change events out through Redis at URL (redis://HOST:6379/0) "
-        f"and share the request-state key (from {STATE_KEY_ENV}, else stored in Redis); needs skilldeck[redis]",
+        help=f"run as one of several replicas: {shared}and share the request-state key (from {STATE_KEY_ENV}, "
+        "else stored in Redis); needs skilldeck[redis]",
     )
 
 
