@@ -126,7 +126,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     # Replicas share activations and the request-state key; each follows its upstreams itself, so
     # upstream changes reach its own listeners without a shared bus (see docs/deploy.md).
     replicas = replica_setup(args.redis, args.name, bus=False)
-    for warning in serve_warnings(args):
+    for warning in serve_warnings(args, gateway=True):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
     def on_change(change: CatalogChange) -> None:
