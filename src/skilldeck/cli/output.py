@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,12 +55,15 @@ def stdout_closed() -> ExitCode:
 
 @contextmanager
 def sdk_logs_in_one_line() -> Iterator[None]:
-    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks.
+    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks,
+    and its deprecation warnings (``MCPDeprecationWarning``) not at all.
 
     Records that carry an exception are left out: the SDK logs those when it turns a server's bad
     message into an error for a request or the session, and the host reports that per server, with
     the server's label and the reason ("sent invalid JSON", "response over 32 MiB").
     """
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
     logger = logging.getLogger("mcp")
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
@@ -69,7 +73,9 @@ def sdk_logs_in_one_line() -> Iterator[None]:
     logger.addHandler(handler)
     logger.propagate = False
     try:
-        yield
+        with warnings.catch_warnings():  # what the SDK deprecates is for developers, not for an operator's log
+            warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+            yield
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
