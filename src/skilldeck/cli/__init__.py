@@ -188,7 +188,9 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     if args.http is None:
         bound_log_output()
-        err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
+        err.print(
+            f"skilldeck: serving {count} skills from {where} over stdio{view}{replicas.start_note()}", highlight=False
+        )
         anyio.run(
             replicas.around,
             lambda: serve_stdio(
@@ -210,7 +212,10 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     def on_ready(url: str) -> None:
         bound_log_output()  # what an outsider's requests make the server log is bounded (uvicorn's handlers exist now)
         watching = " (watching for changes)" if args.watch else ""
-        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
+        err.print(
+            f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}{replicas.start_note()}",
+            highlight=False,
+        )
 
     anyio.run(
         replicas.around,

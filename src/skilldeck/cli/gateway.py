@@ -200,7 +200,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 bound_log_output()  # what an outsider's requests make the gateway log is bounded
                 err.print(
                     f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
-                    f"{'over stdio' if where == 'stdio' else 'at ' + where}",
+                    f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",
                     highlight=False,
                 )
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -63,6 +64,18 @@ class Replicas:
     ring: KeyRing | None = None
     """With ``--redis`` and no ``SKILLDECK_STATE_KEY``: the keys that seal and unseal ``requestState``."""
     name: str = ""
+
+    def start_note(self) -> str:
+        """What a start line says of replication: `` (replica 'NAME', Redis HOST:PORT/DB)``; empty without ``--redis``.
+
+        The URL is shown without its user name or password.
+        """
+        if self.redis_url is None:
+            return ""
+        parts = urlsplit(self.redis_url)
+        where = parts.path if parts.scheme == "unix" else f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+        db = parts.path.strip("/") if parts.scheme != "unix" else ""
+        return f" (replica {self.name!r}, Redis {where}{'/' + db if db else ''})"
 
     async def around(self, serve: Callable[[], Awaitable[None]]) -> None:
         """Run ``serve()`` with the bus connected (when there is one); a Redis out of reach stops it here."""
