@@ -17,11 +17,11 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from skilldeck.authoring import lint_paths
 from skilldeck.cli.exits import ExitCode
 from skilldeck.cli.output import StdoutConsole
 from skilldeck.errors import UsageError
 from skilldeck.skill.frontmatter import validate_name
-from skilldeck.skill.lint import lint_paths
 from skilldeck.skill.uri import SKILL_MD
 
 __all__ = ["add_authoring_commands", "run_new", "run_validate", "skill_template"]

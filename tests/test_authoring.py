@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from skilldeck.authoring import DESCRIPTION_MIN_WORDS, lint_paths
 from skilldeck.errors import FrontmatterError
-from skilldeck.skill.lint import DESCRIPTION_MIN_WORDS, lint_paths
 from skilldeck.skill.pack import DirectorySource
 
-from ..server.helpers import CLI, REPO, cli_env
+from .server.helpers import CLI, REPO, cli_env
 
 GOOD = "description: A perfectly fine skill for testing the loader refusals one by one.\n"
 CONFORMANCE_VERSION = "0.2.0-alpha.12"  # as tests/integration/conftest.py pins it
@@ -300,3 +300,22 @@ def test_the_conformance_suites_skill_fixtures_and_their_broken_forms(tmp_path: 
     report = json.loads(run("validate", str(pack), "--json").stdout)
     got = {Path(f["path"]).parent.name: (f["rule"], f["line"]) for f in report["findings"]}
     assert got == {folder: (rule, line) for folder, (_, rule, line) in broken.items()}, report
+
+
+def test_a_skill_path_given_by_two_roots_is_refused_the_second_time_as_serve_does(tmp_path: Path) -> None:
+    skill(tmp_path / "one", "twin", fm("twin"))
+    second = skill(tmp_path / "two", "twin", fm("twin"))
+    report = json.loads(run("validate", str(tmp_path / "one"), str(tmp_path / "two"), "--json").stdout)
+    assert report["skills"] == ["twin"]
+    assert [(f["rule"], f["path"]) for f in report["findings"] if f["severity"] == "error"] == [
+        ("duplicate-path", str(second))
+    ]
+
+
+def test_a_missing_folder_is_one_error_line(tmp_path: Path) -> None:
+    result = run("validate", str(tmp_path / "nowhere"))
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        == f"error: {tmp_path / 'nowhere'}: is not a folder (pass the folder that holds your skills)"
+    )
