@@ -319,3 +319,31 @@ def test_a_missing_folder_is_one_error_line(tmp_path: Path) -> None:
         result.stderr.strip()
         == f"error: {tmp_path / 'nowhere'}: is not a folder (pass the folder that holds your skills)"
     )
+
+
+WORDS_148 = " ".join(f"w{i}" for i in range(148))
+
+
+@pytest.mark.parametrize(
+    ("rule", "at_limit", "over"),
+    [
+        # 6 index words pass, 5 warn ("loader" and "refusals" are words of the body, so nothing else warns)
+        ("description-short", "loader refusals alpha bravo charlie delta", "loader refusals alpha bravo charlie"),
+        # 150 words pass, 151 warn
+        ("description-long", "loader refusals " + WORDS_148, "loader refusals " + WORDS_148 + " w148"),
+    ],
+)
+def test_description_limits_at_n_and_n_plus_one(tmp_path: Path, rule: str, at_limit: str, over: str) -> None:
+    for name, description in (("at-limit", at_limit), ("over", over)):
+        skill(tmp_path / name, name, fm(name, description=f"description: {description.strip()}\n"))
+    assert [r for _, r, _ in warnings_of(tmp_path / "at-limit")] == []
+    assert [r for _, r, _ in warnings_of(tmp_path / "over")] == [rule]
+
+
+def test_a_body_of_500_lines_passes_and_501_warns(tmp_path: Path) -> None:
+    description = "description: Loader refusals reported one by one with their lines.\n"
+    for name, lines in (("at-limit", 500), ("over", 501)):
+        body = "loader refusals\n" * lines
+        skill(tmp_path / name, name, f"---\nname: {name}\n{description}---\n{body}")
+    assert warnings_of(tmp_path / "at-limit") == []
+    assert warnings_of(tmp_path / "over") == [("over", "body-long", 5)]
