@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from queue import Empty, Queue
@@ -275,7 +276,18 @@ def test_every_command_runs_through_its_own_handler() -> None:
 
     parser = _build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(commands.choices) == {"serve", "demo", "skills", "load", "ask", "select", "snapshot", "gateway"}
+    assert set(commands.choices) == {
+        "serve",
+        "demo",
+        "skills",
+        "load",
+        "ask",
+        "select",
+        "snapshot",
+        "gateway",
+        "validate",
+        "new",
+    }
     for name, sub in commands.choices.items():
         assert callable(sub.get_default("handler")), name
 
@@ -311,3 +323,71 @@ def test_errors_map_to_exit_codes_in_one_place() -> None:
     for other in (ConfigError("bad"), EntryError("bad", label="docs"), SkillError("bad")):
         assert exit_for(other) == (ExitCode.INPUT, "error")
     assert [int(c) for c in (ExitCode.OK, ExitCode.USAGE, ExitCode.UNREACHABLE, ExitCode.BROKEN_PIPE)] == [0, 2, 3, 141]
+
+
+def test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_when_fixed(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write_skill(skills, "alpha")
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [*CLI, "serve", str(skills), "--watch"],
+            stdin=subprocess.PIPE,  # held open: the stdio server runs until it closes
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=WIDE,
+        )
+    try:
+
+        def wait_for(text: str, *, then: Callable[[], object] = lambda: None) -> list[str]:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                lines = log.read_text().splitlines()
+                if any(text in line for line in lines):
+                    return lines
+                assert proc.poll() is None, log.read_text()
+                then()
+                time.sleep(0.2)
+            raise AssertionError(f"no {text!r} line in:\n{log.read_text()}")
+
+        wait_for("skilldeck: serving 1 skills")
+        probe = 0
+
+        def touch() -> None:  # until the watcher is armed, each write is a new skill it may not see
+            nonlocal probe
+            probe += 1
+            write_skill(skills, f"probe-{probe}")
+
+        wait_for("reloaded: ", then=touch)
+        broken = skills / "typo"
+        broken.mkdir()
+        (broken / "SKILL.md").write_text("---\nname: typo\ndescription: [oops\n---\n")  # nothing served changes
+        lines = wait_for(f"refused {broken / 'SKILL.md'}: frontmatter is not valid YAML")
+        assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 1
+        (broken / "SKILL.md").write_text("---\nname: typo\ndescription: Fixed now.\n---\n")
+        lines = wait_for("served skill://typo/SKILL.md")
+        assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 1  # not repeated once fixed
+    finally:
+        stop(proc)
+
+
+def test_help_describes_serve_every_option_of_ask_select_snapshot_and_the_timeout_default() -> None:
+    import argparse
+
+    from skilldeck.cli import _build_parser
+
+    commands = next(a for a in _build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert "Publish the skills of folders" in (commands["serve"].description or "")
+    for name in ("ask", "select", "snapshot", "validate", "new"):
+        missing = [a.dest for a in commands[name]._actions if not a.help]
+        assert missing == [], (name, missing)
+    for name in ("skills", "load"):
+        (timeout,) = [a for a in commands[name]._actions if "--timeout" in a.option_strings]
+        assert "(default 30)" in (timeout.help or ""), timeout.help
+    redis = {
+        name: next(a.help or "" for a in commands[name]._actions if "--redis" in a.option_strings)
+        for name in ("serve", "gateway")
+    }
+    assert "fan change events out" in redis["serve"]
+    assert "fan" not in redis["gateway"]  # each gateway replica follows its upstreams itself
+    assert "share activations" in redis["gateway"]

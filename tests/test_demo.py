@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -100,3 +102,26 @@ async def test_the_demo_drives_the_gateway_with_a_real_client_in_both_eras() -> 
         )
         == 2
     )
+
+
+@pytest.mark.anyio
+async def test_history_a_is_one_measure_in_the_demo_and_the_gateways_decision_log(tmp_path: Path) -> None:
+    from skilldeck.demo.gateway import gateway_tour
+    from skilldeck.demo.servers import demo_servers
+    from skilldeck.gateway import GatewayService
+    from skilldeck.gateway.service import DecisionLog
+    from skilldeck.host import Host, InProcessServer, ServerSpec
+    from skilldeck.server.policy import Caller
+
+    out = io.StringIO()
+    await gateway_tour(Console(file=out, width=400, color_system=None), livemcpbench_snapshot())
+    shown = re.findall(
+        r"History A \(every schema as OpenAI tools\) of these 3 servers is ([\d,]+) tokens", out.getvalue()
+    )
+    assert len(shown) == 2, out.getvalue()
+    specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
+    log = tmp_path / "decisions.jsonl"
+    async with Host(specs) as host:
+        GatewayService(host, log=DecisionLog(str(log))).find(Caller(), "c1", "find senior java roles")
+    (logged,) = [json.loads(line)["history_a_tokens"] for line in log.read_text().splitlines()]
+    assert {int(n.replace(",", "")) for n in shown} == {logged}

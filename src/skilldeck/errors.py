@@ -113,7 +113,21 @@ class SkillError(SkilldeckError):
 
 
 class FrontmatterError(SkillError):
-    """A ``SKILL.md`` whose YAML frontmatter is missing, malformed or breaks the Agent Skills rules."""
+    """A ``SKILL.md`` whose YAML frontmatter is missing, malformed or breaks the Agent Skills rules.
+
+    ``details`` holds each rule broken as ``(rule, message)`` when there are several (the message joins them).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        rule: str = "invalid",
+        details: list[tuple[str, str]] | tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        super().__init__(message, path=path, rule=rule)
+        self.details: tuple[tuple[str, str], ...] = tuple(details) or ((rule, message),)
 
 
 class SkillLimitError(SkillError):

@@ -201,7 +201,10 @@ async def load_and_call(url: str, skill: str, tool: str) -> tuple[list[str], boo
     """The skill ids a client (the default identity) is given by loading ``skill`` and ``tool``, and whether
     calling ``tool`` then ran."""
     async with Client(url, cache=None) as c:
-        loaded = check_structured("load", await c.call_tool("load", {"ids": [skill, tool]}))
+        result = await c.call_tool("load", {"ids": [skill, tool]})
+        loaded = result.structured_content
+        assert isinstance(loaded, dict), result
+        assert result.is_error == (not loaded["skills"] and not loaded["tools"]), result  # nothing loaded: an error
         called = await c.call_tool("call", {"tool": tool, "arguments": {"job_id": "JOB-1005"}})
         return [s["id"] for s in loaded["skills"]], not called.is_error
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ from mcp_types import (
     Tool,
 )
 
+import skilldeck
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.gateway.relay import MAX_INPUT_RESPONSES
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
@@ -67,6 +69,9 @@ PINS = [
     ("ask", "second_thoughts"),
 ]
 UPSTREAM_SCRIPT = Path(__file__).with_name("relay_upstream.py")
+
+SRC = Path(skilldeck.__file__).parent
+"""skilldeck's own source: a warning raised from here would reach an operator's stderr."""
 
 
 class Downstream:
@@ -355,8 +360,12 @@ async def test_set_level_is_forwarded_upstream_and_each_client_hears_its_own_lev
         ):
             assert a.server_capabilities is not None
             assert a.server_capabilities.logging is not None  # the gateway declares logging/setLevel
-            await a.session.set_logging_level("warning")
-            await b.session.set_logging_level("info")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                await a.session.set_logging_level("warning")
+                await b.session.set_logging_level("info")
+            # the test's own client is warned; the gateway forwarding it upstream says nothing on the operator's stderr
+            assert [w.filename for w in caught if SRC in Path(w.filename).parents] == []
             assert levels.set_to == ["warning", "info"]
             assert not (await a.call_tool("levels__say", {})).is_error
             assert not (await b.call_tool("levels__say", {})).is_error

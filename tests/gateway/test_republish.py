@@ -20,6 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import PromptsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types import ServerNotification
 
@@ -442,3 +443,40 @@ async def test_one_client_reading_a_file_in_a_loop_spends_no_one_elses_budget(mo
             assert len((await other.read_bytes(REFUNDS_POLICY))[0]) == size
             assert len((await other.read_bytes(REFUNDS))[0]) == skill_md
         assert host.loader("ex").used_bytes == skill_md + size  # each fetched once
+
+
+async def test_one_upstream_change_is_one_resources_list_changed(tmp_path: Path, mode: str, version: str) -> None:
+    """Re-published skills and forwarded resources both change with one upstream edit: clients hear it once."""
+    heard: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ServerNotification):
+            heard.append(message.method)
+
+    async with gateway(tmp_path) as gw:
+        followed = anyio.Event()
+        follow = follow_upstreams(gw.service, gw.middleware, lambda change: followed.set())
+        async with gw.host.watch(on_change=follow), connect(gw.server, mode, message_handler=on_message) as wire:
+            await wire.list_skills()  # a legacy session is remembered once it has spoken
+            if version == "2026-07-28":
+                async with wire.client.listen(resources_list_changed=True, prompts_list_changed=True) as events:
+                    write_skill(gw.tenant_pack, "returns", "Handle product returns.")
+                    assert await gw.tenant.reload()
+                    with anyio.fail_after(20):
+                        await followed.wait()
+                    await gw.middleware.subscriptions.publish(PromptsListChanged())  # the end marker
+                    kinds = []
+                    with anyio.fail_after(20):
+                        async for event in events:
+                            kinds.append(type(event).__name__)
+                            if kinds[-1] == "PromptsListChanged":
+                                break
+                assert kinds == ["ResourcesListChanged", "PromptsListChanged"], kinds
+            else:
+                write_skill(gw.tenant_pack, "returns", "Handle product returns.")
+                assert await gw.tenant.reload()
+                with anyio.fail_after(20):
+                    await followed.wait()
+                await wire.list_skills()  # answered after every notification sent before it
+                await anyio.sleep(0.5)
+                assert heard.count("notifications/resources/list_changed") == 1, heard

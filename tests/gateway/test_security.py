@@ -145,7 +145,10 @@ async def test_a_skill_whose_bytes_changed_after_listing_is_refused_and_activate
         # the upstream now serves other bytes, of the same size, under the entry it listed
         uri = "skill://job-search/SKILL.md"
         jobs.files[uri] = jobs.files[uri].replace(b"city", b"town")
-        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        result = await c.call_tool("load", {"ids": ["jobs/job-search"]})
+        refusal(result)  # nothing loaded: an error result
+        loaded = result.structured_content
+        assert isinstance(loaded, dict)
         assert loaded["skills"] == [], loaded
         assert loaded["tools"] == [], loaded
         (refused,) = loaded["refused"]
@@ -353,7 +356,10 @@ async def test_a_label_rule_hides_that_upstreams_skills_from_callers_it_does_not
         path.write_text(UPSTREAM_ADMINS_ONLY % role)
         async with open_gateway({"jobs": jobs_upstream()}, policy=load_policy(path)) as gw, client(gw, era) as c:
             found = check_structured("find", await c.call_tool("find", {"query": "search job postings", "limit": 10}))
-            loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+            result = await c.call_tool("load", {"ids": ["jobs/job-search"]})
+            assert result.is_error is (role == "user"), result  # loading nothing is an error a model notices
+            loaded = result.structured_content
+            assert isinstance(loaded, dict), result
             listed = SkillsWire(c)
             uris = [s["uri"] for s in (await listed.list_skills())["skills"]]
             seen[role] = ({card["id"] for card in found["cards"]}, [s["id"] for s in loaded["skills"]], uris)
@@ -371,3 +377,17 @@ async def test_a_label_rule_hides_that_upstreams_skills_from_callers_it_does_not
     assert "jobs/job-search" in admin[0], admin
     assert admin[1] == ["jobs/job-search"], admin
     assert "skill://jobs/job-search/SKILL.md" in admin[2], admin
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_load_that_loads_nothing_is_an_error_result_and_one_known_id_is_not(era: str) -> None:
+    async with open_gateway({"jobs": jobs_upstream()}) as gw, client(gw, era) as c:
+        result = await c.call_tool("load", {"ids": ["jobs/no-such-skill", "nowhere/at-all"]})
+        text = refusal(result)  # isError: a model notices it loaded nothing
+        assert "Refused jobs/no-such-skill: " in text, text
+        assert "Refused nowhere/at-all: " in text, text
+        assert isinstance(result.structured_content, dict)
+        assert [r["id"] for r in result.structured_content["refused"]] == ["jobs/no-such-skill", "nowhere/at-all"]
+        loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/no-such-skill", "jobs/job-search"]}))
+        assert [s["id"] for s in loaded["skills"]] == ["jobs/job-search"], loaded
+        assert [r["id"] for r in loaded["refused"]] == ["jobs/no-such-skill"], loaded

@@ -6,12 +6,14 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from ..conftest import EXAMPLES
-from ..server.helpers import CLI, cli_env
+from ..server.helpers import CLI, cli_env, start_gateway, start_serve, stop, wait_for_startup
 
 
 def _closed_port() -> int:
@@ -24,7 +26,7 @@ def _refusal(cmd: list[str], env: dict[str, str]) -> str:
     """The one line ``cmd`` prints on stderr as it exits with a failure (anything else fails the test)."""
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=cli_env(**env))
     assert result.returncode != 0
-    lines = result.stderr.splitlines()
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("warning:")]  # said at start
     assert len(lines) == 1, result.stderr
     return lines[0]
 
@@ -54,3 +56,46 @@ def test_gateway_with_redis_out_of_reach_refuses_in_one_line(tmp_path: Path, env
         env,
     )
     assert f"cannot reach Redis at redis://127.0.0.1:{port}/0" in line
+
+
+def test_a_replica_says_its_name_and_redis_at_start_and_a_redis_outage_once_in_one_line(
+    replicas_bench: ModuleType, tmp_path: Path
+) -> None:
+    log = tmp_path / "serve.log"
+    with replicas_bench.running_redis(tmp_path) as redis:
+        proc = start_serve(
+            [*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0", "--redis", redis.url, "--name", "deck-a"],
+            log,
+        )
+        try:
+            found = wait_for_startup(proc, log, 60)
+            assert not isinstance(found, str), found
+            (start,) = [line for line in log.read_text().splitlines() if found.group(0) in line]
+            assert start == f"{found.group(0)} (replica 'deck-a', Redis 127.0.0.1:{redis.port}/0)", start
+            redis.kill()
+            # the bus tries again every 0.5 s: once the loss is said, leave room for a dozen more attempts
+            deadline = time.monotonic() + 60
+            while "lost the Redis subscription" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(6)
+            assert proc.poll() is None
+        finally:
+            stop(proc)
+    text = log.read_text()
+    lost = [line for line in text.splitlines() if "Redis" in line and "replica 'deck-a'" not in line]
+    assert len(lost) == 1, text  # once per outage, not every attempt
+    assert lost[0].startswith("warning: lost the Redis subscription ("), lost[0]
+    assert lost[0].endswith("re-subscribing every 0.5s, said again once it is back"), lost[0]
+
+
+def test_a_gateway_replica_says_its_name_and_redis_at_start(replicas_bench: ModuleType, tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"deck": {"command": sys.executable, "args": [*CLI[1:], "serve", str(EXAMPLES)]}}})
+    )
+    log = tmp_path / "gateway.log"
+    with replicas_bench.running_redis(tmp_path) as redis:
+        proc, found = start_gateway(config, log, "--redis", redis.url, "--name", "gw-a")
+        stop(proc)
+    (start,) = [line for line in log.read_text().splitlines() if found.group(0) in line]
+    assert start == f"{found.group(0)} (replica 'gw-a', Redis 127.0.0.1:{redis.port}/0)", start

@@ -19,6 +19,7 @@ from rich.markup import escape
 from skilldeck import __version__
 from skilldeck.cli.arguments import add_http_arguments, http_limits, positive
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
+from skilldeck.cli.authoring import add_authoring_commands
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
@@ -65,7 +66,13 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skilldeck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    serve = sub.add_parser("serve", help="serve skill folders over MCP (stdio, or streamable HTTP with --http)")
+    serve = sub.add_parser(
+        "serve",
+        help="serve skill folders over MCP (stdio, or streamable HTTP with --http)",
+        description="Publish the skills of folders through the MCP Skills extension: each folder holding a SKILL.md "
+        "is one skill. What cannot be served is refused and said on stderr (check a pack first with skilldeck "
+        "validate).",
+    )
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
     add_http_arguments(serve)
     serve.add_argument(
@@ -92,6 +99,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
+    add_authoring_commands(sub)
     return parser
 
 
@@ -152,15 +160,25 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     count = len(extension.catalog)
     view = f" ({_policy_view(extension)})" if policy else ""
 
+    reported = {str(problem) for problem in extension.problems}
+
     def on_reload(diff: CatalogDiff) -> None:
+        # Every reload is heard, not only one that changed the catalog: a new skill saved with a typo
+        # changes nothing served, and its author must see why at once.
+        nonlocal reported
+        problems = [str(problem) for problem in extension.problems]
         if diff:
             err.print(
                 f"reloaded: {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
                 f"({len(extension.catalog)} skills)",
                 highlight=False,
             )
-            for problem in extension.problems:
-                err.print(f"[yellow]refused[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
+        for problem in problems:
+            if diff or problem not in reported:
+                err.print(f"[yellow]refused[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        for uri in diff.added:
+            err.print(f"served {escape(uri)}", highlight=False, soft_wrap=True)
+        reported = set(problems)
 
     def on_policy_error(exc: Exception) -> None:
         err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
@@ -170,7 +188,9 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     if args.http is None:
         bound_log_output()
-        err.print(f"skilldeck: serving {count} skills from {where} over stdio{view}", highlight=False)
+        err.print(
+            f"skilldeck: serving {count} skills from {where} over stdio{view}{replicas.start_note()}", highlight=False
+        )
         anyio.run(
             replicas.around,
             lambda: serve_stdio(
@@ -192,7 +212,10 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     def on_ready(url: str) -> None:
         bound_log_output()  # what an outsider's requests make the server log is bounded (uvicorn's handlers exist now)
         watching = " (watching for changes)" if args.watch else ""
-        err.print(f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}", highlight=False)
+        err.print(
+            f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}{replicas.start_note()}",
+            highlight=False,
+        )
 
     anyio.run(
         replicas.around,

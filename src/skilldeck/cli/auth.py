@@ -66,11 +66,18 @@ def serve_auth(args: argparse.Namespace) -> tuple[JwtVerifier | None, Any]:
     return verifier, settings
 
 
-def serve_warnings(args: argparse.Namespace) -> list[str]:
-    """One line per risky choice of ``serve``: a policy over HTTP without tokens, a non-loopback bind."""
+def serve_warnings(args: argparse.Namespace, *, gateway: bool = False) -> list[str]:
+    """One line per risky choice of ``serve`` or the ``gateway``: a policy over HTTP without tokens, a
+    gateway over HTTP without tokens (its anonymous callers share activations), a non-loopback bind."""
     if args.http is None:
         return []
     warnings = []
+    if gateway and not args.jwt_jwks:
+        warnings.append(
+            "the gateway over HTTP without token verification: 2026-07-28 callers that send no conversation id "
+            "(_meta dev.skilldeck/conversation) share one activation, so one caller's load activates tools for "
+            "all of them; add --jwt-jwks, --jwt-issuer and --jwt-audience"
+        )
     if args.policy and not args.jwt_jwks:
         warnings.append(
             "--policy over HTTP without token verification: every caller gets the policy's default_identity; "

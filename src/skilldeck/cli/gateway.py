@@ -115,7 +115,7 @@ def add_gateway_command(sub: Any) -> None:
         metavar="N",
         help="over HTTP, GET /readyz answers ready while at least N upstreams are up (default 1)",
     )
-    add_replica_arguments(gateway)
+    add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
     gateway.set_defaults(handler=run_gateway_command)
 
@@ -145,7 +145,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     # Replicas share activations and the request-state key; each follows its upstreams itself, so
     # upstream changes reach its own listeners without a shared bus (see docs/deploy.md).
     replicas = replica_setup(args.redis, args.name, bus=False)
-    for warning in serve_warnings(args):
+    for warning in serve_warnings(args, gateway=True):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
 
@@ -240,7 +240,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 bound_log_output()  # what an outsider's requests make the gateway log is bounded
                 err.print(
                     f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
-                    f"{'over stdio' if where == 'stdio' else 'at ' + where}",
+                    f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",
                     highlight=False,
                 )
 

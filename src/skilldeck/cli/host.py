@@ -63,7 +63,11 @@ def add_host_commands(sub: Any) -> None:
     common.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop / Cursor format)")
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
     common.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds a server has to connect, and for each request"
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds a server has to connect, and for each request (default {DEFAULT_TIMEOUT:g})",
     )
     common.add_argument(
         "--max-response",

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,27 +53,45 @@ def stdout_closed() -> ExitCode:
     return ExitCode.BROKEN_PIPE
 
 
+class _OneLine(logging.Formatter):
+    """``warning: message`` on one line, as the command line's own lines read (no time, no source, no traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
 @contextmanager
 def sdk_logs_in_one_line() -> Iterator[None]:
-    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks.
+    """While a command runs, the MCP SDK's warnings print one line each on stderr, without tracebacks,
+    and its deprecation warnings (``MCPDeprecationWarning``) not at all; skilldeck's own warnings
+    print as ``warning: …``, like every other line of the command (not in the SDK's rich log format).
 
     Records that carry an exception are left out: the SDK logs those when it turns a server's bad
     message into an error for a request or the session, and the host reports that per server, with
     the server's label and the reason ("sent invalid JSON", "response over 32 MiB").
     """
-    logger = logging.getLogger("mcp")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.addFilter(lambda record: record.exc_info is None)
-    handler.setFormatter(logging.Formatter("note: %(name)s: %(message)s"))
-    propagate = logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    sdk = logging.StreamHandler(sys.stderr)
+    sdk.setLevel(logging.WARNING)
+    sdk.addFilter(lambda record: record.exc_info is None)
+    sdk.setFormatter(logging.Formatter("note: %(name)s: %(message)s"))
+    own = logging.StreamHandler(sys.stderr)
+    own.setLevel(logging.WARNING)
+    own.setFormatter(_OneLine())
+    installed = [(logging.getLogger("mcp"), sdk), (logging.getLogger("skilldeck"), own)]
+    propagates = [logger.propagate for logger, _ in installed]
+    for logger, handler in installed:
+        logger.addHandler(handler)
+        logger.propagate = False
     try:
-        yield
+        with warnings.catch_warnings():  # what the SDK deprecates is for developers, not for an operator's log
+            warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+            yield
     finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
+        for (logger, handler), propagate in zip(installed, propagates, strict=True):
+            logger.removeHandler(handler)
+            logger.propagate = propagate
 
 
 class LogRateLimit(logging.Filter):

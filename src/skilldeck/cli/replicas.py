@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -38,12 +39,18 @@ KEY_SYNC_SECONDS: Final = 5.0
 """How often a replica puts its request-state key back in Redis and takes up the others'."""
 
 
-def add_replica_arguments(parser: argparse.ArgumentParser) -> None:
+def add_replica_arguments(parser: argparse.ArgumentParser, *, gateway: bool = False) -> None:
+    """``--redis``; a gateway shares activations through it instead of change events (each replica follows its upstreams)."""
+    shared = (
+        "share activations through Redis at URL (redis://HOST:6379/0) "
+        if gateway
+        else "fan change events out through Redis at URL (redis://HOST:6379/0) "
+    )
     parser.add_argument(
         "--redis",
         metavar="URL",
-        help="run as one of several replicas: fan change events out through Redis at URL (redis://HOST:6379/0) "
-        f"and share the request-state key (from {STATE_KEY_ENV}, else stored in Redis); needs skilldeck[redis]",
+        help=f"run as one of several replicas: {shared}and share the request-state key (from {STATE_KEY_ENV}, "
+        "else stored in Redis); needs skilldeck[redis]",
     )
 
 
@@ -57,6 +64,18 @@ class Replicas:
     ring: KeyRing | None = None
     """With ``--redis`` and no ``SKILLDECK_STATE_KEY``: the keys that seal and unseal ``requestState``."""
     name: str = ""
+
+    def start_note(self) -> str:
+        """What a start line says of replication: `` (replica 'NAME', Redis HOST:PORT/DB)``; empty without ``--redis``.
+
+        The URL is shown without its user name or password.
+        """
+        if self.redis_url is None:
+            return ""
+        parts = urlsplit(self.redis_url)
+        where = parts.path if parts.scheme == "unix" else f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+        db = parts.path.strip("/") if parts.scheme != "unix" else ""
+        return f" (replica {self.name!r}, Redis {where}{'/' + db if db else ''})"
 
     async def around(self, serve: Callable[[], Awaitable[None]]) -> None:
         """Run ``serve()`` with the bus connected (when there is one); a Redis out of reach stops it here."""

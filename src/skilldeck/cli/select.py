@@ -40,12 +40,17 @@ def add_select_commands(sub: Any) -> None:
     ask = sub.add_parser(
         "ask", help="choose the capability for a question (or abstain), load it, optionally call a tool"
     )
-    ask.add_argument("question")
+    ask.add_argument("question", help="the question, in the user's words")
     ask.add_argument("--config", metavar="FILE", help="an mcpServers JSON file; default: the demo's servers")
-    ask.add_argument("--render", choices=["openai", "anthropic", "text"], default="openai")
+    ask.add_argument(
+        "--render",
+        choices=["openai", "anthropic", "text"],
+        default="openai",
+        help="how the loaded capability is shown: as tools for that provider's API, or as text (default openai)",
+    )
     ask.add_argument("--call", metavar="TOOL", help="call this tool through the gate (label/tool or tool)")
     ask.add_argument("--args", metavar="JSON", default="{}", help="the tool call's arguments as a JSON object")
-    ask.add_argument("--json", action="store_true")
+    ask.add_argument("--json", action="store_true", help="print the decision and what was loaded as JSON on stdout")
     encoder_flags(ask)
     ask.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
     ask.add_argument("--log", type=Path, help="append the decision to this JSON-lines file")
@@ -53,9 +58,11 @@ def add_select_commands(sub: Any) -> None:
     ask.set_defaults(handler=run_ask)
 
     select = sub.add_parser("select", help="rank capabilities offline against a catalog snapshot")
-    select.add_argument("--catalog", required=True, type=Path, metavar="FILE")
+    select.add_argument(
+        "--catalog", required=True, type=Path, metavar="FILE", help="a catalog snapshot (as skilldeck snapshot writes)"
+    )
     group = select.add_mutually_exclusive_group(required=True)
-    group.add_argument("--query", metavar="Q")
+    group.add_argument("--query", metavar="Q", help="one question to rank the catalog for")
     group.add_argument(
         "--queries",
         type=Path,
@@ -71,12 +78,14 @@ def add_select_commands(sub: Any) -> None:
     )
     select.add_argument("--json", action="store_true", help="one JSON line per query")
     encoder_flags(select)
-    select.add_argument("--threshold", type=float)
-    select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10)")
+    select.add_argument("--threshold", type=float, help="override the calibrated abstention threshold")
+    select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10; default 10)")
     select.set_defaults(handler=run_select)
 
     snapshot = sub.add_parser("snapshot", help="write a live discovery as a catalog snapshot (JSON on stdout)")
-    snapshot.add_argument("--config", required=True, metavar="FILE")
+    snapshot.add_argument(
+        "--config", required=True, metavar="FILE", help="an mcpServers JSON file of the servers to list"
+    )
     snapshot.add_argument("--bodies", action="store_true", help="load each skill (verified) and include its SKILL.md")
     snapshot.set_defaults(handler=run_snapshot)
 

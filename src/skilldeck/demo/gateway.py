@@ -35,13 +35,14 @@ async def gateway_tour(console: Console, at_scale: CatalogSnapshot) -> None:
     from skilldeck.demo.servers import demo_servers
     from skilldeck.gateway import GatewayService, create_gateway
     from skilldeck.host import Host, InProcessServer, ServerSpec
+    from skilldeck.server.policy import Caller
 
     console.rule("[bold]3. The gateway: one MCP server in front of many, for any MCP client")
     specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
     async with Host(specs) as host:
         service = GatewayService(host)
         server, _ = create_gateway(service)
-        history_a = sum(count_tokens(json.dumps(dict(t.tool), ensure_ascii=False)) for t in host.registry.tools())
+        history_a = service.history_a_tokens(Caller())  # the measure the decision log records, as the demo's part 1
         scale_tokens = history_a_of(build_cards(at_scale)).tokens
         for mode in ("auto", "legacy"):
             changed = anyio.Event()
@@ -58,9 +59,9 @@ async def gateway_tour(console: Console, at_scale: CatalogSnapshot) -> None:
                     json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools])
                 )
                 console.print(
-                    f"tools/list: {names} — {start:,} tokens, whatever the catalog size; every schema of these "
-                    f"{len(specs)} servers is {history_a:,} tokens, of LiveMCPBench's {len(at_scale.servers)} servers "
-                    f"{scale_tokens:,} ({scale_tokens / start:.0f}x the gateway's list)",
+                    f"tools/list: {names} — {start:,} tokens, whatever the catalog size; History A (every schema "
+                    f"as OpenAI tools) of these {len(specs)} servers is {history_a:,} tokens, of LiveMCPBench's "
+                    f"{len(at_scale.servers)} servers {scale_tokens:,} ({scale_tokens / start:.0f}x the gateway's list)",
                     highlight=False,
                 )
                 found = (await client.call_tool("find", {"query": QUESTION})).structured_content or {}

@@ -71,12 +71,13 @@ def follow_upstreams(
         bus = middleware.subscriptions
         if back or (pinned and tools_differ):
             await bus.publish(ToolsListChanged())
+        told = False  # resources/list_changed already said to both eras
         if middleware.skills is not None:
-            await middleware.skills.refresh()  # serves the new listing; tells both eras if it differs
+            told = bool(await middleware.skills.refresh())  # serves the new listing; tells both eras if it differs
         elif change.skills_added or change.skills_removed or change.skills_changed:
             await bus.publish(ResourcesListChanged())
-        if middleware.forwarded is not None:
-            await middleware.forwarded.relay_change(change.reasons)  # the upstream's own prompts and resources
+        if middleware.forwarded is not None:  # the upstream's own prompts and resources, each change said once
+            await middleware.forwarded.relay_change(change.reasons - {"resources"} if told else change.reasons)
         if on_change is not None:
             on_change(change)
 
@@ -157,10 +158,9 @@ async def announce_policy(middleware: GatewayMiddleware) -> None:
     """A new policy is in force: tell every client that what it may list may have changed (both eras)."""
     await middleware.tools_changed()
     await middleware.subscriptions.publish(ToolsListChanged())
-    if middleware.skills is not None:
-        await middleware.skills.refresh()
-    if middleware.forwarded is not None:
-        await middleware.forwarded.relay_change({"prompts", "resources"})
+    told = middleware.skills is not None and bool(await middleware.skills.refresh())
+    if middleware.forwarded is not None:  # resources/list_changed once, whoever says it
+        await middleware.forwarded.relay_change({"prompts"} if told else {"prompts", "resources"})
 
 
 def _reload_on_signals(tg: TaskGroup, reload: Callable[[], Awaitable[None]], paths: list[str | None]) -> None:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -52,7 +53,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     INVALID_PARAMS,
@@ -402,6 +403,11 @@ async def forward_log_level(host: Host, level: str) -> None:
         ):
             continue
         try:
-            await connected.client.session.set_logging_level(cast(LoggingLevel, level))
+            # Deprecated in 2026-07-28 (this upstream speaks 2025-11-25): the SDK warns when the method is
+            # called, so only the call is inside the filter, not the await (the filters are process-wide).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                pending = connected.client.session.set_logging_level(cast(LoggingLevel, level))
+            await pending
         except Exception as exc:
             logger.debug("%r did not take logging/setLevel %s: %s", label, level, exc)

@@ -274,7 +274,9 @@ class GatewayMiddleware:
                 loaded = await service.load(caller, client, ids)
                 if loaded["tools"] and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                     await self._announce(ctx.session)
-                return _ok(loaded, _load_text(loaded))
+                answer = _ok(loaded, _load_text(loaded))
+                answer["isError"] = not loaded["skills"] and not loaded["tools"]  # nothing loaded: a model must notice
+                return answer
             if name == READ_SKILL_FILE:
                 _check_args(name, args, {"skill", "path"})
                 skill, path = args.get("skill"), args.get("path")

@@ -151,7 +151,11 @@ def _all_tools(cards: CardSet) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def history_a(cards: CardSet, render: Render = "openai") -> Payload:
-    """Every tool schema of every server."""
+    """Every tool schema of every server.
+
+    Its ``tokens`` (cl100k, the schemas rendered as OpenAI tools) is *the* History A measure: the
+    demo prints it and the gateway's decision log records it as ``history_a_tokens``.
+    """
     return Payload("A", render, "", render_tools(_all_tools(cards), render))
 
 

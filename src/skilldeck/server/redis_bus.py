@@ -163,6 +163,8 @@ class RedisSubscriptionBus:
         """Channel messages not delivered because an identical event was delivered in the same batch."""
         self.subscribed = anyio.Event()
         """Set once the channel subscription is live (the first time)."""
+        self.outage = False
+        """The subscription was lost and is not back yet (its loss was said once)."""
 
     # -- SubscriptionBus ------------------------------------------------------------------------
 
@@ -264,6 +266,7 @@ class RedisSubscriptionBus:
 
     def _reannounce(self) -> None:
         self.reannounced += 1
+        self.outage = False
         logger.warning("Redis subscription restored after a gap: re-announcing every list to this replica's listeners")
         for event in FULL_REANNOUNCE:
             self._deliver(event)
@@ -293,7 +296,15 @@ class RedisSubscriptionBus:
             except Exception as exc:
                 if not started:
                     raise
-                logger.warning("lost the Redis subscription (%s); re-subscribing", exc)
+                if self.outage:  # said once per outage: an attempt every reconnect_delay would flood the log
+                    logger.debug("the Redis subscription is still down (%s)", exc)
+                else:
+                    self.outage = True
+                    logger.warning(
+                        "lost the Redis subscription (%s); re-subscribing every %gs, said again once it is back",
+                        exc,
+                        self.reconnect_delay,
+                    )
             finally:
                 with anyio.CancelScope(shield=True):
                     try:

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "NAME_PATTERN",
     "ParsedSkillMd",
+    "frontmatter_problems",
     "load_yaml_mapping",
     "parse_skill_md",
     "render_frontmatter",
@@ -112,7 +113,8 @@ class _CoreLoader(yaml.SafeLoader):
         if self.check_event(AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
             raise FrontmatterError(
-                f"YAML aliases (*{event.anchor}) are not allowed in frontmatter; write the value out in full",
+                f"YAML aliases (*{event.anchor}, line {event.start_mark.line + self.first_line}) are not allowed "
+                "in frontmatter; write the value out in full",
                 rule="yaml-alias",
             )
         self._depth += 1
@@ -328,8 +330,15 @@ def validate_frontmatter(
     allowed (they pass through to hosts unchanged).
 
     Raises:
-        FrontmatterError: listing every rule broken, the first one as ``rule``.
+        FrontmatterError: listing every rule broken, the first one as ``rule``, each one in ``details``.
     """
+    problems = frontmatter_problems(frontmatter, directory_name=directory_name)
+    if problems:
+        raise FrontmatterError("; ".join(p for _, p in problems), path=path, rule=problems[0][0], details=problems)
+
+
+def frontmatter_problems(frontmatter: dict[str, Any], *, directory_name: str | None = None) -> list[tuple[str, str]]:
+    """Every Agent Skills rule ``frontmatter`` breaks, as ``(rule, message)``: the checks of :func:`validate_frontmatter`."""
     problems: list[tuple[str, str]] = [("name", p) for p in validate_name(frontmatter.get("name"))]
     name = frontmatter.get("name")
     if directory_name is not None and isinstance(name, str) and name and name != directory_name:
@@ -368,8 +377,7 @@ def validate_frontmatter(
         problems.append(
             ("allowed-tools", "'allowed-tools' must be one space-separated string, e.g. 'Read Bash(git:*)'")
         )
-    if problems:
-        raise FrontmatterError("; ".join(p for _, p in problems), path=path, rule=problems[0][0])
+    return problems
 
 
 def _plain(value: object) -> str:

@@ -256,8 +256,11 @@ class DirectorySource:
         skill_md = skill_dir / SKILL_MD
         try:
             text = files[SKILL_MD].decode("utf-8")
-        except UnicodeDecodeError:
-            raise FrontmatterError("SKILL.md is not valid UTF-8", path=str(skill_md), rule="encoding") from None
+        except UnicodeDecodeError as exc:
+            line = files[SKILL_MD].count(b"\n", 0, exc.start) + 1
+            raise FrontmatterError(
+                f"SKILL.md is not valid UTF-8 (line {line}); save it as UTF-8", path=str(skill_md), rule="encoding"
+            ) from None
         parsed = parse_skill_md(text, path=str(skill_md))
         validate_frontmatter(parsed.frontmatter, directory_name=parts[-1] if parts else ctx.name, path=str(skill_md))
         try:
