@@ -108,7 +108,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "gateway-conversations-merged",
         "gateway/activation.py",
-        '        key += f"|{conversation}"',
+        "        parts.append(conversation)",
         "        pass",
         T_GW_SECURITY,
         "two conversations of one caller share what they loaded",

@@ -445,6 +445,8 @@ async def test_one_client_reading_a_file_in_a_loop_spends_no_one_elses_budget(mo
         assert host.loader("ex").used_bytes == skill_md + size  # each fetched once
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize(("mode", "version"), ERAS)
 async def test_one_upstream_change_is_one_resources_list_changed(tmp_path: Path, mode: str, version: str) -> None:
     """Re-published skills and forwarded resources both change with one upstream edit: clients hear it once."""
     heard: list[str] = []
