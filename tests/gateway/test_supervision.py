@@ -145,7 +145,10 @@ async def check_down(clients: dict[str, tuple[Client, Heard]], label: str, reaso
         (down,) = [u for u in result["unavailable"] if u["server"] == label]
         assert reason in down["reason"], down
         await refused_at_once(c, f"{label}/search_jobs", label)
-        loaded = check_structured("load", await c.call_tool("load", {"ids": [f"{label}/job-search"]}))
+        result = await c.call_tool("load", {"ids": [f"{label}/job-search"]})
+        assert result.is_error, result  # nothing loaded: an error a model notices
+        loaded = result.structured_content
+        assert isinstance(loaded, dict), result
         assert loaded["skills"] == [], loaded
         (why,) = loaded["refused"]
         assert f"'{label}' is down" in why["reason"], loaded

@@ -762,6 +762,7 @@ class Connections(Unwinding):
             raise ValueError(f"server {spec.label!r} is already connected; close it first")
         self.specs = [s for s in self.specs if s.label != spec.label] + [spec]
         self.failures.pop(spec.label, None)
+        self._given_up.discard(spec.label)  # given up on as it was: as it is now, it is tried
         self._closers[spec.label] = anyio.Event()  # a close of an earlier session under this label has fired
         old_log = self._stderr_files.pop(spec.label, None)
         if old_log is not None:
@@ -800,14 +801,16 @@ class Connections(Unwinding):
         for done in settled:
             await done.wait()
 
-    def _ended(self, label: str) -> bool:
-        """Whether the host closed this server (or all of them), or gave up on it."""
-        closer = self._closers.get(label)
-        return self._close.is_set() or (closer is not None and closer.is_set()) or label in self._given_up
+    def _ended(self, label: str, closer: anyio.Event) -> bool:
+        """Whether the host closed this server's session held under ``closer`` (or all of them), or gave up on it.
 
-    async def _until_closed(self, label: str) -> None:
-        """Return once the host closes this server's session or all of them."""
-        closer = self._closers.setdefault(label, anyio.Event())
+        Each :meth:`_hold` keeps the closer it started with: a server removed and added again (a reload)
+        gets a new one, so the old hold ends for good and never retries beside the new one.
+        """
+        return self._close.is_set() or closer.is_set() or label in self._given_up
+
+    async def _until_closed(self, closer: anyio.Event) -> None:
+        """Return once the host closes the session held under ``closer``, or all of them."""
         async with anyio.create_task_group() as wait_any:
 
             async def until(event: anyio.Event) -> None:
@@ -821,11 +824,12 @@ class Connections(Unwinding):
         """Keep one server connected until the host closes: connect, and with ``restart`` connect again
         after each loss, on the backoff schedule; report each failure and each transition."""
         label = spec.label
+        closer = self._closers.setdefault(label, anyio.Event())
         schedule = RetrySchedule(self.restart) if self.restart is not None else None
         while True:
-            was_up, reason = await self._attempt(spec, done, schedule)
+            was_up, reason = await self._attempt(spec, done, schedule, closer)
             done.set()
-            if reason is None or schedule is None or self._ended(label):
+            if reason is None or schedule is None or self._ended(label, closer):
                 return
             delay = schedule.next_delay()
             self.failures[label] = Failure(label, reason, retry_at=time.monotonic() + delay)
@@ -836,12 +840,12 @@ class Connections(Unwinding):
             else:  # unavailable at start is reported by the host's user; a retry that fails is no transition
                 logger.debug("[%s] unavailable (%s); retrying in %.1f s", label, reason, delay)
             with anyio.move_on_after(delay):
-                await self._until_closed(label)
-            if self._ended(label):
+                await self._until_closed(closer)
+            if self._ended(label, closer):
                 return
 
     async def _attempt(
-        self, spec: ServerSpec, done: anyio.Event, schedule: RetrySchedule | None
+        self, spec: ServerSpec, done: anyio.Event, schedule: RetrySchedule | None, closer: anyio.Event
     ) -> tuple[bool, str | None]:
         """Connect once and hold the session: ``(whether it opened, why it ended)``; no reason when the host closed it."""
         label = spec.label
@@ -925,12 +929,12 @@ class Connections(Unwinding):
                                 wait_any.cancel_scope.cancel()
 
                             async def until_closed() -> None:
-                                await self._until_closed(label)
+                                await self._until_closed(closer)
                                 wait_any.cancel_scope.cancel()
 
                             wait_any.start_soon(until_lost)
                             wait_any.start_soon(until_closed)
-                        if gone.is_set() and not self._ended(label):
+                        if gone.is_set() and not self._ended(label, closer):
                             code = self._exit_codes.get(label)
                             said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]
                             reason = said + self._stderr_tail(label)
