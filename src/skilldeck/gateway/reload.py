@@ -86,6 +86,8 @@ class GatewayConfig:
         self.report = report
         self.pending: dict[str, list[PolicyName]] = {}
         self._lock = anyio.Lock()
+        self._reloading: int | None = None
+        """The task running a reload (which checks the upstreams it connects itself), while one runs."""
 
     @property
     def host(self) -> Host:
@@ -116,12 +118,29 @@ class GatewayConfig:
         return check
 
     async def admit(self, label: str, *, fresh: bool = False) -> bool:
-        """Check the pending ids of ``label``, now connected; ``False`` when it was kept out of service."""
+        """Check the pending ids of ``label``, now connected; ``False`` when it was kept out of service.
+
+        One at a time with a reload (which checks the upstreams it connects itself): an upstream the
+        supervisor brings back while a reload replaces it is checked once, on one session.
+        """
+        if label not in self.pending:
+            return True
+        if self._reloading == anyio.get_current_task().id:  # asked by the reload itself, as it tells its changes
+            return await self._admit(label, fresh=fresh)
+        async with self._lock:
+            return await self._admit(label, fresh=fresh)
+
+    async def _admit(self, label: str, *, fresh: bool = False) -> bool:
         names = self.pending.pop(label, None)
         policy = self.service.policy
         if not names or policy is None:
             return True
-        ids = await upstream_ids(self.host, label, policy, fresh=fresh)
+        try:
+            ids = await upstream_ids(self.host, label, policy, fresh=fresh)
+        except Exception as exc:  # gone again while it was being checked: checked when it next connects
+            self.pending[label] = names
+            logger.info("[%s] could not be checked against the policy now (%s); checked when it connects", label, exc)
+            return True
         unmatched = [n for n in names if not ids.knows(n)]
         if not unmatched:
             self.report("info", f"policy {self.policy_path}: the ids of upstream {label!r} are checked")
@@ -144,11 +163,14 @@ class GatewayConfig:
         ``changed`` is told of each upstream removed or listed anew, ``policy_changed`` of a policy swapped.
         """
         async with self._lock:
+            self._reloading = anyio.get_current_task().id
             try:
                 await self._reload(watcher, changed, policy_changed)
             except Exception as exc:  # a reload's trouble must not stop the gateway serving what it serves
                 logger.exception("reload failed")
                 self.report("error", f"reload failed: {type(exc).__name__}: {exc}")
+            finally:
+                self._reloading = None
 
     async def _reload(self, watcher: HostWatcher, changed: Changed, policy_changed: PolicyChanged) -> None:
         specs = self._read_config()
@@ -176,7 +198,7 @@ class GatewayConfig:
             self.report("info", f"policy {self.policy_path}: the new policy is in force")
             await policy_changed()
         for label in added:
-            if await self.admit(label, fresh=True):
+            if await self._admit(label, fresh=True):
                 await watcher.follow(label)
                 await changed(await self.host.relist(label, ("reloaded",)))
         up = len(self.host.connections.connected)
