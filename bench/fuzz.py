@@ -1022,12 +1022,14 @@ async def run_http(
                 await open_session()
             lock = anyio.Lock()
             done = 0
+            last: list[Case] = []
 
             async def one(case: Case) -> None:
                 headers = dict(session) if cell.era == LEGACY else _modern_headers(case.message)
                 try:
-                    response = await http.post(url, content=case.body(), headers=headers)
-                except httpx2.TimeoutException:
+                    with anyio.fail_after(REPLY_TIMEOUT_S):  # in all: an SSE stream's keep-alives reset httpx's timeout
+                        response = await http.post(url, content=case.body(), headers=headers)
+                except (httpx2.TimeoutException, TimeoutError):
                     cell.find("no-reply", f"no HTTP answer within {REPLY_TIMEOUT_S:.0f}s", case)
                     return
                 except httpx2.HTTPError as exc:
@@ -1038,8 +1040,16 @@ async def run_http(
                 if status >= 500 and status not in DOCUMENTED_5XX:
                     cell.find("5xx", f"HTTP {status}: {response.text[:500]}", case)
                 if status == 404 and cell.era == LEGACY and "Session not found" in response.text:
-                    async with lock:  # the session was ended (a fuzzed request may do that): open another
+                    async with (
+                        lock
+                    ):  # the session was ended: by what came before (with --concurrency 1, the last input)
+                        cell.find(
+                            "session-ended",
+                            f"HTTP 404 Session not found; the input before: {json.dumps(_shrink(last[0]) if last else None)[:1500]}",
+                            case,
+                        )
                         await open_session()
+                last[:] = [case]
                 _scan_answer(cell, case, response.text)
                 if case.expects_reply():
                     wanted = case.message["id"]
@@ -1156,6 +1166,15 @@ def run_cell(
     return cell
 
 
+def _progress(inputs: list[Case] | Iterator[Case], cell: Cell, every: int = 10_000) -> Iterator[Case]:
+    """``inputs``, printing a line every ``every`` of them (a long run shows where it is)."""
+    started = time.perf_counter()
+    for n, case in enumerate(inputs, 1):
+        yield case
+        if n % every == 0:
+            print(f"  {n:>9,} sent, {time.perf_counter() - started:7.1f}s, {len(cell.findings)} findings", flush=True)
+
+
 def rss_finding(cell: Cell, bound_mb: float) -> None:
     if (
         cell.rss_mb_before is not None
@@ -1206,7 +1225,10 @@ def main(argv: list[str] | None = None) -> int:
                 inputs: list[Case] | Iterator[Case] = regression_cases(cell.era, cell.target, args.replay)
             else:
                 inputs = cases(args.seed, cell.era, cell.target, uris, count, huge=args.huge)
-            run_cell(cell, inputs, pack, root, concurrency=args.concurrency, warmup=min(200, count // 5))
+            print(f"{cell.name}: {count:,} inputs ...", flush=True)
+            run_cell(
+                cell, _progress(inputs, cell), pack, root, concurrency=args.concurrency, warmup=min(200, count // 5)
+            )
             rss_finding(cell, args.rss_bound_mb)
             print(
                 f"{cell.name:34} {cell.inputs:>9,} inputs {cell.answered:>9,} answered {cell.skipped:>8,} skipped "
