@@ -79,6 +79,7 @@ STREAMS = {"subscriptions/listen"}
 """Methods whose answer is a stream that stays open until the client leaves: not fuzzed here (one request
 would hold a worker for the whole timeout); tests/server cover them."""
 INTERNAL_ERROR = -32603
+DUPLICATE_ID = "sent while another request of the session with the same id was in flight"
 STARTUP = re.compile(r"at (http://\S+)")
 
 
@@ -620,6 +621,18 @@ class Known:
 
 
 KNOWN_OPEN: tuple[Known, ...] = (
+    *(
+        Known(
+            kind,
+            "",
+            DUPLICATE_ID,
+            "Two requests of one legacy session in flight with the same id (the client's mistake): the SDK's "
+            "streamable HTTP transport keys a session's answers by request id, so one is answered and the others "
+            "wait for ever (an SSE stream kept open) or, under serve's JSON answers, get 500 'Session terminated "
+            "before the request completed'.",
+        )
+        for kind in ("no-reply", "5xx", "internal-error")
+    ),
     Known(
         "traceback",
         "gateway/2025-11-25/inproc",
@@ -1023,27 +1036,49 @@ async def run_http(
             lock = anyio.Lock()
             done = 0
             last: list[Case] = []
+            in_flight: dict[str, list[Case]] = {}
+            collided: set[int] = set()
 
             async def one(case: Case) -> None:
                 headers = dict(session) if cell.era == LEGACY else _modern_headers(case.message)
+                key = ""
+                if cell.era == LEGACY and case.expects_reply():
+                    key = f"{session.get('Mcp-Session-Id')}/{json.dumps(case.message['id'])}"
+                    if in_flight.get(key):  # the client's mistake: the SDK keys a session's answers by id
+                        collided.update(id(c) for c in [*in_flight[key], case])
+                    in_flight.setdefault(key, []).append(case)
+                try:
+                    await post(case, headers)
+                finally:
+                    if key:
+                        in_flight[key].remove(case)
+                        if not in_flight[key]:
+                            del in_flight[key]
+
+            async def post(case: Case, headers: dict[str, str]) -> None:
+                def find(kind: str, detail: str, case: Case | None) -> None:
+                    if case is not None and id(case) in collided:
+                        detail = f"{DUPLICATE_ID}: {detail}"
+                    cell.find(kind, detail, case)
+
                 try:
                     with anyio.fail_after(REPLY_TIMEOUT_S):  # in all: an SSE stream's keep-alives reset httpx's timeout
                         response = await http.post(url, content=case.body(), headers=headers)
                 except (httpx2.TimeoutException, TimeoutError):
-                    cell.find("no-reply", f"no HTTP answer within {REPLY_TIMEOUT_S:.0f}s", case)
+                    find("no-reply", f"no HTTP answer within {REPLY_TIMEOUT_S:.0f}s", case)
                     return
                 except httpx2.HTTPError as exc:
-                    cell.find("no-reply", f"the connection failed: {type(exc).__name__}: {exc}", case)
+                    find("no-reply", f"the connection failed: {type(exc).__name__}: {exc}", case)
                     return
                 status = response.status_code
                 cell.statuses[str(status)] = cell.statuses.get(str(status), 0) + 1
                 if status >= 500 and status not in DOCUMENTED_5XX:
-                    cell.find("5xx", f"HTTP {status}: {response.text[:500]}", case)
+                    find("5xx", f"HTTP {status}: {response.text[:500]}", case)
                 if status == 404 and cell.era == LEGACY and "Session not found" in response.text:
                     async with (
                         lock
                     ):  # the session was ended: by what came before (with --concurrency 1, the last input)
-                        cell.find(
+                        find(
                             "session-ended",
                             f"HTTP 404 Session not found; the input before: {json.dumps(_shrink(last[0]) if last else None)[:1500]}",
                             case,
@@ -1068,7 +1103,7 @@ async def run_http(
                     elif 400 <= status < 500 and status != 404:
                         cell.answered += 1  # refused by the HTTP layer (e.g. 413, 431), an answer all the same
                     else:
-                        cell.find(
+                        find(
                             "no-reply", f"HTTP {status} without an answer to id {wanted!r}: {response.text[:300]}", case
                         )
                 elif case.has_invalid_id():  # answered -32600 with id null, not taken for a notification
@@ -1079,7 +1114,7 @@ async def run_http(
                     ):
                         cell.answered += 1
                     else:
-                        cell.find(
+                        find(
                             "no-reply",
                             f"HTTP {status}, a request with an invalid id got no error: {response.text[:300]}",
                             case,

@@ -44,7 +44,8 @@ def test_fuzz_cell(fuzz: ModuleType, tmp_path: Path, target: str, era: str, tran
         *fuzz.cases(SEED, era, target, uris, count, huge=HUGE),
         *fuzz.regression_cases(era, target),
     ]
-    cell = fuzz.run_cell(fuzz.Cell(target, era, transport), inputs, pack, tmp_path, warmup=count // 5)
+    # one POST at a time: two in flight may share an id, which the SDK leaves unanswered (a known, open finding)
+    cell = fuzz.run_cell(fuzz.Cell(target, era, transport), inputs, pack, tmp_path, concurrency=1, warmup=count // 5)
     fuzz.rss_finding(cell, 100.0)
 
     assert cell.inputs == len(inputs)
