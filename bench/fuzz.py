@@ -25,7 +25,8 @@ Oracles, each a finding kind: ``crash`` (the server process or in-process server
 other than the documented 503 at a session bound), ``internal-error`` (a JSON-RPC -32603 answer),
 ``no-reply`` (a request with a valid id got no answer with its id within the timeout), ``outside-pack``
 (an answer carries bytes of a file next to the pack: canary files are planted there), ``rss`` (the
-server's resident memory grew by more than ``--rss-bound-mb`` over the run, after a warm-up).
+server's resident memory grew by more than ``--rss-bound-mb`` over the second half of the inputs; it is read
+after 200 inputs, half-way and at the end).
 
 Results: a summary on stdout and ``bench/results/fuzz.json`` (settings, inputs per cell, findings with
 their inputs, RSS before and after). Exit status 1 when anything was found.
@@ -670,7 +671,8 @@ class Cell:
     answered: int = 0
     skipped: int = 0  # inputs this transport cannot carry (the in-process paths take JSON-RPC models only)
     seconds: float = 0.0
-    rss_mb_before: float | None = None
+    rss_mb_before: float | None = None  # after the warm-up inputs
+    rss_mb_middle: float | None = None  # half-way
     rss_mb_after: float | None = None
     statuses: dict[str, int] = field(default_factory=dict)
     mutations: dict[str, int] = field(default_factory=dict)
@@ -713,12 +715,13 @@ def rss_mb(pid: int | str = "self") -> float:
     return 0.0
 
 
-def _scan_answer(cell: Cell, case: Case, text: str) -> None:
+def _scan_answer(cell: Cell, case: Case, text: str, find: Callable[[str, str, Case], None] | None = None) -> None:
     """The oracles on one answer's text: no canary bytes, no system file, no internal error."""
+    find = find or cell.find
     if CANARY in text or "root:x:0:0" in text:
-        cell.find("outside-pack", text[:500], case)
+        find("outside-pack", text[:500], case)
     if f'"code":{INTERNAL_ERROR}' in text.replace(" ", ""):
-        cell.find("internal-error", text[:500], case)
+        find("internal-error", text[:500], case)
 
 
 class _ErrorRecords(logging.Handler):
@@ -1003,7 +1006,14 @@ def _modern_headers(message: Any) -> dict[str, str]:
 
 
 async def run_http(
-    cell: Cell, inputs: Iterator[Case], pack: Path, workdir: Path, *, concurrency: int = 4, warmup: int = 200
+    cell: Cell,
+    inputs: Iterator[Case],
+    pack: Path,
+    workdir: Path,
+    *,
+    concurrency: int = 4,
+    warmup: int = 200,
+    middle: int = -1,
 ) -> None:
     """Feed ``inputs`` as raw POSTs to ``skilldeck serve|gateway --http`` of ``cell.target`` in ``cell.era``."""
     import anyio
@@ -1085,7 +1095,7 @@ async def run_http(
                         )
                         await open_session()
                 last[:] = [case]
-                _scan_answer(cell, case, response.text)
+                _scan_answer(cell, case, response.text, find)
                 if case.expects_reply():
                     wanted = case.message["id"]
                     replies = [
@@ -1129,6 +1139,8 @@ async def run_http(
                     done += 1
                     if done == warmup:
                         cell.rss_mb_before = _tree_rss_mb(proc.pid)
+                    if done == middle:
+                        cell.rss_mb_middle = _tree_rss_mb(proc.pid)
 
             async with anyio.create_task_group() as tg:
                 for _ in range(concurrency):
@@ -1178,8 +1190,10 @@ def run_cell(
     *,
     concurrency: int = 4,
     warmup: int = 200,
+    middle: int = -1,
 ) -> Cell:
-    """Run one cell to the end (its own event loop) and return it, with its findings."""
+    """Run one cell to the end (its own event loop) and return it, with its findings. The server's RSS is
+    read after ``warmup`` inputs, after ``middle`` inputs and at the end."""
     import anyio
 
     stream = iter(inputs)
@@ -1191,12 +1205,14 @@ def run_cell(
             for n, case in enumerate(stream):
                 if n == warmup:
                     cell.rss_mb_before = rss_mb()
+                if n == middle:
+                    cell.rss_mb_middle = rss_mb()
                 yield case
 
         anyio.run(run_inproc, cell, measured(), pack, backend_options={"use_uvloop": False})
         cell.rss_mb_after = rss_mb()
     else:
-        anyio.run(lambda: run_http(cell, stream, pack, workdir, concurrency=concurrency, warmup=warmup))
+        anyio.run(lambda: run_http(cell, stream, pack, workdir, concurrency=concurrency, warmup=warmup, middle=middle))
     cell.seconds = round(time.perf_counter() - started, 1)
     return cell
 
@@ -1211,12 +1227,18 @@ def _progress(inputs: list[Case] | Iterator[Case], cell: Cell, every: int = 10_0
 
 
 def rss_finding(cell: Cell, bound_mb: float) -> None:
-    if (
-        cell.rss_mb_before is not None
-        and cell.rss_mb_after is not None
-        and cell.rss_mb_after - cell.rss_mb_before > bound_mb
-    ):
-        cell.find("rss", f"RSS {cell.rss_mb_before} -> {cell.rss_mb_after} MB (bound {bound_mb} MB)", None)
+    """An ``rss`` finding when the server's RSS still grew by more than ``bound_mb`` over the second half of the
+    inputs: the first half fills the allocator's arenas up to the largest inputs' high-water mark (huge strings
+    and their copies), a leak keeps climbing."""
+    if cell.rss_mb_middle is None or cell.rss_mb_after is None:
+        return
+    if cell.rss_mb_after - cell.rss_mb_middle > bound_mb:
+        cell.find(
+            "rss",
+            f"RSS {cell.rss_mb_before} -> {cell.rss_mb_middle} (half-way) -> {cell.rss_mb_after} MB: "
+            f"more than {bound_mb} MB in the second half",
+            None,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1238,7 +1260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=list(TRANSPORTS))
     parser.add_argument("--huge", type=int, default=1_000_000, help="the longest generated string, in characters")
     parser.add_argument("--concurrency", type=int, default=4, help="concurrent POSTs over HTTP")
-    parser.add_argument("--rss-bound-mb", type=float, default=100.0)
+    parser.add_argument(
+        "--rss-bound-mb", type=float, default=50.0, help="the most a server's RSS may grow over the second half"
+    )
     parser.add_argument("--replay", type=Path, help="run only the inputs of this regression file, in every cell")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
@@ -1262,12 +1286,18 @@ def main(argv: list[str] | None = None) -> int:
                 inputs = cases(args.seed, cell.era, cell.target, uris, count, huge=args.huge)
             print(f"{cell.name}: {count:,} inputs ...", flush=True)
             run_cell(
-                cell, _progress(inputs, cell), pack, root, concurrency=args.concurrency, warmup=min(200, count // 5)
+                cell,
+                _progress(inputs, cell),
+                pack,
+                root,
+                concurrency=args.concurrency,
+                warmup=min(200, count // 5),
+                middle=count // 2,
             )
             rss_finding(cell, args.rss_bound_mb)
             print(
                 f"{cell.name:34} {cell.inputs:>9,} inputs {cell.answered:>9,} answered {cell.skipped:>8,} skipped "
-                f"{cell.seconds:>7.1f}s  RSS {cell.rss_mb_before} -> {cell.rss_mb_after} MB  findings {len(cell.findings)}",
+                f"{cell.seconds:>7.1f}s  RSS {cell.rss_mb_before} -> {cell.rss_mb_middle} -> {cell.rss_mb_after} MB  findings {len(cell.findings)}",
                 flush=True,
             )
             for finding in cell.findings:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 SEED = 20261201
-INPROC_INPUTS = 8_000
-HTTP_INPUTS = 1_200
+INPROC_INPUTS = 6_000
+HTTP_INPUTS = 1_000
 HUGE = 200_000
 CELLS = [
     (target, era, transport)
@@ -45,8 +45,10 @@ def test_fuzz_cell(fuzz: ModuleType, tmp_path: Path, target: str, era: str, tran
         *fuzz.regression_cases(era, target),
     ]
     # one POST at a time: two in flight may share an id, which the SDK leaves unanswered (a known, open finding)
-    cell = fuzz.run_cell(fuzz.Cell(target, era, transport), inputs, pack, tmp_path, concurrency=1, warmup=count // 5)
-    fuzz.rss_finding(cell, 100.0)
+    cell = fuzz.run_cell(
+        fuzz.Cell(target, era, transport), inputs, pack, tmp_path, concurrency=1, warmup=count // 5, middle=count // 2
+    )
+    fuzz.rss_finding(cell, 50.0)
 
     assert cell.inputs == len(inputs)
     unknown = [f for f in cell.findings if not fuzz.is_known(f)]
