@@ -1241,6 +1241,12 @@ def rss_finding(cell: Cell, bound_mb: float) -> None:
         )
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it (results name no machine's folders)."""
+    resolved = path.resolve()
+    return resolved.relative_to(REPO).as_posix() if resolved.is_relative_to(REPO) else path.name
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1314,7 +1320,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.isoformat(timespec="seconds"),
         "command": " ".join(["bench/fuzz.py", *(argv if argv is not None else sys.argv[1:])]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_average": os.getloadavg()},
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "settings": {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "inputs": total,
         "findings_by_kind": {k: sum(f.kind == k for f in findings) for k in sorted({f.kind for f in findings})},
         "known_open_by_kind": {
