@@ -21,7 +21,7 @@ path tricks aimed at files next to the pack). A cell is (target, era, transport)
   POSTs on loopback, ``initialize`` and the session id first on 2025-11-25).
 
 Oracles, each a finding kind: ``crash`` (the server process or in-process server ended), ``traceback``
-(a Python traceback in its log, or an ERROR log record in process), ``5xx`` (an HTTP status >= 500
+and ``error-log`` (a Python traceback or an ERROR line in its log; a log record with either in process), ``5xx`` (an HTTP status >= 500
 other than the documented 503 at a session bound), ``internal-error`` (a JSON-RPC -32603 answer),
 ``no-reply`` (a request with a valid id got no answer with its id within the timeout), ``outside-pack``
 (an answer carries bytes of a file next to the pack: canary files are planted there), ``rss`` (the
@@ -29,7 +29,8 @@ server's resident memory grew by more than ``--rss-bound-mb`` over the second ha
 after 200 inputs, half-way and at the end).
 
 Results: a summary on stdout and ``bench/results/fuzz.json`` (settings, inputs per cell, findings with
-their inputs, RSS before and after). Exit status 1 when anything was found.
+their inputs, RSS at three points). Findings in ``KNOWN_OPEN`` are counted apart; exit status 1 when any
+other was found.
 """
 
 from __future__ import annotations
