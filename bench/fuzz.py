@@ -635,14 +635,6 @@ KNOWN_OPEN: tuple[Known, ...] = (
         )
         for kind in ("no-reply", "5xx", "internal-error")
     ),
-    Known(
-        "traceback",
-        "gateway/2025-11-25/inproc",
-        "notification handler for '",
-        "A request method sent as a notification (no id, or an id the SDK does not take for one) makes the "
-        "gateway's forwarding middleware raise a client's mistake (MCPError) that the SDK's runner logs at ERROR "
-        "with a traceback; the CLI shows nothing, a program embedding create_gateway does.",
-    ),
 )
 
 

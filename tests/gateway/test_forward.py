@@ -10,6 +10,7 @@ or resource subscriptions. Every test is driven by the official Python client in
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -622,3 +623,21 @@ async def test_follow_upstreams_relays_prompt_changes() -> None:
         finally:
             unsubscribe()
         assert PromptsListChanged() in events
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_request_method_sent_as_a_notification_is_no_error_of_the_gateways(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``prompts/get`` (or ``resources/read``, ``completion/complete``) with no id is the client's mistake: the
+    forwarding middleware answered it as a request, and the SDK logged what it raised at ERROR with a traceback."""
+    caplog.set_level(logging.DEBUG)
+    spec = ServerSpec("a", InProcessServer(docs_upstream("a")), timeout=10)
+    async with Host([spec]) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode=mode, cache=None) as c:
+            for method in ("prompts/get", "resources/read", "completion/complete", "resources/list"):
+                await c.session._dispatcher.notify(method, {"name": "nope", "uri": "upstream://a/note://readme"})
+            assert [p.name for p in (await c.list_prompts()).prompts] == ["a__greet"]  # the session goes on
+    raised = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert raised == [], [(r.name, r.getMessage()[:120]) for r in raised]

@@ -303,7 +303,7 @@ class ForwardedUpstreams:
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method = ctx.method
-        if method in _FORWARDED:
+        if method in _FORWARDED and ctx.request_id is not None:  # a request method sent as a notification: not ours
             return await self._answer(ctx, call_next)
         if method == "subscriptions/listen":
             return await self._listen(ctx, call_next)
