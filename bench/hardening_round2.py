@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import contextlib
 import http.server
+import itertools
 import json
 import os
 import re
@@ -494,13 +495,17 @@ async def gateway_session(port: int, load: list[str]) -> str:
     return session
 
 
+CALL_IDS = itertools.count(3)
+"""Request ids of ``call``: calls in flight at once need ids of their own."""
+
+
 def gateway_call(port: int, session: str, tool: str) -> Callable[[], Awaitable[str | None]]:
     async def request() -> str | None:
         status, body = await raw_post(
             port,
             {
                 "jsonrpc": "2.0",
-                "id": 3,
+                "id": next(CALL_IDS),
                 "method": "tools/call",
                 "params": {"name": "call", "arguments": {"tool": tool, "arguments": {}}},
             },
