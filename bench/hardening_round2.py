@@ -75,7 +75,6 @@ SCENARIOS = (
 WITHIN_S = 2.0
 """An ordinary request answered within this long counts as answered in time (the issue's target)."""
 LEGACY = "2025-11-25"
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LISTENING = re.compile(r" at (http://[\d.]+:\d+)/")
 HOST = "127.0.0.1"
 
@@ -103,9 +102,8 @@ class Server:
         while time.monotonic() < deadline:
             text = self.log.read_text(errors="replace")
             if match := LISTENING.search(text):
-                self.base = match.group(1)
-                self.url = self.base + "/mcp"
-                self.port = int(self.base.rsplit(":", 1)[1])
+                self.url = match.group(1) + "/mcp"
+                self.port = int(match.group(1).rsplit(":", 1)[1])
                 return
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {shlex.join(cmd)}\n{text}")
