@@ -323,6 +323,15 @@ def checkout(ref: str, into: Path) -> Path:
     return into / "src"
 
 
+def codes_under_test(baseline: str | None, work: Path) -> dict[str, Path]:
+    """Label to ``src/`` of each code measured: ``baseline`` (unpacked under ``work``) first if given, then ours."""
+    codes = {"this checkout": REPO / "src"}
+    if baseline:
+        (work / "baseline").mkdir()
+        codes = {f"baseline {baseline}": checkout(baseline, work / "baseline"), **codes}
+    return codes
+
+
 def measure(item: str, src: Path, pack: Path, policy: Path, quick: bool) -> dict[str, Any]:
     if item == "variants":
         requests = "200"
@@ -337,6 +346,33 @@ def measure(item: str, src: Path, pack: Path, policy: Path, quick: bool) -> dict
     if item == "sessions":
         return asyncio.run(measure_sessions(src, pack, 1_200 if quick else 10_050))
     return asyncio.run(measure_resources_list(src, pack, 20 if quick else 50, 3.0 if quick else 5.0))
+
+
+def write_report(
+    output: Path,
+    script: str,
+    settings: dict[str, Any],
+    started: float,
+    load_at_start: tuple[float, float, float],
+    results: dict[str, Any],
+) -> None:
+    """The run's command, date, machine, settings and results into ``output`` (JSON); the results on stdout."""
+    report = {
+        "command": shlex.join([script, *sys.argv[1:]]),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "loadavg_at_start": load_at_start,
+        },
+        "settings": settings,
+        "seconds": round(time.monotonic() - started, 1),
+        "results": results,
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
 
 
 def main() -> None:
@@ -362,10 +398,7 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="skilldeck-hardening-") as tmp:
         work = Path(tmp)
-        codes = {"this checkout": REPO / "src"}
-        if args.baseline:
-            (work / "baseline").mkdir()
-            codes = {f"baseline {args.baseline}": checkout(args.baseline, work / "baseline"), **codes}
+        codes = codes_under_test(args.baseline, work)
         print(f"generating {skills} skills ...", file=sys.stderr)
         pack = make_pack(work / "pack", skills)
         policy = work / "policy.yaml"
@@ -377,22 +410,9 @@ def main() -> None:
                 served = REPO / "examples" / "skills" if item == "sessions" else pack
                 results[item][label] = measure(item, src, served, policy, args.quick)
                 print(json.dumps(results[item][label]), file=sys.stderr)
-    report = {
-        "command": shlex.join(["bench/hardening.py", *sys.argv[1:]]),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "loadavg_at_start": load_at_start,
-        },
-        "settings": {"skills": skills, "quick": args.quick},
-        "seconds": round(time.monotonic() - started, 1),
-        "results": results,
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    write_report(
+        args.output, "bench/hardening.py", {"skills": skills, "quick": args.quick}, started, load_at_start, results
+    )
 
 
 if __name__ == "__main__":
