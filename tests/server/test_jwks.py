@@ -203,24 +203,28 @@ async def test_a_huge_jwks_is_cut_off_at_the_cap_and_not_fetched_again_before_th
     assert provider.hits == ["huge", "ok"]
 
 
-async def test_a_hanging_jwks_endpoint_costs_one_fetch_shared_by_every_waiter_and_ends_at_the_timeout(
+async def test_a_hanging_jwks_endpoint_costs_one_fetch_and_holds_up_no_token_but_the_fetchers(
     provider: IdentityProvider, old_key: rsa.RSAPrivateKey
 ) -> None:
     provider.mode = "hang"
-    source = JwksUrl(provider.url, timeout=1.0)
+    source = JwksUrl(provider.url, timeout=5.0, wait=0.2)
     verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
     answers: list[object] = []
+    before_the_fetch_ended: list[bool] = []
 
     async def verify() -> None:
         answers.append(await verifier.verify_token(token(old_key, "old")))
+        before_the_fetch_ended.append(source._in_flight is not None)
 
-    with anyio.fail_after(20):  # bounded by the fetch timeout, not by the endpoint
+    with anyio.fail_after(30):  # bounded by the fetch timeout, not by the endpoint
         async with anyio.create_task_group() as tg:
             for _ in range(50):
                 tg.start_soon(verify)
     assert answers == [None] * 50
     assert source.fetches == 1
     assert provider.hits == ["hang"]
+    # every token but the one whose request fetches is judged without waiting the fetch out
+    assert before_the_fetch_ended.count(True) == 49, before_the_fetch_ended
 
 
 async def test_the_last_good_keys_stay_while_refreshing_fails(

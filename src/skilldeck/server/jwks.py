@@ -9,7 +9,7 @@ source take the keys away or the server down:
   and reads it again when either changed. A new file that does not parse, or holds no usable key,
   leaves the last good set in force, said once in a line per change.
 * :class:`JwksUrl` fetches with a body cap (:data:`MAX_JWKS_BYTES`), a timeout on the whole fetch,
-  no redirects, and one fetch in flight that every waiter shares. A set is kept for ``lifespan``
+  no redirects, and one fetch in flight that every waiter shares for at most ``wait`` seconds. A set is kept for ``lifespan``
   seconds; a token naming an unknown key refetches at most once per ``cooldown``; a fetch that
   fails is not tried again for ``cooldown`` seconds, and the last good set stays in force
   meanwhile.
@@ -146,6 +146,9 @@ class JwksUrl:
     Args:
         url: where the JWKS is served.
         timeout: seconds one whole fetch may take (connecting, the answer, the body).
+        wait: seconds a token waits for a fetch another token started; past that it is judged on the
+            keys held now (an unknown key: refused), so a slow or hanging identity provider holds up
+            one request at a time, not every request that arrives meanwhile.
         lifespan: seconds a fetched set is used before it is fetched again.
         cooldown: seconds between fetches for unknown keys, and after a failed fetch.
         clock: seconds, monotonic (for tests).
@@ -156,12 +159,14 @@ class JwksUrl:
         url: str,
         *,
         timeout: float = 10.0,
+        wait: float = 1.0,
         lifespan: float = 300.0,
         cooldown: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.source = url
         self.timeout = timeout
+        self.wait = wait
         self.lifespan = lifespan
         self.cooldown = cooldown
         self._clock = clock
@@ -189,8 +194,9 @@ class JwksUrl:
         raise _unknown(kid, f"at {self.source}")
 
     async def _refresh(self, now: float) -> None:
-        if self._in_flight is not None:  # a fetch is under way: its answer is everyone's
-            await self._in_flight.wait()
+        if self._in_flight is not None:  # a fetch is under way: its answer is everyone's who can wait for it
+            with anyio.move_on_after(self.wait):
+                await self._in_flight.wait()
             return
         if self._tried is not None and now - self._tried < self.cooldown:
             return  # at most one fetch per cooldown, failed or for an unknown key
