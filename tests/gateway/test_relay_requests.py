@@ -510,3 +510,30 @@ async def test_skilldeck_gateway_over_http_cancels_a_withdrawn_request_at_a_lega
             assert proc.poll() is None, (tmp_path / "gateway.log").read_text(errors="replace")
         finally:
             stop(proc)
+
+
+async def test_skilldeck_gateway_over_http_withdraws_a_question_when_a_legacy_caller_cancels_its_call(
+    tmp_path: Path,
+) -> None:
+    """A 2025-11-25 client over HTTP cancels its call while the gateway relays a sampling question from a
+    2025-11-25 upstream: the question is withdrawn at the client (``notifications/cancelled`` on its
+    session's GET stream, since the call's own stream has closed) and its callback is cancelled. It ran to
+    the end: the SDK's notice went to the call's closed stream."""
+    asker = Asker(legacy_only=True)
+    app = asker.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    with serving_in_thread(app) as upstream_url:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"ask": {"url": upstream_url}}}))
+        proc, match = start_gateway(config, tmp_path / "gateway.log", "--pin", "ask/write")
+        try:
+            me = Blocking()
+            async with Client(match["url"], mode="legacy", cache=None, sampling_callback=me.sampling) as c:
+                with anyio.fail_after(30):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(c.call_tool, "ask__write", {"topic": "tides"})
+                        await me.asked.wait()
+                        tg.cancel_scope.cancel()  # the caller gives up on its call
+                    await me.cancelled.wait()
+            assert proc.poll() is None, (tmp_path / "gateway.log").read_text(errors="replace")
+        finally:
+            stop(proc)

@@ -54,12 +54,13 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     REQUEST_TIMEOUT,
+    CancelledNotification,
+    CancelledNotificationParams,
     ClientCapabilities,
     CreateMessageRequest,
     CreateMessageResult,
@@ -118,6 +119,8 @@ MAX_PARKED_CALLS = 256
 """2025-11-25 upstream calls held open at once while their 2026-07-28 callers answer a question."""
 PARKED_TTL_SECONDS = 300.0
 """How long a held call waits for its caller's next round before the upstream is told no answer came."""
+WITHDRAW_WITHIN = 2.0
+"""Seconds the notice withdrawing a question from a caller whose call ended may take to send."""
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """The protocol's log levels, most verbose first."""
@@ -229,18 +232,32 @@ def _answer_type(request: InputRequest) -> type[BaseModel]:
 
 def legacy_asker(ctx: ServerRequestContext[Any, Any]) -> Ask:
     """Asks a 2025-11-25 client on its session, related to the ``tools/call`` that ``ctx`` serves."""
-    session, request_id = ctx.session, ctx.request_id
+    session = ctx.session
 
     async def ask(request: InputRequest) -> InputResponse | ErrorData:
+        # The question goes on the stream of the call it serves, under an id of our own: when the caller
+        # cancels that call its stream is closed, and the SDK's own notice withdrawing the question goes
+        # there and is lost; ours goes on the session's GET stream, which is still open. (The SDK's
+        # `send_request` mints its ids itself, so its related channel is used directly.)
+        outbound = session._request_outbound
+        question_id = f"relay-{secrets.token_hex(8)}"
+        wire = request.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            answer: Any = await session.send_request(
-                request, _answer_type(request), metadata=ServerMessageMetadata(related_request_id=request_id)
-            )
+            raw = await outbound.send_raw_request(wire["method"], wire.get("params"), {"request_id": question_id})
         except MCPError as exc:  # the client's own refusal goes to the upstream as it came
             return exc.error
-        except ValidationError:
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(WITHDRAW_WITHIN):
+                await session.send_notification(
+                    CancelledNotification(
+                        params=CancelledNotificationParams(request_id=question_id, reason="the call it served ended")
+                    )
+                )
+            raise
+        try:
+            return parse_answer(request, raw)
+        except GateRefused:
             return ErrorData(code=INVALID_PARAMS, message=f"the client's answer to {request.method} is not valid")
-        return answer  # type: ignore[no-any-return]
 
     return ask
 
