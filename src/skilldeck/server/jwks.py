@@ -9,7 +9,8 @@ source take the keys away or the server down:
   and reads it again when either changed. A new file that does not parse, or holds no usable key,
   leaves the last good set in force, said once in a line per change.
 * :class:`JwksUrl` fetches with a body cap (:data:`MAX_JWKS_BYTES`), a timeout on the whole fetch,
-  no redirects, and one fetch in flight that every waiter shares for at most ``wait`` seconds. A set is kept for ``lifespan``
+  no redirects, and one fetch in flight, on a thread of its own, that every token waits for at most
+  ``wait`` seconds. A set is kept for ``lifespan``
   seconds; a token naming an unknown key refetches at most once per ``cooldown``; a fetch that
   fails is not tried again for ``cooldown`` seconds, and the last good set stays in force
   meanwhile.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Signature algorithms accepted; each key verifies only with the algorithm its JWK names (or implies)."""
+
+_POLL = 0.02
+"""Seconds between looks at a fetch under way."""
 
 MAX_JWKS_BYTES = 1024 * 1024
 """A JWKS (file or fetched body) larger than this is refused."""
@@ -146,9 +151,9 @@ class JwksUrl:
     Args:
         url: where the JWKS is served.
         timeout: seconds one whole fetch may take (connecting, the answer, the body).
-        wait: seconds a token waits for a fetch another token started; past that it is judged on the
-            keys held now (an unknown key: refused), so a slow or hanging identity provider holds up
-            one request at a time, not every request that arrives meanwhile.
+        wait: seconds a token waits for a fetch (it runs apart, on a thread of its own); past that the
+            token is judged on the keys held now (an unknown key: refused), so a slow or hanging
+            identity provider holds up no request longer than this.
         lifespan: seconds a fetched set is used before it is fetched again.
         cooldown: seconds between fetches for unknown keys, and after a failed fetch.
         clock: seconds, monotonic (for tests).
@@ -177,7 +182,8 @@ class JwksUrl:
         """When the last fetch began."""
         self._failure: str | None = None
         """Why the last fetch failed; ``None`` after a good one."""
-        self._in_flight: anyio.Event | None = None
+        self._in_flight: threading.Event | None = None
+        """Set when the fetch under way ends; ``None`` while none runs."""
         self.fetches = 0
         """Fetches begun (one shared by all who waited for it counts once)."""
 
@@ -194,22 +200,36 @@ class JwksUrl:
         raise _unknown(kid, f"at {self.source}")
 
     async def _refresh(self, now: float) -> None:
-        if self._in_flight is not None:  # a fetch is under way: its answer is everyone's who can wait for it
-            with anyio.move_on_after(self.wait):
-                await self._in_flight.wait()
-            return
-        if self._tried is not None and now - self._tried < self.cooldown:
-            return  # at most one fetch per cooldown, failed or for an unknown key
-        self._in_flight = done = anyio.Event()
-        self._tried = now
-        self.fetches += 1
+        """Start a fetch unless one runs or the cooldown holds, and wait at most :attr:`wait` for it.
+
+        The fetch runs on a thread of its own, apart from any request: the token that started it is
+        held up no longer than the others, and a hanging identity provider costs each at most ``wait``.
+        """
+        done = self._in_flight
+        if done is None:
+            if self._tried is not None and now - self._tried < self.cooldown:
+                return  # at most one fetch per cooldown, failed or for an unknown key
+            self._tried = now
+            self.fetches += 1
+            self._in_flight = done = threading.Event()
+            threading.Thread(target=self._fetch_apart, args=(done,), name="jwks-fetch", daemon=True).start()
+        waited = 0.0
+        while not done.is_set() and waited < self.wait:  # a thread's event: looked at, not awaited
+            await anyio.sleep(_POLL)
+            waited += _POLL
+
+    def _fetch_apart(self, done: threading.Event) -> None:
+        """One fetch, on its own thread and event loop; its outcome replaces the key set (or says why not)."""
         try:
-            keys = await self._fetch()
+            keys = anyio.run(self._fetch)
         except JwksUnavailable as exc:
             if self._failure is None:
                 kept = f"the {len(self._keys)} keys fetched before stay" if self._keys else "no keys to use meanwhile"
                 logger.warning("JWKS fetch failed, next try in %gs (%s): %s", self.cooldown, kept, exc)
             self._failure = str(exc)
+        except Exception as exc:  # a fault of the fetch itself: said like a failed fetch
+            self._failure = f"{self.source} cannot be fetched: {type(exc).__name__}: {exc}"
+            logger.warning("JWKS fetch failed, next try in %gs: %s", self.cooldown, self._failure)
         else:
             if self._failure is not None:
                 logger.warning("JWKS fetched again: %d signing keys", len(keys))
