@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import ExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -489,27 +489,35 @@ async def test_a_question_the_upstream_withdraws_is_dropped_from_a_modern_caller
     assert me.asked == []  # the client's own callbacks were never used: the gateway asked by input_required
 
 
-async def test_skilldeck_gateway_over_http_cancels_a_withdrawn_request_at_a_legacy_client(tmp_path: Path) -> None:
-    """``skilldeck gateway --http`` in front of a 2025-11-25 upstream (over HTTP, as such a server answers the
-    2026-07-28 probe): a legacy client over streamable HTTP hears the cancellation of the sampling request the
-    upstream withdrew, on the stream of its call."""
+@contextmanager
+def gateway_cli_before_legacy_http_asker(tmp_path: Path, pin: str) -> Iterator[str]:
+    """``skilldeck gateway --http --pin PIN`` in front of a 2025-11-25 ``Asker`` over HTTP; yields its URL and
+    checks, once the block ends, that the gateway is still running."""
     asker = Asker(legacy_only=True)
     app = asker.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     with serving_in_thread(app) as upstream_url:
         config = tmp_path / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"ask": {"url": upstream_url}}}))
-        proc, match = start_gateway(config, tmp_path / "gateway.log", "--pin", "ask/impatient")
+        proc, match = start_gateway(config, tmp_path / "gateway.log", "--pin", pin)
         try:
-            me = Blocking()
-            async with Client(match["url"], mode="legacy", cache=None, sampling_callback=me.sampling) as c:
-                with anyio.fail_after(30):
-                    result = await c.call_tool("ask__impatient", {"topic": "tides"})
-                    assert me.asked.is_set(), result
-                    await me.cancelled.wait()
-            assert text(result).startswith("gave up: "), result
+            yield match["url"]
             assert proc.poll() is None, (tmp_path / "gateway.log").read_text(errors="replace")
         finally:
             stop(proc)
+
+
+async def test_skilldeck_gateway_over_http_cancels_a_withdrawn_request_at_a_legacy_client(tmp_path: Path) -> None:
+    """``skilldeck gateway --http`` in front of a 2025-11-25 upstream (over HTTP, as such a server answers the
+    2026-07-28 probe): a legacy client over streamable HTTP hears the cancellation of the sampling request the
+    upstream withdrew, on the stream of its call."""
+    me = Blocking()
+    with gateway_cli_before_legacy_http_asker(tmp_path, "ask/impatient") as url:
+        async with Client(url, mode="legacy", cache=None, sampling_callback=me.sampling) as c:
+            with anyio.fail_after(30):
+                result = await c.call_tool("ask__impatient", {"topic": "tides"})
+                assert me.asked.is_set(), result
+                await me.cancelled.wait()
+    assert text(result).startswith("gave up: "), result
 
 
 async def test_skilldeck_gateway_over_http_withdraws_a_question_when_a_legacy_caller_cancels_its_call(
@@ -519,21 +527,12 @@ async def test_skilldeck_gateway_over_http_withdraws_a_question_when_a_legacy_ca
     2025-11-25 upstream: the question is withdrawn at the client (``notifications/cancelled`` on its
     session's GET stream, since the call's own stream has closed) and its callback is cancelled. It ran to
     the end: the SDK's notice went to the call's closed stream."""
-    asker = Asker(legacy_only=True)
-    app = asker.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    with serving_in_thread(app) as upstream_url:
-        config = tmp_path / "mcp.json"
-        config.write_text(json.dumps({"mcpServers": {"ask": {"url": upstream_url}}}))
-        proc, match = start_gateway(config, tmp_path / "gateway.log", "--pin", "ask/write")
-        try:
-            me = Blocking()
-            async with Client(match["url"], mode="legacy", cache=None, sampling_callback=me.sampling) as c:
-                with anyio.fail_after(30):
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(c.call_tool, "ask__write", {"topic": "tides"})
-                        await me.asked.wait()
-                        tg.cancel_scope.cancel()  # the caller gives up on its call
-                    await me.cancelled.wait()
-            assert proc.poll() is None, (tmp_path / "gateway.log").read_text(errors="replace")
-        finally:
-            stop(proc)
+    me = Blocking()
+    with gateway_cli_before_legacy_http_asker(tmp_path, "ask/write") as url:
+        async with Client(url, mode="legacy", cache=None, sampling_callback=me.sampling) as c:
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(c.call_tool, "ask__write", {"topic": "tides"})
+                    await me.asked.wait()
+                    tg.cancel_scope.cancel()  # the caller gives up on its call
+                await me.cancelled.wait()

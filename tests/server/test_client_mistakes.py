@@ -18,7 +18,7 @@ from skilldeck.errors import ECHO_LIMIT
 from skilldeck.server import create_server
 from skilldeck.server.request_ids import INVALID_ID_MESSAGE, has_invalid_id
 
-from .helpers import running_http
+from .helpers import POST_HEADERS, initialize_request, running_http
 
 ERAS = ["auto", "legacy"]
 
@@ -81,13 +81,7 @@ def test_a_legacy_request_with_an_invalid_id_is_answered_invalid_request(
     """The SDK's legacy transport took such a request for a notification: 202 and no reply, so the client
     waited out its timeout. Now 400 with -32600 and id null; valid ids, and an id-looking value inside
     params, are answered as before."""
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-    }
+    headers, init = POST_HEADERS, initialize_request()
     with running_http(command, tmp_path, examples_dir) as (host, port, _, _), httpx2.Client(timeout=30) as http:
         url = f"http://{host}:{port}/mcp"
         opened = http.post(url, json=init, headers=headers)
@@ -128,13 +122,7 @@ def _leave_mid_body(host: str, port: int, headers: str) -> None:
 def test_a_client_that_leaves_mid_body_costs_no_traceback(tmp_path: Path, examples_dir: Path, command: str) -> None:
     """Each such request printed uvicorn's "Exception in ASGI application" and a 40-line traceback (2026-07-28),
     or an SDK error (2025-11-25). A disconnect is not an error: nothing is logged, and the server answers on."""
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-    }
+    headers, init = POST_HEADERS, initialize_request()
     with running_http(command, tmp_path, examples_dir) as (host, port, log, _), httpx2.Client(timeout=30) as http:
         url = f"http://{host}:{port}/mcp"
         session = http.post(url, json=init, headers=headers).headers["mcp-session-id"]
