@@ -41,7 +41,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -151,8 +151,6 @@ class Connected:
     wire: SkillsWire
     skills: dict[str, Any] | None
     """The server's Skills extension settings, ``None`` when it did not declare the extension."""
-    on_fault: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
-    """Gives up on this server with a reason (set by :class:`Connections`)."""
     failure: str | None = None
     """Why the host gave up on this server, once it has; its requests then fail with this reason."""
 
@@ -913,7 +911,7 @@ class Connections(Unwinding):
                     )
                     async with client:
                         settings = declared_skills_settings(client)
-                        connected = Connected(spec, client, SkillsWire(client), settings, on_fault=on_fault)
+                        connected = Connected(spec, client, SkillsWire(client), settings)
                         self.connected[label] = connected
                         self.failures.pop(label, None)
                         opened.set()
