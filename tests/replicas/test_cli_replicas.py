@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -10,10 +11,17 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+import httpx2
 import pytest
+import redis.asyncio as aioredis
+from mcp.client import Client
+from mcp.shared.subscriptions import ResourcesListChanged, ToolsListChanged
+
+from skilldeck.server.redis_bus import encode_event
 
 from ..conftest import EXAMPLES
-from ..server.helpers import CLI, cli_env, start_gateway, start_serve, stop, wait_for_startup
+from ..server.helpers import CLI, cli_env, start_gateway, start_serve, stop, wait_for_startup, write_skill
+from .test_replicas import MODERN, _catalog_version, next_event
 
 
 def _closed_port() -> int:
@@ -43,6 +51,71 @@ def test_serve_with_redis_refuses_in_one_line(redis: str, env: dict[str, str], s
     port = _closed_port()
     line = _refusal([*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0", "--redis", redis.format(port=port)], env)
     assert says.format(port=port) in line
+
+
+@pytest.mark.parametrize(
+    ("settle", "says"),
+    [
+        (["--settle", "60.5"], "--settle takes 0 to 60 seconds, got 60.5"),
+        (["--settle", "-0.1"], "--settle takes 0 to 60 seconds, got -0.1"),
+        (["--settle", "nan"], "--settle takes 0 to 60 seconds, got nan"),
+    ],
+)
+def test_serve_refuses_a_settle_window_out_of_bounds_before_reaching_redis(settle: list[str], says: str) -> None:
+    port = _closed_port()
+    redis = f"redis://127.0.0.1:{port}/0"
+    line = _refusal([*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0", "--redis", redis, *settle], {})
+    assert says in line, line
+
+
+def test_serve_refuses_a_settle_window_without_redis() -> None:
+    line = _refusal([*CLI, "serve", str(EXAMPLES), "--http", "127.0.0.1:0", "--settle", "60"], {})
+    assert "--settle needs --redis" in line, line
+
+
+@pytest.mark.anyio
+async def test_an_edit_to_a_folder_two_replicas_watch_reaches_a_listener_once(
+    replicas_bench: ModuleType, tmp_path: Path
+) -> None:
+    """Both replicas reload the edit and publish it; the listener's replica gathers for ``--settle`` seconds and
+    tells it once. Counted, not timed: once both replicas serve the edit, a sentinel event is published, and
+    everything the listener hears before the sentinel is the edit's announcement."""
+    pack = tmp_path / "shared"
+    shutil.copytree(EXAMPLES, pack)
+    procs: list[subprocess.Popen[bytes]] = []
+    with replicas_bench.running_redis(tmp_path) as redis:
+        try:
+            urls = []
+            for index in range(2):
+                log = tmp_path / f"serve{index}.log"
+                cmd = [*CLI, "serve", str(pack), "--http", "127.0.0.1:0", "--watch", "--redis", redis.url]
+                procs.append(start_serve([*cmd, "--settle", "3"], log))
+                found = wait_for_startup(procs[-1], log, 60)
+                assert not isinstance(found, str), found
+                urls.append(found.group(2))
+            with httpx2.Client(timeout=10) as http:
+                before = {_catalog_version(http, url) for url in urls}
+            async with (
+                Client(urls[0], mode=MODERN, cache=None) as client,
+                client.listen(resources_list_changed=True, tools_list_changed=True) as sub,
+            ):
+                write_skill(pack, "added-to-the-shared-folder")
+                heard = [await next_event(sub, within=30)]
+                with httpx2.Client(timeout=10) as http:
+                    after = {_catalog_version(http, url) for url in urls}
+                assert len(after) == 1, (before, after)  # both replicas serve the edit
+                assert after != before, (before, after)
+                raw = aioredis.Redis.from_url(redis.url)
+                try:
+                    await raw.publish("skilldeck:skilldeck:events", encode_event(ToolsListChanged()))
+                finally:
+                    await raw.aclose()
+                while not isinstance(heard[-1], ToolsListChanged):
+                    heard.append(await next_event(sub, within=30))
+        finally:
+            for proc in procs:
+                stop(proc)
+    assert heard == [ResourcesListChanged(), ToolsListChanged()], heard
 
 
 @pytest.mark.parametrize("env", [{}, {"SKILLDECK_STATE_KEY": "k" * 32}])

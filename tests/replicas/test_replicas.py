@@ -24,6 +24,7 @@ from mcp.shared.subscriptions import ResourcesListChanged
 
 from skilldeck.server import create_server
 from skilldeck.server.extension import CATALOG_VERSION_META
+from skilldeck.server.redis_bus import DEFAULT_SETTLE
 from skilldeck.server.sessions import UNKNOWN_SESSION_MESSAGE
 
 from ..conftest import EXAMPLES
@@ -116,7 +117,7 @@ async def drain(sub: Any, quiet: float = 0.3) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_change_on_any_replica_reaches_a_listener_through_the_balancer_within_a_second(
+async def test_a_change_on_any_replica_reaches_a_listener_through_the_balancer_within_a_second_and_a_half(
     deployment: Deployment,
 ) -> None:
     """The listener's stream is held by one replica; the changes are made on each of the three in turn."""
@@ -133,8 +134,9 @@ async def test_a_change_on_any_replica_reaches_a_listener_through_the_balancer_w
             assert isinstance(event, ResourcesListChanged)
             await drain(sub)
     # the file written, seen by that replica's watcher (200 ms debounce), reloaded, published on
-    # Redis, delivered by whichever replica holds the stream: within a second, each time
-    assert max(latencies) < 1.0, f"latencies {latencies}"
+    # Redis, gathered for the 0.5 s settle window, delivered by whichever replica holds the stream:
+    # within a second and a half, each time
+    assert max(latencies) < 1.0 + DEFAULT_SETTLE, f"latencies {latencies}"
     print(f"change-to-event latency through the balancer: {[round(x, 3) for x in latencies]} s")
 
 

@@ -128,7 +128,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         raise UsageError("--solon-talent needs --policy FILE: admission, instructions and routing come from it")
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
-    replicas = replica_setup(args.redis, args.name)
+    replicas = replica_setup(args.redis, args.name, settle=args.settle)
     server, extension = create_server(
         *args.paths,
         name=args.name,

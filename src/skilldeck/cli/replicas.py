@@ -52,6 +52,16 @@ def add_replica_arguments(parser: argparse.ArgumentParser, *, gateway: bool = Fa
         help=f"run as one of several replicas: {shared}and share the request-state key (from {STATE_KEY_ENV}, "
         "else stored in Redis); needs skilldeck[redis]",
     )
+    if not gateway:
+        parser.add_argument(
+            "--settle",
+            metavar="SECONDS",
+            type=float,
+            default=None,
+            help="with --redis: how long a replica gathers the change events of all replicas before telling its "
+            "listeners each one once, so an edit to a folder several replicas watch is announced once "
+            "(default 0.5; raise it when the replicas' watchers poll a network folder)",
+        )
 
 
 @dataclass(frozen=True)
@@ -119,14 +129,16 @@ class Replicas:
                 await client.aclose()
 
 
-def replica_setup(redis_url: str | None, name: str, *, bus: bool = True) -> Replicas:
+def replica_setup(redis_url: str | None, name: str, *, bus: bool = True, settle: float | None = None) -> Replicas:
     """The bus and keys for ``--redis URL`` (or none), for the server called ``name``.
 
     Without ``bus`` no change-event bus is made (the gateway: each replica hears its upstreams itself).
+    ``settle`` is the bus's gathering window in seconds (``None``: its default).
 
     Raises:
-        UsageError: the ``redis`` extra is missing, the URL is not a Redis URL, or the key in
-            ``SKILLDECK_STATE_KEY`` is shorter than 32 characters.
+        UsageError: the ``redis`` extra is missing, the URL is not a Redis URL, the key in
+            ``SKILLDECK_STATE_KEY`` is shorter than 32 characters, or ``settle`` is given without
+            ``redis_url`` or outside 0–60 seconds.
         ServeError: Redis cannot be reached to read or store the shared key.
     """
     env_key = os.environ.get(STATE_KEY_ENV) or None
@@ -134,6 +146,12 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True) -> Repl
         raise UsageError(
             f"{STATE_KEY_ENV} must hold at least 32 bytes of secret randomness; "
             'make one with: python -c "import secrets; print(secrets.token_hex(32))"'
+        )
+    if settle is not None and not (redis_url is not None and 0 <= settle <= 60):
+        raise UsageError(
+            "--settle needs --redis (it is how long a replica gathers the other replicas' change events)"
+            if redis_url is None
+            else f"--settle takes 0 to 60 seconds, got {settle:g}"
         )
     if redis_url is None:
         return Replicas(state_keys=[env_key] if env_key else None)
@@ -146,7 +164,8 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True) -> Repl
     from skilldeck.server.redis_bus import RedisSubscriptionBus, shared_state_key
     from skilldeck.server.state_keys import KeyRing
 
-    shared = RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events") if bus else None
+    gathering = {} if settle is None else {"settle": settle}
+    shared = RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events", **gathering) if bus else None
     if env_key is not None:
         return Replicas(bus=shared, state_keys=[env_key], redis_url=redis_url, name=name)
     ring = KeyRing(anyio.run(shared_state_key, redis_url, f"skilldeck:{name}:state-key"))

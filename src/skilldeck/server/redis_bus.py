@@ -20,6 +20,12 @@ A gap is never silent. Redis pub/sub keeps nothing for a subscriber that is not 
 Events are level triggers ("this list changed; refetch if you care"), so a re-announce costs a
 client one refetch and can never show it something wrong. After a gap delivery is at least once.
 
+One edit, one event. Replicas watching one shared folder each reload an edit and each publish its
+event, a few hundred milliseconds apart. A bus gathers what arrives on the channel for ``settle``
+seconds after the first event and then delivers each distinct event once, so a listener hears the
+edit once, not once per replica. The last delivery still comes after every replica has the edit: a
+replica whose event arrives after the window closed opens a new one, and that delivery follows it.
+
 Tenant scoping is the in-memory bus's: an event names no skill, tool or caller, only the kind of
 list that changed (a ``ResourceUpdated`` names the URI its publisher gave it, as in process; skilldeck
 itself publishes none). Each listener then refetches with its own credentials and sees only its
@@ -61,8 +67,10 @@ from skilldeck.errors import ServeError
 from skilldeck.server.scoping import event_names, with_names
 
 __all__ = [
+    "DEFAULT_SETTLE",
     "FULL_REANNOUNCE",
     "MAX_BATCH",
+    "MAX_GATHERED",
     "MAX_MESSAGE_BYTES",
     "RedisSubscriptionBus",
     "encode_event",
@@ -77,6 +85,13 @@ MAX_MESSAGE_BYTES = 4096
 
 MAX_BATCH = 4096
 """Channel messages read, at most, before the distinct events among them are delivered."""
+
+MAX_GATHERED = 4096
+"""Distinct events held, at most, while a bus gathers; past it they collapse into :data:`FULL_REANNOUNCE`."""
+
+DEFAULT_SETTLE = 0.5
+"""Seconds a bus gathers change events before delivering each distinct one once (replicas' reloads of one
+edit land within the watcher's 200 ms debounce of each other)."""
 
 FULL_REANNOUNCE: tuple[ServerEvent, ...] = (ResourcesListChanged(), ToolsListChanged(), PromptsListChanged())
 """What a bus tells its listeners after a gap in which events may have been missed."""
@@ -134,6 +149,8 @@ class RedisSubscriptionBus:
         reconnect_delay: seconds between attempts to subscribe (or to publish the pending
             re-announce) while Redis is unreachable.
         timeout: seconds a publish or a connection attempt may take before it counts as failed.
+        settle: seconds the bus gathers events from the channel, after the first, before it
+            delivers each distinct one once (0: deliver each batch read as it is read).
     """
 
     def __init__(
@@ -143,7 +160,10 @@ class RedisSubscriptionBus:
         channel: str = "skilldeck:events",
         reconnect_delay: float = 0.5,
         timeout: float = 2.0,
+        settle: float = DEFAULT_SETTLE,
     ) -> None:
+        if not (math.isfinite(settle) and 0 <= settle <= 60):
+            raise ValueError(f"settle must be between 0 and 60 seconds, got {settle!r}")
         if not (math.isfinite(reconnect_delay) and reconnect_delay > 0):
             raise ValueError(f"reconnect_delay must be a positive number of seconds, got {reconnect_delay!r}")
         if not (math.isfinite(timeout) and timeout > 0):
@@ -152,6 +172,11 @@ class RedisSubscriptionBus:
         self.channel = channel
         self.reconnect_delay = reconnect_delay
         self.timeout = timeout
+        self.settle = settle
+        self._gathered: dict[ServerEvent, None] = {}
+        """Events read off the channel and not yet delivered, each once, in the order first read."""
+        self._gathering = anyio.Event()
+        """Set when the first event of a window is gathered."""
         self._listeners: dict[object, Callable[[ServerEvent], None]] = {}
         self._redis: Any = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -160,7 +185,7 @@ class RedisSubscriptionBus:
         self.reannounced = 0
         """How many times this bus re-announced to its listeners after a gap (for tests and logs)."""
         self.coalesced = 0
-        """Channel messages not delivered because an identical event was delivered in the same batch."""
+        """Channel messages not delivered because an identical event was delivered with them (same batch or window)."""
         self.subscribed = anyio.Event()
         """Set once the channel subscription is live (the first time)."""
         self.outage = False
@@ -216,6 +241,7 @@ class RedisSubscriptionBus:
                 ) from None
             raise
         self._task_group.start_soon(self._settle_pending)
+        self._task_group.start_soon(self._deliver_gathered)
         return self
 
     async def __aexit__(
@@ -261,8 +287,31 @@ class RedisSubscriptionBus:
                 break
             message = await pubsub.get_message(timeout=0)
         self.coalesced += read - len(batch)
-        for event in batch:
-            self._deliver(event)
+        self._gather(batch)
+
+    def _gather(self, events: dict[ServerEvent, None]) -> None:
+        """Hold ``events`` until the window closes; one already held is counted as coalesced."""
+        for event in events:
+            if event in self._gathered:
+                self.coalesced += 1
+            else:
+                self._gathered[event] = None
+        if len(self._gathered) > MAX_GATHERED:  # level triggers: "everything changed" says it all, in three
+            self.coalesced += len(self._gathered) - len(FULL_REANNOUNCE)
+            self._gathered = dict.fromkeys(FULL_REANNOUNCE)
+        if self._gathered:
+            self._gathering.set()
+
+    async def _deliver_gathered(self) -> None:
+        """Each window: wait for its first event, gather for :attr:`settle` seconds, deliver each distinct event once."""
+        while True:
+            await self._gathering.wait()
+            if self.settle:
+                await anyio.sleep(self.settle)
+            self._gathering = anyio.Event()
+            events, self._gathered = self._gathered, {}
+            for event in events:
+                self._deliver(event)
 
     def _reannounce(self) -> None:
         self.reannounced += 1
