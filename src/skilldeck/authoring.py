@@ -215,111 +215,172 @@ def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
     return len(a & b) / len(a | b) >= DUPLICATE_SIMILARITY
 
 
+@dataclass
+class _Lint:
+    """One served skill as its publishing warnings read it, and the warnings found so far."""
+
+    skill: StaticSkill
+    text: str
+    skill_md: str
+    body: str
+    body_line: int
+    frontmatter: dict[str, Any]
+    metadata: Mapping[str, Any]
+    declared: list[str]
+    """The tools in ``metadata['dev.skilldeck/tools']``."""
+    allowed: list[str]
+    """The entries of ``allowed-tools``."""
+    found: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, skill: StaticSkill, text: str, skill_md: str) -> _Lint:
+        frontmatter = dict(skill.entry.frontmatter)
+        body = parse_skill_md(text).body
+        metadata = frontmatter.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        declared_text = metadata.get(TOOLS_METADATA_KEY)
+        allowed_text = frontmatter.get("allowed-tools")
+        return cls(
+            skill=skill,
+            text=text,
+            skill_md=skill_md,
+            body=body,
+            body_line=text[: len(text) - len(body)].count("\n") + 1,
+            frontmatter=frontmatter,
+            metadata=metadata,
+            declared=declared_text.split() if isinstance(declared_text, str) else [],
+            allowed=_ALLOWED_ENTRY.findall(allowed_text) if isinstance(allowed_text, str) else [],
+        )
+
+    def warn(self, rule: str, message: str, line: int | None) -> None:
+        self.found.append(Finding("warning", rule, self.skill_md, message, line))
+
+
 def _warnings_of(skill: StaticSkill, text: str, skill_md: str) -> tuple[list[Finding], frozenset[str]]:
     """The publishing warnings of one served skill, and its description's index words."""
-    frontmatter = dict(skill.entry.frontmatter)
-    body = parse_skill_md(text).body
-    body_line = text[: len(text) - len(body)].count("\n") + 1
-    found: list[Finding] = []
+    lint = _Lint.of(skill, text, skill_md)
+    _warn_fields(lint)
+    words = _warn_description(lint)
+    _warn_reserved_keys(lint)
+    _warn_tool_names(lint)
+    _warn_undeclared_tools(lint)
+    return lint.found, frozenset(words)
 
-    def warn(rule: str, message: str, line: int | None) -> None:
-        found.append(Finding("warning", rule, skill_md, message, line))
 
-    for key in frontmatter:
+def _warn_fields(lint: _Lint) -> None:
+    """Fields outside the Agent Skills format, and a body longer than it advises."""
+    for key in lint.frontmatter:
         if key not in AGENT_SKILLS_FIELDS:
-            warn(
+            lint.warn(
                 "agentskills-field",
                 f"'{key}' is not a field of the Agent Skills format ({', '.join(sorted(AGENT_SKILLS_FIELDS))}); "
                 "other tools may refuse the skill: move it under 'metadata'",
-                _field_line(text, key),
+                _field_line(lint.text, key),
             )
+    body = lint.body
     body_lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
     if body_lines > BODY_MAX_LINES:
-        warn(
+        lint.warn(
             "body-long",
             f"the body is {body_lines} lines; the Agent Skills format advises under {BODY_MAX_LINES}: "
             "move detail into files the body links to",
-            body_line,
+            lint.body_line,
         )
-    description = skill.entry.description
+
+
+def _warn_description(lint: _Lint) -> list[str]:
+    """A description too short, too long, or sharing no word with the skill; returns its index words."""
+    description = lint.skill.entry.description
     words = tokens(description)
-    description_line = _field_line(text, "description")
+    line = _field_line(lint.text, "description")
     if len(words) < DESCRIPTION_MIN_WORDS:
-        warn(
+        lint.warn(
             "description-short",
             f"the description has {len(words)} index words (fewer than {DESCRIPTION_MIN_WORDS}): say what the "
             "skill does and when to use it, in the words a user would ask with",
-            description_line,
+            line,
         )
     elif len(description.split()) > DESCRIPTION_MAX_WORDS:
-        warn(
+        lint.warn(
             "description-long",
             f"the description is {len(description.split())} words (over {DESCRIPTION_MAX_WORDS}): keep what the "
             "skill is for and when to use it; move the rest into the body",
-            description_line,
+            line,
         )
-    metadata = frontmatter.get("metadata")
-    metadata = metadata if isinstance(metadata, Mapping) else {}
-    declared_text = metadata.get(TOOLS_METADATA_KEY)
-    declared = declared_text.split() if isinstance(declared_text, str) else []
-    allowed_text = frontmatter.get("allowed-tools")
-    allowed = _ALLOWED_ENTRY.findall(allowed_text) if isinstance(allowed_text, str) else []
     own = set(words)
-    context = tokens(" ".join([skill.entry.name.replace("-", " "), body, *declared, *allowed]))
+    context = tokens(" ".join([lint.skill.entry.name.replace("-", " "), lint.body, *lint.declared, *lint.allowed]))
     if own and not own & set(context):
-        warn(
+        lint.warn(
             "description-unrelated",
             "the description shares no word with the skill's name, body or tools: "
             "use the words of the task the body teaches",
-            description_line,
+            line,
         )
-    for key in metadata:
+    return words
+
+
+def _warn_reserved_keys(lint: _Lint) -> None:
+    """Metadata keys under the namespace MCP reserves."""
+    for key in lint.metadata:
         if str(key).startswith("io.modelcontextprotocol/"):
-            warn(
+            lint.warn(
                 "reserved-key",
                 f"metadata key '{key}' is under io.modelcontextprotocol/, reserved for MCP: "
                 "use your own reverse-DNS prefix",
-                _field_line(text, str(key), indented=True, after="metadata"),
+                _field_line(lint.text, str(key), indented=True, after="metadata"),
             )
-    tools_line = _field_line(text, TOOLS_METADATA_KEY, indented=True, after="metadata")
-    for name in declared:
+
+
+def _warn_tool_names(lint: _Lint) -> None:
+    """Declared tools and ``allowed-tools`` entries that cannot be tool names."""
+    tools_line = _field_line(lint.text, TOOLS_METADATA_KEY, indented=True, after="metadata")
+    for name in lint.declared:
         if not _MCP_TOOL_NAME.match(name):
-            warn(
+            lint.warn(
                 "tool-name",
                 f"{TOOLS_METADATA_KEY} names {name!r}, which is not a tool name "
                 "(letters, digits, '_', '-', '.', up to 128; 'label/tool' for another server's tool)",
                 tools_line,
             )
-    for entry in allowed:
+    for entry in lint.allowed:
         if not _ALLOWED_TOOL.match(entry):
-            warn(
+            lint.warn(
                 "tool-name",
                 f"allowed-tools entry {entry!r} is not a tool name or Tool(pattern) (entries are separated by "
                 "spaces, so a pattern cannot hold one)",
-                _field_line(text, "allowed-tools"),
+                _field_line(lint.text, "allowed-tools"),
             )
-    known = set(declared) | {entry.split("(")[0] for entry in allowed}
-    known |= {name.rpartition("/")[2] for name in declared}
+
+
+def _warn_undeclared_tools(lint: _Lint) -> None:
+    """Tools the body names (called, listed, or on a line about tools) that the skill does not declare."""
+    body = lint.body
+    known = set(lint.declared) | {entry.split("(")[0] for entry in lint.allowed}
+    known |= {name.rpartition("/")[2] for name in lint.declared}
     reported: set[str] = set()
     for match in _TOOL_LIKE.finditer(body):
         name = match.group(1)
         if name in known or name.rpartition("/")[2] in known or name in reported:
             continue
-        start = body.rfind("\n", 0, match.start()) + 1
-        end = body.find("\n", match.end())
-        line_text = body[start : len(body) if end < 0 else end]
-        item = _LIST_ITEM.match(body, start)
-        listed = item is not None and item.end() == match.start() + 1
-        if not (match.group(2) == "(" or listed or _TOOL_LINE.search(line_text)):
+        if not _names_a_tool(body, match):
             continue  # a field or file name in backticks, most likely
         reported.add(name)
-        warn(
+        lint.warn(
             "tool-undeclared",
             f"the body names `{name}`, which the skill does not declare: if it is a tool the skill needs, "
             f"add it to metadata '{TOOLS_METADATA_KEY}'",
-            body_line + body.count("\n", 0, match.start()),
+            lint.body_line + body.count("\n", 0, match.start()),
         )
-    return found, frozenset(words)
+
+
+def _names_a_tool(body: str, match: re.Match[str]) -> bool:
+    """Whether a backticked name in ``body`` reads as a tool: called, a list item of its own, or on a line about tools."""
+    start = body.rfind("\n", 0, match.start()) + 1
+    end = body.find("\n", match.end())
+    line_text = body[start : len(body) if end < 0 else end]
+    item = _LIST_ITEM.match(body, start)
+    listed = item is not None and item.end() == match.start() + 1
+    return bool(match.group(2) == "(" or listed or _TOOL_LINE.search(line_text))
 
 
 def lint_paths(roots: Sequence[str]) -> Report:
