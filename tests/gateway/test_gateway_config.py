@@ -44,7 +44,9 @@ def write(path: Path, document: Any) -> Path:
     return path
 
 
-def run_gateway(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+def run_gateway(
+    *args: str, timeout: float = 120.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``skilldeck gateway ARGS`` to its end (``--check``, or a refusal at start)."""
     return subprocess.run(
         [*CLI, "gateway", *args],
@@ -52,7 +54,7 @@ def run_gateway(*args: str, timeout: float = 120.0) -> subprocess.CompletedProce
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env=cli_env(),
+        env=cli_env(**(env or {})),
         timeout=timeout,
     )
 
@@ -187,6 +189,31 @@ def test_check_exits_3_when_an_upstream_is_unavailable(tmp_path: Path) -> None:
     assert done.returncode == 3, done
     assert "unavailable [gone]: " in done.stdout, done.stdout
     assert done.stdout.startswith("anyone (no policy): deck: "), done.stdout
+
+
+SECRET = "tok-4d1f9c2b7e80a6"
+LEAKS = "import sys; sys.stderr.write('auth with ' + sys.argv[1] + chr(10)); raise SystemExit(1)"
+
+
+def test_a_value_from_the_environment_never_shows_in_a_failure_the_gateway_reports(tmp_path: Path) -> None:
+    """An upstream that echoes its token on stderr and exits, and one whose URL holds a token and cannot be
+    reached: both are reported unavailable, with the reason, and with ``${VAR}`` where the value was."""
+    config = write(
+        tmp_path / "mcp.json",
+        {
+            "mcpServers": {
+                "deck": DECK,
+                "leaky": {"command": sys.executable, "args": ["-c", LEAKS, "${LEAKY_TOKEN}"]},
+                "remote": {"url": "http://127.0.0.1:9/${LEAKY_TOKEN}/mcp", "headers": {"X-Key": "${LEAKY_TOKEN}"}},
+            }
+        },
+    )
+    done = run_gateway("--config", str(config), "--check", env={"LEAKY_TOKEN": SECRET})
+    assert done.returncode == 3, done
+    assert "unavailable [leaky]: " in done.stdout, done.stdout
+    assert "auth with ${LEAKY_TOKEN}" in done.stdout, done.stdout  # its stderr, told with the value hidden
+    assert "unavailable [remote]: " in done.stdout, done.stdout
+    assert SECRET not in done.stdout + done.stderr, done
 
 
 def reloaded(proc: subprocess.Popen[bytes], log: Path, times: int) -> str:

@@ -663,9 +663,14 @@ class Connections(Unwinding):
         try:
             log.flush()
             log.seek(0)
-            return log.read()
+            return self._redact(label, log.read())
         except (OSError, ValueError):
             return ""
+
+    def _redact(self, label: str, text: str) -> str:
+        """``text`` with every value the server's entry took from the environment written as its ``${VAR}``."""
+        spec = next((s for s in self.specs if s.label == label), None)
+        return spec.redact(text) if spec is not None else text
 
     def rejected_probe(self, label: str) -> bool:
         """Whether a connected stdio server spoke 2025-11-25 after refusing the 2026-07-28 probe.
@@ -781,7 +786,7 @@ class Connections(Unwinding):
         The first reason stands; the other servers are not affected; the server is not retried.
         """
         self._given_up.add(label)
-        self.failures.setdefault(label, Failure(label, reason))
+        self.failures.setdefault(label, Failure(label, self._redact(label, reason)))
         connected = self.connected.pop(label, None)
         if connected is not None and connected.failure is None:
             connected.failure = self.failures[label].reason
@@ -935,7 +940,7 @@ class Connections(Unwinding):
                         if gone.is_set() and not self._ended(label, closer):
                             code = self._exit_codes.get(label)
                             said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]
-                            reason = said + self._stderr_tail(label)
+                            reason = spec.redact(said + self._stderr_tail(label))
                             outcome = (True, reason)
                             if self.connected.get(label) is connected:
                                 del self.connected[label]
@@ -943,18 +948,20 @@ class Connections(Unwinding):
                             connected.failure = connected.failure or reason
                 except Exception as exc:
                     if outcome[0]:  # lost already; tearing the session down failed as well
-                        logger.debug("[%s] closing a lost session: %s", label, _describe(exc))
+                        logger.debug("[%s] closing a lost session: %s", label, spec.redact(_describe(exc)))
                     elif not opened.is_set():
                         early = self._exit_codes.get(label)
                         said = f"exited (code {early}) before the handshake finished" if early is not None else ""
-                        reason = _not_found_hint(spec, exc) or (said or _describe(exc)) + self._stderr_tail(label)
+                        reason = spec.redact(
+                            _not_found_hint(spec, exc) or (said or _describe(exc)) + self._stderr_tail(label)
+                        )
                         self.failures.setdefault(label, Failure(label, reason))
                         outcome = (False, reason)
                     else:
                         if schedule is None:  # supervised, the loss is told as a transition
-                            logger.warning("server %r failed: %s", label, _describe(exc))
+                            logger.warning("server %r failed: %s", label, spec.redact(_describe(exc)))
                         gone_now = self.connected.pop(label, None)
-                        reason = f"connection lost: {_describe(exc)}"
+                        reason = spec.redact(f"connection lost: {_describe(exc)}")
                         self.failures[label] = Failure(label, reason)
                         if gone_now is not None:
                             gone_now.failure = gone_now.failure or reason
