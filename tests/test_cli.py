@@ -391,3 +391,36 @@ def test_help_describes_serve_every_option_of_ask_select_snapshot_and_the_timeou
     assert "fan change events out" in redis["serve"]
     assert "fan" not in redis["gateway"]  # each gateway replica follows its upstreams itself
     assert "share activations" in redis["gateway"]
+
+
+def test_serve_with_log_format_json_prints_its_start_a_refused_skill_and_a_refused_request_as_json(
+    tmp_path: Path,
+) -> None:
+    from .server.helpers import start_serve, wait_for_startup
+
+    pack = tmp_path / "pack"
+    write_skill(pack, "fine")
+    (pack / "broken").mkdir()
+    (pack / "broken" / "SKILL.md").write_text("no frontmatter\n")
+    log = tmp_path / "serve.log"
+    proc = start_serve([*CLI, "serve", str(pack), "--http", "127.0.0.1:0", "--log-format", "json"], log)
+    try:
+        found = wait_for_startup(proc, log, 60)
+        assert not isinstance(found, str), found
+        url = found.group(2).split('"', 1)[0]
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        request = urllib.request.Request(url, data=body, headers={**POST_HEADERS, "Host": "evil"}, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 421
+        deadline = time.monotonic() + 30
+        while "Invalid Host header" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+    finally:
+        stop(proc)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]  # every line, or this fails
+    levels = [(line["level"], line["message"].split(" ")[0]) for line in lines]
+    assert ("warning", "refused") in levels, levels  # the broken skill, as the text form's yellow "refused"
+    assert ("info", "skilldeck:") in levels, levels  # the start line
+    assert ("warning", "Invalid") in levels, levels  # the SDK's record of the wrong Host header

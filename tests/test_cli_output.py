@@ -122,3 +122,55 @@ def test_a_nonsense_limit_is_refused() -> None:
 def test_a_messages_own_line_end_is_dropped_not_escaped() -> None:
     assert cut("fine\n") == "Invalid Host header: fine"
     assert cut("x" * 100 + "\r\n") == "Invalid Host header: " + "x" * 19 + "\u2026 (121 characters)"
+
+
+@pytest.mark.parametrize(
+    ("markup", "level", "message", "upstream"),
+    [
+        (
+            "skilldeck: serving 8 skills from x at http://h/mcp",
+            "info",
+            "skilldeck: serving 8 skills from x at http://h/mcp",
+            None,
+        ),
+        ("[yellow]warning:[/] no token verifier", "warning", "no token verifier", None),
+        ("[yellow]refused[/] skill://a/SKILL.md: too big", "warning", "refused skill://a/SKILL.md: too big", None),
+        ("[red]error[/]: cannot read x", "error", "cannot read x", None),
+        ("[yellow]unavailable[/] \\[gone] exited (code 1)", "warning", "unavailable [gone] exited (code 1)", "gone"),
+        ("\\[jobs] back: 3 tools", "info", "[jobs] back: 3 tools", "jobs"),
+        ("[bold]\\[not-an-upstream[/] x", "info", "[not-an-upstream x", None),
+    ],
+)
+def test_a_json_lines_console_line_has_the_level_of_its_colour_and_names_its_upstream(
+    markup: str, level: str, message: str, upstream: str | None
+) -> None:
+    import io
+    import json
+
+    from skilldeck.cli.output import JsonLinesConsole
+
+    out = io.StringIO()
+    JsonLinesConsole(file=out).print(markup, highlight=False, soft_wrap=True)
+    [line] = out.getvalue().splitlines()
+    said = json.loads(line)
+    assert (said["level"], said["message"], said.get("upstream")) == (level, message, upstream), said
+    assert said["logger"] == "skilldeck.cli"
+
+
+def test_a_json_log_record_names_its_exception_without_a_traceback() -> None:
+    import json
+
+    from skilldeck.cli.output import JsonLogFormatter
+
+    try:
+        raise ValueError("bad\nvalue")
+    except ValueError:
+        import sys
+
+        failed = logging.LogRecord("mcp.server", logging.ERROR, __file__, 1, "failed: %s", ("x",), sys.exc_info())
+    line = JsonLogFormatter().format(failed)
+    assert "\n" not in line
+    said = json.loads(line)
+    assert said["message"] == "failed: x"
+    assert said["exception"] == "ValueError: bad\nvalue"
+    assert (said["level"], said["logger"]) == ("error", "mcp.server")

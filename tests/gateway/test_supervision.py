@@ -279,6 +279,50 @@ async def test_an_http_upstream_restarted_between_requests_is_connected_again_wh
                 ], transitions
 
 
+def test_with_log_format_json_every_line_is_one_object_start_restart_and_refusal_included(tmp_path: Path) -> None:
+    """A log shipper reads the gateway's stderr: the start line, an upstream down at start, an upstream that
+    exits and comes back, and a request refused (a wrong Host header, logged by the SDK) are each one JSON
+    object with a time, a level, a logger and the message (and ``upstream`` where a line is about one)."""
+    import httpx2
+
+    config = tmp_path / "mcp.json"
+    crashy = {"command": sys.executable, "args": ["-c", CRASHY, str(tmp_path / "hold")]}
+    gone = {"command": sys.executable, "args": ["-c", "raise SystemExit('down')"]}
+    config.write_text(json.dumps({"mcpServers": {"crashy": crashy, "gone": gone}}))
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--log-format", "json")
+    url = match["url"].split('"', 1)[0]  # the line is JSON: the URL ends at the string's quote
+    try:
+
+        async def crash() -> None:
+            async with Client(url, mode="legacy", cache=None) as c:
+                check_structured("load", await c.call_tool("load", {"ids": ["crashy/crash"]}))
+                await c.call_tool("call", {"tool": "crashy/crash", "arguments": {}})
+
+        anyio.run(crash)
+        with httpx2.Client(timeout=30) as http:
+            refused = http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": "evil"})
+            assert refused.status_code == 421
+        deadline = time.monotonic() + 60
+        while not ("back:" in log.read_text() and "Invalid Host header" in log.read_text()):
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+    finally:
+        stop(proc)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]  # every line, or this fails
+    assert all(set(line) >= {"time", "level", "logger", "message"} for line in lines), lines
+    assert all(line["time"].endswith("Z") for line in lines), lines
+    said = {(line["level"], line.get("upstream"), line["message"].split(" (")[0].split(";")[0]) for line in lines}
+    start = next(line for line in lines if line["message"].startswith("skilldeck gateway: 1 of 2 servers"))
+    assert (start["level"], start["logger"]) == ("info", "skilldeck.cli"), start
+    assert ("warning", "gone", "unavailable [gone] exited") in said, said
+    assert ("warning", "crashy", "[crashy] exited") in said, said
+    assert ("info", "crashy", "[crashy] back: 3 tools, 1 skill") in said, said
+    [host] = [line for line in lines if "Invalid Host header" in line["message"]]
+    assert host["level"] == "warning", host
+    assert host["logger"].startswith("mcp."), host
+
+
 def test_the_cli_says_when_an_upstream_exits_and_when_it_is_back(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     hold = tmp_path / "hold"  # never created: every restart succeeds

@@ -23,7 +23,14 @@ from skilldeck.cli.authoring import add_authoring_commands
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
-from skilldeck.cli.output import StdoutConsole, bound_log_output, sdk_logs_in_one_line, stdout_closed
+from skilldeck.cli.output import (
+    JsonLinesConsole,
+    StdoutConsole,
+    bound_log_output,
+    json_log_output,
+    sdk_logs_in_one_line,
+    stdout_closed,
+)
 from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.cli.select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
@@ -124,6 +131,9 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server.catalog import CatalogDiff
     from skilldeck.server.policy import load_policy
 
+    json_lines = args.log_format == "json"
+    if json_lines:
+        json_log_output()  # the handlers the decorator installed; uvicorn's are added once it is up
     if args.solon_talent and not args.policy:
         raise UsageError("--solon-talent needs --policy FILE: admission, instructions and routing come from it")
     policy = load_policy(args.policy) if args.policy else None
@@ -187,7 +197,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         err.print(f"policy applied: {escape(args.policy)} ({_policy_view(extension)})", highlight=False)
 
     if args.http is None:
-        bound_log_output()
+        bound_log_output(json_lines=json_lines)
         err.print(
             f"skilldeck: serving {count} skills from {where} over stdio{view}{replicas.start_note()}", highlight=False
         )
@@ -210,7 +220,9 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     collect_less_often()  # and a request's short-lived objects do not set off a young pass every few requests
 
     def on_ready(url: str) -> None:
-        bound_log_output()  # what an outsider's requests make the server log is bounded (uvicorn's handlers exist now)
+        bound_log_output(
+            json_lines=json_lines
+        )  # what an outsider's requests make the server log is bounded (uvicorn's handlers exist now)
         watching = " (watching for changes)" if args.watch else ""
         err.print(
             f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}{replicas.start_note()}",
@@ -274,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    err = Console(stderr=True, soft_wrap=True)
+    json_lines = getattr(args, "log_format", "text") == "json"
+    err = JsonLinesConsole(stderr=True) if json_lines else Console(stderr=True, soft_wrap=True)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -40,7 +40,14 @@ def seconds(value: str) -> float:
 
 
 def add_http_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--http``, ``--path``, the legacy-session bounds and the connection bounds of a server command."""
+    """``--http``, ``--path``, the legacy-session bounds, the connection bounds and the log format of a server command."""
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="how the lines on stderr read: text for people (default), or json: one object per line with time, "
+        "level, logger and message (and upstream where a line is about one), for log shippers",
+    )
     parser.add_argument("--http", type=host_port, metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     parser.add_argument(

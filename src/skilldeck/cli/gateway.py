@@ -13,7 +13,7 @@ from rich.markup import escape
 from skilldeck.cli.arguments import add_http_arguments, http_limits, positive, seconds
 from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli.exits import ExitCode
-from skilldeck.cli.output import bound_log_output, sdk_logs_in_one_line
+from skilldeck.cli.output import bound_log_output, json_log_output, sdk_logs_in_one_line
 from skilldeck.cli.replicas import add_replica_arguments, replica_setup
 from skilldeck.cli.select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
@@ -153,7 +153,11 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
         err.print(f"{heading}{escape(text)}", highlight=False, soft_wrap=True)
 
+    json_lines = args.log_format == "json"
+
     async def main() -> None:
+        if json_lines:
+            json_log_output()  # the handlers sdk_logs_in_one_line installed; uvicorn's are added once it is up
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(replicas.keys_in_step())
             shared = None
@@ -184,7 +188,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             )
 
         def on_transition(label: str, text: str) -> None:
-            err.print(f"\\[{escape(label)}] {escape(text)}", highlight=False, soft_wrap=True)
+            # a warning (its colour is the level of its --log-format json line)
+            err.print(f"[yellow]\\[{escape(label)}] {escape(text)}[/]", highlight=False, soft_wrap=True)
 
         async with Host(
             specs,
@@ -237,7 +242,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             up = len(specs) - len(host.failures)
 
             def on_ready(where: str) -> None:
-                bound_log_output()  # what an outsider's requests make the gateway log is bounded
+                bound_log_output(json_lines=json_lines)  # what an outsider's requests make the gateway log is bounded
                 err.print(
                     f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
                     f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",

@@ -7,24 +7,32 @@ by a broken pipe), whether it was printing with rich or plain ``print``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
 import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from skilldeck.cli.exits import ExitCode
 
 __all__ = [
+    "JsonLinesConsole",
+    "JsonLogFormatter",
     "LogLineCut",
     "LogRateLimit",
     "StdoutConsole",
     "bound_log_output",
+    "json_log_output",
     "sdk_logs_in_one_line",
     "stdout_closed",
 ]
@@ -180,13 +188,14 @@ class LogLineCut(logging.Filter):
         return True
 
 
-def bound_log_output(burst: int = 20, every: float = 1.0) -> int:
+def bound_log_output(burst: int = 20, every: float = 1.0, *, json_lines: bool = False) -> int:
     """Put a :class:`LogRateLimit` and a :class:`LogLineCut` on every logging handler there is now (the
     root's, the SDK's, uvicorn's).
 
     Call it once the server is up (the SDK and uvicorn install their handlers while starting).
     Each handler gets its own filter, so a record two handlers print is counted once by each.
-    Returns how many handlers got one.
+    With ``json_lines`` (``--log-format json``) every handler also formats as :func:`json_log_output` does.
+    Returns how many handlers got a filter.
     """
     loggers: list[logging.Logger] = [logging.getLogger()]
     loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
@@ -196,4 +205,63 @@ def bound_log_output(burst: int = 20, every: float = 1.0) -> int:
             handler.addFilter(LogRateLimit(burst, every))
             handler.addFilter(LogLineCut())  # after the rate limit: a dropped record is not cut for nothing
             added += 1
+    if json_lines:
+        json_log_output()
     return added
+
+
+def _json_line(level: str, logger: str, message: str, created: float, **fields: Any) -> str:
+    """One log line for a log shipper: ``{"time", "level", "logger", "message", ...fields}``."""
+    when = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return json.dumps({"time": when, "level": level, "logger": logger, "message": message, **fields})
+
+
+class JsonLogFormatter(logging.Formatter):
+    """A logging record as one JSON object (``--log-format json``); an exception is named, never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {}
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            fields["exception"] = f"{type(exc).__name__}: {exc}"
+        return _json_line(record.levelname.lower(), record.name, record.getMessage(), record.created, **fields)
+
+
+_UPSTREAM = re.compile(r"^(?:unavailable )?\[([^\]]+)\] ")
+_LEAD = re.compile(r"^(?:error|warning):? ")
+
+
+class JsonLinesConsole(Console):
+    """The command line's stderr console for ``--log-format json``: each line it is given is one JSON object.
+
+    A line's level is the colour the text form gives it (red: ``error``, yellow: ``warning``, else
+    ``info``), its message the plain text without a leading ``error:``/``warning:``, and a line about
+    one upstream (``[label] …``, ``unavailable [label] …``) carries it as ``upstream``. The logger is
+    ``skilldeck.cli``; records of Python's logging are formatted by :class:`JsonLogFormatter`.
+    """
+
+    def print(self, *objects: Any, sep: str = " ", end: str = "\n", **_: Any) -> None:
+        text = Text(sep).join(o if isinstance(o, Text) else Text.from_markup(str(o)) for o in objects)
+        styles = " ".join(str(span.style) for span in text.spans)
+        level = "error" if "red" in styles else "warning" if "yellow" in styles else "info"
+        plain = text.plain
+        fields: dict[str, Any] = {}
+        if (upstream := _UPSTREAM.match(plain)) is not None:
+            fields["upstream"] = upstream.group(1)
+        message = _LEAD.sub("", plain, count=1) if level != "info" else plain
+        self.file.write(_json_line(level, "skilldeck.cli", message, time.time(), **fields) + "\n")
+        self.file.flush()
+
+
+def json_log_output() -> int:
+    """Give every logging handler there is now (the root's, the SDK's, uvicorn's, skilldeck's) a
+    :class:`JsonLogFormatter`; call it again once the server is up, as :func:`bound_log_output`.
+
+    Returns how many handlers there were.
+    """
+    loggers: list[logging.Logger] = [logging.getLogger()]
+    loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    handlers = {h for lg in loggers for h in lg.handlers}
+    for handler in handlers:
+        handler.setFormatter(JsonLogFormatter())
+    return len(handlers)
