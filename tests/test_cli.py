@@ -249,7 +249,7 @@ def test_server_info_carries_the_package_version_in_both_eras_raw() -> None:
         legacy = _post(url, initialize_request("raw", "1"))
         assert legacy["protocolVersion"] == "2025-11-25"
         assert legacy["serverInfo"] == expected
-        # the declaration stands in both places a legacy host may look (see README, "Legacy hosts")
+        # the declaration stands in both places a legacy host may look (see docs/skills-server.md, "Legacy hosts")
         capabilities = legacy["capabilities"]
         assert isinstance(capabilities, dict)
         assert capabilities["extensions"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}

@@ -106,8 +106,9 @@ class SkillsExtension(Extension):
             remote sources (:class:`~skilldeck.server.remote.RemoteSource`: skills held elsewhere, read on demand).
         page_size: entries per ``skills/list`` page (entries are never split).
         directory_page_size: children per ``resources/directory/read`` page.
-        ttl_ms, cache_scope: the ``CacheableResult`` hints on ``skills/list``, ``skills/get``,
+        ttl_ms: the ``CacheableResult`` ``ttlMs`` hint on ``skills/list``, ``skills/get``,
             ``resources/directory/read`` and skill-file reads.
+        cache_scope: the ``cacheScope`` hint on the same results.
         list_files: add every skill file to ``resources/list`` (``SKILL.md`` entries carry the
             skill's name and description); set ``False`` for very large catalogs.
         subscriptions: the ``subscriptions/listen`` bus to publish catalog changes on; pass the

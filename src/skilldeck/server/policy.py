@@ -409,7 +409,7 @@ class _Policy(Model):
 
 
 def parse_policy(data: object) -> Policy:
-    """A :class:`Policy` from its YAML/JSON form (see the README for a worked example).
+    """A :class:`Policy` from its YAML/JSON form (see docs/context-aware-skills.md for a worked example).
 
     Raises:
         PolicyError: naming the field that is wrong.
