@@ -222,6 +222,14 @@ def _dump(result: Any) -> dict[str, Any]:
     return out
 
 
+def _narrowed(params: dict[str, Any], kept: list[Any]) -> dict[str, Any]:
+    """A ``subscriptions/listen`` request's params whose filter names only ``kept`` of its resources."""
+    narrowed = {k: v for k, v in params["notifications"].items() if k != "resourceSubscriptions"}
+    if kept:
+        narrowed["resourceSubscriptions"] = kept
+    return {**params, "notifications": narrowed}
+
+
 def declares(connected: Connected, kind: str) -> bool:
     """Whether an upstream declared the capability ``kind`` (``prompts``, ``resources``)."""
     return getattr(connected.client.server_capabilities, kind, None) is not None
@@ -718,40 +726,37 @@ class ForwardedUpstreams:
         """
         params = ctx.params if isinstance(ctx.params, dict) else {}
         notifications = params.get("notifications")
-        uris = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        listed = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        uris: list[Any] = listed if isinstance(listed, list) else []
         stream = object()
-        caller = self.caller(ctx)
-        targets: dict[str, tuple[Connected, str]] = {}
-        for uri in uris if isinstance(uris, list) else []:
-            if not isinstance(uri, str) or split_uri(uri) is None:
-                continue  # not an upstream's: the gateway's own (re-published skills), or invalid
-            try:
-                targets[uri] = self._subscribable(caller, uri)
-            except MCPError as exc:  # not subscribable: the stream is still served, without its updates
-                logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
+        targets = self._listen_targets(self.caller(ctx), uris)
         refused = await self._subscribe_all(list(targets.values()), stream)
         for target, why in refused:
             logger.debug("listen: %s not subscribed: %s", shorten(target[1]), why.error.message)
         failed = {id(target) for target, _ in refused}
         subscribed = {uri: target for uri, target in targets.items() if id(target) not in failed}
         held = list(subscribed.values())
-        kept = [
-            uri
-            for uri in (uris if isinstance(uris, list) else [])
-            if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed
-        ]
-        if isinstance(uris, list) and len(kept) != len(uris):
-            assert isinstance(notifications, dict)
-            narrowed = {k: v for k, v in notifications.items() if k != "resourceSubscriptions"}
-            if kept:
-                narrowed["resourceSubscriptions"] = kept
-            ctx = replace(ctx, params={**params, "notifications": narrowed})
+        kept = [uri for uri in uris if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed]
+        if len(kept) != len(uris):
+            ctx = replace(ctx, params=_narrowed(params, kept))
         try:
             return await call_next(ctx)
         finally:
             # The stream usually ends by cancellation: the upstreams are still told, within a bound.
             with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
                 await self._unsubscribe_all(held, stream)
+
+    def _listen_targets(self, caller: Caller, uris: list[Any]) -> dict[str, tuple[Connected, str]]:
+        """The upstream resource of each gateway URI of a listen filter that ``caller`` may subscribe to."""
+        targets: dict[str, tuple[Connected, str]] = {}
+        for uri in uris:
+            if not isinstance(uri, str) or split_uri(uri) is None:
+                continue  # not an upstream's: the gateway's own (re-published skills), or invalid
+            try:
+                targets[uri] = self._subscribable(caller, uri)
+            except MCPError as exc:  # not subscribable: the stream is still served, without its updates
+                logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
+        return targets
 
     def _listen_upstreams(self) -> None:
         if not self._listening:
