@@ -212,6 +212,17 @@ def test_the_gateway_service_knows_no_server_sdk() -> None:
         assert not name.startswith(("mcp.server", "skilldeck.gateway.server", "skilldeck.cli")), name
 
 
+def test_the_gateway_decisions_reach_upstreams_only_through_their_port() -> None:
+    """``GatewayService`` decides on what ``gateway/port.py``'s ``Upstreams`` gives it; the SDK calls are
+    ``gateway/upstreams.py``'s, and the decisions never read the host they were built on."""
+    names = imported_modules(SRC / "gateway" / "service.py")
+    assert not {n for n in names if n.startswith(("mcp", "skilldeck.host.connect", "skilldeck.ask"))}, names
+    tree = ast.parse((SRC / "gateway" / "service.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
+            assert ast.unparse(node.value) != "self.host", (node.lineno, ast.unparse(node))
+
+
 def test_host_never_imports_server_or_cli() -> None:
     """Host and server are siblings: what both need of a skill pack lives in ``skill/``."""
     for path in (SRC / "host").glob("*.py"):

@@ -72,7 +72,7 @@ MAX_SERVER_DESCRIPTION = 1_000
 
 
 def _self_description(host: Host, label: str) -> str:
-    connected = host.connections.connected.get(label)
+    connected = host.sessions.get(label)
     info = connected.client.server_info if connected is not None else None
     return " ".join((info.description or "").split())[:MAX_SERVER_DESCRIPTION] if info is not None else ""
 
@@ -84,9 +84,9 @@ def snapshot_from_host(host: Host, bodies: Mapping[tuple[str, str], str] | None 
     ranking reads as it reads a snapshot's (the server's document and its label view)."""
     bodies = bodies or {}
     servers = []
-    for label in host.registry.labels:
-        skills = tuple(SkillSnapshot(r.entry, bodies.get(r.key)) for r in host.registry.skills if r.label == label)
-        tools = tuple(dict(t.tool) for t in host.registry.tools(label))
+    for label in host.labels:
+        skills = tuple(SkillSnapshot(r.entry, bodies.get(r.key)) for r in host.skills if r.label == label)
+        tools = tuple(dict(t.tool) for t in host.tools(label))
         servers.append(
             ServerSnapshot(label=label, description=_self_description(host, label), tools=tools, skills=skills)
         )
@@ -100,7 +100,7 @@ async def call_tool(host: Host, gate: ToolGate, name: str, arguments: Mapping[st
         GateRefused: not listed, not active, or invalid arguments (nothing sent).
     """
     label, tool = gate.check(name, arguments)
-    connected = host.connections.connected.get(label)
+    connected = host.sessions.get(label)
     if connected is None:
         failure = host.failures.get(label)
         raise GateRefused(
@@ -138,7 +138,7 @@ async def ask(
     skill_text: str | None = None
     if not decision.abstain and decision.chosen and decision.chosen[0].kind == "skill":
         card = decision.chosen[0]
-        record = host.registry.get(card.server, card.uri or "")
+        record = host.skill(card.server, card.uri or "")
         if record is not None:
             loaded = await host.load(record)
             skill_text = loaded.tagged()

@@ -175,7 +175,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
 
         def on_change(change: CatalogChange) -> None:
             if "reconnected" in change.reasons and change.tools is not None:
-                skills = len([r for r in host.registry.skills if r.label == change.label])
+                skills = len([r for r in host.skills if r.label == change.label])
                 tools = len(change.tools)
                 what = _count(tools, "tool") + (f", {_count(skills, 'skill')}" if skills else "")
                 err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
@@ -205,8 +205,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                     highlight=False,
                     soft_wrap=True,
                 )
-            for label in sorted(host.connections.connected):
-                if host.connections.rejected_probe(label):  # its stderr trace of the probe is not shown
+            for label in sorted(host.sessions):
+                if host.rejected_probe(label):  # its stderr trace of the probe is not shown
                     err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
             service = GatewayService(
                 host,
@@ -238,7 +238,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 request_state_codec=replicas.ring,
             )
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
-            skills, tools = len(host.registry.skills), len(host.registry.tools())
+            skills, tools = len(host.skills), len(host.tools())
             up = len(specs) - len(host.failures)
 
             def on_ready(where: str) -> None:

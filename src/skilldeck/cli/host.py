@@ -124,7 +124,7 @@ def _specs(args: argparse.Namespace, command: list[str] | None) -> list[ServerSp
 async def _skills(args: argparse.Namespace, command: list[str] | None, out: Console, err: Console) -> int:
     specs = _specs(args, command)
     async with Host(specs, max_message_bytes=args.max_response) as host:
-        data: dict[str, Any] = {"servers": [], "collisions": [str(c) for c in host.registry.collisions()]}
+        data: dict[str, Any] = {"servers": [], "collisions": [str(c) for c in host.collisions()]}
         for spec in specs:
             label = spec.label
             failure = host.failures.get(label)
@@ -138,22 +138,16 @@ async def _skills(args: argparse.Namespace, command: list[str] | None, out: Cons
                     status="connected",
                     protocolVersion=report.protocol_version,
                     skillsExtension=report.skills_declared,
-                    skills=[
-                        {"name": host.registry.qualified_name(r), **r.entry.to_wire()}
-                        for r in host.registry.skills
-                        if r.label == label
-                    ],
-                    tools=[dict(t.tool) for t in host.registry.tools(label)],
+                    skills=[{"name": host.skill_id(r), **r.entry.to_wire()} for r in host.skills if r.label == label],
+                    tools=[dict(t.tool) for t in host.tools(label)],
                     rejected=[{"uri": r.uri, "reason": r.reason} for r in report.rejected],
                     notes=report.notes,
                 )
             data["servers"].append(server)
         children = {  # an unreachable one already quotes the end of its stderr in its reason
-            s.label: host.connections.stderr(s.label)
-            for s in specs
-            if s.kind == "stdio" and s.label not in host.failures
+            s.label: host.stderr(s.label) for s in specs if s.kind == "stdio" and s.label not in host.failures
         }
-        legacy_only = {label for label in children if host.connections.rejected_probe(label)}
+        legacy_only = {label for label in children if host.rejected_probe(label)}
     for label, text in children.items():  # what a stdio server said on stderr (e.g. skills it refused)
         if label in legacy_only:
             _legacy_only(label, text, err)
@@ -285,14 +279,14 @@ async def _load(args: argparse.Namespace, command: list[str] | None, out: Consol
         if len(host.failures) == len(specs):
             return ExitCode.UNREACHABLE
         if args.skill and len(specs) > 1:
-            record = host.registry.resolve(args.skill)
+            record = host.resolve(args.skill)
         elif args.skill:
             if "://" in args.skill:
                 record = await host.record_for_uri(spec.label, args.skill)
             else:
-                record = host.registry.resolve(args.skill if "/" in args.skill else f"{spec.label}/{args.skill}")
+                record = host.resolve(args.skill if "/" in args.skill else f"{spec.label}/{args.skill}")
         else:
-            listed = [r for r in host.registry.skills if r.label == spec.label]
+            listed = [r for r in host.skills if r.label == spec.label]
             if not listed:
                 err.print(f"{spec.label} lists no skills; name one by URI", highlight=False)
                 return ExitCode.INPUT

@@ -270,7 +270,7 @@ async def _snapshot(args: argparse.Namespace, err: Console) -> int:
             err.print(f"[red]unreachable[/] {escape(label)}: {escape(failure.reason)}", highlight=False)
         bodies: dict[tuple[str, str], str] = {}
         if args.bodies:
-            for record in host.registry.skills:
+            for record in host.skills:
                 try:
                     bodies[record.key] = (await host.load(record)).text
                 except SkilldeckError as exc:

@@ -90,9 +90,9 @@ async def ask_tour(console: Console) -> None:
     specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
     async with Host(specs) as host:
         console.rule("[bold]1. History B: a question answered from an index of cards")
-        for label in host.registry.labels:
-            skills = [r.name for r in host.registry.skills if r.label == label]
-            tools = [t.name for t in host.registry.tools(label)]
+        for label in host.labels:
+            skills = [r.name for r in host.skills if r.label == label]
+            tools = [t.name for t in host.tools(label)]
             console.print(f"server [bold]{label}[/]: skills {skills or '—'}; tools {tools}", highlight=False)
         result = await ask(host, QUESTION, call=CALL, encoder=encoder)
         decision = result.decision

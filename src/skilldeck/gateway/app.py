@@ -89,8 +89,8 @@ def upstreams_up(host: Host) -> tuple[int, int]:
 
     The one place readiness asks the host who is up, so it follows however the host tracks it.
     """
-    connected = host.connections.connected
-    return sum(1 for spec in host.connections.specs if spec.label in connected), len(host.connections.specs)
+    connected, specs = host.sessions, host.specs
+    return sum(1 for spec in specs if spec.label in connected), len(specs)
 
 
 def gateway_readiness(service: GatewayService, minimum: int) -> Callable[[], Readiness]:

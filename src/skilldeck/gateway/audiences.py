@@ -61,7 +61,7 @@ def identities(policy: Policy | None) -> list[tuple[str, Caller]]:
 
 def audience_lines(service: GatewayService) -> list[str]:
     """Per identity, the skills and tools of each connected upstream it would be offered."""
-    labels = sorted(service.host.connections.connected)
+    labels = sorted(service.host.sessions)
     lines = []
     for name, caller in identities(service.policy):
         cards = service.index_for(caller).cards.cards
@@ -82,10 +82,10 @@ def flag_warnings(
     for label, tool in pins:
         if label not in labels:
             warnings.append(f"--pin {label}/{tool}: no upstream is labelled {label!r}{did_you_mean(label, labels)}")
-        elif label not in host.connections.connected:
+        elif label not in host.sessions:
             warnings.append(f"--pin {label}/{tool}: not checked: upstream {label!r} is unavailable")
         else:
-            names = [t.name for t in host.registry.tools(label)]
+            names = [t.name for t in host.tools(label)]
             if tool not in names:
                 warnings.append(f"--pin {label}/{tool}: {label!r} lists no such tool{did_you_mean(tool, names)}")
     for grant in grants:

@@ -78,7 +78,8 @@ from pydantic import ValidationError
 
 from skilldeck.errors import shorten
 from skilldeck.gateway.resource_listen import UpstreamResourceListen
-from skilldeck.gateway.service import ORIGIN_META, SERVER_INFO_META, GatewayService
+from skilldeck.gateway.service import GatewayService
+from skilldeck.gateway.upstreams import ORIGIN_META, with_origin
 from skilldeck.host.connect import Connected
 from skilldeck.server.middleware import locale_hint
 from skilldeck.server.notifier import LegacyConnections
@@ -221,9 +222,12 @@ def _dump(result: Any) -> dict[str, Any]:
     return out
 
 
-def _with_origin(item: dict[str, Any], label: str) -> dict[str, Any]:
-    meta = {k: v for k, v in (item.get("_meta") or {}).items() if k != SERVER_INFO_META}
-    return {**item, "_meta": {**meta, ORIGIN_META: label}}
+def _narrowed(params: dict[str, Any], kept: list[Any]) -> dict[str, Any]:
+    """A ``subscriptions/listen`` request's params whose filter names only ``kept`` of its resources."""
+    narrowed = {k: v for k, v in params["notifications"].items() if k != "resourceSubscriptions"}
+    if kept:
+        narrowed["resourceSubscriptions"] = kept
+    return {**params, "notifications": narrowed}
 
 
 def declares(connected: Connected, kind: str) -> bool:
@@ -285,14 +289,14 @@ class ForwardedUpstreams:
         return rule is None or rule.admits(caller)
 
     def _connected(self, label: str) -> Connected:
-        connected = self.service.host.connections.connected.get(label)
+        connected = self.service.host.sessions.get(label)
         if connected is None:
             raise _invalid(f"no upstream server {shorten(label)!r} is connected; list again")
         return connected
 
     def _labels(self, kind: str) -> list[str]:
         """Connected upstreams, in label order, that declare ``kind`` (``prompts``, ``resources``)."""
-        connected = self.service.host.connections.connected
+        connected = self.service.host.sessions
         return sorted(
             label
             for label, c in connected.items()
@@ -363,7 +367,7 @@ class ForwardedUpstreams:
         cache = {"ttlMs": 0, "cacheScope": "private"}
         for index in range(start, len(labels)):
             label = labels[index]
-            connected = self.service.host.connections.connected.get(label)
+            connected = self.service.host.sessions.get(label)
             if connected is None:  # gone while an earlier upstream was asked
                 upstream_cursor, page = None, 0
                 continue
@@ -406,7 +410,7 @@ class ForwardedUpstreams:
             if self.skills_republished and uri.startswith(_SKILL_PREFIX):
                 return None  # re-published, verified, as skill://LABEL/...
             entry[field] = gateway_uri(label, uri)
-        return _with_origin(entry, label)
+        return with_origin(entry, label)
 
     # -- prompts -----------------------------------------------------------------------------------
 
@@ -434,7 +438,7 @@ class ForwardedUpstreams:
         result = await self._upstream(
             connected, connected.client.get_prompt(name, {k: str(v) for k, v in arguments.items()})
         )
-        out = _with_origin(_dump(result), connected.label)
+        out = with_origin(_dump(result), connected.label)
         out["messages"] = [self._message(connected.label, m) for m in out.get("messages", [])]
         return out
 
@@ -492,7 +496,7 @@ class ForwardedUpstreams:
     async def _read(self, caller: Caller, uri: str) -> dict[str, Any]:
         connected, upstream = self._resource(caller, uri)
         result = await self._upstream(connected, connected.client.read_resource(upstream, cache_mode="bypass"))
-        out = _with_origin(_dump(result), connected.label)
+        out = with_origin(_dump(result), connected.label)
         out["contents"] = [
             {**c, "uri": gateway_uri(connected.label, c["uri"])} if isinstance(c.get("uri"), str) else c
             for c in out.get("contents", [])
@@ -655,7 +659,7 @@ class ForwardedUpstreams:
         if listen is None or listen.connected is not connected:
             if listen is not None:
                 listen.close()  # the session it listened on is gone
-            listen = UpstreamResourceListen(connected, self.service.host.connections.start_soon, self._updated)
+            listen = UpstreamResourceListen(connected, self.service.host.start_soon, self._updated)
             self._streams[connected.label] = listen
         return listen
 
@@ -687,7 +691,7 @@ class ForwardedUpstreams:
                 released.setdefault(key[0], []).append(key[1])
         for label, uris in released.items():
             listen = self._streams.get(label)
-            connected = self.service.host.connections.connected.get(label)
+            connected = self.service.host.sessions.get(label)
             try:
                 if listen is not None and listen.wanted & set(uris):
                     listen.wanted -= set(uris)
@@ -710,7 +714,7 @@ class ForwardedUpstreams:
                 emptied.append(key)
         if emptied:
             with contextlib.suppress(RuntimeError):  # RuntimeError: the upstream connections are closed
-                self.service.host.connections.start_soon(self._release, emptied)
+                self.service.host.start_soon(self._release, emptied)
 
     async def _listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open.
@@ -722,34 +726,19 @@ class ForwardedUpstreams:
         """
         params = ctx.params if isinstance(ctx.params, dict) else {}
         notifications = params.get("notifications")
-        uris = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        listed = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        uris: list[Any] = listed if isinstance(listed, list) else []
         stream = object()
-        caller = self.caller(ctx)
-        targets: dict[str, tuple[Connected, str]] = {}
-        for uri in uris if isinstance(uris, list) else []:
-            if not isinstance(uri, str) or split_uri(uri) is None:
-                continue  # not an upstream's: the gateway's own (re-published skills), or invalid
-            try:
-                targets[uri] = self._subscribable(caller, uri)
-            except MCPError as exc:  # not subscribable: the stream is still served, without its updates
-                logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
+        targets = self._listen_targets(self.caller(ctx), uris)
         refused = await self._subscribe_all(list(targets.values()), stream)
         for target, why in refused:
             logger.debug("listen: %s not subscribed: %s", shorten(target[1]), why.error.message)
         failed = {id(target) for target, _ in refused}
         subscribed = {uri: target for uri, target in targets.items() if id(target) not in failed}
         held = list(subscribed.values())
-        kept = [
-            uri
-            for uri in (uris if isinstance(uris, list) else [])
-            if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed
-        ]
-        if isinstance(uris, list) and len(kept) != len(uris):
-            assert isinstance(notifications, dict)
-            narrowed = {k: v for k, v in notifications.items() if k != "resourceSubscriptions"}
-            if kept:
-                narrowed["resourceSubscriptions"] = kept
-            ctx = replace(ctx, params={**params, "notifications": narrowed})
+        kept = [uri for uri in uris if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed]
+        if len(kept) != len(uris):
+            ctx = replace(ctx, params=_narrowed(params, kept))
         try:
             return await call_next(ctx)
         finally:
@@ -757,16 +746,28 @@ class ForwardedUpstreams:
             with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
                 await self._unsubscribe_all(held, stream)
 
+    def _listen_targets(self, caller: Caller, uris: list[Any]) -> dict[str, tuple[Connected, str]]:
+        """The upstream resource of each gateway URI of a listen filter that ``caller`` may subscribe to."""
+        targets: dict[str, tuple[Connected, str]] = {}
+        for uri in uris:
+            if not isinstance(uri, str) or split_uri(uri) is None:
+                continue  # not an upstream's: the gateway's own (re-published skills), or invalid
+            try:
+                targets[uri] = self._subscribable(caller, uri)
+            except MCPError as exc:  # not subscribable: the stream is still served, without its updates
+                logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
+        return targets
+
     def _listen_upstreams(self) -> None:
         if not self._listening:
-            self.service.host.connections.add_message_listener(self._upstream_message)
+            self.service.host.add_message_listener(self._upstream_message)
             self._listening = True
 
     async def _upstream_message(self, label: str, message: Any) -> None:
         """A 2025-11-25 upstream's ``notifications/resources/updated`` (a 2026-07-28 one's come on its listen stream)."""
         if not isinstance(message, ResourceUpdatedNotification):
             return
-        connected = self.service.host.connections.connected.get(label)
+        connected = self.service.host.sessions.get(label)
         if connected is None or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         await self._updated(label, str(message.params.uri))

@@ -31,6 +31,7 @@ from skilldeck._suggest import did_you_mean
 from skilldeck.gateway.forward import declares, fetch_page
 from skilldeck.gateway.service import tool_id
 from skilldeck.host import Host
+from skilldeck.host.connect import Connected
 from skilldeck.host.discover import list_server
 from skilldeck.host.registry import Registry
 from skilldeck.server.policy import Policy, PolicyName
@@ -119,15 +120,8 @@ async def upstream_ids(host: Host, label: str, policy: Policy | None = None, *, 
     Its skills and tools are those of the host's registry, or with ``fresh`` a listing read now
     and kept apart from the registry (so nothing of an upstream not yet admitted is served).
     """
-    registry = host.registry
-    connected = host.connections.connected.get(label)
-    if fresh and connected is not None:
-        listing = await list_server(connected, host.limits)
-        registry = Registry()
-        registry.set_tools(label, listing.tools or [])
-        registry.add_listing(label, listing.entries or [])
-    skills = {registry.qualified_name(r) for r in registry.skills if r.label == label}
-    tools = frozenset(tool_id(label, t.name) for t in registry.tools(label))
+    connected = host.sessions.get(label)
+    skills, tools = await _skill_and_tool_ids(host, label, connected if fresh else None)
     rules = {*skills, f"{label}/*"}
     wanted = policy is not None and any(
         n.kind == "rule" and label_of(n.name) == label and n.name not in rules for n in policy.names()
@@ -153,6 +147,20 @@ async def upstream_ids(host: Host, label: str, policy: Policy | None = None, *, 
                 if not cursor:
                     break
     return UpstreamIds(label, frozenset(rules), tools, tuple(templates))
+
+
+async def _skill_and_tool_ids(host: Host, label: str, fresh: Connected | None) -> tuple[set[str], frozenset[str]]:
+    """The skill and tool ids of ``label``: the host's registry's, or a listing read now on ``fresh``."""
+    if fresh is None:
+        return {host.skill_id(r) for r in host.skills if r.label == label}, frozenset(
+            tool_id(label, t.name) for t in host.tools(label)
+        )
+    listing = await list_server(fresh, host.limits)
+    registry = Registry()
+    registry.set_tools(label, listing.tools or [])
+    registry.add_listing(label, listing.entries or [])
+    skills = {registry.qualified_name(r) for r in registry.skills if r.label == label}
+    return skills, frozenset(tool_id(label, t.name) for t in registry.tools(label))
 
 
 def _template_pattern(label: str, template: str) -> re.Pattern[str]:

@@ -96,7 +96,7 @@ class GatewayConfig:
     async def _check(self, policy: Policy, hold: frozenset[str] = frozenset()) -> PolicyCheck:
         """``policy`` against the connected upstreams; those in ``hold`` (not admitted yet) count as down."""
         ids: dict[str, UpstreamIds] = {}
-        for label in sorted(self.host.connections.connected.keys() - hold):
+        for label in sorted(self.host.sessions.keys() - hold):
             ids[label] = await upstream_ids(self.host, label, policy)
         return check_policy(policy, self.specs.keys(), ids)
 
@@ -188,7 +188,7 @@ class GatewayConfig:
                 self.report("error", "reload: the policy in force is kept")
             else:
                 in_force = policy
-        down = set(added) | (self.specs.keys() - self.host.connections.connected.keys())
+        down = set(added) | (self.specs.keys() - self.host.sessions.keys())
         self.pending = pending_names(in_force, down) if in_force is not None else {}
         if in_force != self.service.policy:
             self.service.policy = in_force  # one assignment: every request from here on sees the new policy
@@ -201,7 +201,7 @@ class GatewayConfig:
             if await self._admit(label, fresh=True):
                 await watcher.follow(label)
                 await changed(await self.host.relist(label, ("reloaded",)))
-        up = len(self.host.connections.connected)
+        up = len(self.host.sessions)
         self.report("info", f"reloaded: {up} of {len(self.specs)} servers")
 
     def _read_config(self) -> dict[str, ServerSpec] | None:
@@ -231,8 +231,8 @@ class GatewayConfig:
         redo = [label for label in specs if label in old and (specs[label] != old[label] or label in host.failures)]
         new = [label for label in specs if label not in old]
         for label in gone + redo:
-            was_up = label in host.connections.connected
-            tools = tuple(sorted(t.name for t in host.registry.tools(label)))
+            was_up = label in host.sessions
+            tools = tuple(sorted(t.name for t in host.tools(label)))
             host.remove_server(label)
             host.failures.pop(label, None)
             if was_up:

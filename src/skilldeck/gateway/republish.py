@@ -107,8 +107,7 @@ class RepublishedSkills:
     def remote_skills(self) -> Iterator[RemoteSkill]:
         """Every upstream skill the gateway re-publishes, as the registry holds it now."""
         host = self.gateway.host
-        registry = host.registry
-        for record in registry.skills:
+        for record in host.skills:
             if record.origin != "mcp" or (record.entry.is_dynamic and not host.allow_dynamic):
                 continue
             served = self._served(record)
@@ -119,7 +118,7 @@ class RepublishedSkills:
                 skill_path=skill_path,
                 entry=entry,
                 fetch=partial(self._fetch, record, upstream),
-                key=registry.qualified_name(record),
+                key=host.skill_id(record),
                 origin=f"[{record.label}] {record.entry.uri}",
             )
 
@@ -192,10 +191,8 @@ class RepublishedSkills:
         self._sync_policy()
         service = self.extension.service
         diff = service.swap(service.load())
-        registry = self.gateway.host.registry
-        for key in [
-            k for k, held in self._held.items() if (r := registry.get(*k)) is None or r.entry is not held.entry
-        ]:
+        host = self.gateway.host
+        for key in [k for k, held in self._held.items() if (r := host.skill(*k)) is None or r.entry is not held.entry]:
             del self._held[key]  # no longer listed as it was: its next read loads what is listed now
         if diff:
             await self.extension.notify_changed()

@@ -1,9 +1,12 @@
 """The gateway's decisions: find, load, read a skill file, call — per caller and per client. No server SDK.
 
-:class:`GatewayService` sits on a connected :class:`~skilldeck.host.Host` (the upstream servers,
-verified loading, budgets, approvals) and answers the four meta-tools. Every answer is a plain
-``dict`` (the tool's ``structuredContent``); every refusal is a :class:`~skilldeck.errors.GateRefused` with a reason a
-model can act on, raised *before* anything is sent upstream.
+:class:`GatewayService` answers the four meta-tools over the upstream servers, which it reaches
+only through its :class:`~skilldeck.gateway.port.Upstreams` port (what they list, verified loads
+and reads, and the calls it admitted): by default :class:`~skilldeck.gateway.upstreams.HostUpstreams`
+over a connected :class:`~skilldeck.host.Host` (verified loading, budgets, approvals), which also
+makes the upstream calls. Every answer is a plain ``dict`` (the tool's ``structuredContent``);
+every refusal is a :class:`~skilldeck.errors.GateRefused` with a reason a model can act on, raised
+*before* anything is sent upstream.
 
 Per caller (:class:`~skilldeck.server.policy.Caller`, from the verified token or the policy's
 default identity) a policy in the format of ``skilldeck serve --policy`` decides, by id:
@@ -27,34 +30,17 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from mcp.shared.dispatcher import ProgressFnT
-from mcp_types import (
-    INVALID_REQUEST,
-    LOG_LEVEL_META_KEY,
-    ErrorData,
-    InputRequest,
-    InputRequiredResult,
-    InputResponse,
-    InputResponses,
-    LoggingMessageNotification,
-    LoggingMessageNotificationParams,
-    RequestParamsMeta,
-)
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter, ValidationError
-
 from skilldeck._records import JsonLinesLog
-from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
 from skilldeck.gateway.activation import Activation, ActivationStore, ActivationTable, per_connection
-from skilldeck.gateway.relay import CALLING, CallRelay, LogSink, ParkedCall, ParkedCalls, Waiting, capability_error
+from skilldeck.gateway.port import Progress, ToolCall, Upstreams, down, tool_id
+from skilldeck.gateway.relay import CallRelay, LogSink, ParkedCalls
+from skilldeck.gateway.upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
 from skilldeck.host import Host, LoadedSkill
-from skilldeck.host.connect import Connected
 from skilldeck.host.registry import SkillRecord
 from skilldeck.select.cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select.decide import Decision, Selector, indexing_note
@@ -65,21 +51,16 @@ from skilldeck.select.vectors import VectorCache
 from skilldeck.server.audience import allowed_tools
 from skilldeck.server.audit import AuditLog
 from skilldeck.server.policy import Caller, Policy, render_template
-from skilldeck.skill.tags import DESCRIPTIVE_KEYS, neutralise_in, neutralise_tags
+from skilldeck.skill.tags import neutralise_in, neutralise_tags
 from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 
-__all__ = ["DecisionLog", "GatewayService"]
+__all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "tool_id"]
 
 DEFAULT_FIND_LIMIT = 5
 SERVERS_FIRST = 5
 """``find`` leads with the best card of each of this many servers, in the decision's server order."""
-SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
-"""The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
-ORIGIN_META = "dev.skilldeck/server"
-"""``_meta`` key of a proxied result naming the label of the upstream that produced it."""
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
-_INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 DEFAULT_ENCODER: Literal["default"] = "default"
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
@@ -112,10 +93,6 @@ class _Index:
     """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
 
 
-def tool_id(label: str, tool: str) -> str:
-    return f"{label}/{tool}"
-
-
 def _digest(loaded: LoadedSkill) -> str:
     """The listed digest of a loaded skill's ``SKILL.md`` (what replicas compare), ``dynamic`` for a generated one."""
     resources = loaded.entry.resources
@@ -124,18 +101,11 @@ def _digest(loaded: LoadedSkill) -> str:
     return next((r.digest for r in resources if r.uri == loaded.uri), "")
 
 
-def _neutralised(request: InputRequest) -> InputRequest:
-    """``request`` with its prose passed through :func:`~skilldeck.skill.tags.neutralise_in`."""
-    wire = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    cleaned = neutralise_in(wire)
-    return request if cleaned is wire else type(request).model_validate(cleaned)
-
-
 class GatewayService:
     """Answers ``find``/``load``/``read_skill_file``/``call`` over a connected host (see the module docs).
 
     Args:
-        host: the upstream servers, connected.
+        host: the upstream servers, connected (the adapters read it; the decisions reach it through :attr:`upstreams`).
         policy: per-caller admission and tool routing over upstream skills and tools, by id.
         grants: ``(skill label, tool label)`` pairs: a skill of the first may activate tools of the second.
         pinned: ``(label, tool)`` pairs every client may call without loading them (``--pin``).
@@ -150,6 +120,8 @@ class GatewayService:
         max_clients: activations held at once (least recently used out first).
         shared: where activations are shared with other replicas of this gateway (``--redis``);
             ``None``: this process's table alone.
+        upstreams: the port the decisions reach the upstreams through; by default
+            :class:`~skilldeck.gateway.upstreams.HostUpstreams` over ``host``.
     """
 
     def __init__(
@@ -166,6 +138,7 @@ class GatewayService:
         audit: AuditLog | None = None,
         max_clients: int = 4_096,
         shared: ActivationStore | None = None,
+        upstreams: Upstreams | None = None,
     ) -> None:
         self.host = host
         self.shared = shared
@@ -182,13 +155,16 @@ class GatewayService:
         self.audit = audit or AuditLog()
         self.activations = ActivationTable(max_clients)
         self._indexes: OrderedDict[Any, _Index] = OrderedDict()
-        self._in_flight: dict[str, list[Waiting]] = {}
-        """Per upstream label, each proxied call now waiting on it (where its log messages and questions go)."""
-        self._listening = False
-        self.parked = ParkedCalls()
-        """2025-11-25 upstream calls held open while their 2026-07-28 callers answer (bounded, with a TTL)."""
-        if host.connections.server_requests:
-            host.connections.server_request_handler = self._upstream_request
+        self._calls = HostUpstreams(host, self.log) if upstreams is None else None
+        self.upstreams: Upstreams = self._calls if self._calls is not None else cast(Upstreams, upstreams)
+        """Where the decisions reach the upstreams: what they list, verified loads and reads, admitted calls."""
+
+    @property
+    def parked(self) -> ParkedCalls:
+        """2025-11-25 upstream calls held open while their 2026-07-28 callers answer (the host adapter's)."""
+        if self._calls is None:
+            raise AttributeError("parked calls are the host adapter's; this service was given its own upstreams")
+        return self._calls.parked
 
     # -- the catalog -------------------------------------------------------------------------------
 
@@ -215,7 +191,7 @@ class GatewayService:
         self._indexes.clear()
         if label is None:
             return False
-        keep = frozenset(tools) if tools is not None else frozenset(t.name for t in self.host.registry.tools(label))
+        keep = frozenset(tools) if tools is not None else self.upstreams.tool_names(label)
         changed = False
         for activation in self.activations.values():
             changed |= activation.forget_tools(label, keep)
@@ -226,12 +202,11 @@ class GatewayService:
 
     def _key(self, caller: Caller) -> Any:
         """What an index is cached under: the caller's audience and the upstreams down at the time."""
-        return self._audience(caller), frozenset(self.host.failures)
+        return self._audience(caller), frozenset(self.upstreams.failures)
 
     def down(self, label: str) -> str | None:
         """Why ``label`` cannot be used now, and when it is tried again; ``None`` when it is up."""
-        failure = self.host.failures.get(label)
-        return None if failure is None else f"{label!r} is down ({failure.describe()})"
+        return down(self.upstreams.failures, label)
 
     def index_for(self, caller: Caller) -> _Index:
         """The cards ``caller`` may see, ranked by a selector built for them (cached per audience).
@@ -244,7 +219,7 @@ class GatewayService:
         if found is not None:
             self._indexes.move_to_end(key)
             return found
-        cards = build_cards(snapshot_from_host(self.host))
+        cards = build_cards(self.upstreams.snapshot())
         down = key[1]
         if down:
             cards = CardSet([c for c in cards.cards if c.server not in down], cards.tools, cards.not_offered)
@@ -264,9 +239,9 @@ class GatewayService:
 
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":
-            record = self.host.registry.get(card.server, card.uri or "")
+            record = self.upstreams.skill(card.server, card.uri or "")
             if record is not None:
-                return self.host.registry.qualified_name(record)
+                return self.upstreams.skill_id(record)
         return tool_id(card.server, card.name)
 
     def tools_for(self, caller: Caller) -> frozenset[str] | None:
@@ -276,7 +251,7 @@ class GatewayService:
         index = self._indexes.get(self._key(caller))
         if index is not None and index.allowed is not None:
             return index.allowed
-        ids = [self.host.registry.qualified_name(r) for r in self.host.registry.skills]
+        ids = [self.upstreams.skill_id(r) for r in self.upstreams.skills]
         allowed = allowed_tools(self.policy, ids, caller)
         if index is not None:  # the audience's index is dropped with it on reindex
             index.allowed = allowed
@@ -362,7 +337,8 @@ class GatewayService:
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [
-            {"server": label, "reason": failure.describe()} for label, failure in sorted(self.host.failures.items())
+            {"server": label, "reason": failure.describe()}
+            for label, failure in sorted(self.upstreams.failures.items())
         ]
         if unavailable:
             result["unavailable"] = unavailable
@@ -473,10 +449,10 @@ class GatewayService:
         allowed: frozenset[str] | None,
         refused: list[dict[str, str]],
     ) -> tuple[LoadedSkill, list[tuple[str, str]]]:
-        record = self.host.registry.get(card.server, card.uri or "")
+        record = self.upstreams.skill(card.server, card.uri or "")
         if record is None:
             raise GateRefused(f"{card.server}/{card.name} is no longer listed; call find again")
-        loaded = await self.host.load(record)  # verified against the listed entry, or raises
+        loaded = await self.upstreams.load(record)  # verified against the listed entry, or raises
         named = list(card.tools)
         if not named:  # no metadata: tools quoted in the verified body
             server_tools = {label: list(listed) for label, listed in index.cards.tools.items()}
@@ -530,8 +506,8 @@ class GatewayService:
         if loaded is None:
             loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
             raise GateRefused(f"{shorten(skill)!r} is not a loaded skill (loaded: {loaded_ids}); load it first")
-        uri = self.host.loader(loaded.label).listed(loaded, path)
-        data = await self.host.read(loaded, path)
+        uri = self.upstreams.file_uri(loaded, path)
+        data = await self.upstreams.read(loaded, path)
         mime = mime_type_for(uri)
         out: dict[str, Any] = {"skill": skill, "uri": uri, "mimeType": mime}
         if is_text_mime_type(mime):
@@ -562,11 +538,11 @@ class GatewayService:
         digest = shared.skills.get(skill) if shared is not None else None
         if digest is None:
             return None
-        registry = self.host.registry
-        record = next((r for r in registry.skills if registry.qualified_name(r) == skill), None)
+        upstreams = self.upstreams
+        record = next((r for r in upstreams.skills if upstreams.skill_id(r) == skill), None)
         if record is None:
             raise GateRefused(f"{shorten(skill)!r} is no longer listed; call find and load again")
-        loaded = await self.host.load(record)  # verified against the listed entry, or raises
+        loaded = await upstreams.load(record)  # verified against the listed entry, or raises
         if _digest(loaded) != digest:
             raise GateRefused(f"{shorten(skill)!r} changed since you loaded it; load it again")
         self.activations.get(client).skills[skill] = loaded
@@ -620,12 +596,12 @@ class GatewayService:
         name: str,
         arguments: Mapping[str, Any] | None,
         *,
-        progress: ProgressFnT | None = None,
+        progress: Progress | None = None,
         log: LogSink | None = None,
         log_level: str | None = None,
         relay: CallRelay | None = None,
     ) -> dict[str, Any]:
-        """Send an active tool's call upstream, on the session that listed it; the result as it came.
+        """Send an active tool's call upstream once :meth:`check_call` admits it; the result as it came.
 
         ``progress`` (when the calling client asked for progress) receives every progress notification
         the upstream sends for this call. Cancelling the awaiting task cancels the upstream call: the
@@ -648,198 +624,6 @@ class GatewayService:
             if shared is not None:
                 self.activations.get(client).activate(shared.tools)
         label, tool = self.check_call(caller, client, name, arguments)
-        connected = self.host.connections.connected.get(label)
-        if connected is None:
-            raise GateRefused(f"{self.down(label) or repr(label) + ' is not connected'}; the call was not sent")
-        if log is not None and not self._listening:
-            self.host.connections.add_message_listener(self._upstream_message)
-            self._listening = True
-        meta = cast(RequestParamsMeta, {LOG_LEVEL_META_KEY: log_level}) if log and log_level else None
-        args = dict(arguments or {})
-        relaying = relay is not None and self.host.connections.server_requests
-        if relaying and relay is not None and relay.modern:
-            if connected.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                return await self._parked_round(client, label, tool, args, connected, relay, progress, log, meta)
-            return await self._input_required_round(client, label, tool, args, connected, relay, progress, log, meta)
-        waiting = Waiting(log, relay if relaying else None)
-        try:
-            with self._waiting(label, waiting):
-                result = await connected.client.call_tool(tool, args, progress_callback=progress, meta=meta)
-        except Exception as exc:  # the upstream failed or timed out: the model hears why
-            return self._failed(client, label, tool, connected.explain(exc))
-        return self._result(client, label, tool, result)
-
-    @contextmanager
-    def _waiting(self, label: str, waiting: Waiting) -> Iterator[None]:
-        """While the body runs, ``waiting`` is the call this task serves on ``label`` (and is listed as waiting)."""
-        calls = self._in_flight.setdefault(label, [])
-        calls.append(waiting)
-        token = CALLING.set((label, waiting))
-        try:
-            yield
-        finally:
-            CALLING.reset(token)
-            calls.remove(waiting)
-            if not calls:
-                self._in_flight.pop(label, None)
-
-    def _failed(self, client: str, label: str, tool: str, reason: str) -> dict[str, Any]:
-        self.log.record("call", client, tool=tool_id(label, tool), error=reason)
-        return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
-
-    def _result(self, client: str, label: str, tool: str, result: Any) -> dict[str, Any]:
-        payload: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        # The upstream's response stamp names the upstream; the gateway's answer is stamped with its own.
-        # Every other `_meta` key of the result passes through, and the origin label is added.
-        meta = {k: v for k, v in (payload.get("_meta") or {}).items() if k != SERVER_INFO_META}
-        payload["_meta"] = {**meta, ORIGIN_META: label}
-        # What the upstream answered enters the caller's model context: it cannot forge an origin tag.
-        for key, keys in (("content", DESCRIPTIVE_KEYS), ("structuredContent", None)):
-            if key in payload:
-                payload[key] = neutralise_in(payload[key], keys)
-        self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
-        return payload
-
-    def _input_required(
-        self, client: str, label: str, tool: str, requests: dict[str, Any], state: str | None
-    ) -> dict[str, Any]:
-        self.log.record("call", client, tool=tool_id(label, tool), inputRequired=sorted(requests))
-        result = InputRequiredResult(input_requests=requests or None, request_state=state)
-        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-    async def _input_required_round(
-        self,
-        client: str,
-        label: str,
-        tool: str,
-        args: dict[str, Any],
-        connected: Connected,
-        relay: CallRelay,
-        progress: ProgressFnT | None,
-        log: LogSink | None,
-        meta: RequestParamsMeta | None,
-    ) -> dict[str, Any]:
-        """A 2026-07-28 caller on a 2026-07-28 upstream: its questions and ``requestState`` pass through."""
-        responses = None
-        if relay.input_responses is not None:
-            try:
-                responses = _INPUT_RESPONSES.validate_python(relay.input_responses, by_name=False)
-            except ValidationError:
-                raise GateRefused(
-                    "inputResponses holds an answer that is not a valid result; nothing was sent"
-                ) from None
-        try:
-            with self._waiting(label, Waiting(log, relay)):
-                result = await connected.client.session.call_tool(
-                    tool,
-                    args,
-                    progress_callback=progress,
-                    meta=meta,
-                    input_responses=responses,
-                    request_state=relay.request_state,
-                    allow_input_required=True,
-                )
-        except Exception as exc:
-            return self._failed(client, label, tool, connected.explain(exc))
-        if isinstance(result, InputRequiredResult):
-            refused = capability_error(result.input_requests or {}, relay.capabilities)
-            if refused is not None:
-                self.log.record("call", client, tool=tool_id(label, tool), error=refused.error.message)
-                raise refused
-            return self._input_required(client, label, tool, dict(result.input_requests or {}), result.request_state)
-        return self._result(client, label, tool, result)
-
-    async def _parked_round(
-        self,
-        client: str,
-        label: str,
-        tool: str,
-        args: dict[str, Any],
-        connected: Connected,
-        relay: CallRelay,
-        progress: ProgressFnT | None,
-        log: LogSink | None,
-        meta: RequestParamsMeta | None,
-    ) -> dict[str, Any]:
-        """A 2026-07-28 caller on a 2025-11-25 upstream: the upstream call runs held open between rounds."""
-        if relay.request_state is not None:
-            parked = self.parked.resume(relay.request_state, client, tool_id(label, tool))
-            parked.answer(relay.input_responses)
-        elif relay.input_responses:
-            raise GateRefused("inputResponses without requestState answer nothing; call the tool again without them")
-        else:
-            parked = self.parked.new(client, tool_id(label, tool), relay.capabilities)
-            self.host.connections.start_soon(self._run_parked, parked, label, tool, args, connected, meta)
-        parked.progress, parked.log = progress, log
-        try:
-            questions = await parked.next_round()
-        except BaseException:  # the caller gave up on this round: the upstream call is cancelled
-            parked.scope.cancel()
-            self.parked.drop(parked)
-            raise
-        finally:
-            parked.progress = parked.log = None
-        if questions:
-            return self._input_required(client, label, tool, questions, parked.token)
-        self.parked.drop(parked)
-        if parked.result is None:
-            return self._failed(client, label, tool, "the call was cancelled")
-        return parked.result
-
-    async def _run_parked(
-        self,
-        parked: ParkedCall,
-        label: str,
-        tool: str,
-        args: dict[str, Any],
-        connected: Connected,
-        meta: RequestParamsMeta | None,
-    ) -> None:
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            if parked.progress is not None:
-                await parked.progress(progress, total, message)
-
-        async def log(params: LoggingMessageNotificationParams) -> None:
-            if parked.log is not None:
-                await parked.log(params)
-
-        try:
-            with parked.scope, self._waiting(label, Waiting(log, parked=parked)):
-                try:
-                    result = await connected.client.call_tool(tool, args, progress_callback=progress, meta=meta)
-                    parked.result = self._result(parked.client, label, tool, result)
-                except Exception as exc:
-                    parked.result = self._failed(parked.client, label, tool, connected.explain(exc))
-        finally:
-            parked.finish()
-            if parked.abandoned:
-                self.parked.drop(parked)
-
-    def _serving(self, label: str) -> Waiting | None:
-        """The proxied call a message from ``label`` belongs to: the one this task serves, else the only one waiting."""
-        current = CALLING.get()
-        if current is not None and current[0] == label:
-            return current[1]
-        waiting = self._in_flight.get(label) or []
-        return waiting[0] if len(waiting) == 1 else None
-
-    async def _upstream_message(self, label: str, message: Any) -> None:
-        """A log message from ``label`` goes to the call it belongs to, when that can be told."""
-        if not isinstance(message, LoggingMessageNotification):
-            return
-        waiting = self._serving(label)
-        if waiting is not None and waiting.log is not None:
-            await waiting.log(message.params)
-
-    async def _upstream_request(self, label: str, request: InputRequest) -> InputResponse | ErrorData:
-        """A sampling, elicitation or roots request from ``label``, put to the client whose call it serves."""
-        waiting = self._serving(label)
-        if waiting is not None:  # its messages reach the caller's model: they cannot forge an origin tag
-            return await waiting.answer(_neutralised(request))
-        several = len(self._in_flight.get(label) or []) > 1
-        why = (
-            "several proxied calls wait on this server, and a 2025-11-25 request cannot be tied to one of them"
-            if several
-            else "no proxied call is waiting on this server"
+        return await self.upstreams.call_tool(
+            ToolCall(client, label, tool, dict(arguments or {}), progress, log, log_level, relay)
         )
-        return ErrorData(code=INVALID_REQUEST, message=f"{request.method} refused by the gateway: {why}")

@@ -3,16 +3,16 @@
 ::
 
     async with Host(load_config("mcp.json"), approvals=ApprovalStore(path), cache=ContentCache(dir)) as host:
-        for record in host.registry.skills: ...
-        loaded = await host.load(host.registry.resolve("docs/pdf-processing"))
+        for record in host.skills: ...
+        loaded = await host.load(host.resolve("docs/pdf-processing"))
         data = await host.read(loaded, "references/FORMS.md")
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from types import TracebackType
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from types import MappingProxyType, TracebackType
 from typing import Any, Literal
 from urllib.parse import unquote
 
@@ -22,11 +22,19 @@ from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
 from skilldeck.host.backoff import Backoff
 from skilldeck.host.cache import ContentCache, VerifiedBytes
 from skilldeck.host.config import ServerSpec
-from skilldeck.host.connect import DEFAULT_MAX_MESSAGE_BYTES, Connections, Failure, Transition
+from skilldeck.host.connect import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Connected,
+    Connections,
+    Failure,
+    MessageListener,
+    ServerRequestHandler,
+    Transition,
+)
 from skilldeck.host.discover import DiscoveryReport, ListingLimits, ServerReport, discover, list_server
 from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host.loader import DEFAULT_BUDGET, LoadedSkill, SkillLoader
-from skilldeck.host.registry import LOCAL_LABEL, Registry, SkillRecord
+from skilldeck.host.registry import LOCAL_LABEL, Collision, Registry, SkillRecord, ToolRecord
 from skilldeck.host.watch import CatalogChange, GateLike, HostWatcher, OnChange
 from skilldeck.skill.manifest import entry_from_wire
 from skilldeck.skill.pack import children_of
@@ -57,7 +65,7 @@ class Host:
         max_message_bytes: the most one HTTP response body, SSE event or stdio line of a server may
             take (32 MiB by default); a server that sends more is dropped with that reason.
         server_requests: declare the sampling, elicitation and roots capabilities to every server and
-            hand what they ask to ``connections.server_request_handler`` (the gateway relays it to its caller).
+            hand what they ask to the handler given to :meth:`answer_server_requests` (the gateway relays it to its caller).
         restart: supervise the servers (restart a stdio server that exits, reconnect an HTTP one that
             drops or was down at start) on this backoff schedule; ``None``: a server lost stays lost.
             A server that comes back gets a fresh loader, so its skills are verified again.
@@ -133,9 +141,78 @@ class Host:
     ) -> None:
         await self.connections.__aexit__(exc_type, exc, tb)
 
+    # -- what the applications read (the CLI, the gateway, the agent adapters) -----------------
+
     @property
     def failures(self) -> dict[str, Failure]:
         return self.connections.failures
+
+    @property
+    def sessions(self) -> Mapping[str, Connected]:
+        """The servers connected now, by label (a read-only view: it follows connects and losses)."""
+        return MappingProxyType(self.connections.connected)
+
+    @property
+    def specs(self) -> list[ServerSpec]:
+        """Every server the host was given or added since (connected or not)."""
+        return list(self.connections.specs)
+
+    @property
+    def skills(self) -> list[SkillRecord]:
+        """Every skill listed, in label then URI order."""
+        return self.registry.skills
+
+    @property
+    def labels(self) -> list[str]:
+        """Every label that lists skills or tools."""
+        return self.registry.labels
+
+    def tools(self, label: str | None = None) -> list[ToolRecord]:
+        """The tools ``label`` lists (every server's, in label order, when ``None``)."""
+        return self.registry.tools(label)
+
+    def skill(self, label: str, uri: str) -> SkillRecord | None:
+        """The skill ``label`` lists at ``uri``, if it does."""
+        return self.registry.get(label, uri)
+
+    def skill_id(self, record: SkillRecord) -> str:
+        """The skill's name unique among all listed: ``label/name`` (``label/<skill path>`` when needed)."""
+        return self.registry.qualified_name(record)
+
+    def resolve(self, reference: str) -> SkillRecord:
+        """One skill by id, ``label:uri``, bare URI or bare name (see :meth:`Registry.resolve`)."""
+        return self.registry.resolve(reference)
+
+    def collisions(self) -> list[Collision]:
+        """Every name used by more than one skill, inside one server or across origins."""
+        return self.registry.collisions()
+
+    def stderr(self, label: str) -> str:
+        """What a stdio server wrote to stderr so far (when it went to a file of its own)."""
+        return self.connections.stderr(label)
+
+    def rejected_probe(self, label: str) -> bool:
+        """Whether a stdio server spoke 2025-11-25 after refusing the 2026-07-28 probe (its stderr shows a trace)."""
+        return self.connections.rejected_probe(label)
+
+    # -- what the gateway hooks in ----------------------------------------------------------------
+
+    @property
+    def server_requests(self) -> bool:
+        """Whether the servers were told they may ask sampling, elicitation and roots (``server_requests``)."""
+        return self.connections.server_requests
+
+    def answer_server_requests(self, handler: ServerRequestHandler) -> None:
+        """Hand every sampling, elicitation or roots request a server sends to ``handler``, with its label."""
+        self.connections.server_request_handler = handler
+
+    def add_message_listener(self, listener: MessageListener) -> None:
+        """Hear every message any server sends outside a response (notifications, mostly), with its label."""
+        self.connections.add_message_listener(listener)
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``func(*args)`` in the background for as long as the host is open (``RuntimeError`` once closed)."""
+        self.connections.start_soon(func, *args)
 
     async def refresh(self) -> DiscoveryReport:
         """Re-list every server (and local folder) into a fresh registry."""
