@@ -93,8 +93,6 @@ __all__ = [
 BACKGROUND_CHUNK = 256
 """Texts per encoder call (and cache write) at least when card vectors are encoded in the background."""
 
-_SHIPPED = RankSteps()
-
 
 class Encoder(Protocol):
     """Turns texts into L2-normalised vectors (rows)."""
@@ -147,7 +145,7 @@ class Ranker:
         if semantic_weight is not None:
             config = replace(config, semantic_weight=semantic_weight)
         self.config = config
-        self.steps = steps or _SHIPPED
+        self.steps = steps or RankSteps()
         self.cards = list(cards)
         self.encoder = encoder
         self.semantic_weight = config.semantic_weight if encoder is not None else 0.0
