@@ -1,8 +1,8 @@
 """The ranking variants the ablation measures and the product does not ship.
 
-:class:`AblationRanker` is :class:`skilldeck.select.rank.Ranker` with its hook methods overridden
-by the switches of an :class:`AblationConfig`; with the default switches it ranks exactly as the
-shipped ranker does. ``run.py --ablation`` changes one knob at a time (:func:`configs` sends each
+:class:`AblationSteps` are :class:`skilldeck.select.rank.RankSteps` switched by an
+:class:`AblationConfig`, and :class:`AblationRanker` is a :class:`skilldeck.select.rank.Ranker` given
+them; with the default switches it ranks exactly as the shipped ranker does. ``run.py --ablation`` changes one knob at a time (:func:`configs` sends each
 knob to :class:`~skilldeck.select.rank.RankConfig` or :class:`AblationConfig`), and
 ``background.py`` turns the background frequencies off to compute them.
 """
@@ -16,10 +16,28 @@ from typing import Any, Literal
 
 import numpy as np
 
+from skilldeck.select._query import path_words
+from skilldeck.select._steps import zscore
+from skilldeck.select._text import words_of
 from skilldeck.select.cards import Card, words
-from skilldeck.select.rank import IMPLIED_NEEDS, VIEWS, Encoder, RankConfig, Ranker, _expand, _words_of, tokens
+from skilldeck.select.rank import (
+    IMPLIED_NEEDS,
+    VIEWS,
+    Background,
+    BM25Index,
+    Encoder,
+    Evidence,
+    Fusion,
+    RankConfig,
+    Ranker,
+    Ranking,
+    RankSteps,
+    SemanticVectors,
+    ServerGroups,
+    tokens,
+)
 
-__all__ = ["AblationConfig", "AblationRanker", "RecordingRanker", "configs"]
+__all__ = ["AblationConfig", "AblationRanker", "AblationSteps", "RecordingRanker", "RecordingSteps", "configs"]
 
 CLOCK_NEED = "get the current date and time"
 
@@ -121,6 +139,166 @@ def configs(change: Mapping[str, Any]) -> tuple[RankConfig, AblationConfig]:
     )
 
 
+class AblationSteps(RankSteps):
+    """The ranker's steps as ``ablation`` switches them (the shipped steps with the defaults).
+
+    It keeps the hubness variants' state of one catalog: one instance per ranker."""
+
+    def __init__(self, ablation: AblationConfig) -> None:
+        self.ablation = ablation
+        self._mean: np.ndarray | None = None
+        self._csls: tuple[SemanticVectors, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+
+    def background(self) -> Background | None:
+        return super().background() if self.ablation.background else None
+
+    def jobs(self, question: str) -> list[str]:
+        return super().jobs(question) if self.ablation.jobs else []
+
+    def query_texts(self, question: str, jobs: list[str]) -> list[str]:
+        if self.ablation.encoder_paths == "basename":
+            question = _LOCAL_PATH.sub(lambda m: m.group(1) + m.group(2).rstrip("/").rsplit("/", 1)[-1], question)
+        return [question, *jobs] if self.ablation.semantic_jobs else [question]
+
+    def query_terms(self, question: str) -> dict[str, float]:
+        terms = dict.fromkeys(tokens(question, request_stopwords=self.ablation.request_stopwords), 1.0)
+        if self.ablation.path_term_weight != 1.0:
+            outside = set(tokens(_PATHS.sub(" ", question), request_stopwords=self.ablation.request_stopwords))
+            terms = {t: (w if t in outside else self.ablation.path_term_weight) for t, w in terms.items()}
+        if self.ablation.expand_paths:
+            for t in tokens(path_words(question)):
+                terms.setdefault(t, 0.5)
+        return terms
+
+    def card_scores(self, index: BM25Index, bags: Sequence[Mapping[str, float]], terms: dict[str, float]) -> np.ndarray:
+        card_raw = super().card_scores(index, bags, terms)
+        if self.ablation.prf_cards and card_raw.max() > 0:
+            card_raw = super().card_scores(index, bags, self._prf(index, bags, terms, card_raw))
+        return card_raw
+
+    def _prf(
+        self, index: BM25Index, bags: Sequence[Mapping[str, float]], terms: dict[str, float], card_scores: np.ndarray
+    ) -> dict[str, float]:
+        a = self.ablation
+        top = [i for i in np.argsort(-card_scores)[: a.prf_cards] if card_scores[i] > 0]
+        gain: dict[str, float] = {}
+        for i in top:
+            for term, tf in bags[i].items():
+                if term not in terms:
+                    gain[term] = gain.get(term, 0.0) + tf * float(index.idf[index.vocab[term]])
+        best = sorted(gain.items(), key=lambda kv: -kv[1])[: a.prf_terms]
+        return {**terms, **{t: a.prf_weight for t, _ in best}}
+
+    def server_lexical(self, server_raw: np.ndarray, card_raw: np.ndarray, groups: ServerGroups) -> np.ndarray:
+        return server_raw if self.ablation.server_aggregate == "doc" else groups.per_server_max(card_raw)
+
+    def implied_needs(self, question: str) -> list[str]:
+        if not self.ablation.implied:
+            return []
+        rules = [(p, need) for p, need in IMPLIED_NEEDS if self.ablation.clock_need or need != CLOCK_NEED]
+        return [need for pattern, need in rules if pattern.search(question)]
+
+    def _view_weights(self) -> tuple[float, ...]:
+        base = self.ablation.view_weights or (1.0,) * len(VIEWS)
+        return tuple(0.0 if view == self.ablation.drop_view else w for view, w in zip(VIEWS, base, strict=True))
+
+    def combine_views(self, views: np.ndarray) -> np.ndarray:
+        norm = {"z": zscore, "robust": _robust_z, "rank": _rank_scale}[self.ablation.view_norm]
+        return sum((w * norm(v) for w, v in zip(self._view_weights(), views, strict=True)), np.zeros(views.shape[1]))
+
+    def server_card_cosine(self, card_cos: np.ndarray, groups: ServerGroups) -> np.ndarray:
+        how = self.ablation.server_cosine
+        if how == "top2":
+            return super().server_card_cosine(card_cos, groups)
+        best = groups.per_server_max(card_cos)
+        if how == "max":
+            return best
+        # softmax-weighted mean of each server's card cosines (shifted by the server's best for stability)
+        e = np.exp((card_cos - best[groups.card_server]) / SOFTMAX_TEMPERATURE)
+        n = groups.n_servers
+        return np.bincount(groups.card_server, weights=e * card_cos, minlength=n) / np.bincount(
+            groups.card_server, weights=e, minlength=n
+        )
+
+    def prepare_vectors(self, cards: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.ablation.hubness == "center":
+            self._mean = cards.mean(axis=0)
+            return _normalised(cards - self._mean), _normalised(labels - self._mean)
+        return cards, labels
+
+    def cosines(
+        self, vectors: SemanticVectors, groups: ServerGroups, qvec: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        how = self.ablation.hubness
+        if how == "center":
+            assert self._mean is not None
+            qvec = _normalised((qvec - self._mean)[None, :])[0]
+        found = super().cosines(vectors, groups, qvec)
+        if how == "csls":
+            csls = self._neighbourhoods(vectors, groups)
+            return found[0] - csls[0] / 2, found[1] - csls[1] / 2, found[2] - csls[2] / 2
+        return found
+
+    def _neighbourhoods(
+        self, vectors: SemanticVectors, groups: ServerGroups
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per card, centroid and label: the mean of its :data:`CSLS_K` highest cosines to other servers'."""
+        if self._csls is None or self._csls[0] is not vectors:
+            servers = np.arange(groups.n_servers)
+            found = (
+                _neighbourhood(np.asarray(vectors.cards), groups.card_server),
+                _neighbourhood(vectors.centroids, servers),
+                _neighbourhood(vectors.labels, servers),
+            )
+            self._csls = (vectors, found)
+        return self._csls[1]
+
+    def semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
+        how = self.ablation.card_text
+        if self.ablation.no_cjk:
+            card = replace(card, description=_drop_cjk(card.description))
+        if how == "shipped":
+            return super().semantic_text(card, tool)
+        name = words(card.name) if how.startswith("split_names") else words_of(card.name)
+        server = words(card.server) if how.startswith("split_names") else words_of(card.server)
+        text = f"{server}: {name}: {card.description[:400]}"
+        if how.endswith("params"):
+            params = _param_words(tool)
+            if params:
+                text = f"{text} Parameters: {params}"
+        return text
+
+    def fuse(self, fusion: Fusion, qvec: np.ndarray) -> tuple[np.ndarray, Evidence]:
+        out, evidence = super().fuse(fusion, qvec)
+        k = self.ablation.vector_prf
+        if not k:
+            return out, evidence
+        top = np.argpartition(-out, min(k, len(out)) - 1)[:k] if len(out) > k else np.arange(len(out))
+        q2 = qvec + self.ablation.vector_prf_weight * fusion.vectors.cards[top].mean(axis=0)
+        q2 = (q2 / np.linalg.norm(q2)).astype(np.float32)
+        return super().fuse(fusion, q2)
+
+    def label_text(self, label: str, description: str, card_names: list[str]) -> str:
+        if self.ablation.no_cjk:
+            description = _drop_cjk(description)
+            if len(description.split()) < 4:
+                description = ""
+        text = super().label_text(label, description, card_names)
+        if not self.ablation.label_tools:
+            return text
+        return f"{text[:300]} Tools: " + ", ".join(words_of(n) for n in card_names[:12])
+
+    def mix(self, lexical: np.ndarray, semantic: np.ndarray, weight: float) -> np.ndarray:
+        return _rrf([lexical, semantic]) if self.ablation.fusion == "rrf" else super().mix(lexical, semantic, weight)
+
+    def merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
+        a = self.ablation
+        if a.job_merge == "sum":
+            mixed += (a.job_weight / n_jobs) * job / job.max()
+        else:
+            np.maximum(mixed, a.job_weight * job / job.max(), out=mixed)
+
+
 class AblationRanker(Ranker):
     """A :class:`Ranker` whose steps follow ``ablation`` (the shipped ranker's with the defaults)."""
 
@@ -133,150 +311,19 @@ class AblationRanker(Ranker):
         schemas: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
         config: RankConfig | None = None,
         vectors: np.ndarray | None = None,
+        steps: AblationSteps | None = None,
     ) -> None:
-        self.ablation = ablation or AblationConfig()  # before the index is built: it reads the switches
+        self.ablation = ablation or AblationConfig()
         if self.ablation.card_text != "shipped" or self.ablation.no_cjk:
             vectors = None  # the given vectors read the shipped card text: encode the variant's
-        super().__init__(cards, encoder=encoder, schemas=schemas, config=config, vectors=vectors)
-
-    def _background_frequencies(self) -> tuple[tuple[int, Mapping[str, int]], tuple[int, Mapping[str, int]]] | None:
-        return super()._background_frequencies() if self.ablation.background else None
-
-    def _jobs(self, question: str) -> list[str]:
-        return super()._jobs(question) if self.ablation.jobs else []
-
-    def _query_texts(self, question: str, jobs: list[str]) -> list[str]:
-        if self.ablation.encoder_paths == "basename":
-            question = _LOCAL_PATH.sub(lambda m: m.group(1) + m.group(2).rstrip("/").rsplit("/", 1)[-1], question)
-        return [question, *jobs] if self.ablation.semantic_jobs else [question]
-
-    def query_terms(self, question: str) -> dict[str, float]:
-        terms = dict.fromkeys(tokens(question, request_stopwords=self.ablation.request_stopwords), 1.0)
-        if self.ablation.path_term_weight != 1.0:
-            outside = set(tokens(_PATHS.sub(" ", question), request_stopwords=self.ablation.request_stopwords))
-            terms = {t: (w if t in outside else self.ablation.path_term_weight) for t, w in terms.items()}
-        if self.ablation.expand_paths:
-            for t in tokens(_expand(question)):
-                terms.setdefault(t, 0.5)
-        return terms
-
-    def _card_scores(self, terms: dict[str, float]) -> np.ndarray:
-        card_raw = super()._card_scores(terms)
-        if self.ablation.prf_cards and card_raw.max() > 0:
-            card_raw = super()._card_scores(self._prf(terms, card_raw))
-        return card_raw
-
-    def _prf(self, terms: dict[str, float], card_scores: np.ndarray) -> dict[str, float]:
-        a = self.ablation
-        top = [i for i in np.argsort(-card_scores)[: a.prf_cards] if card_scores[i] > 0]
-        gain: dict[str, float] = {}
-        for i in top:
-            for term, tf in self._card_bags[i].items():
-                if term not in terms:
-                    gain[term] = gain.get(term, 0.0) + tf * float(self._cards.idf[self._cards.vocab[term]])
-        best = sorted(gain.items(), key=lambda kv: -kv[1])[: a.prf_terms]
-        return {**terms, **{t: a.prf_weight for t, _ in best}}
-
-    def _server_lexical(self, server_raw: np.ndarray, card_raw: np.ndarray) -> np.ndarray:
-        return server_raw if self.ablation.server_aggregate == "doc" else self._per_server_max(card_raw)
-
-    def _implied_needs(self, question: str) -> list[str]:
-        if not self.ablation.implied:
-            return []
-        rules = [(p, need) for p, need in IMPLIED_NEEDS if self.ablation.clock_need or need != CLOCK_NEED]
-        return [need for pattern, need in rules if pattern.search(question)]
-
-    def _view_weights(self) -> tuple[float, ...]:
-        base = self.ablation.view_weights or (1.0,) * len(VIEWS)
-        return tuple(0.0 if view == self.ablation.drop_view else w for view, w in zip(VIEWS, base, strict=True))
-
-    def _combine_views(self, views: np.ndarray) -> np.ndarray:
-        norm = {"z": _z, "robust": _robust_z, "rank": _rank_scale}[self.ablation.view_norm]
-        return sum((w * norm(v) for w, v in zip(self._view_weights(), views, strict=True)), np.zeros(views.shape[1]))
-
-    def _server_card_cosine(self, card_cos: np.ndarray) -> np.ndarray:
-        how = self.ablation.server_cosine
-        if how == "top2":
-            return super()._server_card_cosine(card_cos)
-        best = self._per_server_max(card_cos)
-        if how == "max":
-            return best
-        # softmax-weighted mean of each server's card cosines (shifted by the server's best for stability)
-        e = np.exp((card_cos - best[self._card_server]) / SOFTMAX_TEMPERATURE)
-        n = len(self.server_labels)
-        return np.bincount(self._card_server, weights=e * card_cos, minlength=n) / np.bincount(
-            self._card_server, weights=e, minlength=n
+        super().__init__(
+            cards,
+            encoder=encoder,
+            schemas=schemas,
+            config=config,
+            vectors=vectors,
+            steps=steps or AblationSteps(self.ablation),
         )
-
-    def _set_vectors(self, vectors: np.ndarray, label_vectors: np.ndarray) -> None:
-        how = self.ablation.hubness
-        if how == "center":
-            self._mean = vectors.mean(axis=0)
-            vectors, label_vectors = _normalised(vectors - self._mean), _normalised(label_vectors - self._mean)
-        super()._set_vectors(vectors, label_vectors)
-        if how == "csls":
-            assert self._server_vectors is not None
-            assert self._label_vectors is not None
-            cards = np.asarray(self._vectors)
-            self._csls = (
-                _neighbourhood(cards, self._card_server),
-                _neighbourhood(self._server_vectors, np.arange(len(self.server_labels))),
-                _neighbourhood(self._label_vectors, np.arange(len(self.server_labels))),
-            )
-
-    def _cosines(self, qvec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        how = self.ablation.hubness
-        if how == "center":
-            qvec = _normalised((qvec - self._mean)[None, :])[0]
-        found = super()._cosines(qvec)
-        if how == "csls":
-            return found[0] - self._csls[0] / 2, found[1] - self._csls[1] / 2, found[2] - self._csls[2] / 2
-        return found
-
-    def _semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
-        how = self.ablation.card_text
-        if self.ablation.no_cjk:
-            card = replace(card, description=_drop_cjk(card.description))
-        if how == "shipped":
-            return super()._semantic_text(card, tool)
-        name = words(card.name) if how.startswith("split_names") else _words_of(card.name)
-        server = words(card.server) if how.startswith("split_names") else _words_of(card.server)
-        text = f"{server}: {name}: {card.description[:400]}"
-        if how.endswith("params"):
-            params = _param_words(tool)
-            if params:
-                text = f"{text} Parameters: {params}"
-        return text
-
-    def _fusion(self, mixed: np.ndarray, card: np.ndarray, ev: Any, qvec: np.ndarray) -> Any:
-        out, evidence = super()._fusion(mixed, card, ev, qvec)
-        k = self.ablation.vector_prf
-        if not k or self._vectors is None:
-            return out, evidence
-        top = np.argpartition(-out, min(k, len(out)) - 1)[:k] if len(out) > k else np.arange(len(out))
-        q2 = qvec + self.ablation.vector_prf_weight * self._vectors[top].mean(axis=0)
-        q2 = (q2 / np.linalg.norm(q2)).astype(np.float32)
-        return super()._fusion(mixed, card, ev, q2)
-
-    def _label_text(self, label: str, description: str, card_names: list[str]) -> str:
-        if self.ablation.no_cjk:
-            description = _drop_cjk(description)
-            if len(description.split()) < 4:
-                description = ""
-        text = super()._label_text(label, description, card_names)
-        if not self.ablation.label_tools:
-            return text
-        return f"{text[:300]} Tools: " + ", ".join(_words_of(n) for n in card_names[:12])
-
-    def _fuse(self, lexical: np.ndarray, semantic: np.ndarray) -> np.ndarray:
-        return _rrf([lexical, semantic]) if self.ablation.fusion == "rrf" else super()._fuse(lexical, semantic)
-
-    def _merge_job(self, mixed: np.ndarray, job: np.ndarray, n_jobs: int) -> None:
-        a = self.ablation
-        if a.job_merge == "sum":
-            mixed += (a.job_weight / n_jobs) * job / job.max()
-        else:
-            np.maximum(mixed, a.job_weight * job / job.max(), out=mixed)
 
 
 SOFTMAX_TEMPERATURE = 0.05
@@ -311,14 +358,14 @@ def _neighbourhood(vectors: np.ndarray, group: np.ndarray) -> np.ndarray:
 def _robust_z(x: np.ndarray) -> np.ndarray:
     med = float(np.median(x))
     mad = 1.4826 * float(np.median(np.abs(x - med)))
-    return (x - med) / mad if mad > 1e-12 else _z(x)
+    return (x - med) / mad if mad > 1e-12 else zscore(x)
 
 
 def _rank_scale(x: np.ndarray) -> np.ndarray:
     """A view as ``1 / (RANK_K + rank)``, z-scored (so a view's top few servers stand apart, the tail flat)."""
     ranks = np.empty(len(x))
     ranks[np.argsort(-x, kind="stable")] = np.arange(1, len(x) + 1)
-    return _z(1.0 / (RANK_K + ranks))
+    return zscore(1.0 / (RANK_K + ranks))
 
 
 def _param_words(tool: Mapping[str, Any] | None) -> str:
@@ -343,41 +390,58 @@ def _rrf(lists: list[np.ndarray], k: float = 60.0) -> np.ndarray:
     return out / out.max() if out.max() > 0 else out
 
 
-class RecordingRanker(AblationRanker):
-    """An :class:`AblationRanker` that keeps, per question, what the abstention ablation reads beyond the
-    shipped features: each fused view's z-scores and the chosen card (``last``)."""
+class RecordingSteps(AblationSteps):
+    """:class:`AblationSteps` that keep, for the last fusion, what the abstention ablation reads beyond
+    the shipped features: each fused view's z-scores (``last``)."""
 
     last: dict[str, Any]
 
-    def rank(self, question: str, *, limit: int | None = 50, implied: bool = True) -> Any:
-        ranking = super().rank(question, limit=limit, implied=False)
-        kept = self.last
-        if implied:  # the implied needs rank their own texts, which would overwrite ``last``
-            ranking.implied = self._implied(question, ranking.servers)
-            ranking.implied_units = [u for u in (self._need_unit(n) for n, _ in ranking.implied) if u is not None]
-        self.last = kept
-        return ranking
-
-    def _fusion(self, mixed: np.ndarray, card: np.ndarray, ev: Any, qvec: np.ndarray) -> Any:
-        out, evidence = super()._fusion(mixed, card, ev, qvec)
-        assert self._vectors is not None
-        assert self._server_vectors is not None
-        assert self._label_vectors is not None
-        card_cos = self._vectors @ qvec
-        best = np.maximum.reduceat(card_cos[self._group_order], self._group_starts)
+    def fuse(self, fusion: Fusion, qvec: np.ndarray) -> tuple[np.ndarray, Evidence]:
+        out, evidence = super().fuse(fusion, qvec)
+        vectors, groups = fusion.vectors, fusion.groups
+        card_cos = vectors.cards @ qvec
         views = np.stack(
             [
-                self._per_server_max(mixed),
-                self._per_server_max(ev.card_raw),
-                best,
-                self._server_vectors @ qvec,
-                self._label_vectors @ qvec,
+                groups.per_server_max(fusion.mixed),
+                groups.per_server_max(fusion.evidence.card_raw),
+                groups.per_server_max(card_cos),
+                vectors.centroids @ qvec,
+                vectors.labels @ qvec,
             ]
         )
-        self.last = {"z": np.stack([_z(v) for v in views])}
+        self.last = {"z": np.stack([zscore(v) for v in views])}
         return out, evidence
 
 
-def _z(x: np.ndarray) -> np.ndarray:
-    sd = float(x.std())
-    return (x - float(x.mean())) / sd if sd > 1e-12 else np.zeros_like(x)
+class RecordingRanker(AblationRanker):
+    """An :class:`AblationRanker` with :class:`RecordingSteps`: ``last`` holds, per question, each fused
+    view's z-scores and the chosen card."""
+
+    steps: RecordingSteps
+
+    def __init__(
+        self,
+        cards: Sequence[Card],
+        *,
+        encoder: Encoder | None = None,
+        schemas: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+        vectors: np.ndarray | None = None,
+    ) -> None:
+        ablation = AblationConfig()
+        super().__init__(
+            cards, ablation=ablation, encoder=encoder, schemas=schemas, vectors=vectors, steps=RecordingSteps(ablation)
+        )
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The question's views, as :class:`RecordingSteps` kept them."""
+        return self.steps.last
+
+    def rank(self, question: str, *, limit: int | None = 50, implied: bool = True) -> Ranking:
+        ranking = super().rank(question, limit=limit, implied=False)
+        kept = self.steps.last
+        if implied:  # the implied needs rank their own texts, which would overwrite ``last``
+            ranking.implied = self.place_implied(question, ranking.servers)
+            ranking.implied_units = [u for u in map(self.need_unit, (n for n, _ in ranking.implied)) if u is not None]
+        self.steps.last = kept
+        return ranking

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from skilldeck.select.cards import build_cards
+from skilldeck.select.rank import BM25Index
 from skilldeck.select.snapshot import load_snapshot
 
 HERE = Path(__file__).resolve().parent
@@ -30,15 +31,14 @@ def main() -> None:
     )
     ranker = AblationRanker(cards.cards, schemas=cards.tools, ablation=AblationConfig(background=False))
 
-    def table(index: object) -> dict[str, object]:
-        vocab = index.vocab  # type: ignore[attr-defined]
-        df = index.document_frequencies  # type: ignore[attr-defined]
-        return {"n": index.n, "df": {t: int(df[i]) for t, i in sorted(vocab.items())}}  # type: ignore[attr-defined]
+    def table(index: BM25Index) -> dict[str, object]:
+        df = index.document_frequencies
+        return {"n": index.n, "df": {t: int(df[i]) for t, i in sorted(index.vocab.items())}}
 
     data = {
         "source": "LiveMCPBench tools.json (70 servers, 527 tools; Apache-2.0), tokenised by skilldeck.select.rank",
-        "cards": table(ranker._cards),
-        "servers": table(ranker._servers),
+        "cards": table(ranker.index.cards),
+        "servers": table(ranker.index.servers),
     }
     OUT.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(data['cards']['df'])} card terms)")

@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from ablation import AblationRanker, RecordingRanker, configs  # noqa: E402
+from ablation import AblationConfig, AblationRanker, AblationSteps, RecordingRanker, configs  # noqa: E402
 from calibrate import (  # noqa: E402
     auroc,
     backward_selection,
@@ -52,6 +52,7 @@ from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: 
 from synth import synthesize  # noqa: E402
 
 from skilldeck.select import CardSet, RankConfig, Selector, build_cards, parse_snapshot  # noqa: E402
+from skilldeck.select._text import card_fields, words_of  # noqa: E402
 from skilldeck.select.decide import (  # noqa: E402
     FEATURES,
     LEXICAL_FEATURES,
@@ -60,7 +61,7 @@ from skilldeck.select.decide import (  # noqa: E402
     implied_features,
     unit_features,
 )
-from skilldeck.select.rank import VIEWS, _card_fields, _words_of, semantic_text, tokens  # noqa: E402
+from skilldeck.select.rank import VIEWS, semantic_text, tokens  # noqa: E402
 
 DEFAULT_DATA = "bench/selection/data/livemcpbench"  # relative to the repository root
 SNAPSHOT_OUT = REPO / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json"  # one copy, shipped
@@ -538,9 +539,9 @@ def abstention_features(ranker: RecordingRanker, question: str) -> dict[str, flo
         others = np.delete(row, chosen)
         feats[f"margin_{view}"] = float(row[chosen] - others.max()) if len(others) else 0.0
     card = ranker.cards[unit.card]
-    names, description, _ = _card_fields(card)
+    names, description, _ = card_fields(card)
     in_card = set(tokens(names)) | set(tokens(description))
-    tool_words = set(tokens(" ".join(_words_of(c.name) for c in ranker.cards if c.server == unit.server)))
+    tool_words = set(tokens(" ".join(words_of(c.name) for c in ranker.cards if c.server == unit.server)))
     n = max(1, len(unit.terms))
     feats["card_coverage"] = sum(t in in_card for t in unit.terms) / n
     feats["tool_name_coverage"] = sum(t in tool_words for t in unit.terms) / n
@@ -548,15 +549,16 @@ def abstention_features(ranker: RecordingRanker, question: str) -> dict[str, flo
     feats["words"] = float(np.log1p(len(question.split())))
     # the chosen card's cosine lead: over the best card of another server, and over the second card
     assert ranker.encoder is not None
-    assert ranker._vectors is not None
-    card_cos = ranker._vectors @ ranker.encoder.encode([question])[0]
+    assert ranker.vectors is not None
+    card_vectors = ranker.vectors.cards
+    card_cos = card_vectors @ ranker.encoder.encode([question])[0]
     feats["card_gap"] = _server_lead(ranker, card_cos, chosen)
     top2 = np.sort(card_cos)[::-1][:2]
     feats["card_gap12"] = float(top2[0] - top2[-1])
     # the same for the weakest implied need (the smallest lead over its needs)
     leads, gaps = [], []
     for need, server in ranking.implied:
-        need_cos = ranker._vectors @ ranker.encoder.encode([need])[0]
+        need_cos = card_vectors @ ranker.encoder.encode([need])[0]
         leads.append(_server_lead(ranker, need_cos, ranker.server_labels.index(server)))
         best = np.sort(need_cos)[::-1][:2]
         gaps.append(float(best[0] - best[-1]))
@@ -570,7 +572,7 @@ def abstention_features(ranker: RecordingRanker, question: str) -> dict[str, flo
 
 def _server_lead(ranker: RecordingRanker, card_cos: np.ndarray, server: int) -> float:
     """A server's best card cosine minus the best card cosine of any other server."""
-    per_server = ranker._per_server_max(card_cos)
+    per_server = ranker.groups.per_server_max(card_cos)
     others = np.delete(per_server, server)
     return float(per_server[server] - others.max()) if len(others) else 0.0
 
@@ -629,14 +631,14 @@ def _ranking_rows(
 RANKING_KEYS = ["hit@1", "recall@3", "recall@5", "tool_recall@5"]
 
 
-class _ViewRecorder(AblationRanker):
+class _ViewRecorder(AblationSteps):
     """Keeps the views of every fusion it computes (the question's is the first of a ranking)."""
 
     recorded: list[np.ndarray]
 
-    def _combine_views(self, views: np.ndarray) -> np.ndarray:
+    def combine_views(self, views: np.ndarray) -> np.ndarray:
         self.recorded.append(views.copy())
-        return super()._combine_views(views)
+        return super().combine_views(views)
 
 
 def learned_view_weights(cards: CardSet, tasks: list[Task], encoder: Any, vectors: np.ndarray) -> dict[str, Any]:
@@ -645,12 +647,13 @@ def learned_view_weights(cards: CardSet, tasks: list[Task], encoder: Any, vector
     from view_weights import choose_l2 as choose_view_l2
     from view_weights import fit as fit_views
 
-    recorder = _ViewRecorder(cards.cards, schemas=cards.tools, encoder=encoder, vectors=vectors)
-    labels = {label: i for i, label in enumerate(recorder.server_labels)}
+    recorder = _ViewRecorder(AblationConfig())
+    ranker = AblationRanker(cards.cards, schemas=cards.tools, encoder=encoder, vectors=vectors, steps=recorder)
+    labels = {label: i for i, label in enumerate(ranker.server_labels)}
     views: dict[str, list[TaskViews]] = {"A": [], "B": []}
     for task in tasks:
         recorder.recorded = []
-        recorder.rank(task.question, limit=60, implied=False)
+        ranker.rank(task.question, limit=60, implied=False)
         z = np.stack([(v - v.mean()) / v.std() if v.std() > 1e-12 else 0.0 * v for v in recorder.recorded[0]]).T
         reqs = tuple(np.array(sorted(labels[s] for s in req if s in labels)) for req in task.server_sets)
         gold = np.array(sorted(labels[s] for s in task.gold_servers if s in labels))

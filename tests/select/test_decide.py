@@ -177,7 +177,7 @@ def test_confidence_and_reason_are_those_of_the_chosen_card() -> None:
     question = "convert currency amount"
     ranking = selector.ranker.rank(question)
     assert ranking.scored[0].card.server == "forex"  # the top card ...
-    server_scores = selector.ranker._servers.scores(selector.ranker.query_terms(question))
+    server_scores = selector.ranker.index.servers.scores(selector.ranker.query_terms(question))
     assert selector.ranker.server_labels[int(server_scores.argmax())] == "billing"  # ... is not on the top server
     decision = selector.decide(question)
     assert [(c.server, c.name) for c in decision.chosen] == [("forex", "convert_currency")]

@@ -41,7 +41,9 @@ def test_card_vectors_are_cached_by_content_so_a_restart_encodes_only_what_chang
     again = CountingEncoder()
     restarted = Ranker(cardset.cards, encoder=again, cache_dir=cache)
     assert again.seen == []  # warm restart: nothing encoded
-    assert np.array_equal(restarted._vectors, ranker._vectors)
+    assert restarted.vectors is not None
+    assert ranker.vectors is not None
+    assert np.array_equal(restarted.vectors.cards, ranker.vectors.cards)
     question = "Do I need an umbrella tomorrow?"
     assert restarted.rank(question).servers == ranker.rank(question).servers
     # a re-list where one tool's description changed: that card alone is encoded again
@@ -165,17 +167,18 @@ def _reference_fused(ranker: Ranker, cardset: CardSet, question: str, q: np.ndar
     cards = cardset.cards
     lexical = Ranker(cards, schemas=cardset.tools)
     lex = dict(lexical.rank(question, limit=None).servers)
-    raw = lexical._cards.scores(lexical.query_terms(question))
+    raw = lexical.index.cards.scores(lexical.query_terms(question))
     views: list[list[float]] = [[], [], [], [], []]
+    assert ranker.vectors is not None
     for k, s in enumerate(ranker.server_labels):
         own = [i for i, c in enumerate(cards) if c.server == s]
-        cos = sorted((float(ranker._vectors[i] @ q) for i in own), reverse=True)
-        centroid = np.mean([ranker._vectors[i] for i in own], axis=0)
+        cos = sorted((float(ranker.vectors.cards[i] @ q) for i in own), reverse=True)
+        centroid = np.mean([ranker.vectors.cards[i] for i in own], axis=0)
         views[0].append(lex[s])  # 1. the lexical server score
         views[1].append(max(raw[i] for i in own))  # 2. its best BM25F card
         views[2].append(float(np.mean(cos[:2])))  # 3. mean of its two best card cosines
         views[3].append(float(centroid @ q / np.linalg.norm(centroid)))  # 4. cosine to its centroid
-        views[4].append(float(ranker._label_vectors[k] @ q))  # 5. its "label: description" text
+        views[4].append(float(ranker.vectors.labels[k] @ q))  # 5. its "label: description" text
     return sum((_zscore(np.asarray(v, dtype=float)) for v in views), np.zeros(len(ranker.server_labels)))
 
 
@@ -210,11 +213,12 @@ def test_under_fusion_the_decision_describes_the_card_it_chose(cardset: CardSet,
     decision = selector.decide(question)
     chosen = decision.ranked[0].card
     k = ranker.server_labels.index(chosen.server)
+    assert ranker.vectors is not None
     assert decision.servers[0][0] == chosen.server == ranker.server_labels[int(np.argmax(fused))]
     assert decision.features["fused"] == pytest.approx(fused[k], abs=1e-4)
-    assert decision.features["label_semantic"] == pytest.approx(float(ranker._label_vectors[k] @ q), abs=1e-5)
+    assert decision.features["label_semantic"] == pytest.approx(float(ranker.vectors.labels[k] @ q), abs=1e-5)
     assert decision.features["semantic"] == pytest.approx(
-        max(0.0, float(ranker._vectors[cardset.cards.index(chosen)] @ q)), abs=1e-5
+        max(0.0, float(ranker.vectors.cards[cardset.cards.index(chosen)] @ q)), abs=1e-5
     )
     assert decision.confidence == pytest.approx(selector.calibration.confidence(decision.features))
     assert chosen.server in decision.reason or decision.abstain

@@ -1,7 +1,8 @@
 """Ranking: tokens, jobs, the right card and server first, multi-job recall, encoders.
 
-The variants measured and not shipped live in ``bench/selection/ablation.py`` (an ``AblationRanker``
-over :class:`Ranker`'s hooks); the tests of those variants load it from there.
+The variants measured and not shipped live in ``bench/selection/ablation.py`` (``AblationSteps``, the
+:class:`~skilldeck.select.rank.RankSteps` an ``AblationRanker`` is given); the tests of those variants
+load it from there.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from skilldeck.select import CardSet, Ranker, Ranking, split_jobs
-from skilldeck.select.rank import semantic_text, tokens
+from skilldeck.select.rank import RankSteps, semantic_text, tokens
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,18 @@ def test_a_file_path_in_the_question_brings_the_file_server(cardset: CardSet, ab
     assert servers_of(without, question).index("files") >= servers_of(
         Ranker(cardset.cards, schemas=cardset.tools), question
     ).index("files")
+
+
+def test_the_ranker_ranks_with_the_steps_it_is_given(cardset: CardSet) -> None:
+    class NoImpliedNeeds(RankSteps):
+        def implied_needs(self, question: str) -> list[str]:
+            return []
+
+    question = "Summarise today's weather forecast for Oslo and save it to /root/notes/oslo.md"
+    shipped = Ranker(cardset.cards, schemas=cardset.tools).rank(question)
+    assert shipped.implied  # the path implies a file need
+    assert Ranker(cardset.cards, schemas=cardset.tools, steps=RankSteps()).rank(question) == shipped
+    assert Ranker(cardset.cards, schemas=cardset.tools, steps=NoImpliedNeeds()).rank(question).implied == []
 
 
 def test_each_job_of_a_multi_job_question_brings_its_server(cardset: CardSet) -> None:
@@ -233,7 +246,7 @@ def test_the_ablation_ranker_with_default_switches_ranks_as_the_shipped_one(
     ids=lambda c: f"{next(iter(c))}={next(iter(c.values()))}",
 )
 def test_each_variant_switch_reaches_its_hook(cardset: CardSet, ablation: ModuleType, change: dict[str, Any]) -> None:
-    # a switch whose hook is no longer called would measure the shipped ranker under another name
+    # a switch whose step is no longer called would measure the shipped ranker under another name
     config, variant = ablation.configs(change)
     shipped = Ranker(cardset.cards, schemas=cardset.tools, encoder=KeywordEncoder())
     changed = ablation.AblationRanker(

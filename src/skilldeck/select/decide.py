@@ -171,9 +171,9 @@ def implied_features(units: Sequence[Unit]) -> dict[str, float]:
     return feats
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decision:
-    """The outcome for one question."""
+    """The outcome for one question (built with keyword arguments only)."""
 
     query: str
     abstain: bool
@@ -359,8 +359,40 @@ class Selector:
     def _decide_needs(self, needs: list[str]) -> Decision:
         self.ranker.prime(needs)  # every need encoded in one call
         decisions = [self._decide_one(need) for need in needs]
+        chosen, tools, first = self._first_choices(decisions)
+        own = [entry for d in decisions for entry in d.needs if not entry.get("implied")]
+        implied = [entry for d in decisions for entry in d.needs if entry.get("implied")]
+        implied = list({entry["need"]: entry for entry in implied}.values())
+        if first is None:
+            reason = f"abstained for each of the {len(needs)} needs; the first: " + decisions[0].reason.removeprefix(
+                "abstained: "
+            )
+        else:
+            reason = "; ".join(
+                f"need {i} ({need!r}): " + (d.reason if not d.abstain else "abstained")
+                for i, (need, d) in enumerate(zip(needs, decisions, strict=True), 1)
+            )
+        judged = first or decisions[0]  # the confidence and features told: of the first need answered
         # the needs are ranked one after another: vectors finished in between make the first lexical only
-        ranker, indexing = decisions[0].ranker, decisions[0].indexing
+        return Decision(
+            query="; ".join(needs),
+            abstain=first is None,
+            confidence=judged.confidence,
+            reason=reason,
+            ranked=_round_robin([d.ranked for d in decisions], key=lambda s: s.card.key)[: self.limit],
+            chosen=chosen,
+            tools=tools,
+            features=judged.features,
+            servers=_round_robin([d.servers for d in decisions], key=lambda s: s[0]),
+            jobs=[],
+            needs=own + implied,
+            ranker=decisions[0].ranker,
+            indexing=decisions[0].indexing,
+        )
+
+    def _first_choices(self, decisions: list[Decision]) -> tuple[list[Card], list[tuple[str, str]], Decision | None]:
+        """The cards the needs chose (one per server, at most ``max_capabilities``), their tools, and the
+        first decision that chose one (``None``: every need abstained)."""
         chosen: list[Card] = []
         tools: list[tuple[str, str]] = []
         first: Decision | None = None
@@ -372,51 +404,7 @@ class Selector:
             if len(chosen) < self.max_capabilities and all(card.server != c.server for c in chosen):
                 chosen.append(card)
                 tools.extend(t for t in d.tools if t not in tools)
-        ranked = _round_robin([d.ranked for d in decisions], key=lambda s: s.card.key)[: self.limit]
-        servers = _round_robin([d.servers for d in decisions], key=lambda s: s[0])
-        own = [entry for d in decisions for entry in d.needs if not entry.get("implied")]
-        implied = [entry for d in decisions for entry in d.needs if entry.get("implied")]
-        implied = list({entry["need"]: entry for entry in implied}.values())
-        text = "; ".join(needs)
-        if first is None:
-            d0 = decisions[0]
-            reason = f"abstained for each of the {len(needs)} needs; the first: " + d0.reason.removeprefix(
-                "abstained: "
-            )
-            return Decision(
-                text,
-                True,
-                d0.confidence,
-                reason,
-                ranked,
-                [],
-                [],
-                d0.features,
-                servers,
-                [],
-                own + implied,
-                ranker,
-                indexing,
-            )
-        reason = "; ".join(
-            f"need {i} ({need!r}): " + (d.reason if not d.abstain else "abstained")
-            for i, (need, d) in enumerate(zip(needs, decisions, strict=True), 1)
-        )
-        return Decision(
-            text,
-            False,
-            first.confidence,
-            reason,
-            ranked,
-            chosen,
-            tools,
-            first.features,
-            servers,
-            [],
-            own + implied,
-            ranker,
-            indexing,
-        )
+        return chosen, tools, first
 
     def _decide_one(self, query: str) -> Decision:
         ranking = self.ranker.rank(query, limit=self.limit)
@@ -458,7 +446,9 @@ class Selector:
 
     def _judge(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
-            return Decision(query, True, 0.0, "abstained: the catalog is empty", [])
+            return Decision(
+                query=query, abstain=True, confidence=0.0, reason="abstained: the catalog is empty", ranked=[]
+            )
         unit = ranking.units[0]
         feats = unit_features(unit) | implied_features(ranking.implied_units)
         calibration, threshold = self.calibration, self._threshold(ranking.semantic)
@@ -467,7 +457,15 @@ class Selector:
         confidence = calibration.confidence(feats)
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)
-            return Decision(query, True, confidence, reason, ranking.scored, features=feats, servers=ranking.servers)
+            return Decision(
+                query=query,
+                abstain=True,
+                confidence=confidence,
+                reason=reason,
+                ranked=ranking.scored,
+                features=feats,
+                servers=ranking.servers,
+            )
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
         for job in ranking.units[1:]:  # multi-job questions: each confident job may add a capability
@@ -491,7 +489,18 @@ class Selector:
         )
         if len(chosen) > 1:
             reason += "; the question names several jobs, also " + ", ".join(f"{c.server}/{c.name}" for c in chosen[1:])
-        return Decision(query, False, confidence, reason, ranking.scored, chosen, tools, feats, ranking.servers, jobs)
+        return Decision(
+            query=query,
+            abstain=False,
+            confidence=confidence,
+            reason=reason,
+            ranked=ranking.scored,
+            chosen=chosen,
+            tools=tools,
+            features=feats,
+            servers=ranking.servers,
+            jobs=jobs,
+        )
 
     def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:
         tools: list[tuple[str, str]] = []

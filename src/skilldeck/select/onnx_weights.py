@@ -92,13 +92,7 @@ def _tensor(buf: memoryview, start: int, end: int) -> tuple[str, np.ndarray]:
     raw: tuple[int, int] | None = None
     for number, wire, value, length in _fields(buf, start, end):
         if number == _TENSOR_DIMS:
-            if wire == 0:
-                dims.append(value)
-            elif wire == 2:  # packed
-                at, stop = value, value + length
-                while at < stop:
-                    dim, at = _varint(buf, at, stop)
-                    dims.append(dim)
+            dims.extend(_dims(buf, wire, value, length))
             if len(dims) > _MAX_DIMS:
                 raise OnnxFormatError(f"a tensor has more than {_MAX_DIMS} dimensions at byte {start}")
         elif number == _TENSOR_TYPE and wire == 0:
@@ -115,20 +109,37 @@ def _tensor(buf: memoryview, start: int, end: int) -> tuple[str, np.ndarray]:
             raise OnnxFormatError(
                 f"tensor {name or '?'} holds typed-list data, not raw_data; this reader takes raw_data"
             )
+    return name, _array(buf, name, dtype_code, dims, raw if raw is not None else (start, 0))
+
+
+def _dims(buf: memoryview, wire: int, value: int, length: int) -> list[int]:
+    """The dimensions one ``dims`` field holds: one varint, or packed varints (other wire types: none)."""
+    if wire == 0:
+        return [value]
+    dims: list[int] = []
+    if wire == 2:  # packed
+        at, stop = value, value + length
+        while at < stop:
+            dim, at = _varint(buf, at, stop)
+            dims.append(dim)
+    return dims
+
+
+def _array(buf: memoryview, name: str, dtype_code: int, dims: list[int], raw: tuple[int, int]) -> np.ndarray:
+    """A tensor's ``raw_data`` at ``raw`` (offset, length) as a read-only array of its type and shape."""
     dtype = _DTYPES.get(dtype_code)
     if dtype is None:
         raise OnnxFormatError(f"tensor {name or '?'} has ONNX data type {dtype_code}, which this reader does not take")
     count = 1
     for d in dims:
         count *= d
-    offset, length = raw if raw is not None else (start, 0)
+    offset, length = raw
     if length != count * dtype.itemsize:
         raise OnnxFormatError(
             f"tensor {name or '?'} has {length} bytes of raw_data for shape {tuple(dims)} of {dtype} "
             f"({count * dtype.itemsize} expected)"
         )
-    array = np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(dims)
-    return name, array
+    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(dims)
 
 
 def read_initializers(data: bytes) -> dict[str, np.ndarray]:

@@ -1,0 +1,35 @@
+"""The ranker's weights (:class:`RankConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RankConfig"]
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    """The ranker's weights. The defaults are the measured best (``bench/selection/run.py --ablation``).
+
+    The variants that were measured and not shipped (pseudo-relevance feedback, servers scored by
+    their best card, reciprocal rank fusion, max-merged or unsplit jobs, no path words, ...) live in
+    the benchmark (``bench/selection/ablation.py``), which gives :class:`~skilldeck.select.rank.Ranker`
+    steps of its own (:class:`~skilldeck.select.rank.RankSteps`)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    server_b: float = 0.5
+    """BM25 length normalisation of server documents (cards use ``b``)."""
+    name_weight: float = 2.0
+    """BM25F weight of a card's name field (description = 1)."""
+    params_weight: float = 0.3
+    """Weight of the input schema's property names and descriptions (when schemas are given)."""
+    server_field_weight: float = 0.3
+    """Weight of the server's label and description inside each card's document."""
+    server_mix: float = 0.5
+    """A card's score = (1 - server_mix) * its own + server_mix * its server's."""
+    semantic_weight: float = 0.5
+    """Share of a card's cosine in its own score (when an encoder is given)."""
+    fused_server_weight: float = 0.98
+    """With an encoder: a card's score = this share of its server's fused score (in [0, 1]) + the rest of its
+    own, so servers come out in fused order and each server's cards by their own score (chosen on half A)."""

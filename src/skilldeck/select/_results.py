@@ -1,0 +1,121 @@
+"""What a ranking produces: scored cards, what each query unit found, how far the card vectors are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from skilldeck.select.cards import Card
+
+__all__ = ["Evidence", "IndexingState", "Ranking", "Scored", "Unit"]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A card with its score for one question (in [0, 1], higher is closer)."""
+
+    card: Card
+    score: float
+    lexical: float
+    semantic: float | None = None
+    matched_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexingState:
+    """How many of the catalog's texts (cards and server labels) have vectors, of how many."""
+
+    done: int
+    total: int
+    error: str | None = None
+    """Why encoding stopped (the ranking then stays lexical)."""
+    cached: int = 0
+    """How many of them the vector cache held at the start (``done - cached`` were encoded here)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"encoded", "total"}`` and, when encoding stopped, ``"error"``: how a decision reports it."""
+        out: dict[str, Any] = {"encoded": self.done, "total": self.total}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one query unit (the whole question, or one of its jobs) found, in catalog-independent terms.
+
+    Everything is told about one card -- the unit's best card after ranking, which is what a
+    decision chooses -- and that card's server, so a confidence built on it rests on the choice."""
+
+    text: str
+    terms: tuple[str, ...]
+    """The unit's own terms (expansions left out)."""
+    card: int
+    """Index of its best card (for the whole question: the top-ranked card)."""
+    server: str
+    """The server of that card."""
+    lexical: float
+    """Raw BM25 of that card (a skill: at least that of the best tool it names)."""
+    server_lexical: float
+    """Raw BM25 of that card's server's document."""
+    coverage: float
+    """Share of ``terms`` found in that server's document."""
+    idf_coverage: float
+    """IDF-weighted share of ``terms`` found in the top three servers' documents together."""
+    matched: tuple[str, ...]
+    """``terms`` found in that server's document."""
+    semantic: float | None = None
+    """Cosine similarity of that card (``None`` without an encoder)."""
+    server_semantic: float | None = None
+    """Cosine similarity of the centroid of that card's server (``None`` without an encoder)."""
+    fused: float | None = None
+    """The fused score (sum of five z-scores) of that card's server (``None`` without an encoder)."""
+    fused_margin: float | None = None
+    """That fused score minus the best fused score of any other server."""
+    agreement: float | None = None
+    """Share of the five views that rank that card's server first."""
+    label_semantic: float | None = None
+    """Cosine similarity of that card's server's ``label: description`` text."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A query unit's raw scores over the whole catalog, before it is told about one card."""
+
+    text: str
+    terms: tuple[str, ...]
+    card_raw: np.ndarray
+    server_raw: np.ndarray
+    card_sem: np.ndarray | None
+    server_sem: np.ndarray | None
+    idf_coverage: float
+    fused: np.ndarray | None = None
+    """Per server: the sum of the five views' z-scores (with an encoder)."""
+    view_top: np.ndarray | None = None
+    """Per view: the index of the server it ranks first."""
+    label_sem: np.ndarray | None = None
+
+
+@dataclass
+class Ranking:
+    """Everything one question's ranking produced."""
+
+    question: str
+    scored: list[Scored]
+    """The best cards, best first (cut at the ``limit`` asked for)."""
+    servers: list[tuple[str, float]]
+    """Every server, best first, scored by its best card."""
+    units: list[Unit] = field(default_factory=list)
+    """``units[0]`` is the whole question; the rest are its jobs (:func:`~skilldeck.select.rank.split_jobs`)."""
+    implied: list[tuple[str, str]] = field(default_factory=list)
+    """(need, server) for each need the question implies (:func:`~skilldeck.select.rank.implied_needs`) and the server
+    that need ranks first, which was given a place among the first :data:`~skilldeck.select.rank.IMPLIED_SLOT` + 1 servers."""
+    implied_units: list[Unit] = field(default_factory=list)
+    """For each of ``implied``: what that need's own ranking found, told about its best card (how well
+    the catalog serves the need; the decision's confidence reads the weakest)."""
+    semantic: bool = False
+    """Whether the encoder's views were fused (``False``: lexical, e.g. while card vectors are encoded)."""
+    indexing: IndexingState | None = None
+    """How far the ranker's card vectors were when it ranked."""
