@@ -97,7 +97,7 @@ def test_parse_splits_frontmatter_and_body_and_tolerates_bom_and_crlf() -> None:
         ("when: !!timestamp 2020-01-01", "(line {n}) has no JSON form"),
         ("ratio: .inf", "'.inf' (line {n}) has no JSON form"),
         ("1: one", "mapping key 1 (line {n}) is not a string"),
-        ("  indented: wrongly", "mapping values are not allowed here (line {n}, column 11)"),
+        ("  indented: wrongly", "mapping values are not allowed in this context (line {n}, column 11)"),
         ("tags: [open", "while parsing a flow sequence at line {n}, column 7"),
     ],
 )
