@@ -197,13 +197,14 @@ class _OAuth(Model):
     issuer: str | None = Field(default=None, pattern="^https?://", description="an http:// or https:// URL")
     callbackPort: int | None = Field(default=None, ge=1, le=65535, description="a port number (1-65535)")
 
-    @model_validator(mode="after")
-    def _complete(self) -> _OAuth:
+    def problem(self) -> str | None:
+        """What is missing for the settings to be used (checked by the entry: a validator here would hide
+        the field's own hint when the entry reports a wrong value)."""
         if self.grant == "client_credentials" and not (self.clientId and self.clientSecret):
-            raise ValueError("'grant' is 'client_credentials', so it needs 'clientId' and 'clientSecret'")
+            return "'oauth': 'grant' is 'client_credentials', so it needs 'clientId' and 'clientSecret'"
         if self.clientSecret and not self.clientId:
-            raise ValueError("'clientSecret' needs the 'clientId' it belongs to")
-        return self
+            return "'oauth': 'clientSecret' needs the 'clientId' it belongs to"
+        return None
 
     def settings(self) -> OAuthSettings:
         return OAuthSettings(
@@ -252,6 +253,8 @@ class _Entry(Model, extra="allow"):
             raise ValueError(
                 "'oauth' is for an HTTP server (one with a 'url'); a stdio server takes its secrets in 'env'"
             )
+        if isinstance(self.oauth, _OAuth) and (problem := self.oauth.problem()) is not None:
+            raise ValueError(problem)
         if isinstance(self.oauth, _OAuth) and self._authorization:
             raise ValueError("'headers' has an Authorization header already: remove it to log in with 'oauth'")
         return self

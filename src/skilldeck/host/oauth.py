@@ -467,20 +467,23 @@ async def login(
     storage = StoredCredentials(store, server.url)
     provider = _HostOAuth(spec, server, storage, browser)
     provider.context.callback_handler = wait_for_person
+    ended: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(callback.serve)
         try:
             await connect(spec, provider)
-        except Exception as exc:
-            failed = _found(exc, LoginFailed)
-            if failed is not None:
-                raise failed from None
-            flow = _found(exc, OAuthFlowError)
-            if flow is not None:
-                raise LoginFailed(f"the OAuth flow failed: {spec.redact(str(flow))}") from None
-            raise
+        except Exception as exc:  # raised below, out of the task group (which would wrap it)
+            ended = exc
         finally:
             tg.cancel_scope.cancel()
+    if ended is not None:
+        failed = _found(ended, LoginFailed)
+        if failed is not None:
+            raise failed from None
+        flow = _found(ended, OAuthFlowError)
+        if flow is not None:
+            raise LoginFailed(f"the OAuth flow failed: {spec.redact(str(flow))}") from None
+        raise ended
     return shown.is_set()
 
 
