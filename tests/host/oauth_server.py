@@ -57,6 +57,8 @@ class Provider:
     refreshes: int = 0
     machine_grants: int = 0
     expires_in: int = 3600
+    granted: list[str] | None = None
+    """Scopes every token from now on is issued with, whatever was asked (fewer than the server requires: step-up)."""
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -85,6 +87,7 @@ class Provider:
         return found if found is not None and found.client_id == client.client_id else None
 
     def issue(self, client_id: str, scopes: list[str], resource: str | None, *, refresh: bool = True) -> OAuthToken:
+        scopes = self.granted if self.granted is not None else scopes
         access = "at-" + secrets.token_urlsafe(16)
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=int(time.time()) + 3600, resource=resource

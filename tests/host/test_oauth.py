@@ -21,7 +21,7 @@ from skilldeck.host.connect import Connections, connect_once
 from skilldeck.host.credentials import FileStore, KeyringStore, default_store
 from skilldeck.host.oauth import login, login_command
 
-from .oauth_server import Provider, oauth_server
+from .oauth_server import SCOPE, Provider, oauth_server
 
 pytestmark = pytest.mark.anyio
 
@@ -170,6 +170,18 @@ async def browse(authorization_url: str) -> httpx2.Response:
         return await client.get(approved.headers["location"])
 
 
+async def logged_in(tmp_path: Path, url: str) -> tuple[FileStore, Any]:
+    """A file store under ``tmp_path`` holding tokens for ``url``, and the spec they are for."""
+    store = FileStore(tmp_path)
+    spec = spec_of({"url": url})
+
+    async def show(authorization_url: str) -> None:
+        await browse(authorization_url)
+
+    assert await login(spec, store, show, connect_once, timeout=30)
+    return store, spec
+
+
 async def test_the_listener_takes_only_the_callback_it_awaits(tmp_path: Path, url: str) -> None:
     spec = spec_of({"url": url})
     store = FileStore(tmp_path)
@@ -244,13 +256,7 @@ async def test_a_refused_authorization_ends_the_login(tmp_path: Path, url: str) 
 async def test_an_expired_token_read_back_is_refreshed_before_it_is_sent(
     tmp_path: Path, url: str, provider: Provider
 ) -> None:
-    store = FileStore(tmp_path)
-    spec = spec_of({"url": url})
-
-    async def show(authorization_url: str) -> None:
-        await browse(authorization_url)
-
-    assert await login(spec, store, show, connect_once, timeout=30)
+    store, spec = await logged_in(tmp_path, url)
     record = store.load(url)
     assert record is not None
     store.save(url, {**record, "expires_at": 1.0})  # as read back long after the login
@@ -276,3 +282,27 @@ async def test_a_server_that_asks_for_no_login_stores_nothing(tmp_path: Path) ->
             assert list(connections.connected) == ["remote"]
     assert not (tmp_path / "credentials").exists()
     assert isinstance(spec.transport, HttpServer)
+
+
+async def test_a_server_asking_for_more_scope_is_unavailable_with_the_login_hint(
+    tmp_path: Path, url: str, provider: Provider
+) -> None:
+    store, spec = await logged_in(tmp_path, url)
+    provider.granted = ["other"]  # the refreshed tokens lack the scope the server requires: 403 insufficient_scope
+    provider.expire_access_tokens()
+    async with Connections([spec], credentials=store) as connections:
+        assert connections.failures["remote"].reason == (
+            f"needs a login (the server asks for more scope: {SCOPE}): run skilldeck login {url}"
+        )
+    assert provider.refreshes == 1
+
+
+async def test_concurrent_refusals_refresh_once(tmp_path: Path, url: str, provider: Provider) -> None:
+    store, spec = await logged_in(tmp_path, url)
+    async with Connections([spec], credentials=store) as connections:
+        client = connections.connected["remote"].client
+        provider.expire_access_tokens()  # every request in flight is refused once; the rotated refresh token works once
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(client.list_tools)
+    assert provider.refreshes == 1

@@ -13,13 +13,14 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from ..server.helpers import CLI, REPO, cli_env
+from ..server.helpers import CLI, REPO, cli_env, start_gateway, stop
 from .oauth_server import MACHINE_ID, MACHINE_SECRET, Provider, oauth_server
 
 WAIT = 60.0
@@ -154,6 +155,29 @@ def test_login_use_refresh_revoke_logout(tmp_path: Path, url: str, provider: Pro
     again = check(home, config)
     assert "needs a login (no stored tokens)" in again.stdout + again.stderr
     assert "no tokens were stored for remote" in run(home, "logout", "remote", "--config", str(config)).stderr
+
+
+def test_a_running_gateway_takes_up_a_login_made_in_another_terminal(
+    tmp_path: Path, url: str, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path, {"remote": {"url": url}})
+    monkeypatch.setenv("SKILLDECK_HOME", str(home))  # the gateway's environment: the home the login stores into
+    log = tmp_path / "gateway.log"
+    proc, _ = start_gateway(config, log)
+    try:
+        said = log.read_text()
+        assert (
+            f"unavailable [remote] needs a login (no stored tokens): run skilldeck login remote --config {config}"
+            in said
+        )
+        done, _ = login(home, config)
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + WAIT
+        while "[remote] back: 1 tool" not in log.read_text():
+            assert time.monotonic() < deadline, "the gateway never took up the login; its log:\n" + log.read_text()
+            time.sleep(0.2)
+    finally:
+        stop(proc)
 
 
 def test_client_credentials_entry_needs_no_login(tmp_path: Path, url: str, provider: Provider, home: Path) -> None:

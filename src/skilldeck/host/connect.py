@@ -53,6 +53,7 @@ import anyio.lowlevel
 import httpx2
 from anyio.abc import TaskGroup
 from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthFlowError
 from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
@@ -221,6 +222,8 @@ def _describe(exc: BaseException) -> str:
             return _describe(inner[0])
     if isinstance(exc, LoginRequired):
         return str(exc)
+    if isinstance(exc, OAuthFlowError):  # discovery, registration or a token request of the SDK's flow failed
+        return f"OAuth failed: {exc}"
     if (fault := _transport_fault(exc)) is not None:
         return fault
     if isinstance(exc, FileNotFoundError):

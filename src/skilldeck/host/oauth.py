@@ -41,7 +41,7 @@ import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.client.auth.utils import extract_scope_from_www_auth
+from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -243,9 +243,18 @@ class _HostOAuth(OAuthClientProvider):
             return super()._auth_flow(request)
         return self._serving_flow(request)
 
+    def _wanted(self, response: httpx2.Response) -> str:
+        """The scopes a ``403 insufficient_scope`` asks for: those of the challenge, else those the server lists."""
+        challenged = extract_scope_from_www_auth(response)
+        metadata = self.context.protected_resource_metadata
+        listed = " ".join(metadata.scopes_supported) if metadata and metadata.scopes_supported else None
+        described = extract_field_from_www_auth(response, "error_description")
+        return challenged or listed or described or "not said"
+
     async def _refreshed(self, response: httpx2.Response) -> None:
         """Take the answer to a refresh (the caller holds the lock), or raise :class:`LoginRequired`."""
-        if not await self._handle_refresh_response(response):
+        if response.status_code != 200 or not await self._handle_refresh_response(response):
+            self.context.clear_tokens()
             raise _needs_login(self._spec, f"the refresh token was refused (HTTP {response.status_code})")
 
     async def _serving_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
@@ -261,8 +270,7 @@ class _HostOAuth(OAuthClientProvider):
         sent = request.headers.get("authorization")
         response = yield request
         if _insufficient_scope(response):
-            wanted = extract_scope_from_www_auth(response)
-            raise _needs_login(self._spec, f"the server asks for more scope: {wanted}" if wanted else "")
+            raise _needs_login(self._spec, f"the server asks for more scope: {self._wanted(response)}")
         if response.status_code != 401:
             return
         if sent is None:  # no login yet: a challenge is answered with the command, never with a registration
