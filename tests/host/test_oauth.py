@@ -14,6 +14,7 @@ import anyio
 import anyio.to_thread
 import httpx2
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from skilldeck.errors import ConfigError, LoginFailed
 from skilldeck.host.config import HttpServer, OAuthSettings, parse_config
@@ -306,3 +307,39 @@ async def test_concurrent_refusals_refresh_once(tmp_path: Path, url: str, provid
             for _ in range(5):
                 tg.start_soon(client.list_tools)
     assert provider.refreshes == 1
+
+
+async def test_a_refresh_token_rotated_by_another_process_is_taken_up(
+    tmp_path: Path, url: str, provider: Provider
+) -> None:
+    store, spec = await logged_in(tmp_path, url)
+    async with Connections([spec], credentials=store) as first, Connections([spec], credentials=store) as second:
+        provider.expire_access_tokens()
+        await first.connected["remote"].client.list_tools()  # refreshes: the refresh token the second holds is spent
+        await second.connected["remote"].client.list_tools()  # refused, then the tokens the first stored are used
+        assert not second.failures
+    assert provider.refreshes == 1
+
+
+async def test_tokens_revoked_mid_session_make_a_supervised_upstream_unavailable_with_the_hint(
+    tmp_path: Path, url: str, provider: Provider
+) -> None:
+    from skilldeck.host.backoff import Backoff
+
+    store, spec = await logged_in(tmp_path, url)
+    told: list[str] = []
+    async with Connections(
+        [spec],
+        credentials=store,
+        restart=Backoff(first=0.05, cap=0.05),
+        on_transition=lambda _, text: told.append(text),
+    ) as connections:
+        provider.revoke_all()
+        with pytest.raises(MCPError, match="Connection closed"):  # the session ends; the reason is the failure's
+            await connections.connected["remote"].client.list_tools()
+        hint = f"needs a login (the refresh token was refused (HTTP 400)): run skilldeck login {url}"
+        with anyio.fail_after(30):  # lost with the reason, then tried again: unavailable, for the same reason
+            while not (failure := connections.failures.get("remote")) or not failure.reason.startswith(hint):
+                await anyio.sleep(0.05)
+        assert "remote" not in connections.connected
+        assert told[0].startswith(f"connection lost: {hint}; reconnecting in ")

@@ -252,10 +252,21 @@ class _HostOAuth(OAuthClientProvider):
         return challenged or listed or described or "not said"
 
     async def _refreshed(self, response: httpx2.Response) -> None:
-        """Take the answer to a refresh (the caller holds the lock), or raise :class:`LoginRequired`."""
-        if response.status_code != 200 or not await self._handle_refresh_response(response):
-            self.context.clear_tokens()
-            raise _needs_login(self._spec, f"the refresh token was refused (HTTP {response.status_code})")
+        """Take the answer to a refresh (the caller holds the lock), or raise :class:`LoginRequired`.
+
+        A refused refresh token may have been rotated by another process sharing the store (a gateway
+        and a ``skilldeck skills`` at once): tokens stored since are taken instead.
+        """
+        used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
+        if response.status_code == 200 and await self._handle_refresh_response(response):
+            return
+        stored = await self._stored.get_tokens()
+        if stored is not None and stored.refresh_token not in (None, used):
+            self.context.current_tokens = stored
+            self.context.token_expiry_time = await self._stored.expires_at()
+            return
+        self.context.clear_tokens()
+        raise _needs_login(self._spec, f"the refresh token was refused (HTTP {response.status_code})")
 
     async def _serving_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The stored tokens, refreshed when they expire or are refused; never the interactive flow."""
