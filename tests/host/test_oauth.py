@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import anyio
@@ -153,6 +154,29 @@ def test_keyring_store_keeps_one_entry_per_server() -> None:
     assert "the system keyring" in store.where
     assert store.delete("https://a/mcp")
     assert not store.delete("https://a/mcp")
+
+
+@pytest.mark.parametrize("usable", [True, False])
+def test_default_store_is_the_keyring_only_with_a_real_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, usable: bool
+) -> None:
+    fail = ModuleType("keyring.backends.fail")
+
+    class Keyring:  # what keyring falls back to where no backend exists
+        priority = 0
+
+    class SecretService:
+        priority = 5
+
+    fail.Keyring = Keyring  # type: ignore[attr-defined]
+    keyring = ModuleType("keyring")
+    keyring.get_keyring = SecretService if usable else Keyring  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "keyring", keyring)
+    monkeypatch.setitem(sys.modules, "keyring.backends", ModuleType("keyring.backends"))
+    monkeypatch.setitem(sys.modules, "keyring.backends.fail", fail)
+    store = default_store({"SKILLDECK_HOME": str(tmp_path)})
+    assert isinstance(store, KeyringStore if usable else FileStore)
+    assert isinstance(default_store({"SKILLDECK_HOME": str(tmp_path), "SKILLDECK_KEYRING": "0"}), FileStore)
 
 
 def test_default_store_is_the_file_store_when_told(tmp_path: Path) -> None:
@@ -343,3 +367,13 @@ async def test_tokens_revoked_mid_session_make_a_supervised_upstream_unavailable
                 await anyio.sleep(0.05)
         assert "remote" not in connections.connected
         assert told[0].startswith(f"connection lost: {hint}; reconnecting in ")
+
+
+async def test_a_person_slower_than_the_entry_timeout_still_logs_in(tmp_path: Path, url: str) -> None:
+    spec = spec_of({"url": url, "timeout": 1})
+
+    async def show(authorization_url: str) -> None:
+        await anyio.sleep(2)  # the person reads the consent page: the request clock of the handshake is paused
+        await browse(authorization_url)
+
+    assert await login(spec, FileStore(tmp_path), show, connect_once, timeout=30)
