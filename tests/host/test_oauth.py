@@ -220,6 +220,8 @@ async def test_the_listener_takes_only_the_callback_it_awaits(tmp_path: Path, ur
             async with httpx2.AsyncClient(timeout=30) as client:
                 for path in ("/elsewhere", "/callback?code=x&state=forged", "/callback?state=x"):
                     answers.append((path, (await client.get(base + path)).status_code))
+                huge = await client.get(base + "/callback", headers={"X-Filler": "x" * 20_000})
+                answers.append(("huge", huge.status_code))
                 answers.append(("callback", (await client.get(str(callback))).status_code))
                 answers.append(("again", (await client.get(str(callback))).status_code))
 
@@ -231,6 +233,7 @@ async def test_the_listener_takes_only_the_callback_it_awaits(tmp_path: Path, ur
         ("/elsewhere", 404),
         ("/callback?code=x&state=forged", 400),
         ("/callback?state=x", 400),
+        ("huge", 431),
         ("callback", 200),
         ("again", 409),
     ]

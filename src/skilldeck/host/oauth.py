@@ -419,7 +419,7 @@ async def _read_head(stream: anyio.abc.SocketStream) -> bytes | None:
         if len(head) > _MAX_CALLBACK_BYTES:
             return None
         head += await stream.receive(4096)
-    return head
+    return head if head.index(b"\r\n\r\n") <= _MAX_CALLBACK_BYTES else None
 
 
 async def _answer(stream: anyio.abc.SocketStream, status: int, text: str) -> None:
