@@ -249,13 +249,20 @@ class _Entry(Model, extra="allow"):
             raise ValueError("'type' is 'stdio', so it needs a 'command'")
         if declared in _HTTP_TYPES and "url" not in fields:
             raise ValueError(f"'type' is {declared!r}, so it needs a 'url'")
-        if "oauth" in fields and not self._http:
+        return self
+
+    @model_validator(mode="after")
+    def _oauth_fits(self) -> _Entry:
+        """An ``oauth`` object belongs to an HTTP entry that sends no ``Authorization`` header of its own."""
+        if "oauth" in self.model_fields_set and not self._http:
             raise ValueError(
                 "'oauth' is for an HTTP server (one with a 'url'); a stdio server takes its secrets in 'env'"
             )
-        if isinstance(self.oauth, _OAuth) and (problem := self.oauth.problem()) is not None:
+        if not isinstance(self.oauth, _OAuth):
+            return self
+        if (problem := self.oauth.problem()) is not None:
             raise ValueError(problem)
-        if isinstance(self.oauth, _OAuth) and self._authorization:
+        if self._authorization:
             raise ValueError("'headers' has an Authorization header already: remove it to log in with 'oauth'")
         return self
 

@@ -391,8 +391,7 @@ class _Callback:
         """The answer to one request, and the login's outcome when it is the callback awaited."""
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
         method, _, rest = line.partition(" ")
-        target = rest.rpartition(" ")[0] or rest
-        parts = urlsplit(target)
+        parts = urlsplit(rest.rpartition(" ")[0] or rest)
         if method != "GET" or parts.path != _CALLBACK_PATH:
             return 404, "Not found."
         if self._done.is_set():
@@ -400,6 +399,10 @@ class _Callback:
         query = {k: v[0] for k, v in parse_qs(parts.query).items() if v}
         if self.expected_state is None or query.get("state") != self.expected_state:
             return 400, "This callback is not the one awaited (its state does not match); nothing was done."
+        return self._take(query)
+
+    def _take(self, query: dict[str, str]) -> tuple[int, str]:
+        """The outcome of the awaited callback (its state checked): a code, or the authorization server's refusal."""
         if "error" in query:
             detail = query.get("error_description", "")
             self._error = f"the authorization server refused: {query['error']}" + (f" ({detail})" if detail else "")
@@ -451,15 +454,8 @@ async def login(
     Raises:
         LoginFailed: no callback within ``timeout`` seconds, the authorization server refused, or the flow failed.
     """
-    server = spec.transport
-    if not isinstance(server, HttpServer):
-        raise LoginFailed(f"{spec.label} is a {spec.kind} server: OAuth is for HTTP servers")
-    if server.oauth is None or _authorized(server):
-        raise LoginFailed(
-            f'{spec.label} has OAuth turned off (an Authorization header, or "oauth": false in its entry)'
-        )
-    if server.oauth.grant == "client_credentials":
-        raise LoginFailed(f"{spec.label} logs in with client credentials by itself: there is nothing to run")
+    server = _login_target(spec)
+    assert server.oauth is not None  # checked there
     try:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=server.oauth.callback_port or 0)
     except OSError as exc:
@@ -496,14 +492,33 @@ async def login(
         finally:
             tg.cancel_scope.cancel()
     if ended is not None:
-        failed = _found(ended, LoginFailed)
-        if failed is not None:
-            raise failed from None
-        flow = _found(ended, OAuthFlowError)
-        if flow is not None:
-            raise LoginFailed(f"the OAuth flow failed: {spec.redact(str(flow))}") from None
-        raise ended
+        raise _login_error(spec, ended) from None
     return shown.is_set()
+
+
+def _login_target(spec: ServerSpec) -> HttpServer:
+    """The HTTP server of ``spec`` when a person's login is what it takes; else :class:`LoginFailed` saying why not."""
+    server = spec.transport
+    if not isinstance(server, HttpServer):
+        raise LoginFailed(f"{spec.label} is a {spec.kind} server: OAuth is for HTTP servers")
+    if server.oauth is None or _authorized(server):
+        raise LoginFailed(
+            f'{spec.label} has OAuth turned off (an Authorization header, or "oauth": false in its entry)'
+        )
+    if server.oauth.grant == "client_credentials":
+        raise LoginFailed(f"{spec.label} logs in with client credentials by itself: there is nothing to run")
+    return server
+
+
+def _login_error(spec: ServerSpec, ended: Exception) -> Exception:
+    """What a login that ended with ``ended`` raises: the :class:`LoginFailed` or OAuth error inside it, else itself."""
+    failed = _found(ended, LoginFailed)
+    if failed is not None:
+        return failed
+    flow = _found(ended, OAuthFlowError)
+    if flow is not None:
+        return LoginFailed(f"the OAuth flow failed: {spec.redact(str(flow))}")
+    return ended
 
 
 def _found(exc: BaseException, kind: type[E]) -> E | None:
