@@ -243,6 +243,11 @@ class _HostOAuth(OAuthClientProvider):
             return super()._auth_flow(request)
         return self._serving_flow(request)
 
+    def _expired(self) -> bool:
+        """Whether the tokens held are past their time and can be refreshed."""
+        held = self.context.current_tokens is not None and self.context.client_info is not None
+        return held and not self.context.is_token_valid() and self.context.can_refresh_token()
+
     def _wanted(self, response: httpx2.Response) -> str:
         """The scopes a ``403 insufficient_scope`` asks for: those of the challenge, else those the server lists."""
         challenged = extract_scope_from_www_auth(response)
@@ -270,14 +275,14 @@ class _HostOAuth(OAuthClientProvider):
 
     async def _serving_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The stored tokens, refreshed when they expire or are refused; never the interactive flow."""
-        async with self.context.lock:
-            if not self._initialized:
-                await self._initialize()
-            tokens = self.context.current_tokens
-            if tokens is not None and self.context.client_info is not None:
-                if not self.context.is_token_valid() and self.context.can_refresh_token():
+        if not self._initialized or self._expired():  # else no lock: taking one costs each request two loop turns
+            async with self.context.lock:
+                if not self._initialized:
+                    await self._initialize()
+                if self._expired():  # still: no other request refreshed them meanwhile
                     await self._refreshed((yield await self._refresh_token()))
-                self._add_auth_header(request)
+        if self.context.current_tokens is not None and self.context.client_info is not None:
+            self._add_auth_header(request)
         sent = request.headers.get("authorization")
         response = yield request
         if _insufficient_scope(response):
