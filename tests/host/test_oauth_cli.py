@@ -147,6 +147,7 @@ def test_login_use_refresh_revoke_logout(tmp_path: Path, url: str, provider: Pro
         f"unavailable [remote]: needs a login (the refresh token was refused (HTTP 400)): run {command}"
         in revoked.stdout + revoked.stderr
     )
+    assert "Token refresh failed" not in revoked.stderr  # said once, in the reason
 
     out = run(home, "logout", "remote", "--config", str(config))
     assert out.returncode == 0, out.stderr
