@@ -48,3 +48,4 @@ def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """Commands that keep state (approvals, caches, card vectors) keep it in a temporary home, never the user's."""
     if "SKILLDECK_HOME" not in os.environ:
         monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path_factory.getbasetemp() / "skilldeck-home"))
+    monkeypatch.setenv("SKILLDECK_KEYRING", "0")  # OAuth tokens a test stores go to that home, never to a keyring

@@ -13,6 +13,9 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     │   ├── ConfigError
     │   ├── AuthConfigError
     │   │   └── JwksUnavailable
+    │   ├── LoginRequired
+    │   ├── LoginFailed
+    │   ├── CredentialStoreError
     │   ├── ServeError
     │   ├── SnapshotError
     │   ├── EncoderUnavailable
@@ -50,6 +53,7 @@ __all__ = [
     "AuthConfigError",
     "BudgetExceeded",
     "ConfigError",
+    "CredentialStoreError",
     "CrossOriginRead",
     "DynamicSkillRefused",
     "EncoderUnavailable",
@@ -58,6 +62,8 @@ __all__ = [
     "GateRefused",
     "InvalidArguments",
     "JwksUnavailable",
+    "LoginFailed",
+    "LoginRequired",
     "MessageTooLarge",
     "NotApproved",
     "NotServedError",
@@ -162,6 +168,23 @@ class JwksUnavailable(AuthConfigError):
 
     At start it stops the server; later, the last good key set stays in force and the reason is logged.
     """
+
+
+class LoginRequired(UsageError):
+    """An upstream asks for an OAuth login that the host will not run while serving; the message names the command."""
+
+    def __init__(self, message: str, *, label: str, command: str) -> None:
+        super().__init__(message)
+        self.label = label
+        self.command = command
+
+
+class LoginFailed(UsageError):
+    """``skilldeck login`` did not end with tokens: refused, timed out, or the server's OAuth flow failed."""
+
+
+class CredentialStoreError(UsageError):
+    """Stored OAuth credentials cannot be read or written (a folder that is not private, an unreadable file)."""
 
 
 class ServeError(UsageError):

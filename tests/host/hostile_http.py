@@ -11,6 +11,7 @@ for that loop), which also suits tests that call the CLI's ``main``.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -40,27 +41,38 @@ def hostile_app(server: MCPServer[Any], method: str, answer: Answer) -> App:
         if scope["type"] != "http" or scope["method"] != "POST":
             await inner(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await read_body(receive)
         request = json.loads(body)
         if isinstance(request, dict) and request.get("method") == method:
             await answer(request.get("id"), receive, send)
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await inner(scope, replay, send)
+        await inner(scope, replaying(body, receive), send)
 
     return app
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole body of the request ``receive`` belongs to."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app ``body`` (read already) first, then what ``receive`` brings."""
+    replayed = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _start(send: Send, content_type: bytes) -> None:
@@ -131,10 +143,11 @@ def _url(server: uvicorn.Server, path: str) -> str:
 
 
 @contextmanager
-def serving_in_thread(app: App, path: str = "/mcp") -> Iterator[str]:
-    """``app`` on a free loopback port for the block, in a thread of its own; yields the URL."""
+def serving_in_thread(app: App, path: str = "/mcp", sock: socket.socket | None = None) -> Iterator[str]:
+    """``app`` on a free loopback port (or on ``sock``, bound already) for the block, in a thread of its own;
+    yields the URL."""
     server = uvicorn.Server(_config(app))
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock] if sock else None}, daemon=True)
     thread.start()
     try:
         for _ in range(500):

@@ -23,6 +23,7 @@ from skilldeck.cli.authoring import add_authoring_commands
 from skilldeck.cli.exits import ExitCode, exit_for
 from skilldeck.cli.gateway import add_gateway_command
 from skilldeck.cli.host import add_host_commands
+from skilldeck.cli.login import add_login_commands
 from skilldeck.cli.output import (
     JsonLinesConsole,
     StdoutConsole,
@@ -106,6 +107,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
+    add_login_commands(sub)
     add_authoring_commands(sub)
     return parser
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,10 +41,9 @@ logger = logging.getLogger(__name__)
 
 
 def _home() -> Path:
-    if env := os.environ.get("SKILLDECK_HOME"):
-        return Path(env)
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "skilldeck"
+    from skilldeck.host.credentials import skilldeck_home
+
+    return skilldeck_home()
 
 
 def _mebibytes(value: str) -> int:

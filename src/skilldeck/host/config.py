@@ -20,11 +20,16 @@ A label given twice in one file is refused, naming the label and the line of eac
 only the last, so the first server would silently not be connected.
 
 Secrets stay out of the file: ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``,
-``url`` and ``headers`` are replaced by the environment's values (the convention of Claude Code's and
+``url``, ``headers`` and ``oauth`` are replaced by the environment's values (the convention of Claude Code's and
 VS Code's MCP configs); ``default`` stands in when ``VAR`` is unset or empty. A variable that is
 unset, with no default, is an error naming the entry and the variable. What came from the
 environment is remembered with the spec (:attr:`ServerSpec.hidden`), so that a message about a
 server shows ``${VAR}``, never the value (:meth:`ServerSpec.redact`).
+
+An HTTP entry without an ``Authorization`` header logs in with OAuth 2.1 when its server asks for
+it (``skilldeck login LABEL``, see ``docs/oauth.md``); its ``"oauth"`` object tunes that
+(:class:`OAuthSettings`: scope, a pre-registered client, ``"grant": "client_credentials"`` for a
+machine-to-machine entry), and ``"oauth": false`` turns it off.
 """
 
 from __future__ import annotations
@@ -32,9 +37,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -46,6 +51,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "HttpServer",
     "InProcessServer",
+    "OAuthSettings",
     "ServerSpec",
     "StdioServer",
     "load_config",
@@ -66,12 +72,38 @@ class StdioServer:
 
 
 @dataclass(frozen=True)
+class OAuthSettings:
+    """How the host logs in to an HTTP server that asks for OAuth 2.1 (the entry's ``"oauth"`` object).
+
+    Every field is optional: by default the client registers itself (dynamic client registration)
+    and asks for the scopes the server's challenge or metadata names. See ``docs/oauth.md``.
+    """
+
+    scope: str | None = None
+    """Scopes to ask for (space-separated) instead of those the server names."""
+    client_id: str | None = None
+    """A client registered beforehand with the authorization server (no dynamic registration)."""
+    client_secret: str | None = field(default=None, repr=False)  # a secret: never in a repr
+    client_metadata_url: str | None = None
+    """An https URL of a client ID metadata document, used as the client id where the server supports it."""
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    """``client_credentials``: a machine-to-machine entry, which never needs ``skilldeck login``."""
+    issuer: str | None = None
+    """The authorization server the client credentials belong to: tokens are asked of it alone."""
+    callback_port: int | None = None
+    """The loopback port ``skilldeck login`` listens on (for a client registered with a fixed redirect URI)."""
+
+
+@dataclass(frozen=True)
 class HttpServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never in a repr
     sse: bool = False
     """The legacy HTTP+SSE transport (``"type": "sse"``: an event stream at ``url`` and POSTs to the
     endpoint it names), not streamable HTTP."""
+    oauth: OAuthSettings | None = field(default_factory=OAuthSettings)
+    """OAuth 2.1 on demand: used while ``headers`` have no ``Authorization`` header, once the server
+    answers 401; ``None`` (``"oauth": false``): the server is spoken to with ``headers`` alone."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +122,8 @@ class ServerSpec:
     timeout: float = DEFAULT_TIMEOUT
     hidden: tuple[tuple[str, str], ...] = ()
     """``(value, "${VAR}")`` for each value the entry took from the environment (see the module docs)."""
+    source: str | None = field(default=None, compare=False)
+    """The configuration file the entry was read from (``None`` when it was not), for the commands a message names."""
 
     def redact(self, text: str) -> str:
         """``text`` with every value this spec took from the environment written as its ``${VAR}``."""
@@ -147,6 +181,43 @@ class _Switch(Model, extra="allow"):
     disabled: bool = Field(default=False, description="true or false")
 
 
+class _OAuth(Model):
+    """An entry's ``"oauth"`` object; its keys are spelt as the file spells them (camelCase)."""
+
+    expected = "false, or an object of OAuth settings (scope, clientId, clientSecret, clientMetadataUrl, grant, issuer, callbackPort)"
+    scope: str | None = Field(default=None, min_length=1, description="a space-separated string of scopes")
+    clientId: str | None = Field(default=None, min_length=1, description="a non-empty string")
+    clientSecret: str | None = Field(default=None, min_length=1, description="a non-empty string")
+    clientMetadataUrl: str | None = Field(
+        default=None, pattern="^https://[^/]+/.+", description="an https:// URL with a path"
+    )
+    grant: Literal["authorization_code", "client_credentials"] = Field(
+        default="authorization_code", description="'authorization_code' or 'client_credentials'"
+    )
+    issuer: str | None = Field(default=None, pattern="^https?://", description="an http:// or https:// URL")
+    callbackPort: int | None = Field(default=None, ge=1, le=65535, description="a port number (1-65535)")
+
+    def problem(self) -> str | None:
+        """What is missing for the settings to be used (checked by the entry: a validator here would hide
+        the field's own hint when the entry reports a wrong value)."""
+        if self.grant == "client_credentials" and not (self.clientId and self.clientSecret):
+            return "'oauth': 'grant' is 'client_credentials', so it needs 'clientId' and 'clientSecret'"
+        if self.clientSecret and not self.clientId:
+            return "'oauth': 'clientSecret' needs the 'clientId' it belongs to"
+        return None
+
+    def settings(self) -> OAuthSettings:
+        return OAuthSettings(
+            scope=self.scope,
+            client_id=self.clientId,
+            client_secret=self.clientSecret,
+            client_metadata_url=self.clientMetadataUrl,
+            grant=self.grant,
+            issuer=self.issuer,
+            callback_port=self.callbackPort,
+        )
+
+
 class _Entry(Model, extra="allow"):
     """One server entry; clients keep keys of their own in it, which are passed over."""
 
@@ -159,6 +230,7 @@ class _Entry(Model, extra="allow"):
     url: str = Field(default="", pattern="^https?://", description="an http:// or https:// URL")
     headers: dict[str, str] | None = Field(default=None, description="an object of strings")
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0, description="a positive number of seconds")
+    oauth: bool | _OAuth = Field(default=True, description="false, or an object of OAuth settings")
 
     @field_validator("type")
     @classmethod
@@ -179,14 +251,38 @@ class _Entry(Model, extra="allow"):
             raise ValueError(f"'type' is {declared!r}, so it needs a 'url'")
         return self
 
+    @model_validator(mode="after")
+    def _oauth_fits(self) -> _Entry:
+        """An ``oauth`` object belongs to an HTTP entry that sends no ``Authorization`` header of its own."""
+        if "oauth" in self.model_fields_set and not self._http:
+            raise ValueError(
+                "'oauth' is for an HTTP server (one with a 'url'); a stdio server takes its secrets in 'env'"
+            )
+        if not isinstance(self.oauth, _OAuth):
+            return self
+        if (problem := self.oauth.problem()) is not None:
+            raise ValueError(problem)
+        if self._authorization:
+            raise ValueError("'headers' has an Authorization header already: remove it to log in with 'oauth'")
+        return self
+
+    @property
+    def _http(self) -> bool:
+        return self.type in _HTTP_TYPES or (self.type is None and "command" not in self.model_fields_set)
+
+    @property
+    def _authorization(self) -> bool:
+        return any(name.lower() == "authorization" for name in self.headers or {})
+
     def transport(self) -> StdioServer | HttpServer:
-        if self.type in _HTTP_TYPES or (self.type is None and "command" not in self.model_fields_set):
-            return HttpServer(self.url, dict(self.headers or {}), sse=self.type == "sse")
+        if self._http:
+            oauth = self.oauth.settings() if isinstance(self.oauth, _OAuth) else OAuthSettings() if self.oauth else None
+            return HttpServer(self.url, dict(self.headers or {}), sse=self.type == "sse", oauth=oauth)
         return StdioServer(self.command, tuple(self.args), self.env or None, self.cwd)
 
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_EXPANDED = ("command", "args", "env", "url", "headers")
+_EXPANDED = ("command", "args", "env", "url", "headers", "oauth")
 """The fields of an entry in which ``${VAR}`` is expanded."""
 _MIN_HIDDEN = 4
 """A value taken from the environment shorter than this is not redacted (it would mangle every message)."""
@@ -266,9 +362,10 @@ def load_config(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOU
     Raises:
         ConfigError: the file is missing, not JSON, or not a valid configuration.
     """
-    return load_document(
+    specs = load_document(
         path, lambda data: parse_config(data, timeout=timeout), ConfigError, what="configuration", check=_no_twice
     )
+    return [replace(spec, source=os.fspath(path)) for spec in specs]
 
 
 def _no_twice(text: str, data: object) -> None:

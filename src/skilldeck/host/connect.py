@@ -53,6 +53,7 @@ import anyio.lowlevel
 import httpx2
 from anyio.abc import TaskGroup
 from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthFlowError
 from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
@@ -75,10 +76,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skilldeck._awaitable import maybe_await
-from skilldeck.errors import MessageTooLarge
+from skilldeck.errors import LoginRequired, MessageTooLarge
 from skilldeck.host import stdio_guard
 from skilldeck.host.backoff import Backoff, RetrySchedule
 from skilldeck.host.config import HttpServer, InProcessServer, ServerSpec, StdioServer
+from skilldeck.host.credentials import CredentialStore, default_store
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
 
 __all__ = [
@@ -91,6 +93,7 @@ __all__ = [
     "ServerRequestHandler",
     "StateListener",
     "Transition",
+    "connect_once",
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
@@ -217,6 +220,10 @@ def _describe(exc: BaseException) -> str:
         inner = [e for e in exc.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
         if inner:
             return _describe(inner[0])
+    if isinstance(exc, LoginRequired):
+        return str(exc)
+    if isinstance(exc, OAuthFlowError):  # discovery, registration or a token request of the SDK's flow failed
+        return f"OAuth failed: {exc}"
     if (fault := _transport_fault(exc)) is not None:
         return fault
     if isinstance(exc, FileNotFoundError):
@@ -469,10 +476,11 @@ async def _http(
     limit: int,
     on_over: Callable[[str], None],
     on_lost: Callable[[str], None] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[Any]:
     """Streamable HTTP on a capped HTTP client, closed with the session."""
     async with (
-        _capped_http_client(headers, limit, on_over, on_lost=on_lost) as http,
+        _capped_http_client(headers, limit, on_over, auth=auth, on_lost=on_lost) as http,
         # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
         streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
     ):
@@ -486,6 +494,7 @@ async def _sse(
     limit: int,
     on_over: Callable[[str], None],
     on_lost: Callable[[str], None] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[Any]:
     """The legacy HTTP+SSE transport (the SDK's client), its event stream and POSTs under the same cap."""
 
@@ -494,7 +503,7 @@ async def _sse(
     ) -> httpx2.AsyncClient:
         return _capped_http_client(headers, limit, on_over, timeout, auth, on_lost)
 
-    async with sse_client(url, headers=headers, httpx_client_factory=factory) as streams:
+    async with sse_client(url, headers=headers, httpx_client_factory=factory, auth=auth) as streams:
         yield streams
 
 
@@ -521,7 +530,9 @@ def _client_for(
     callbacks: dict[str, Any] | None = None,
     on_end: Callable[[], None] | None = None,
     on_lost: Callable[[str], None] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> Client:
+    """An SDK ``Client`` for ``spec`` under the host's caps; an HTTP server's requests go through ``auth`` (OAuth)."""
     transport = spec.transport
     target: Any
     if isinstance(transport, StdioServer):
@@ -533,9 +544,9 @@ def _client_for(
             target = _watched(target, on_end)
     elif isinstance(transport, HttpServer):
         if transport.sse:
-            target = _sse(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost)
+            target = _sse(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
         else:
-            target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost)
+            target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
         if on_end is not None:
             target = _watched(target, on_end)
     elif isinstance(transport, InProcessServer):
@@ -550,6 +561,12 @@ def _client_for(
         message_handler=message_handler,
         **(callbacks or {}),
     )
+
+
+async def connect_once(spec: ServerSpec, auth: httpx2.Auth | None = None) -> None:
+    """Open a session with ``spec``'s server (through ``auth``, for an HTTP server) and close it again."""
+    async with _client_for(spec, spec.timeout, auth=auth):
+        pass
 
 
 class Connections(Unwinding):
@@ -573,6 +590,9 @@ class Connections(Unwinding):
             answer to one request that passes the limit or does not parse fails that request only.
         on_transition: told ``(label, text)`` once per transition of a supervised server (lost,
             retried); by default each is logged as a warning.
+        credentials: where the OAuth tokens of HTTP servers are read and refreshed tokens written
+            (:mod:`skilldeck.host.credentials`); by default the user's store (:func:`default_store`).
+            A server that needs a login is unavailable, its reason naming the command to run.
     """
 
     def __init__(
@@ -586,6 +606,7 @@ class Connections(Unwinding):
         server_requests: bool = False,
         restart: Backoff | None = None,
         on_transition: Transition | None = None,
+        credentials: CredentialStore | None = None,
     ) -> None:
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes <= 0:
             from skilldeck.errors import ConfigError
@@ -621,6 +642,17 @@ class Connections(Unwinding):
         self._state_listeners: list[StateListener] = []
         self._given_up: set[str] = set()
         self._exit_codes: dict[str, int] = {}
+        self._credentials = credentials
+
+    def _auth(self, spec: ServerSpec) -> httpx2.Auth | None:
+        """The OAuth of an HTTP entry that has it, from the stored tokens of its server (read on each attempt)."""
+        if not (isinstance(spec.transport, HttpServer) and spec.transport.oauth is not None):
+            return None  # stdio, in-process, "oauth": false: no store is opened
+        from skilldeck.host.oauth import auth_for  # the SDK's OAuth client, for the entries that need it
+
+        if self._credentials is None:
+            self._credentials = default_store()
+        return auth_for(spec, self._credentials)
 
     async def __aenter__(self) -> Connections:
         async with AsyncExitStack() as stack:
@@ -913,6 +945,7 @@ class Connections(Unwinding):
                         callbacks=self._request_callbacks(label),
                         on_end=on_end if schedule is not None else None,
                         on_lost=on_lost if schedule is not None else None,
+                        auth=self._auth(spec),
                     )
                     async with client:
                         settings = declared_skills_settings(client)
