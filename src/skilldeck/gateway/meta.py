@@ -36,7 +36,7 @@ from pydantic import (
     WithJsonSchema,
     field_validator,
 )
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import CoreSchema, ErrorDetails, core_schema
 from typing_extensions import TypedDict
 
@@ -315,7 +315,7 @@ class ReadSkillFileResult(TypedDict):
 class _WireSchema(GenerateJsonSchema):
     """JSON Schema as a client reads it: no titles, no ``null`` alternative for an optional field, no ``$ref``."""
 
-    def field_title_should_be_set(self, schema: Any) -> bool:
+    def field_title_should_be_set(self, schema: object) -> bool:
         return False
 
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
@@ -327,14 +327,15 @@ class _WireSchema(GenerateJsonSchema):
             del generated["default"]
         return generated
 
-    def generate(self, schema: CoreSchema, mode: Any = "validation") -> JsonSchemaValue:
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
         generated = super().generate(schema, mode)
         definitions = generated.pop("$defs", {})
-        wire: JsonSchemaValue = _without_titles(_inlined(generated, definitions))
+        wire = _without_titles(_inlined(generated, definitions))
+        assert isinstance(wire, dict)
         return wire
 
 
-def _inlined(value: Any, definitions: Mapping[str, Any]) -> Any:
+def _inlined(value: object, definitions: Mapping[str, object]) -> object:
     if isinstance(value, dict):
         ref = value.get("$ref")
         if isinstance(ref, str):
@@ -345,7 +346,7 @@ def _inlined(value: Any, definitions: Mapping[str, Any]) -> Any:
     return value
 
 
-def _without_titles(schema: Any, *, top: bool = True) -> Any:
+def _without_titles(schema: object, *, top: bool = True) -> object:
     """``schema`` without the title and docstring of each class it was made from (for readers of this module)."""
     if isinstance(schema, list):
         return [_without_titles(v, top=False) for v in schema]
@@ -359,13 +360,13 @@ def _without_titles(schema: Any, *, top: bool = True) -> Any:
     }
 
 
-def _input_schema(model: type[MetaArguments]) -> dict[str, Any]:
+def _input_schema(model: type[MetaArguments]) -> JsonSchemaValue:
     schema = model.model_json_schema(schema_generator=_WireSchema)
     return {**schema, "additionalProperties": False}
 
 
-def _output_schema(result: type[Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = TypeAdapter(result).json_schema(schema_generator=_WireSchema)
+def _output_schema(result: type[object]) -> JsonSchemaValue:
+    schema: JsonSchemaValue = TypeAdapter(result).json_schema(schema_generator=_WireSchema)
     return schema
 
 
@@ -377,13 +378,13 @@ class MetaTool:
     title: str
     description: str
     arguments: type[MetaArguments]
-    result: type[Any] | None
+    result: type[object] | None
     """The typed dict of ``structuredContent`` (``None``: the upstream's result, passed on as it came)."""
     annotations: Mapping[str, bool]
 
-    def listed(self) -> dict[str, Any]:
+    def listed(self) -> JsonSchemaValue:
         """The tool as ``tools/list`` shows it (the ``outputSchema`` generated from the result type)."""
-        tool: dict[str, Any] = {
+        tool: JsonSchemaValue = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
