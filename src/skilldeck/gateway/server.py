@@ -57,9 +57,8 @@ from skilldeck.gateway.service import GatewayService, tool_id
 from skilldeck.select.project import tool_function_name
 from skilldeck.server.app import request_state_security
 from skilldeck.serving.clients import MAX_CONVERSATION_CHARS
-from skilldeck.serving.identity import CONVERSATION_META_KEY, RequestIdentity, caller_of, identify, is_legacy
+from skilldeck.serving.identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
 from skilldeck.serving.legacy import LegacyConnections
-from skilldeck.serving.policy import Caller
 from skilldeck.skill.tags import neutralise_in
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
@@ -193,19 +192,12 @@ class GatewayMiddleware:
 
     # -- who is asking -----------------------------------------------------------------------------
 
-    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
-        return caller_of(self.service.policy, ctx)
-
     def identify(self, ctx: ServerRequestContext[Any, Any]) -> RequestIdentity:
         """Who the request behind ``ctx`` is answered for, and its activation (see :mod:`skilldeck.serving.identity`)."""
         who = identify(ctx, self.service.policy, self.legacy)
         if who.connection is not None:  # one activation per live legacy connection, dropped with it
             self._activation_keys[who.connection] = who.client
         return who
-
-    def client(self, ctx: ServerRequestContext[Any, Any], caller: Caller | None = None) -> str:
-        """The activation key of the client behind ``ctx`` (see :mod:`skilldeck.gateway.activation`)."""
-        return self.identify(ctx).client
 
     def _forget(self, connection: int) -> None:
         key = self._activation_keys.pop(connection, None)
@@ -243,11 +235,11 @@ class GatewayMiddleware:
     def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         tools = [dict(t) for t in META_TOOLS]
         listed = set()
-        caller = self.caller(ctx)
-        routed = self.service.tools_for(caller)
+        who = self.identify(ctx)
+        routed = self.service.tools_for(who.caller)
         shown = [p for p in self.service.pinned if routed is None or tool_id(*p) in routed]
-        if is_legacy(ctx):
-            activation = self.service.activations.peek(self.identify(ctx).client)
+        if who.connection is not None:  # a legacy session: the tools it loaded are listed too
+            activation = self.service.activations.peek(who.client)
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
         registry_tools = {(t.label, t.name): t.tool for t in self.service.host.registry.tools()}

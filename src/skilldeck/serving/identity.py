@@ -67,8 +67,8 @@ def identify(ctx: ServerRequestContext[Any, Any], policy: Policy | None, legacy:
     per live connection. A 2026-07-28 request's activation is the caller's, kept apart per
     conversation when the request names one (``_meta["dev.skilldeck/conversation"]``).
     """
-    access = get_access_token()
-    caller = caller_for(policy, access, locale_hint(ctx))
+    caller = caller_of(policy, ctx)
+    access = get_access_token()  # the token caller_of read: it keys the activation when nothing else names the caller
     token = access.token if access is not None else None
     if is_legacy(ctx):
         connection, record = legacy.connection(ctx.session)
