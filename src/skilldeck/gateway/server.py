@@ -29,7 +29,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, LOG_LEVEL_META_KEY, LoggingMessageNotificationParams
+from mcp_types import INVALID_PARAMS, LoggingMessageNotificationParams
 from mcp_types.methods import serialize_server_result
 
 from skilldeck import __version__
@@ -56,7 +56,6 @@ from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService, tool_id
 from skilldeck.select.project import tool_function_name
 from skilldeck.server.app import request_state_security
-from skilldeck.serving.clients import MAX_CONVERSATION_CHARS
 from skilldeck.serving.identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
 from skilldeck.serving.legacy import LegacyConnections
 from skilldeck.skill.tags import neutralise_in
@@ -107,26 +106,6 @@ def _call_refusal(name: object, arguments: object) -> str | None:
     if arguments is not None and not isinstance(arguments, dict):
         return "arguments must be an object"
     return None
-
-
-def _conversation_refusal(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """Why a 2026-07-28 request's conversation id cannot be used, or ``None``.
-
-    An unusable id is refused rather than ignored: ignoring it would answer the request from the
-    caller's shared (no conversation) activation, which the client asked to be kept apart from.
-    """
-    if is_legacy(ctx):
-        return None
-    meta: Any = ctx.meta or {}
-    if not isinstance(meta, dict) or CONVERSATION_META_KEY not in meta:
-        return None
-    value = meta[CONVERSATION_META_KEY]
-    if isinstance(value, str) and 0 < len(value) <= MAX_CONVERSATION_CHARS and value.isprintable():
-        return None
-    return (
-        f"_meta[{CONVERSATION_META_KEY!r}] must be a printable string of 1 to {MAX_CONVERSATION_CHARS} "
-        "characters; nothing was done. Send a shorter id, or none to use your shared activation."
-    )
 
 
 def _find_text(result: FindResult) -> str:
@@ -238,7 +217,7 @@ class GatewayMiddleware:
         who = self.identify(ctx)
         routed = self.service.tools_for(who.caller)
         shown = [p for p in self.service.pinned if routed is None or tool_id(*p) in routed]
-        if who.connection is not None:  # a legacy session: the tools it loaded are listed too
+        if who.legacy:  # a legacy session: the tools it loaded are listed too
             activation = self.service.activations.peek(who.client)
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
@@ -267,12 +246,14 @@ class GatewayMiddleware:
         """``tools/call``: a meta-tool, checked by its model and answered by its handler; else a listed upstream tool."""
         params = ctx.params if isinstance(ctx.params, dict) else {}
         name, arguments = params.get("name"), params.get("arguments")
-        refusal = _call_refusal(name, arguments) or _conversation_refusal(ctx)
+        refusal = _call_refusal(name, arguments)
         if refusal is not None:
             return _refused(refusal)
         args: dict[str, Any] = arguments or {}
         try:
             who = self.identify(ctx)
+            if who.refusal is not None:
+                return _refused(who.refusal)
             meta = META.get(str(name))
             if meta is None:  # a pinned or injected tool, by the name the gateway listed it under
                 return await self._upstream_call(ctx, who, str(name), args)
@@ -288,7 +269,7 @@ class GatewayMiddleware:
     async def _load(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
         load: LoadArguments = args
         loaded = cast(LoadResult, await self.service.load(who.caller, who.client, load.ids))
-        if loaded["tools"] and is_legacy(ctx):
+        if loaded["tools"] and who.legacy:
             await self._announce(ctx.session)
         answer = _ok(loaded, _load_text(loaded))
         answer["isError"] = not loaded["skills"] and not loaded["tools"]  # nothing loaded: a model must notice
@@ -318,7 +299,7 @@ class GatewayMiddleware:
             arguments,
             progress=_progress_relay(ctx),
             relay=call_relay(ctx),
-            **_log_relay(ctx, who.log_level),
+            **_log_relay(ctx, who),
         )
         return result if self.forwarded is None else self.forwarded.tool_result(result)
 
@@ -354,20 +335,16 @@ def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
     return ctx.session.report_progress
 
 
-def _log_relay(ctx: ServerRequestContext[Any, Any], minimum: str = "debug") -> dict[str, Any]:
+def _log_relay(ctx: ServerRequestContext[Any, Any], who: RequestIdentity) -> dict[str, Any]:
     """``log``/``log_level`` for :meth:`GatewayService.call`: the upstream's log messages go to this request.
 
     A 2026-07-28 client gets them only when its request opted in (``_meta`` log level), at that level
     and above (the SDK's gate on this request's session); a 2025-11-25 client gets those at or above
-    ``minimum``, the level it set with ``logging/setLevel`` (every level until it does).
+    the level it set with ``logging/setLevel`` (every level until it does).
     """
-    if not is_legacy(ctx):
-        meta: Any = ctx.meta or {}
-        level = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
-        if not isinstance(level, str):
-            return {}
-    else:
-        level = "debug"
+    if who.log_level is None:
+        return {}
+    level, minimum = ("debug", who.log_level) if who.legacy else (who.log_level, "debug")
     session, request_id = ctx.session, ctx.request_id
 
     async def relay(params: LoggingMessageNotificationParams) -> None:
