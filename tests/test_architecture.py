@@ -24,6 +24,9 @@ PURE = [
     "host/approvals.py",
     "host/cache.py",
     "server/policy.py",
+    "serving/policy.py",
+    "serving/clients.py",
+    "serving/audit.py",
     "server/audience.py",
     "server/service.py",
     "select/snapshot.py",
@@ -102,6 +105,15 @@ def test_server_never_imports_host_or_cli() -> None:
     for path in (SRC / "server").glob("*.py"):
         for name in imported_modules(path):
             assert not name.startswith(("skilldeck.host", "skilldeck.cli", "skilldeck.demo")), (path, name)
+
+
+def test_serving_sits_below_server_and_gateway() -> None:
+    """What the skills server and the gateway share imports neither of them (nor the host or the CLI)."""
+    for path in (SRC / "serving").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(
+                ("skilldeck.server", "skilldeck.gateway", "skilldeck.host", "skilldeck.cli", "skilldeck.agents")
+            ), (path, name)
 
 
 def module_graph() -> dict[str, set[str]]:

@@ -33,11 +33,9 @@ from langgraph.types import Command
 
 from skilldeck.agents.session import SkillSession
 from skilldeck.errors import SkilldeckError, shorten
+from skilldeck.gateway.meta import MAX_LOAD_IDS
 
 __all__ = ["MAX_LOAD_IDS", "SkillMiddleware", "session_of", "tool_name"]
-
-MAX_LOAD_IDS = 16
-"""Card ids one ``load_skill`` call may name; more is refused whole (a model looping on ids is cut short)."""
 
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
 

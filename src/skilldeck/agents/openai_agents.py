@@ -39,11 +39,9 @@ from mcp.types import Tool as MCPTool
 
 from skilldeck.agents.session import SkillSession
 from skilldeck.errors import SkilldeckError, shorten
+from skilldeck.gateway.meta import MAX_LOAD_IDS
 
 __all__ = ["MAX_LOAD_IDS", "SkillTools", "session_of"]
-
-MAX_LOAD_IDS = 16
-"""Card ids one ``load_skill`` call may name; more is refused whole (a model looping on ids is cut short)."""
 
 
 def session_of(context: object) -> SkillSession:

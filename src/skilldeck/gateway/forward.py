@@ -60,7 +60,6 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 import anyio
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionBus
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -81,9 +80,9 @@ from skilldeck.gateway.resource_listen import UpstreamResourceListen
 from skilldeck.gateway.service import GatewayService
 from skilldeck.gateway.upstreams import ORIGIN_META, with_origin
 from skilldeck.host.connect import Connected
-from skilldeck.server.middleware import locale_hint
-from skilldeck.server.notifier import LegacyConnections
-from skilldeck.server.policy import Caller, caller_for
+from skilldeck.serving.identity import caller_of
+from skilldeck.serving.legacy import LegacyConnections
+from skilldeck.serving.policy import Caller
 from skilldeck.skill.tags import neutralise_in
 from skilldeck.skill.uri import SCHEME as SKILL_SCHEME
 
@@ -256,16 +255,23 @@ class ForwardedUpstreams:
         subscriptions: the ``subscriptions/listen`` bus the gateway serves.
         skills_republished: whether ``skill://`` is the re-published skills' (upstream ``skill://``
             resources are then left out).
+        legacy: the process's table of live legacy connections (one is kept when omitted).
     """
 
     def __init__(
-        self, service: GatewayService, subscriptions: SubscriptionBus, *, skills_republished: bool = True
+        self,
+        service: GatewayService,
+        subscriptions: SubscriptionBus,
+        *,
+        skills_republished: bool = True,
+        legacy: LegacyConnections | None = None,
     ) -> None:
         self.service = service
         self.subscriptions = subscriptions
         self.skills_republished = skills_republished
-        self.legacy = LegacyConnections(on_forget=self._forget)
-        """Legacy connections told of list changes and resource updates."""
+        self.legacy = legacy if legacy is not None else LegacyConnections()
+        """Legacy connections told of list changes and resource updates (the gateway's one table)."""
+        self.legacy.on_forget(self._forget)
         self._subscribers: dict[tuple[str, str], set[Any]] = {}
         """Per upstream resource ``(label, uri)``: who subscribed (a legacy connection key, or a listen stream)."""
         self._pending: dict[tuple[str, str], set[Any]] = {}
@@ -278,7 +284,7 @@ class ForwardedUpstreams:
     # -- who asks, and what they may see -----------------------------------------------------------
 
     def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
-        return caller_for(self.service.policy, get_access_token(), locale_hint(ctx))
+        return caller_of(self.service.policy, ctx)
 
     def admits(self, caller: Caller, label: str, key: str) -> bool:
         """Whether ``caller`` may see ``key`` (a prompt name, resource URI or template) of ``label``."""

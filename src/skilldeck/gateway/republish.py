@@ -43,6 +43,7 @@ from skilldeck.host.registry import SkillRecord
 from skilldeck.server.catalog import CatalogDiff
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.remote import RemoteSkill
+from skilldeck.serving.legacy import LegacyConnections
 from skilldeck.skill.manifest import SkillEntry, SkillResource
 from skilldeck.skill.uri import SCHEME, SKILL_MD, directory_uri, file_uri, skill_root_uri
 
@@ -74,6 +75,7 @@ class RepublishedSkills:
         subscriptions: the ``subscriptions/listen`` bus the gateway serves (one is created when omitted).
         page_size, ttl_ms, cache_scope: as :class:`~skilldeck.server.SkillsExtension`'s.
         max_held: verified skills held between reads of their files.
+        legacy: the gateway's table of live legacy connections (told of skill list changes).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class RepublishedSkills:
         ttl_ms: int = 60_000,
         cache_scope: Literal["public", "private"] = "public",
         max_held: int = MAX_HELD_SKILLS,
+        legacy: LegacyConnections | None = None,
     ) -> None:
         self.gateway = service
         self.max_held = max_held
@@ -96,6 +99,7 @@ class RepublishedSkills:
             cache_scope=cache_scope,
             subscriptions=subscriptions,
             policy=service.policy,
+            legacy=legacy,
         )
 
     @property

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias, cast
 
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateCodec
@@ -30,32 +29,40 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, LOG_LEVEL_META_KEY, LoggingMessageNotificationParams
+from mcp_types import INVALID_PARAMS, LoggingMessageNotificationParams
 from mcp_types.methods import serialize_server_result
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck import __version__
-from skilldeck.errors import GateRefused, SkilldeckError
-from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, client_key
+from skilldeck.errors import SkilldeckError
 from skilldeck.gateway.forward import ForwardedUpstreams
-from skilldeck.gateway.meta import CALL, FIND, LOAD, MAX_ID_CHARS, META_TOOLS, READ_SKILL_FILE
+from skilldeck.gateway.meta import (
+    CALL,
+    FIND,
+    LOAD,
+    MAX_ID_CHARS,
+    META,
+    META_TOOLS,
+    READ_SKILL_FILE,
+    CallArguments,
+    FindArguments,
+    FindResult,
+    LoadArguments,
+    LoadResult,
+    ReadSkillFileArguments,
+    ReadSkillFileResult,
+)
 from skilldeck.gateway.relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway.republish import RepublishedSkills
 from skilldeck.gateway.service import GatewayService, tool_id
-from skilldeck.select.decide import MAX_NEEDS
 from skilldeck.select.project import tool_function_name
 from skilldeck.server.app import request_state_security
-from skilldeck.server.middleware import locale_hint
-from skilldeck.server.notifier import LegacyConnections
-from skilldeck.server.policy import HINTS_PREFIX, Caller, caller_for
+from skilldeck.serving.identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
+from skilldeck.serving.legacy import LegacyConnections
 from skilldeck.skill.tags import neutralise_in
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
 
 logger = logging.getLogger(__name__)
-
-CONVERSATION_META_KEY = HINTS_PREFIX + "conversation"
-"""Request ``_meta`` key a 2026-07-28 client may send to keep activations of conversations apart."""
 
 LIST_TTL_MS = 60_000
 """How long a client may reuse the gateway's ``tools/list`` (it changes only when a pinned tool does)."""
@@ -67,11 +74,18 @@ INSTRUCTIONS = (
 )
 
 
-def _text(value: Any) -> str:
+ToolResult: TypeAlias = dict[str, Any]
+"""A ``tools/call`` result as JSON (``content``, ``structuredContent``, ``isError``), as the upstream or the gateway gave it."""
+
+_MetaHandler: TypeAlias = Callable[[ServerRequestContext[Any, Any], RequestIdentity, Any], Awaitable[ToolResult]]
+"""Answers one meta-tool for one request, given its identity and its arguments (an instance of the tool's model)."""
+
+
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
 
 
-def _ok(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+def _ok(structured: Mapping[str, object], text: str | None = None) -> ToolResult:
     return {
         "content": [{"type": "text", "text": text if text is not None else _text(structured)}],
         "structuredContent": structured,
@@ -79,18 +93,22 @@ def _ok(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
     }
 
 
-def _refused(reason: str) -> dict[str, Any]:
+def _refused(reason: str) -> ToolResult:
     return {"content": [{"type": "text", "text": reason}], "isError": True}
 
 
-_TOO_LONG = f"at most {MAX_ID_CHARS} characters"
+def _call_refusal(name: object, arguments: object) -> str | None:
+    """Why a ``tools/call`` cannot name a tool with ``name`` and ``arguments``, or ``None``."""
+    if not isinstance(name, str):
+        return "tools/call needs a tool name"
+    if len(name) > MAX_ID_CHARS:
+        return f"a tool name is at most {MAX_ID_CHARS} characters; nothing was sent"
+    if arguments is not None and not isinstance(arguments, dict):
+        return "arguments must be an object"
+    return None
 
 
-def _too_long(value: object) -> bool:
-    return isinstance(value, str) and len(value) > MAX_ID_CHARS
-
-
-def _find_text(result: dict[str, Any]) -> str:
+def _find_text(result: FindResult) -> str:
     if result["abstain"]:
         lines = [f"No card fits well enough: {result['reason']}"]
         if result["cards"]:
@@ -105,7 +123,7 @@ def _find_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _load_text(result: dict[str, Any]) -> str:
+def _load_text(result: LoadResult) -> str:
     parts = [s["content"] for s in result["skills"]]
     if result["tools"]:
         parts.append(
@@ -120,9 +138,18 @@ def _load_text(result: dict[str, Any]) -> str:
 
 
 class GatewayMiddleware:
-    """Answers ``tools/list`` and ``tools/call`` for the gateway (see the module docs)."""
+    """Answers ``tools/list`` and ``tools/call`` for the gateway (see the module docs).
 
-    def __init__(self, service: GatewayService, subscriptions: SubscriptionBus | None = None) -> None:
+    ``legacy`` is the process's one table of live legacy connections (:func:`create_gateway` shares it
+    with the forwarded upstreams and the re-published skills); one is made when omitted.
+    """
+
+    def __init__(
+        self,
+        service: GatewayService,
+        subscriptions: SubscriptionBus | None = None,
+        legacy: LegacyConnections | None = None,
+    ) -> None:
         self.service = service
         self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
@@ -130,31 +157,28 @@ class GatewayMiddleware:
         """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
         self.forwarded: ForwardedUpstreams | None = None
         """The upstreams' resources, prompts and completions, forwarded (see :mod:`skilldeck.gateway.forward`)."""
-        self.legacy = LegacyConnections(on_forget=self._forget)
+        self.legacy = legacy if legacy is not None else LegacyConnections()
         """Live legacy connections (bounded); a connection forgotten takes its activation with it."""
+        self.legacy.on_forget(self._forget)
         self._activation_keys: dict[int, str] = {}
-        self._log_levels: dict[int, str] = {}
+        self._meta: dict[str, _MetaHandler] = {
+            FIND: self._find,
+            LOAD: self._load,
+            READ_SKILL_FILE: self._read_skill_file,
+            CALL: self._call_loaded,
+        }
+        """Each meta-tool's handler, by name (the tools themselves are declared in :mod:`skilldeck.gateway.meta`)."""
 
     # -- who is asking -----------------------------------------------------------------------------
 
-    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
-        return caller_for(self.service.policy, get_access_token(), locale_hint(ctx))
-
-    def client(self, ctx: ServerRequestContext[Any, Any], caller: Caller) -> str:
-        """The activation key of the client behind ``ctx`` (see :mod:`skilldeck.gateway.activation`)."""
-        access = get_access_token()
-        who = {"client_id": caller.client_id, "token": access.token if access is not None else None}
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            connection = self.legacy.remember(ctx.session)  # one activation per live legacy connection
-            key = client_key(f"session:{connection}", caller.subject, **who)
-            self._activation_keys[connection] = key
-            return key
-        meta = ctx.meta or {}
-        conversation = meta.get(CONVERSATION_META_KEY) if isinstance(meta, dict) else None
-        return client_key("http" if ctx.request is not None else "local", caller.subject, conversation, **who)
+    def identify(self, ctx: ServerRequestContext[Any, Any]) -> RequestIdentity:
+        """Who the request behind ``ctx`` is answered for, and its activation (see :mod:`skilldeck.serving.identity`)."""
+        who = identify(ctx, self.service.policy, self.legacy)
+        if who.connection is not None:  # one activation per live legacy connection, dropped with it
+            self._activation_keys[who.connection] = who.client
+        return who
 
     def _forget(self, connection: int) -> None:
-        self._log_levels.pop(connection, None)
         key = self._activation_keys.pop(connection, None)
         if key is not None:
             self.service.activations.drop(key)
@@ -169,7 +193,7 @@ class GatewayMiddleware:
             return serialize_server_result("tools/call", ctx.protocol_version, {"resultType": "complete", **result})
         if ctx.method == "initialize":
             return self._declare_list_changed(await call_next(ctx))
-        if ctx.method == "logging/setLevel" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        if ctx.method == "logging/setLevel" and is_legacy(ctx):
             return await self._set_log_level(ctx)
         return await call_next(ctx)
 
@@ -183,24 +207,18 @@ class GatewayMiddleware:
         level = params.get("level")
         if level not in LOG_LEVELS:
             raise MCPError(code=INVALID_PARAMS, message=f"level must be one of {', '.join(LOG_LEVELS)}")
-        self._log_levels[self.legacy.remember(ctx.session)] = level
-        await forward_log_level(self.service.host, min(self._log_levels.values(), key=LOG_LEVELS.index))
+        self.legacy.connection(ctx.session)[1].log_level = level
+        await forward_log_level(self.service.host, min(self.legacy.log_levels(), key=LOG_LEVELS.index))
         return {}
-
-    def _log_level(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        """The level a 2025-11-25 client set with ``logging/setLevel`` (``debug``, every message, until it does)."""
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return "debug"
-        return self._log_levels.get(self.legacy.remember(ctx.session), "debug")
 
     def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         tools = [dict(t) for t in META_TOOLS]
         listed = set()
-        caller = self.caller(ctx)
-        routed = self.service.tools_for(caller)
+        who = self.identify(ctx)
+        routed = self.service.tools_for(who.caller)
         shown = [p for p in self.service.pinned if routed is None or tool_id(*p) in routed]
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            activation = self.service.activations.peek(self.client(ctx, caller))
+        if who.legacy:  # a legacy session: the tools it loaded are listed too
+            activation = self.service.activations.peek(who.client)
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
         registry_tools = {(t.label, t.name): t.tool for t in self.service.host.registry.tools()}
@@ -224,113 +242,66 @@ class GatewayMiddleware:
         tool["description"] = f"[{label}] {description}".strip()
         return cast(dict[str, Any], neutralise_in(tool))  # the upstream's prose cannot forge an origin tag
 
-    async def _call(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    async def _call(self, ctx: ServerRequestContext[Any, Any]) -> ToolResult:
+        """``tools/call``: a meta-tool, checked by its model and answered by its handler; else a listed upstream tool."""
         params = ctx.params if isinstance(ctx.params, dict) else {}
-        name = params.get("name")
-        arguments = params.get("arguments")
-        if not isinstance(name, str):
-            return _refused("tools/call needs a tool name")
-        if _too_long(name):
-            return _refused(f"a tool name is {_TOO_LONG}; nothing was sent")
-        if arguments is not None and not isinstance(arguments, dict):
-            return _refused("arguments must be an object")
-        conversation = self._conversation_refusal(ctx)
-        if conversation is not None:
-            return _refused(conversation)
-        caller = self.caller(ctx)
-        client = self.client(ctx, caller)
+        name, arguments = params.get("name"), params.get("arguments")
+        refusal = _call_refusal(name, arguments)
+        if refusal is not None:
+            return _refused(refusal)
         args: dict[str, Any] = arguments or {}
-        service = self.service
         try:
-            if name == FIND:
-                query, limit = args.get("query"), args.get("limit")
-                _check_args(name, args, {"query", "limit", "needs"})
-                if not isinstance(query, str) or not query.strip() or len(query) > 2_000:
-                    return _refused("find needs a query: the task in your own words, at most 2,000 characters")
-                if limit is not None and (
-                    not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50
-                ):
-                    return _refused("limit must be a whole number from 1 to 50")
-                needs = args.get("needs")
-                if needs is not None and not (
-                    isinstance(needs, list)
-                    and 1 <= len(needs) <= MAX_NEEDS
-                    and all(isinstance(n, str) and n.strip() and len(n) <= 2_000 for n in needs)
-                ):
-                    return _refused(
-                        f"needs must be a list of 1 to {MAX_NEEDS} non-empty texts of at most 2,000 characters each"
-                    )
-                found = service.find(caller, client, query, limit, needs=needs)
-                return _ok(found, _find_text(found))
-            if name == LOAD:
-                _check_args(name, args, {"ids"})
-                ids = args.get("ids")
-                if isinstance(ids, str):
-                    ids = [ids]
-                if not isinstance(ids, list) or not ids or len(ids) > 20 or not all(isinstance(i, str) for i in ids):
-                    return _refused("load needs ids: a list of 1 to 20 card ids from find (LABEL/NAME)")
-                if any(_too_long(i) for i in ids):
-                    return _refused(f"a card id is {_TOO_LONG} (LABEL/NAME, as find returned it); nothing was loaded")
-                loaded = await service.load(caller, client, ids)
-                if loaded["tools"] and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                    await self._announce(ctx.session)
-                answer = _ok(loaded, _load_text(loaded))
-                answer["isError"] = not loaded["skills"] and not loaded["tools"]  # nothing loaded: a model must notice
-                return answer
-            if name == READ_SKILL_FILE:
-                _check_args(name, args, {"skill", "path"})
-                skill, path = args.get("skill"), args.get("path")
-                if not isinstance(skill, str) or not isinstance(path, str) or len(path) > 1_024:
-                    return _refused("read_skill_file needs skill (a loaded skill id) and path (a file of it)")
-                if _too_long(skill):
-                    return _refused(f"a skill id is {_TOO_LONG} (LABEL/NAME, as load returned it)")
-                read = await service.read_skill_file(client, skill, path)
-                return _ok(read, read.get("text") or f"{read['uri']} ({read.get('mimeType')}, base64 in blob)")
-            if name == CALL:
-                _check_args(name, args, {"tool", "arguments"})
-                tool, tool_args = args.get("tool"), args.get("arguments")
-                if not isinstance(tool, str):
-                    return _refused("call needs tool: a LABEL/TOOL name you loaded")
-                if _too_long(tool):
-                    return _refused(f"a tool name is {_TOO_LONG} (LABEL/TOOL, as load returned it); nothing was sent")
-                if tool_args is not None and not isinstance(tool_args, dict):
-                    return _refused("arguments must be an object matching the tool's input schema")
-            else:  # a pinned or injected tool, by the name the gateway listed it under
-                tool, tool_args = name, args
-            result = await service.call(
-                caller,
-                client,
-                tool,
-                tool_args,
-                progress=_progress_relay(ctx),
-                relay=call_relay(ctx),
-                **_log_relay(ctx, self._log_level(ctx)),
-            )
-            return result if self.forwarded is None else self.forwarded.tool_result(result)
-        except GateRefused as exc:
-            return _refused(str(exc))
-        except SkilldeckError as exc:
+            who = self.identify(ctx)
+            if who.refusal is not None:
+                return _refused(who.refusal)
+            meta = META.get(str(name))
+            if meta is None:  # a pinned or injected tool, by the name the gateway listed it under
+                return await self._upstream_call(ctx, who, str(name), args)
+            return await self._meta[meta.name](ctx, who, meta.arguments.parse(args))
+        except SkilldeckError as exc:  # a refusal (GateRefused, InvalidArguments) or any other known failure
             return _refused(str(exc))
 
-    @staticmethod
-    def _conversation_refusal(ctx: ServerRequestContext[Any, Any]) -> str | None:
-        """Why a 2026-07-28 request's conversation id cannot be used, or ``None``.
+    async def _find(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        find: FindArguments = args
+        found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
+        return _ok(found, _find_text(found))
 
-        An unusable id is refused rather than ignored: ignoring it would answer the request from the
-        caller's shared (no conversation) activation, which the client asked to be kept apart from.
-        """
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return None
-        meta: Any = ctx.meta or {}
-        if not isinstance(meta, dict) or CONVERSATION_META_KEY not in meta:
-            return None
-        value = meta[CONVERSATION_META_KEY]
-        if isinstance(value, str) and 0 < len(value) <= MAX_CONVERSATION_CHARS and value.isprintable():
-            return None
-        return (
-            f"_meta[{CONVERSATION_META_KEY!r}] must be a printable string of 1 to {MAX_CONVERSATION_CHARS} "
-            "characters; nothing was done. Send a shorter id, or none to use your shared activation."
+    async def _load(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        load: LoadArguments = args
+        loaded = cast(LoadResult, await self.service.load(who.caller, who.client, load.ids))
+        if loaded["tools"] and who.legacy:
+            await self._announce(ctx.session)
+        answer = _ok(loaded, _load_text(loaded))
+        answer["isError"] = not loaded["skills"] and not loaded["tools"]  # nothing loaded: a model must notice
+        return answer
+
+    async def _read_skill_file(
+        self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any
+    ) -> ToolResult:
+        read_file: ReadSkillFileArguments = args
+        read = cast(
+            ReadSkillFileResult, await self.service.read_skill_file(who.client, read_file.skill, read_file.path)
         )
+        return _ok(read, read.get("text") or f"{read['uri']} ({read.get('mimeType')}, base64 in blob)")
+
+    async def _call_loaded(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        call: CallArguments = args
+        return await self._upstream_call(ctx, who, call.tool, call.arguments)
+
+    async def _upstream_call(
+        self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, tool: str, arguments: dict[str, Any] | None
+    ) -> ToolResult:
+        """An upstream tool through the gate, its progress, questions and log messages relayed to this request."""
+        result = await self.service.call(
+            who.caller,
+            who.client,
+            tool,
+            arguments,
+            progress=_progress_relay(ctx),
+            relay=call_relay(ctx),
+            **_log_relay(ctx, who),
+        )
+        return result if self.forwarded is None else self.forwarded.tool_result(result)
 
     async def _announce(self, session: ServerSession) -> None:
         try:
@@ -364,20 +335,16 @@ def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
     return ctx.session.report_progress
 
 
-def _log_relay(ctx: ServerRequestContext[Any, Any], minimum: str = "debug") -> dict[str, Any]:
+def _log_relay(ctx: ServerRequestContext[Any, Any], who: RequestIdentity) -> dict[str, Any]:
     """``log``/``log_level`` for :meth:`GatewayService.call`: the upstream's log messages go to this request.
 
     A 2026-07-28 client gets them only when its request opted in (``_meta`` log level), at that level
     and above (the SDK's gate on this request's session); a 2025-11-25 client gets those at or above
-    ``minimum``, the level it set with ``logging/setLevel`` (every level until it does).
+    the level it set with ``logging/setLevel`` (every level until it does).
     """
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        meta: Any = ctx.meta or {}
-        level = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
-        if not isinstance(level, str):
-            return {}
-    else:
-        level = "debug"
+    if who.log_level is None:
+        return {}
+    level, minimum = ("debug", who.log_level) if who.legacy else (who.log_level, "debug")
     session, request_id = ctx.session, ctx.request_id
 
     async def relay(params: LoggingMessageNotificationParams) -> None:
@@ -385,12 +352,6 @@ def _log_relay(ctx: ServerRequestContext[Any, Any], minimum: str = "debug") -> d
             await session.send_log_message(params.level, params.data, params.logger, related_request_id=request_id)
 
     return {"log": relay, "log_level": level}
-
-
-def _check_args(tool: str, args: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(args) - allowed)
-    if unknown:
-        raise GateRefused(f"{tool} takes only {', '.join(sorted(allowed))}; unknown: {', '.join(unknown)[:200]}")
 
 
 def create_gateway(
@@ -416,11 +377,12 @@ def create_gateway(
     ``request_state_keys`` and ``request_state_codec`` are as for :func:`skilldeck.server.app.create_server`
     (replicas share them).
     """
-    skills = RepublishedSkills(service, subscriptions=subscriptions) if republish_skills else None
-    middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions)
+    legacy = LegacyConnections()  # the process's one table of legacy connections, shared by all three
+    skills = RepublishedSkills(service, subscriptions=subscriptions, legacy=legacy) if republish_skills else None
+    middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions, legacy)
     middleware.skills = skills
     forwarded = middleware.forwarded = ForwardedUpstreams(
-        service, middleware.subscriptions, skills_republished=skills is not None
+        service, middleware.subscriptions, skills_republished=skills is not None, legacy=legacy
     )
     server: MCPServer[Any] = MCPServer(
         name,

@@ -37,7 +37,6 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, Pag
 
 from skilldeck.errors import NotServedError, SkilldeckError, shorten
 from skilldeck.server.audience import offered
-from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.middleware import (
@@ -50,10 +49,12 @@ from skilldeck.server.middleware import (
     view_of,
 )
 from skilldeck.server.notifier import ChangeNotifier
-from skilldeck.server.policy import Caller, Policy
 from skilldeck.server.remote import RemoteSource
 from skilldeck.server.scoping import ScopedBus
 from skilldeck.server.service import SkillService
+from skilldeck.serving.audit import AuditLog
+from skilldeck.serving.legacy import LegacyConnections
+from skilldeck.serving.policy import Caller, Policy
 from skilldeck.skill.pack import DirectorySource, children_of
 from skilldeck.skill.uri import EXTENSION_ID, skill_name_from_uri
 
@@ -117,6 +118,8 @@ class SkillsExtension(Extension):
             recently used dropped first) may hold about this many bytes beyond the snapshot they
             share; at most ``max_variants`` are kept. A variant bigger than the whole budget is
             served without being kept.
+        legacy: the process's table of live legacy connections, told of catalog changes (the
+            gateway shares its own); one is kept when omitted.
     """
 
     identifier = EXTENSION_ID
@@ -144,6 +147,7 @@ class SkillsExtension(Extension):
         audit: AuditLog | None = None,
         variant_cache_bytes: int = 256 * 1024 * 1024,
         max_variants: int = 256,
+        legacy: LegacyConnections | None = None,
     ) -> None:
         self.service = SkillService(
             sources,
@@ -159,7 +163,7 @@ class SkillsExtension(Extension):
         )
         # listeners hear a change only when their caller may see one of the skills it concerns
         self.subscriptions: SubscriptionBus = ScopedBus(subscriptions or InMemorySubscriptionBus(), self._offered)
-        self.notifier = ChangeNotifier(self.subscriptions)
+        self.notifier = ChangeNotifier(self.subscriptions, legacy)
         self.middleware = SkillsMiddleware(self)
 
     # -- the service, with changes told to clients ------------------------------------------------

@@ -34,9 +34,11 @@ from skilldeck.errors import NotServedError, PeerError, Refused, SkilldeckError,
 from skilldeck.server.catalog import Catalog, page_keys
 from skilldeck.server.dynamic import SkillRequest
 from skilldeck.server.notifier import ChangeNotifier
-from skilldeck.server.policy import HINTS_PREFIX, Caller
 from skilldeck.server.scoping import LISTENING_CALLER
 from skilldeck.server.service import SkillService
+from skilldeck.serving.identity import caller_of as caller_from_request
+from skilldeck.serving.identity import locale_hint
+from skilldeck.serving.policy import Caller
 from skilldeck.skill.pack import SkillFile
 from skilldeck.skill.uri import is_text_mime_type
 
@@ -98,15 +100,9 @@ def in_middleware() -> bool:
     return _IN_MIDDLEWARE.get()
 
 
-def locale_hint(ctx: ServerRequestContext[Any, Any]) -> object:
-    """The request's ``_meta["dev.skilldeck/locale"]`` hint (wording only; never read for permissions)."""
-    meta = ctx.meta or {}
-    return meta.get(HINTS_PREFIX + "locale") if isinstance(meta, dict) else None
-
-
 def caller_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> Caller:
-    """Who the request is answered for: the verified token, else the policy's default identity."""
-    return service.caller(get_access_token(), locale_hint(ctx))
+    """Who the request is answered for under ``service``'s policy (see :func:`skilldeck.serving.identity.caller_of`)."""
+    return caller_from_request(service.policy, ctx)
 
 
 def view_of(service: SkillService, ctx: ServerRequestContext[Any, Any]) -> Catalog:

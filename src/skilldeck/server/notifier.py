@@ -9,68 +9,28 @@ the client says ``notifications/initialized``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import SubscriptionBus
 
 from skilldeck.server.scoping import scoped_events
+from skilldeck.serving.legacy import LegacyConnections
 
 __all__ = ["ChangeNotifier", "LegacyConnections"]
 
 logger = logging.getLogger(__name__)
 
-MAX_LEGACY_SESSIONS = 10_000
-"""Legacy connections remembered at once: a hard bound even if a transport never cleans up."""
-
-
-class LegacyConnections:
-    """Live legacy (2025-11-25) connections, one session each, forgotten when the connection closes.
-
-    The SDK builds a ``ServerSession`` per request, so a session kept for later notices must be
-    tied to its connection's lifetime: the connection's ``exit_stack`` is the SDK's documented place
-    for per-connection cleanup from middleware. (It is reached through the session until the SDK's
-    pending context rework exposes the connection on the request context.) At most ``limit`` are
-    held, the oldest forgotten first, a hard bound even if a transport never cleans up;
-    ``on_forget`` hears of every connection forgotten.
-    """
-
-    def __init__(self, limit: int = MAX_LEGACY_SESSIONS, on_forget: Callable[[int], None] | None = None) -> None:
-        self.limit = limit
-        self._sessions: dict[int, ServerSession] = {}
-        self._on_forget = on_forget
-
-    def remember(self, session: ServerSession) -> int:
-        """Keep ``session`` for its connection (once); returns the connection's key."""
-        connection = getattr(session, "_connection", None)
-        key = id(connection if connection is not None else session)
-        if key in self._sessions:
-            return key
-        if len(self._sessions) >= self.limit:
-            self.forget(next(iter(self._sessions)))
-        self._sessions[key] = session
-        exit_stack = getattr(connection, "exit_stack", None)
-        if exit_stack is not None:
-            exit_stack.callback(self.forget, key)
-        return key
-
-    def forget(self, key: int) -> None:
-        if self._sessions.pop(key, None) is not None and self._on_forget is not None:
-            self._on_forget(key)
-
-    def items(self) -> list[tuple[int, ServerSession]]:
-        return list(self._sessions.items())
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
 
 class ChangeNotifier:
-    """Publishes catalog changes on ``subscriptions`` and to every remembered legacy session."""
+    """Publishes catalog changes on ``subscriptions`` and to every remembered legacy session.
 
-    def __init__(self, subscriptions: SubscriptionBus) -> None:
+    ``legacy`` is the process's table of legacy connections when it has one (the gateway's); else the
+    notifier keeps its own.
+    """
+
+    def __init__(self, subscriptions: SubscriptionBus, legacy: LegacyConnections | None = None) -> None:
         self.subscriptions = subscriptions
-        self.legacy = LegacyConnections()
+        self.legacy = legacy if legacy is not None else LegacyConnections()
 
     async def notify_changed(self, *, tools: bool = False, names: set[str] | None = None) -> None:
         """Tell every connected client that the catalog changed (both eras); ``tools`` also for tool lists.
