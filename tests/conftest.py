@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -25,22 +26,29 @@ def examples_dir() -> Path:
     return EXAMPLES
 
 
+def _load_script(folder: str, relative: str) -> ModuleType:
+    """Import a script of ``bench/`` or ``tools/`` by its path (neither is a package, and tests must not copy them)."""
+    path = REPO / folder / relative
+    name = f"skilldeck_{folder}_" + path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def load_bench() -> Callable[[str], ModuleType]:
-    """Import a module of ``bench/`` by its path there (bench is not a package, and tests must not copy it)."""
+    """Import a module of ``bench/`` by its path there."""
+    return functools.partial(_load_script, "bench")
 
-    def load(relative: str) -> ModuleType:
-        path = REPO / "bench" / relative
-        name = "skilldeck_bench_" + path.stem
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-        return module
 
-    return load
+@pytest.fixture(scope="session")
+def load_tool() -> Callable[[str], ModuleType]:
+    """Import a module of ``tools/`` (the mutation tool) by its path there."""
+    return functools.partial(_load_script, "tools")
 
 
 @pytest.fixture(autouse=True)
