@@ -1,4 +1,4 @@
-"""Shared fixtures: the async backend and paths to the bundled examples."""
+"""Shared fixtures (the async backend, paths to the bundled examples, bench and tools loaders) and the run's end report."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "skills"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the plugin that ends the run: skips grouped by reason, and exit at the summary line."""
+    config.pluginmanager.register(_load_script("tests", "session_report.py"), "skilldeck-session-report")
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -27,7 +32,7 @@ def examples_dir() -> Path:
 
 
 def _load_script(folder: str, relative: str) -> ModuleType:
-    """Import a script of ``bench/`` or ``tools/`` by its path (neither is a package, and tests must not copy them)."""
+    """Import a module of ``bench/``, ``tools/`` or ``tests/`` by its path (tests are not on ``sys.path``, and must not copy)."""
     path = REPO / folder / relative
     name = f"skilldeck_{folder}_" + path.stem
     spec = importlib.util.spec_from_file_location(name, path)
