@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("src", "tests", "examples", "pyproject.toml")
 RESULTS = REPO / "tools" / "results" / "mutation.json"
-PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-o", "timeout=120")
+PYTEST_ARGS = ("-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-o", "timeout=120")  # -n 0: one process
 
 
 @dataclass(frozen=True)
