@@ -3,13 +3,12 @@
 A pytest plugin, registered by ``tests/conftest.py``:
 
 - ``pytest_terminal_summary`` prints a section "skipped, by reason" just above the final line: each reason
-  once, with how many tests it skipped and in which files, so that tests skipped for want of a program (redis-server, haproxy, Node.js)
-  show at the end of the run, with the install command their reason names.
-- After the summary line, a full run holds well over a gigabyte of objects (servers' caches, encoders, the
-  vectors of thousands of cards). Freeing them one by one at interpreter shutdown took minutes after the last
-  line was printed. So once pytest is done (the trylast ``pytest_unconfigure``, after every other plugin's), the
-  process runs its ``atexit`` handlers, flushes its streams and leaves with ``os._exit`` and pytest's exit
-  status. Not in an xdist worker (its controller stops it), nor under coverage, which saves its data at exit.
+  once, with how many tests it skipped and in which files, so that tests skipped for want of a program
+  (redis-server, haproxy, Node.js) show at the end of the run, with the install command their reason names.
+- Once pytest is done (the trylast ``pytest_unconfigure``, after every other plugin's), the process runs its
+  ``atexit`` handlers, flushes its streams and leaves with ``os._exit`` and pytest's exit status: what would
+  come after is the interpreter's teardown of every object a full run made (over a gigabyte). Not in an
+  xdist worker (its controller stops it), nor under coverage, which saves its data at exit.
 """
 
 from __future__ import annotations
