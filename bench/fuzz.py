@@ -58,6 +58,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))  # the tests load this file by path
+
+from _common import stop  # noqa: E402
+
 EXAMPLES = REPO / "examples" / "skills"
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "fuzz.json"
 REGRESSIONS = REPO / "bench" / "fuzz_regressions.json"
@@ -927,13 +931,7 @@ def http_server(pack: Path, target: str, workdir: Path) -> Iterator[tuple[subpro
             time.sleep(0.1)
         yield proc, url.group(1), log
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+        stop(proc, 15)
 
 
 def _tree_rss_mb(pid: int) -> float:

@@ -51,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import server_throughput as st  # noqa: E402
+from _common import free_port, src_at, window_arguments, window_settings  # noqa: E402
 
 REPO = st.REPO
 DEFAULT_OUTPUT = HERE / "results" / "gateway.json"
@@ -350,21 +351,9 @@ def breakdown(url: str, calls: int, pythonpath: Path | None = None) -> dict[str,
     return result
 
 
-def _checkout(rev: str, into: Path) -> Path:
-    """``src/`` as of ``rev``, written under ``into`` (a temp dir); the path to put on PYTHONPATH."""
-    into.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", rev, "src"], cwd=REPO, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
-    p.add_argument("--quick", action="store_true", help="1 rep, 0.3 s warm-up, 1 s windows")
-    p.add_argument("--reps", type=int, help="repetitions per cell (default 3; 1 with --quick)")
-    p.add_argument("--duration", type=float, help="measured seconds per repetition (default 2; 1 with --quick)")
-    p.add_argument("--warmup", type=float, help="warm-up seconds before each window (default 0.5; 0.3 with --quick)")
-    p.add_argument("--clients", type=int, nargs="+", default=[1, 8], help="concurrent clients (default 1 8)")
+    window_arguments(p, duration="2", clients=[1, 8])
     p.add_argument("--eras", nargs="+", choices=st.ERAS, default=list(st.ERAS), help="protocol versions to run")
     p.add_argument("--profile", type=Path, metavar="FILE", help="run the gateway under cProfile, stats to FILE")
     p.add_argument(
@@ -415,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="skilldeck-bench-") as tmp:
         log_dir = Path(tmp)
         try:
-            upstream.port = st._free_port()
+            upstream.port = free_port(st.HOST)
             upstream.command.append(str(upstream.port))
             st._start(upstream, log_dir)
             st._wait_ready(upstream)
@@ -423,12 +412,12 @@ def main(argv: list[str] | None = None) -> int:
             url = f"http://{st.HOST}:{upstream.port}{st.PATH}"
             config.write_text(json.dumps({"mcpServers": {"echo": {"url": url}}}))
             for kind, gateway in gateways.items():
-                gateway.port = st._free_port()
+                gateway.port = free_port(st.HOST)
                 profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile and kind == "gateway" else []
                 gateway.command = [sys.executable, *profiler, "-m", "skilldeck.cli", "gateway", "--config", str(config)]
                 gateway.command += ["--http", f"{st.HOST}:{gateway.port}"]
                 if kind == "baseline":
-                    gateway.env = {"PYTHONPATH": str(_checkout(args.baseline, log_dir / "baseline"))}
+                    gateway.env = {"PYTHONPATH": str(src_at(args.baseline, log_dir / "baseline"))}
                 st._start(gateway, log_dir)
             for gateway in gateways.values():
                 st._wait_ready(gateway)
@@ -474,11 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "versions": st._versions(sys.executable, st.MAIN_PACKAGES),
         "settings": {
-            "reps": args.reps,
-            "warmup_s": args.warmup,
-            "duration_s": args.duration,
-            "clients": args.clients,
-            "eras": args.eras,
+            **window_settings(args),
             "profiled": bool(args.profile),
             "baseline": args.baseline,
             "direct": DIRECT.params,

@@ -45,6 +45,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import stop  # noqa: E402
+
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "hardening.json"
 ITEMS = ("variants", "sessions", "resources-list")
 LEGACY = "2025-11-25"
@@ -171,12 +175,7 @@ class Served:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc, 20)
         Path(self.log.name).unlink(missing_ok=True)
 
 

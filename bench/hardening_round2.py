@@ -83,6 +83,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import hardening as round1  # noqa: E402
 import replicas  # noqa: E402
+from _common import stop  # noqa: E402
 
 # -- the server under test ----------------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ class Server:
         return round1.rss_mb(self.proc.pid)
 
     def stop(self) -> None:
-        replicas._stop(self.proc)
+        stop(self.proc)
 
 
 @contextlib.contextmanager

@@ -39,6 +39,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import free_port  # noqa: E402
+
 EXAMPLES = REPO / "examples" / "skills"
 MiB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -176,12 +180,6 @@ def measure(variant: str, target: str, seconds: float) -> dict[str, Any]:
 # -- the run -----------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_for(port: int) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -223,7 +221,7 @@ def main() -> None:
         scratch = Path(scratch_dir) / "line.py"
         scratch.write_text(STDIO_LINE % args.line_mb)
         for mode, title in (("json", "endless JSON body"), ("sse", "endless SSE event")):
-            port = _free_port()
+            port = free_port()
             server = subprocess.Popen(
                 [sys.executable, __file__, "--serve", mode, str(port)], cwd=REPO, stderr=subprocess.DEVNULL
             )

@@ -48,6 +48,10 @@ from types import ModuleType
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))  # the tests load this file by path
+
+from _common import free_port, stop  # noqa: E402
+
 PACK = REPO / "examples" / "skills"
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "replicas.json"
 HOST = "127.0.0.1"
@@ -77,12 +81,6 @@ class Missing(RuntimeError):
     """A program the harness needs is not installed."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 def wait_for_port(port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -102,17 +100,6 @@ def executable(name: str) -> str:
     if found is None:
         raise Missing(f"{name} is not installed (Debian: apt-get install -y {name})")
     return found
-
-
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
 
 
 class RedisProcess:
@@ -209,7 +196,7 @@ backend replicas
         wait_for_port(port, 10, proc)
         yield port
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 @dataclass
@@ -249,7 +236,7 @@ class Replica:
             self.proc.wait(10)
 
     def stop(self) -> None:
-        _stop(self.proc)
+        stop(self.proc)
 
 
 @contextmanager

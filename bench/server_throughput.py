@@ -70,6 +70,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+
+from _common import free_port, stop, window_arguments, window_settings  # noqa: E402
+
 PACK = REPO / "examples" / "skills"
 FASTMCP_VENV = BENCH / ".venv-fastmcp"
 FASTMCP_SERVER = BENCH / "_fastmcp_server.py"
@@ -409,12 +413,6 @@ class Target:
     sessions_opened: dict[str, int] = field(default_factory=dict)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 def _start(target: Target, log_dir: Path) -> None:
     target.log_path = log_dir / f"{target.key}.log"
     log = target.log_path.open("wb")
@@ -444,15 +442,7 @@ def _log_tail(target: Target, lines: int = 30) -> str:
 
 
 def _stop(target: Target) -> None:
-    proc = target.process
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    stop(target.process, 10)
 
 
 def _memory_kib(pid: int) -> dict[str, int]:
@@ -904,11 +894,7 @@ def _cpu_model() -> str | None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
-    p.add_argument("--quick", action="store_true", help="1 rep, 0.3 s warm-up, 1 s windows (~1 minute)")
-    p.add_argument("--reps", type=int, help="repetitions per cell (default 3; 1 with --quick)")
-    p.add_argument("--duration", type=float, help="measured seconds per repetition (default 1.5; 1 with --quick)")
-    p.add_argument("--warmup", type=float, help="warm-up seconds before each window (default 0.5; 0.3 with --quick)")
-    p.add_argument("--clients", type=int, nargs="+", default=[1, 8, 64], help="concurrent clients (default 1 8 64)")
+    window_arguments(p, duration="1.5", clients=[1, 8, 64], quick=" (~1 minute)")
     p.add_argument("--eras", nargs="+", choices=ERAS, default=list(ERAS), help="protocol versions to run")
     p.add_argument("--ops", nargs="+", choices=list(OPERATIONS), default=list(OPERATIONS), help="operations to run")
     p.add_argument("--client", choices=list(CLIENTS), default="raw", help="load generator HTTP client (default raw)")
@@ -1021,7 +1007,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="skilldeck-bench-") as log_dir:
         try:
             for target in targets:
-                target.port = _free_port()
+                target.port = free_port(HOST)
                 if target.key.startswith("skilldeck"):
                     target.command.append(f"{HOST}:{target.port}")
                 else:
@@ -1063,11 +1049,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "versions": versions,
         "settings": {
-            "reps": args.reps,
-            "warmup_s": args.warmup,
-            "duration_s": args.duration,
-            "clients": args.clients,
-            "eras": args.eras,
+            **window_settings(args),
             "operations": {k: OPERATIONS[k].label for k in args.ops},
             "load_generator": args.client,
             "pack": str(PACK.relative_to(REPO)),

@@ -1,7 +1,8 @@
-"""Shared fixtures: the async backend and paths to the bundled examples."""
+"""Shared fixtures (the async backend, paths to the bundled examples, bench and tools loaders) and the run's end report."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -15,6 +16,11 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "skills"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the plugin that ends the run: skips grouped by reason, and exit at the summary line."""
+    config.pluginmanager.register(_load_script("tests", "session_report.py"), "skilldeck-session-report")
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -25,22 +31,29 @@ def examples_dir() -> Path:
     return EXAMPLES
 
 
+def _load_script(folder: str, relative: str) -> ModuleType:
+    """Import a module of ``bench/``, ``tools/`` or ``tests/`` by its path (tests are not on ``sys.path``, and must not copy)."""
+    path = REPO / folder / relative
+    name = f"skilldeck_{folder}_" + path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def load_bench() -> Callable[[str], ModuleType]:
-    """Import a module of ``bench/`` by its path there (bench is not a package, and tests must not copy it)."""
+    """Import a module of ``bench/`` by its path there."""
+    return functools.partial(_load_script, "bench")
 
-    def load(relative: str) -> ModuleType:
-        path = REPO / "bench" / relative
-        name = "skilldeck_bench_" + path.stem
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-        return module
 
-    return load
+@pytest.fixture(scope="session")
+def load_tool() -> Callable[[str], ModuleType]:
+    """Import a module of ``tools/`` (the mutation tool) by its path there."""
+    return functools.partial(_load_script, "tools")
 
 
 @pytest.fixture(autouse=True)

@@ -271,7 +271,10 @@ def conformance_fixtures() -> list[str]:
     """The SKILL.md texts the conformance suite serves to hosts (template literals in its bundle)."""
     package = conformance_package()
     if package is None:
-        pytest.skip(f"@modelcontextprotocol/conformance@{CONFORMANCE_VERSION} is not in the npx cache")
+        pytest.skip(
+            f"@modelcontextprotocol/conformance@{CONFORMANCE_VERSION} is not in the npx cache"
+            " (install Node.js with npm, then run bash .ci/run once to fill the cache)"
+        )
     bundle = (package / "dist" / "index.js").read_text()
     texts = re.findall(r"`(---\n.*?)`", bundle, re.S)
     assert texts, "no SKILL.md fixture found in the conformance bundle"

@@ -69,6 +69,13 @@ def test_nonsense_limits_are_refused(bad: dict[str, float]) -> None:
 def test_every_handler_gets_one_filter_of_its_own() -> None:
     logger = logging.getLogger("skilldeck-test-bound-log-output")
     handlers = [logging.StreamHandler(), logging.StreamHandler()]
+    # bound_log_output() reaches every handler there is, pytest's own (caplog's) too: each gets its filters
+    # back afterwards, or a later test in this process would see its log records cut and escaped.
+    loggers = [
+        logging.getLogger(),
+        *(lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)),
+    ]
+    before = {handler: list(handler.filters) for lg in loggers for handler in lg.handlers}
     for handler in handlers:
         logger.addHandler(handler)
     try:
@@ -82,6 +89,8 @@ def test_every_handler_gets_one_filter_of_its_own() -> None:
         for handler in handlers:
             logger.removeHandler(handler)
             handler.filters.clear()
+        for handler, filters in before.items():
+            handler.filters[:] = filters
 
 
 def cut(value: str, limit: int = 40) -> str:

@@ -1,6 +1,6 @@
-"""The mutation list in bench/mutation.py still applies to the code: each snippet occurs exactly once.
+"""The mutation list in tools/mutation.py still applies to the code: each snippet occurs exactly once.
 
-Running the mutations takes minutes (``.venv/bin/python bench/mutation.py``); this only checks that
+Running the mutations takes minutes (``.venv/bin/python tools/mutation.py``); this only checks that
 none went stale, so a change that moves a mutated line fails here and names the mutation to update.
 """
 
@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def mutation(load_bench: Callable[[str], ModuleType]) -> ModuleType:
-    return load_bench("mutation.py")
+def mutation(load_tool: Callable[[str], ModuleType]) -> ModuleType:
+    return load_tool("mutation.py")
 
 
 def test_every_mutation_applies_exactly_once_and_names_existing_tests(mutation: ModuleType) -> None:

@@ -42,9 +42,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 
 from livemcpbench import load_catalog, load_tasks, snapshot_json  # noqa: E402
 from synth import synthesize  # noqa: E402
+
+from _common import src_at  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "selection_speed.json"
 
@@ -100,11 +103,7 @@ def _tree(rev: str | None, work: Path) -> Path:
     """The ``src`` folder of ``rev`` (``None``: this working tree's)."""
     if rev is None:
         return REPO / "src"
-    into = work / f"tree-{rev.replace('/', '_')}"
-    archive = subprocess.run(["git", "archive", rev, "src"], cwd=REPO, capture_output=True, check=True).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
+    return src_at(rev, work / f"tree-{rev.replace('/', '_')}")
 
 
 def _run(src: Path, args: dict[str, Any]) -> dict[str, Any]:

@@ -269,7 +269,7 @@ def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.Mo
 
 
 def test_wordllama_encoder_loads_offline_and_ranks(cardset: CardSet) -> None:
-    pytest.importorskip("wordllama", reason="the wordllama extra is not installed")
+    pytest.importorskip("wordllama", reason="the wordllama extra is not installed (pip install -e '.[wordllama]')")
     from skilldeck.select.encoders import load_encoder
 
     encoder = load_encoder("wordllama")

@@ -50,7 +50,7 @@ TORTURE = [
 
 
 def _reference() -> object:
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed (pip install -e '.[test]')")
     with resources.as_file(TOKENIZER) as path:
         tk = tokenizers.Tokenizer.from_file(str(path))
     tk.no_padding()

@@ -162,9 +162,9 @@ async def test_what_is_kept_is_bounded(
         assert contents.count == before + 2
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/maps")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/maps: Linux only")
 def test_serve_http_runs_on_uvloop(tmp_path: Path) -> None:
-    pytest.importorskip("uvloop")
+    pytest.importorskip("uvloop", reason="uvloop is not installed (pip install uvloop; a dependency on CPython/Linux)")
     log = tmp_path / "serve.log"
     proc = start_serve([*CLI, "serve", "examples/skills", "--http", "127.0.0.1:0"], log)
     try:

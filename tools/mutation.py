@@ -8,13 +8,13 @@ else the mutation is reported as stale with the file named), runs the tests name
 the copy, and restores the file. A mutation is *caught* when those tests fail. The working tree is
 never modified: the copy is imported through ``PYTHONPATH``, which comes before the editable install.
 
-    .venv/bin/python bench/mutation.py                 # every mutation; 3-8 minutes on 2 cores
-    .venv/bin/python bench/mutation.py --only gate-split-any-name sources-early-stop
-    .venv/bin/python bench/mutation.py --check         # only check that every snippet still applies
-    .venv/bin/python bench/mutation.py --list
-    .venv/bin/python bench/mutation.py --tests-from REV --output bench/results/mutation-REV.json
+    .venv/bin/python tools/mutation.py                 # every mutation; 3-8 minutes on 2 cores
+    .venv/bin/python tools/mutation.py --only gate-split-any-name sources-early-stop
+    .venv/bin/python tools/mutation.py --check         # only check that every snippet still applies
+    .venv/bin/python tools/mutation.py --list
+    .venv/bin/python tools/mutation.py --tests-from REV --output tools/results/mutation-REV.json
 
-Results go to ``bench/results/mutation.json`` (``--output`` to change). ``--tests-from`` runs an
+Results go to ``tools/results/mutation.json`` (``--output`` to change). ``--tests-from`` runs an
 older revision's tests against today's code, to see what that suite caught. The exit status is 0
 when every mutation not marked equivalent was caught, 1 when one survived, and 2 when one is stale
 or its run failed to start.
@@ -39,8 +39,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("src", "tests", "examples", "pyproject.toml")
-RESULTS = REPO / "bench" / "results" / "mutation.json"
-PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-o", "timeout=120")
+RESULTS = REPO / "tools" / "results" / "mutation.json"
+PYTEST_ARGS = ("-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-o", "timeout=120")  # -n 0: one process
 
 
 @dataclass(frozen=True)
@@ -867,7 +867,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     problems = check()
     if problems:
-        print("stale mutations (update the snippet in bench/mutation.py):", *problems, sep="\n  ", file=sys.stderr)
+        print("stale mutations (update the snippet in tools/mutation.py):", *problems, sep="\n  ", file=sys.stderr)
         return 2
     if args.check:
         print(f"all {len(MUTATIONS)} mutations apply")
