@@ -237,7 +237,7 @@ async def _breakdown(url: str, calls: int) -> dict[str, float]:
     import gateway_agent as agent
     from skilldeck.gateway.service import GatewayService
     from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec
-    from skilldeck.server.policy import caller_for
+    from skilldeck.serving.policy import caller_for
 
     caller = caller_for(None, None, None)
     arguments = {"text": TEXT}

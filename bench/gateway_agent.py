@@ -54,7 +54,7 @@ from skilldeck.gateway.server import CONVERSATION_META_KEY, create_gateway
 from skilldeck.gateway.service import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.select.project import count_tokens
-from skilldeck.server.policy import caller_for
+from skilldeck.serving.policy import caller_for
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -54,7 +54,7 @@ import numpy as np
 from skilldeck.gateway.service import PLAUSIBLE, GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.select import CardSet, Selector
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

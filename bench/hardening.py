@@ -114,7 +114,7 @@ async def worker_variants(pack: str, policy: str, locales: int, requests: int) -
 
     from skilldeck.host.wire import SkillsWire
     from skilldeck.server import create_server
-    from skilldeck.server.policy import load_policy
+    from skilldeck.serving.policy import load_policy
 
     server, _ = create_server(pack, policy=load_policy(policy))
     before = rss_mb()

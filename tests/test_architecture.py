@@ -23,7 +23,7 @@ PURE = [
     "host/port.py",
     "host/approvals.py",
     "host/cache.py",
-    "server/policy.py",
+    "serving/policy.py",
     "serving/policy.py",
     "serving/clients.py",
     "serving/audit.py",

@@ -111,7 +111,7 @@ async def test_history_a_is_one_measure_in_the_demo_and_the_gateways_decision_lo
     from skilldeck.gateway import GatewayService
     from skilldeck.gateway.service import DecisionLog
     from skilldeck.host import Host, InProcessServer, ServerSpec
-    from skilldeck.server.policy import Caller
+    from skilldeck.serving.policy import Caller
 
     out = io.StringIO()
     await gateway_tour(Console(file=out, width=400, color_system=None), livemcpbench_snapshot())

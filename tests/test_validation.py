@@ -10,7 +10,7 @@ import pytest
 from skilldeck.errors import ConfigError, EntryError, PolicyError, SnapshotError
 from skilldeck.host.config import parse_config
 from skilldeck.select.snapshot import parse_snapshot
-from skilldeck.server.policy import parse_policy
+from skilldeck.serving.policy import parse_policy
 from skilldeck.skill.manifest import digest_of, entry_from_wire
 
 SKILL_MD = "skill://docs/SKILL.md"

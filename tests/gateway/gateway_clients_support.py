@@ -23,7 +23,7 @@ from skilldeck.gateway import META_TOOLS, GatewayMiddleware, GatewayService, cre
 from skilldeck.gateway.app import follow_upstreams
 from skilldeck.host import Host, HostWatcher, InProcessServer, ServerSpec
 from skilldeck.select.rank import Encoder
-from skilldeck.server.policy import Policy
+from skilldeck.serving.policy import Policy
 
 from ..host.hostile import HostileServer, Skill
 

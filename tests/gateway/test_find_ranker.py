@@ -24,7 +24,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from skilldeck.gateway.service import DEFAULT_ENCODER, PLAUSIBLE, GatewayService
 from skilldeck.select.encoders import MiniLMEncoder, load_encoder
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 
 from ..select.test_background import Gated
 from ..server.helpers import start_gateway, stop

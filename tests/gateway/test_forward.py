@@ -63,7 +63,7 @@ from skilldeck.gateway.forward import (
 from skilldeck.gateway.service import ORIGIN_META
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.host.discover import ListingLimits
-from skilldeck.server.policy import Match, Policy, SkillPolicy
+from skilldeck.serving.policy import Match, Policy, SkillPolicy
 from skilldeck.skill.uri import SKILL_MD
 
 from .gateway_clients_support import Heard, client, jobs_upstream, open_gateway

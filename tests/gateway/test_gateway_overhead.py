@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skilldeck.errors import GateRefused
-from skilldeck.server.policy import load_policy
+from skilldeck.serving.policy import load_policy
 
 from .gateway_clients_support import jobs_upstream, open_gateway, tool_calls
 

@@ -9,7 +9,7 @@ from skilldeck.gateway.app import follow_upstreams
 from skilldeck.gateway.policy_check import check_policy, pending_names, upstream_ids
 from skilldeck.gateway.reload import GatewayConfig
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.server.policy import parse_policy
+from skilldeck.serving.policy import parse_policy
 
 from .gateway_clients_support import jobs_upstream, open_gateway
 from .test_forward import docs_upstream

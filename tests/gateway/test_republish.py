@@ -32,8 +32,8 @@ from skilldeck.host.config import InProcessServer, ServerSpec
 from skilldeck.host.registry import SkillRecord
 from skilldeck.host.wire import SkillsWire, declared_skills_settings
 from skilldeck.server import Catalog, DynamicSkill, SkillsExtension, create_server
-from skilldeck.server.policy import parse_policy
 from skilldeck.server.remote import RemoteSkill
+from skilldeck.serving.policy import parse_policy
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import build_entry, digest_of, entry_from_wire
 from skilldeck.skill.pack import StaticSkill

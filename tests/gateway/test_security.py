@@ -18,7 +18,7 @@ from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS
 from skilldeck.gateway.meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
 from skilldeck.gateway.server import CONVERSATION_META_KEY
 from skilldeck.host.wire import SkillsWire
-from skilldeck.server.policy import load_policy
+from skilldeck.serving.policy import load_policy
 
 from .gateway_clients_support import (
     ToolSkill,

@@ -30,7 +30,7 @@ from skilldeck.host.watch import CatalogChange, ChannelState, HostWatcher
 from skilldeck.select.cards import Card, build_cards
 from skilldeck.select.gate import ToolGate, ToolNotActive, ToolNotListed
 from skilldeck.server import SkillsExtension, create_server, serve_http
-from skilldeck.server.policy import Policy, parse_policy
+from skilldeck.serving.policy import Policy, parse_policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "server" / "fixtures"
 PACK = FIXTURES / "tenant-skills"

@@ -28,7 +28,7 @@ from skilldeck.gateway import GatewayService
 from skilldeck.gateway.activation import SharedActivation, client_key
 from skilldeck.gateway.redis_store import RedisActivationStore
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 
 from ..conftest import EXAMPLES
 from ..server.helpers import CLI, GATEWAY_STARTUP_LINE, start_serve, stop, wait_for_startup, write_skill

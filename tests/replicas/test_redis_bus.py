@@ -19,7 +19,6 @@ from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, Serv
 
 from skilldeck.errors import ServeError
 from skilldeck.server import create_server
-from skilldeck.server.policy import parse_policy
 from skilldeck.server.redis_bus import (
     FULL_REANNOUNCE,
     MAX_MESSAGE_BYTES,
@@ -28,6 +27,7 @@ from skilldeck.server.redis_bus import (
     shared_state_key,
 )
 from skilldeck.server.state_keys import MAX_RING_KEYS, KeyRing, sync_state_keys
+from skilldeck.serving.policy import parse_policy
 
 from ..server.helpers import write_skill
 from .test_shared_state import modern, replica, serving

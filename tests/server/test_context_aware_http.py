@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 
 from skilldeck.host.wire import SkillsWire
 from skilldeck.server import SkillsExtension, create_server, serve_http
-from skilldeck.server.policy import Policy, load_policy
+from skilldeck.serving.policy import Policy, load_policy
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.manifest import digest_of
 

@@ -25,7 +25,7 @@ from skilldeck.host.wire import SkillsWire
 from skilldeck.server import DynamicSkill, SkillRequest, create_server
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.catalog import Catalog
-from skilldeck.server.policy import Caller, Policy, parse_policy
+from skilldeck.serving.policy import Caller, Policy, parse_policy
 from skilldeck.skill.frontmatter import parse_skill_md
 from skilldeck.skill.pack import DirectorySource
 

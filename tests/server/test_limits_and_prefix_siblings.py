@@ -16,7 +16,7 @@ from skilldeck.host.wire import SkillsWire
 from skilldeck.server import DynamicSkill, SkillRequest, create_server
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.catalog import Catalog
-from skilldeck.server.policy import Caller, parse_policy
+from skilldeck.serving.policy import Caller, parse_policy
 from skilldeck.skill.manifest import MAX_RESOURCES_PER_SKILL, MAX_SKILL_BYTES
 from skilldeck.skill.pack import DirectorySource
 

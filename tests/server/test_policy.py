@@ -17,7 +17,7 @@ import yaml
 from skilldeck.errors import NotServedError
 from skilldeck.server.audience import allowed_tools, catalog_for
 from skilldeck.server.catalog import Catalog
-from skilldeck.server.policy import (
+from skilldeck.serving.policy import (
     Caller,
     Match,
     Policy,

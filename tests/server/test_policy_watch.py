@@ -15,7 +15,7 @@ from mcp_types import ServerNotification
 
 from skilldeck.host.wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, watch_and_reload
-from skilldeck.server.policy import Policy, load_policy
+from skilldeck.serving.policy import Policy, load_policy
 
 from .helpers import write_skill
 

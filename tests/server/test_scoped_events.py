@@ -19,7 +19,6 @@ from mcp import Client
 from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
 from skilldeck.server import create_server
-from skilldeck.server.policy import parse_policy
 from skilldeck.server.redis_bus import decode_event, encode_event
 from skilldeck.server.scoping import (
     MAX_SCOPED_NAMES,
@@ -28,6 +27,7 @@ from skilldeck.server.scoping import (
     event_names,
     scoped_events,
 )
+from skilldeck.serving.policy import parse_policy
 
 from .helpers import write_skill
 

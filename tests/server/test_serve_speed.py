@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 import skilldeck.server.middleware as middleware
 from skilldeck.host.wire import SkillsWire
 from skilldeck.server import create_server
-from skilldeck.server.policy import parse_policy
+from skilldeck.serving.policy import parse_policy
 from skilldeck.skill.manifest import SkillEntry
 
 from .helpers import CLI, start_serve, stop, wait_for_startup, write_skill

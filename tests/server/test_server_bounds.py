@@ -23,7 +23,7 @@ from skilldeck.host.wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
 from skilldeck.server.audience import catalog_for
 from skilldeck.server.connections import DEFAULT_PROBE_CONNECTIONS
-from skilldeck.server.policy import Caller, Policy, PolicyError, parse_policy
+from skilldeck.serving.policy import Caller, Policy, PolicyError, parse_policy
 
 from .helpers import CLI, cli_env, closed_within, legacy_stream, running_http, stop, write_skill
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from skilldeck.server.policy import Caller, PolicyError, parse_policy
 from skilldeck.server.service import SkillService
+from skilldeck.serving.policy import Caller, PolicyError, parse_policy
 from skilldeck.skill.pack import DirectorySource
 
 from .helpers import write_skill

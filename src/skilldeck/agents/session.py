@@ -26,7 +26,7 @@ from typing import Any
 from skilldeck.errors import UsageError
 from skilldeck.gateway.activation import client_key
 from skilldeck.gateway.service import GatewayService
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 
 __all__ = ["SkillSession"]
 

@@ -131,7 +131,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         serve_stdio,
     )
     from skilldeck.server.catalog import CatalogDiff
-    from skilldeck.server.policy import load_policy
+    from skilldeck.serving.policy import load_policy
 
     json_lines = args.log_format == "json"
     if json_lines:

@@ -130,7 +130,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.host.backoff import Backoff
     from skilldeck.host.watch import CatalogChange
     from skilldeck.server.app import drop_idle_tracing, event_loop_options
-    from skilldeck.server.policy import load_policy
+    from skilldeck.serving.policy import load_policy
 
     specs = load_config(args.config, timeout=args.timeout)
     if not specs:

@@ -35,7 +35,7 @@ async def gateway_tour(console: Console, at_scale: CatalogSnapshot) -> None:
     from skilldeck.demo.servers import demo_servers
     from skilldeck.gateway import GatewayService, create_gateway
     from skilldeck.host import Host, InProcessServer, ServerSpec
-    from skilldeck.server.policy import Caller
+    from skilldeck.serving.policy import Caller
 
     console.rule("[bold]3. The gateway: one MCP server in front of many, for any MCP client")
     specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]

@@ -37,7 +37,7 @@ from skilldeck.host.watch import CatalogChange
 from skilldeck.server.app import run_http
 from skilldeck.server.connections import DEFAULT_HTTP_LIMITS, HttpLimits
 from skilldeck.server.health import Readiness
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 
 if TYPE_CHECKING:
     from skilldeck.server.shutdown import ShutdownReport

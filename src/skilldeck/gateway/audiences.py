@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from skilldeck._suggest import did_you_mean
 from skilldeck.gateway.service import GatewayService
 from skilldeck.host import Host
-from skilldeck.server.policy import Caller, Match, Policy
+from skilldeck.serving.policy import Caller, Match, Policy
 
 __all__ = ["audience_lines", "flag_warnings", "identities"]
 

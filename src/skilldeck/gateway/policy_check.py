@@ -3,7 +3,7 @@
 A rule whose id matches nothing never applies, so an ``admit:`` meant for ``docs/pdf-forms`` but
 written for ``docs/pdf-form`` would leave the skill open to everyone. Every id the policy names
 is therefore checked against the catalog of a configured upstream (the same names as
-``skilldeck serve --policy`` checks, :meth:`~skilldeck.server.policy.Policy.names`):
+``skilldeck serve --policy`` checks, :meth:`~skilldeck.serving.policy.Policy.names`):
 
 * a rule's key (``skills:``) must be a skill (``LABEL/NAME``), prompt (``LABEL/PROMPT``),
   resource (``LABEL/URI``, or a URI one of the upstream's templates expands to), resource
@@ -34,7 +34,7 @@ from skilldeck.host import Host
 from skilldeck.host.connect import Connected
 from skilldeck.host.discover import list_server
 from skilldeck.host.registry import Registry
-from skilldeck.server.policy import Policy, PolicyName
+from skilldeck.serving.policy import Policy, PolicyName
 
 __all__ = ["PolicyCheck", "UpstreamIds", "check_policy", "label_of", "pending_names", "upstream_ids"]
 

@@ -43,7 +43,7 @@ from skilldeck.host import Host
 from skilldeck.host.config import ServerSpec, load_config
 from skilldeck.host.connect import Failure
 from skilldeck.host.watch import CatalogChange, HostWatcher
-from skilldeck.server.policy import Policy, PolicyName, load_policy
+from skilldeck.serving.policy import Policy, PolicyName, load_policy
 
 __all__ = ["GatewayConfig", "Report"]
 

@@ -8,7 +8,7 @@ makes the upstream calls. Every answer is a plain ``dict`` (the tool's ``structu
 every refusal is a :class:`~skilldeck.errors.GateRefused` with a reason a model can act on, raised
 *before* anything is sent upstream.
 
-Per caller (:class:`~skilldeck.server.policy.Caller`, from the verified token or the policy's
+Per caller (:class:`~skilldeck.serving.policy.Caller`, from the verified token or the policy's
 default identity) a policy in the format of ``skilldeck serve --policy`` decides, by id:
 
 * skills, keyed ``LABEL/NAME``: admitted or not (hidden from ``find``, refused by ``load``);
@@ -49,8 +49,8 @@ from skilldeck.select.project import count_tokens, history_a
 from skilldeck.select.rank import Encoder, Scored
 from skilldeck.select.vectors import VectorCache
 from skilldeck.server.audience import allowed_tools
-from skilldeck.server.audit import AuditLog
-from skilldeck.server.policy import Caller, Policy, render_template
+from skilldeck.serving.audit import AuditLog
+from skilldeck.serving.policy import Caller, Policy, render_template
 from skilldeck.skill.tags import neutralise_in, neutralise_tags
 from skilldeck.skill.uri import is_text_mime_type, mime_type_for
 

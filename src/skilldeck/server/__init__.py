@@ -8,7 +8,7 @@ from skilldeck.server.app import create_server, serve_http, serve_stdio, watch_a
 from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
 from skilldeck.server.extension import EXTENSION_ID, SkillsExtension, SkillsMiddleware
-from skilldeck.server.policy import Policy, load_policy
+from skilldeck.serving.policy import Policy, load_policy
 from skilldeck.skill.pack import DirectorySource, LoadResult, StaticSkill
 
 __all__ = [

@@ -31,7 +31,6 @@ from skilldeck.server.disconnects import quiet_disconnects
 from skilldeck.server.dynamic import DynamicSkill
 from skilldeck.server.extension import SkillsExtension
 from skilldeck.server.health import PROBE_PATHS, Readiness, always_ready, with_probes
-from skilldeck.server.policy import Policy
 from skilldeck.server.request_ids import answer_invalid_ids
 from skilldeck.server.sessions import (
     DEFAULT_MAX_SESSIONS,
@@ -39,6 +38,7 @@ from skilldeck.server.sessions import (
     answer_unknown_sessions,
     evict_idle_when_full,
 )
+from skilldeck.serving.policy import Policy
 from skilldeck.skill.pack import DirectorySource
 
 if TYPE_CHECKING:
@@ -248,7 +248,7 @@ async def _watch_trees(
     """Reload on every change below ``trees``; apply the policy file when it is the one that changed."""
     from watchfiles import awatch
 
-    from skilldeck.server.policy import load_policy
+    from skilldeck.serving.policy import load_policy
 
     # awatch arms its watcher before its first await, and nothing awaits between started() and
     # there: when the caller's ``tg.start`` returns, changes are already being recorded.

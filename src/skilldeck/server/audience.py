@@ -1,6 +1,6 @@
 """The catalog one caller sees: admitted skills, rendered for them, with their own digests. Pure.
 
-:func:`catalog_for` derives, from the full catalog and a :class:`~skilldeck.server.policy.Policy`,
+:func:`catalog_for` derives, from the full catalog and a :class:`~skilldeck.serving.policy.Policy`,
 the per-audience variant for a caller: skills the caller is not admitted to are absent (from
 ``skills/list``, ``skills/get``, ``resources/read`` and folder listings alike), text files are
 rendered with the caller's variables, ``metadata["dev.skilldeck/tools"]`` (where the skill
@@ -20,8 +20,8 @@ from skilldeck.errors import SkillError
 from skilldeck.select.cards import TOOLS_METADATA_KEY
 from skilldeck.server.catalog import Catalog
 from skilldeck.server.dynamic import DynamicSkill
-from skilldeck.server.policy import Caller, Policy, render_template
 from skilldeck.server.remote import RemoteSkill
+from skilldeck.serving.policy import Caller, Policy, render_template
 from skilldeck.skill.frontmatter import parse_skill_md, render_frontmatter
 from skilldeck.skill.manifest import build_entry
 from skilldeck.skill.pack import StaticSkill

@@ -20,7 +20,7 @@ from typing import Final
 
 from mcp.server.subscriptions import ResourcesListChanged, ServerEvent, SubscriptionBus, ToolsListChanged
 
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 
 __all__ = [
     "LISTENING_CALLER",

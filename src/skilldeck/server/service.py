@@ -21,11 +21,11 @@ from urllib.parse import unquote
 
 from skilldeck.errors import SkilldeckError, SourceError, shorten
 from skilldeck.server.audience import allowed_tools, catalog_for
-from skilldeck.server.audit import AuditLog
 from skilldeck.server.catalog import Catalog, CatalogDiff
 from skilldeck.server.dynamic import DynamicSkill, SkillRequest
-from skilldeck.server.policy import Caller, Policy, caller_for
 from skilldeck.server.remote import RemoteSource
+from skilldeck.serving.audit import AuditLog
+from skilldeck.serving.policy import Caller, Policy, caller_for
 from skilldeck.skill.pack import DirectorySource, SkillFile, load_all
 from skilldeck.skill.uri import SKILL_MD, file_uri, mime_type_for
 

@@ -34,7 +34,7 @@ from skilldeck.errors import TalentPromptError, UsageError
 from skilldeck.server.audience import offered
 from skilldeck.server.dynamic import SkillRequest
 from skilldeck.server.extension import SkillsExtension
-from skilldeck.server.policy import Caller
+from skilldeck.serving.policy import Caller
 from skilldeck.skill.frontmatter import parse_skill_md
 
 __all__ = [
