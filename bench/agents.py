@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from skilldeck.agents import SkillSession
-from skilldeck.gateway.service import GatewayService
+from skilldeck.gateway._service import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.select.project import count_tokens, history_a
+from skilldeck.select._project import count_tokens, history_a
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

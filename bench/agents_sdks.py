@@ -49,7 +49,7 @@ catalog, minimal_arguments, upstream_server = (
 from skilldeck.agents import SkillSession  # noqa: E402
 from skilldeck.gateway import GatewayService  # noqa: E402
 from skilldeck.host import Host, InProcessServer, ServerSpec  # noqa: E402
-from skilldeck.select.project import count_tokens  # noqa: E402
+from skilldeck.select._project import count_tokens  # noqa: E402
 
 DEFAULT_OUTPUT = HERE / "results" / "agents_sdks.json"
 DEFAULT_TASK = 0

@@ -163,7 +163,7 @@ def _request_schemas(era: str, target: str) -> list[tuple[str, dict[str, Any]]]:
     from mcp_types.methods import CLIENT_REQUESTS
 
     from skilldeck.gateway import META_TOOLS
-    from skilldeck.server.extension import GetSkillParams, ListSkillsParams, ReadDirectoryParams
+    from skilldeck.server._extension import GetSkillParams, ListSkillsParams, ReadDirectoryParams
 
     found: list[tuple[str, dict[str, Any]]] = []
     for (method, version), model in sorted(CLIENT_REQUESTS.items()):

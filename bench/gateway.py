@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/gateway.py --quick    # 1 rep, shorter windows
 
 Two subprocesses on 127.0.0.1: the upstream, ``bench/_echo_server.py`` (an ``MCPServer`` with one
-``echo(text)`` tool, served over streamable HTTP by ``skilldeck.server.app.run_http``), and the
+``echo(text)`` tool, served over streamable HTTP by ``skilldeck.server._app.run_http``), and the
 gateway, ``python -m skilldeck.cli gateway --config CONFIG --http 127.0.0.1:PORT`` whose config
 names the upstream by URL. The load generator, the sessions and the measuring loop are those of
 ``bench/server_throughput.py`` (imported, not copied): each client owns one keep-alive connection
@@ -235,9 +235,9 @@ async def _breakdown(url: str, calls: int) -> dict[str, float]:
     ``check_call_70_servers`` is the same check with LiveMCPBench's 70 servers (527 tools) listed.
     """
     import gateway_agent as agent
-    from skilldeck.gateway.service import GatewayService
+    from skilldeck.gateway._service import GatewayService
     from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec
-    from skilldeck.serving.policy import caller_for
+    from skilldeck.serving._policy import caller_for
 
     caller = caller_for(None, None, None)
     arguments = {"text": TEXT}
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         import anyio
 
         try:  # the event loop the gateway command runs on (uvloop where installed), as of that src/
-            from skilldeck.server.app import event_loop_options
+            from skilldeck.server._app import event_loop_options
 
             options = event_loop_options()
         except ImportError:  # an older src/: asyncio's own loop

@@ -50,11 +50,11 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp_types.methods import serialize_server_result
 
-from skilldeck.gateway.server import CONVERSATION_META_KEY, create_gateway
-from skilldeck.gateway.service import GatewayService
+from skilldeck.gateway._server import CONVERSATION_META_KEY, create_gateway
+from skilldeck.gateway._service import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.select.project import count_tokens
-from skilldeck.serving.policy import caller_for
+from skilldeck.select._project import count_tokens
+from skilldeck.serving._policy import caller_for
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -19,7 +19,7 @@ server has several of them).
 
 Abstention. Every task is in scope (its servers are connected), so each abstention is a false one:
 the report gives the false-abstain rate at the calibrated threshold (what ``select`` uses) and at
-the gateway's plausibility floor (:data:`skilldeck.gateway.service.PLAUSIBLE`), below which it still
+the gateway's plausibility floor (:data:`skilldeck.gateway._service.PLAUSIBLE`), below which it still
 abstains, above which it shows the card flagged ``low_confidence``. The cost of the floor is
 counted on the out-of-scope twins (``bench/selection``'s: the question against the gateway's cards
 without the task's servers, ranked by a ``Selector`` on the same cards and vectors): the share that
@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from skilldeck.gateway.service import PLAUSIBLE, GatewayService
+from skilldeck.gateway._service import PLAUSIBLE, GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.select import CardSet, Selector
-from skilldeck.serving.policy import Caller
+from skilldeck.serving._policy import Caller
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

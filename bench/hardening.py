@@ -112,9 +112,9 @@ def make_pack(root: Path, skills: int) -> Path:
 async def worker_variants(pack: str, policy: str, locales: int, requests: int) -> dict[str, Any]:
     from mcp import Client
 
-    from skilldeck.host.wire import SkillsWire
+    from skilldeck.host._wire import SkillsWire
     from skilldeck.server import create_server
-    from skilldeck.serving.policy import load_policy
+    from skilldeck.serving._policy import load_policy
 
     server, _ = create_server(pack, policy=load_policy(policy))
     before = rss_mb()

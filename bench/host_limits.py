@@ -131,7 +131,7 @@ def measure(variant: str, target: str, seconds: float) -> dict[str, Any]:
     from mcp import Client, StdioServerParameters
 
     from skilldeck.host import Host, HttpServer, ServerSpec, StdioServer
-    from skilldeck.host.wire import SkillsWire
+    from skilldeck.host._wire import SkillsWire
 
     logging.disable(logging.CRITICAL)  # the SDK's tracebacks are not what is measured
     stdio = not target.startswith("http")

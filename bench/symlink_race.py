@@ -127,7 +127,7 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "symlink_race.json")
     args = parser.parse_args()
 
-    from skilldeck.skill import pack as current
+    from skilldeck.skill import _pack as current
 
     impls: dict[str, ModuleType] = {"current": current}
     if args.baseline:

@@ -10,33 +10,33 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src" / "skilldeck"
 
 PURE = [
-    "skill/frontmatter.py",
-    "skill/manifest.py",
-    "skill/uri.py",
-    "skill/pack.py",  # disk I/O, but no SDK: the host and the server both read packs with it
-    "server/catalog.py",
-    "server/dynamic.py",
-    "server/remote.py",
-    "host/registry.py",
-    "host/verify.py",
-    "host/loader.py",
-    "host/port.py",
-    "host/approvals.py",
-    "host/cache.py",
-    "serving/policy.py",
-    "serving/policy.py",
-    "serving/clients.py",
-    "serving/audit.py",
-    "server/audience.py",
-    "server/service.py",
-    "select/snapshot.py",
-    "select/cards.py",
-    "select/rank.py",
-    "select/decide.py",
-    "select/project.py",
-    "select/gate.py",
-    "gateway/meta.py",
-    "gateway/activation.py",
+    "skill/_frontmatter.py",
+    "skill/_manifest.py",
+    "skill/_uri.py",
+    "skill/_pack.py",  # disk I/O, but no SDK: the host and the server both read packs with it
+    "server/_catalog.py",
+    "server/_dynamic.py",
+    "server/_remote.py",
+    "host/_registry.py",
+    "host/_verify.py",
+    "host/_loader.py",
+    "host/_port.py",
+    "host/_approvals.py",
+    "host/_cache.py",
+    "serving/_policy.py",
+    "serving/_policy.py",
+    "serving/_clients.py",
+    "serving/_audit.py",
+    "server/_audience.py",
+    "server/_service.py",
+    "select/_snapshot.py",
+    "select/_cards.py",
+    "select/_rank.py",
+    "select/_decide.py",
+    "select/_project.py",
+    "select/_gate.py",
+    "gateway/_meta.py",
+    "gateway/_activation.py",
 ]
 
 
@@ -162,8 +162,8 @@ def test_no_import_cycles() -> None:
 def test_the_host_watcher_only_listens() -> None:
     """Re-listing is the host's (``Host.relist`` over ``discover.list_server``); the watcher neither
     imports the host facade nor touches the registry or the listing code itself."""
-    names = imported_modules(SRC / "host" / "watch.py")
-    assert not {"skilldeck.host.host", "skilldeck.host.registry", "skilldeck.host.discover"} & names, names
+    names = imported_modules(SRC / "host" / "_watch.py")
+    assert not {"skilldeck.host._host", "skilldeck.host._registry", "skilldeck.host._discover"} & names, names
 
 
 def runtime_imports(path: Path) -> set[str]:
@@ -217,19 +217,19 @@ def test_nothing_below_the_gateway_imports_it() -> None:
 
 
 def test_the_gateway_service_knows_no_server_sdk() -> None:
-    """Find, load, read and call decide without a session: only ``gateway/server.py`` and ``app.py`` touch one."""
-    external = closure("gateway/service.py")
+    """Find, load, read and call decide without a session: only ``gateway/_server.py`` and ``app.py`` touch one."""
+    external = closure("gateway/_service.py")
     assert not {"starlette", "uvicorn"} & external, external
-    for name in imported_modules(SRC / "gateway" / "service.py"):
-        assert not name.startswith(("mcp.server", "skilldeck.gateway.server", "skilldeck.cli")), name
+    for name in imported_modules(SRC / "gateway" / "_service.py"):
+        assert not name.startswith(("mcp.server", "skilldeck.gateway._server", "skilldeck.cli")), name
 
 
 def test_the_gateway_decisions_reach_upstreams_only_through_their_port() -> None:
-    """``GatewayService`` decides on what ``gateway/port.py``'s ``Upstreams`` gives it; the SDK calls are
-    ``gateway/upstreams.py``'s, and the decisions never read the host they were built on."""
-    names = imported_modules(SRC / "gateway" / "service.py")
-    assert not {n for n in names if n.startswith(("mcp", "skilldeck.host.connect", "skilldeck.ask"))}, names
-    tree = ast.parse((SRC / "gateway" / "service.py").read_text(encoding="utf-8"))
+    """``GatewayService`` decides on what ``gateway/_port.py``'s ``Upstreams`` gives it; the SDK calls are
+    ``gateway/_upstreams.py``'s, and the decisions never read the host they were built on."""
+    names = imported_modules(SRC / "gateway" / "_service.py")
+    assert not {n for n in names if n.startswith(("mcp", "skilldeck.host._connect", "skilldeck.ask"))}, names
+    tree = ast.parse((SRC / "gateway" / "_service.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
             assert ast.unparse(node.value) != "self.host", (node.lineno, ast.unparse(node))
@@ -242,7 +242,7 @@ def test_host_never_imports_server_or_cli() -> None:
             assert not name.startswith(("skilldeck.server", "skilldeck.cli", "skilldeck.demo")), (path, name)
 
 
-@pytest.mark.parametrize("module_file", ["server/middleware.py", "server/extension.py", "server/app.py"])
+@pytest.mark.parametrize("module_file", ["server/_middleware.py", "server/_extension.py", "server/_app.py"])
 def test_server_adapters_use_each_other_only_through_public_names(module_file: str) -> None:
     """``x._name`` only on ``self``: the middleware and the app read the extension's public surface."""
     tree = ast.parse((SRC / module_file).read_text(encoding="utf-8"))

@@ -11,9 +11,9 @@ import pytest
 from skilldeck.ask import ask, snapshot_from_host
 from skilldeck.cli import main
 from skilldeck.demo import example_pack
-from skilldeck.demo.servers import demo_servers
+from skilldeck.demo._servers import demo_servers
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.select.gate import InvalidArguments, ToolNotActive, ToolNotListed
+from skilldeck.select._gate import InvalidArguments, ToolNotActive, ToolNotListed
 from skilldeck.server import create_server
 
 IN_SCOPE = {

@@ -14,7 +14,7 @@ import pytest
 
 from skilldeck.authoring import DESCRIPTION_MIN_WORDS, lint_paths
 from skilldeck.errors import FrontmatterError
-from skilldeck.skill.pack import DirectorySource
+from skilldeck.skill._pack import DirectorySource
 
 from .server.helpers import CLI, REPO, cli_env
 

@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 
 from skilldeck.cli import main
-from skilldeck.host.wire import SkillsWire
+from skilldeck.host._wire import SkillsWire
 
 from .server.helpers import CLI, POST_HEADERS, cli_env, initialize_request, stop, write_skill
 
@@ -303,7 +303,7 @@ def test_stdio_command_after_double_dash_is_split_by_the_parser() -> None:
 
 
 def test_errors_map_to_exit_codes_in_one_place() -> None:
-    from skilldeck.cli.exits import ExitCode, exit_for
+    from skilldeck.cli._exits import ExitCode, exit_for
     from skilldeck.errors import (
         BudgetExceeded,
         ConfigError,

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from skilldeck.cli.output import LogLineCut, LogRateLimit, bound_log_output
+from skilldeck.cli._output import LogLineCut, LogRateLimit, bound_log_output
 
 
 class Clock:
@@ -156,7 +156,7 @@ def test_a_json_lines_console_line_has_the_level_of_its_colour_and_names_its_ups
     import io
     import json
 
-    from skilldeck.cli.output import JsonLinesConsole
+    from skilldeck.cli._output import JsonLinesConsole
 
     out = io.StringIO()
     JsonLinesConsole(file=out).print(markup, highlight=False, soft_wrap=True)
@@ -169,7 +169,7 @@ def test_a_json_lines_console_line_has_the_level_of_its_colour_and_names_its_ups
 def test_a_json_log_record_names_its_exception_without_a_traceback() -> None:
     import json
 
-    from skilldeck.cli.output import JsonLogFormatter
+    from skilldeck.cli._output import JsonLogFormatter
 
     try:
         raise ValueError("bad\nvalue")

@@ -78,7 +78,7 @@ async def test_demo_shows_the_history_b_path_the_abstention_and_the_extension() 
 
 @pytest.mark.anyio
 async def test_the_demo_drives_the_gateway_with_a_real_client_in_both_eras() -> None:
-    from skilldeck.demo.gateway import gateway_tour
+    from skilldeck.demo._gateway import gateway_tour
 
     out = io.StringIO()
     await gateway_tour(Console(file=out, width=400, color_system=None), livemcpbench_snapshot())
@@ -106,12 +106,12 @@ async def test_the_demo_drives_the_gateway_with_a_real_client_in_both_eras() -> 
 
 @pytest.mark.anyio
 async def test_history_a_is_one_measure_in_the_demo_and_the_gateways_decision_log(tmp_path: Path) -> None:
-    from skilldeck.demo.gateway import gateway_tour
-    from skilldeck.demo.servers import demo_servers
+    from skilldeck.demo._gateway import gateway_tour
+    from skilldeck.demo._servers import demo_servers
     from skilldeck.gateway import GatewayService
-    from skilldeck.gateway.service import DecisionLog
+    from skilldeck.gateway._service import DecisionLog
     from skilldeck.host import Host, InProcessServer, ServerSpec
-    from skilldeck.serving.policy import Caller
+    from skilldeck.serving._policy import Caller
 
     out = io.StringIO()
     await gateway_tour(Console(file=out, width=400, color_system=None), livemcpbench_snapshot())

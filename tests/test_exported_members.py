@@ -39,3 +39,41 @@ def test_errors_a_package_exports_are_the_ones_in_errors_py() -> None:
             if isinstance(value, type) and issubclass(value, Exception):
                 assert value.__module__ == "skilldeck.errors", (package, member)
                 assert getattr(skilldeck.errors, member) is value
+
+
+PUBLIC_MODULES = {
+    "skilldeck",
+    "skilldeck.agents",
+    "skilldeck.agents.langchain",
+    "skilldeck.agents.openai_agents",
+    "skilldeck.agents.providers",
+    "skilldeck.agents.pydantic_ai",
+    "skilldeck.ask",
+    "skilldeck.authoring",
+    "skilldeck.cli",
+    "skilldeck.demo",
+    "skilldeck.errors",
+    "skilldeck.gateway",
+    "skilldeck.host",
+    "skilldeck.select",
+    "skilldeck.server",
+    "skilldeck.serving",
+    "skilldeck.skill",
+}
+"""The modules whose names a user imports: the packages, the errors, and the entry points that are
+modules of their own (each agent adapter imports its framework, so none is imported by its package)."""
+
+
+def test_every_other_module_is_private() -> None:
+    """A new implementation module starts with ``_``, so the public surface cannot grow by accident."""
+    from pathlib import Path
+
+    src = Path(skilldeck.__file__).parent
+    public = set()
+    for path in src.rglob("*.py"):
+        parts = path.relative_to(src.parent).with_suffix("").parts
+        if parts[-1] in ("__init__", "__main__"):
+            parts = parts[:-1]
+        if not any(part.startswith("_") for part in parts):
+            public.add(".".join(parts))
+    assert public == PUBLIC_MODULES, sorted(public ^ PUBLIC_MODULES)

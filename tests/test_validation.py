@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from skilldeck.errors import ConfigError, EntryError, PolicyError, SnapshotError
-from skilldeck.host.config import parse_config
-from skilldeck.select.snapshot import parse_snapshot
-from skilldeck.serving.policy import parse_policy
-from skilldeck.skill.manifest import digest_of, entry_from_wire
+from skilldeck.host._config import parse_config
+from skilldeck.select._snapshot import parse_snapshot
+from skilldeck.serving._policy import parse_policy
+from skilldeck.skill._manifest import digest_of, entry_from_wire
 
 SKILL_MD = "skill://docs/SKILL.md"
 FILE = {"uri": SKILL_MD, "digest": digest_of(b"x"), "size": 1}

@@ -91,7 +91,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- gateway: what a downstream client may reach ---------------------------------------------------
     _m(
         "gateway-every-listed-tool-active",
-        "gateway/service.py",
+        "gateway/_service.py",
         "gate = index.gate.with_active([*activation.tools, *pinned])",
         "gate = index.gate.with_active([(lbl, t) for lbl, listed in index.cards.tools.items() for t in listed])",
         T_GW_SECURITY,
@@ -99,7 +99,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "gateway-cross-label-grant-implied",
-        "gateway/service.py",
+        "gateway/_service.py",
         "if label != record.label and (record.label, label) not in self.grants:",
         "if False:",
         T_GW_SECURITY,
@@ -107,7 +107,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "gateway-conversations-merged",
-        "gateway/activation.py",
+        "serving/_clients.py",
         "        parts.append(conversation)",
         "        pass",
         T_GW_SECURITY,
@@ -115,16 +115,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "republish-remote-digest-unchecked",
-        "server/remote.py",
+        "server/_remote.py",
         "if len(data) != resource.size or digest_of(data) != resource.digest:",
         "if len(data) != resource.size:",
         T_GW_REPUBLISH,
         "re-published skill bytes are passed on without their digest checked",
     ),
-    # -- server/audience.py: who sees what ------------------------------------------------------------
+    # -- server/_audience.py: who sees what ------------------------------------------------------------
     _m(
         "audience-dynamic-admission",
-        "server/audience.py",
+        "server/_audience.py",
         "for d in base.dynamic_skills if _visible(policy, d.name, caller)]",
         "for d in base.dynamic_skills]",
         T_DYN_POLICY,
@@ -132,7 +132,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-dynamic-tools-metadata",
-        "server/audience.py",
+        "server/_audience.py",
         "    if frontmatter is None or frontmatter == skill.frontmatter:\n        return skill\n",
         "    return skill\n",
         T_DYN_POLICY,
@@ -140,7 +140,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-static-admission",
-        "server/audience.py",
+        "server/_audience.py",
         "s for e in base.entries if _visible(policy, e.name, caller) and (s := base.static_skill(e.uri)) is not None",
         "s for e in base.entries if (s := base.static_skill(e.uri)) is not None",
         T_POLICY,
@@ -148,7 +148,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-nested-hidden-files",
-        "server/audience.py",
+        "server/_audience.py",
         "static.append(_render_skill(_without_hidden(skill, hidden), policy, caller, rendered))",
         "static.append(_render_skill(skill, policy, caller, rendered))",
         T_POLICY,
@@ -156,7 +156,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-hidden-sibling-prefix",
-        "server/audience.py",
+        "server/_audience.py",
         'if p.startswith(skill.skill_path + "/")]',
         "if p.startswith(skill.skill_path)]",
         T_LIMITS,
@@ -164,7 +164,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-all-denied-visible",
-        "server/audience.py",
+        "server/_audience.py",
         "    return bool(rule.route(caller))\n",
         "    return True\n",
         T_POLICY,
@@ -172,7 +172,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-tools-metadata",
-        "server/audience.py",
+        "server/_audience.py",
         'kept = " ".join(t for t in declared if t.rpartition("/")[2] in routed)',
         'kept = " ".join(declared)',
         (T_POLICY, T_DYN_POLICY),
@@ -180,16 +180,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "audience-allowed-tools-admission",
-        "server/audience.py",
+        "server/_audience.py",
         "if rule is not None and _visible(policy, name, caller):",
         "if rule is not None:",
         T_POLICY,
         "a route grants tools through a skill the caller is not admitted to",
     ),
-    # -- server/catalog.py: what a folder and a page hold ----------------------------------------------
+    # -- server/_catalog.py: what a folder and a page hold ----------------------------------------------
     _m(
         "catalog-children-prefix",
-        "skill/pack.py",
+        "skill/_pack.py",
         "        if not path.startswith(base):\n",
         "        if not path.startswith(prefix):\n",
         T_LIMITS,
@@ -197,7 +197,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "catalog-dynamic-file-prefix",
-        "server/catalog.py",
+        "server/_catalog.py",
         'for root, dyn in self._dynamic.items():\n            if uri.startswith(root + "/"):',
         "for root, dyn in self._dynamic.items():\n            if uri.startswith(root):",
         T_LIMITS,
@@ -205,7 +205,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "catalog-dynamic-root-prefix",
-        "server/catalog.py",
+        "server/_catalog.py",
         'return dyn, ""\n            if uri.startswith(root + "/"):',
         'return dyn, ""\n            if uri.startswith(root):',
         T_LIMITS,
@@ -213,7 +213,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "catalog-page-boundary",
-        "server/catalog.py",
+        "server/_catalog.py",
         "if start + limit < len(keys) and page else None",
         "if start + limit <= len(keys) and page else None",
         T_LIMITS,
@@ -221,7 +221,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "catalog-cursor-strict",
-        "server/catalog.py",
+        "server/_catalog.py",
         "if keys[mid] <= after:",
         "if keys[mid] < after:",
         T_LIMITS,
@@ -229,16 +229,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "catalog-duplicate-uri",
-        "skill/pack.py",
+        "skill/_pack.py",
         "        if skill.skill_path in served:\n",
         "        if False:\n",
         T_SOURCES,
         "a skill path served twice is not reported",
     ),
-    # -- skill/pack.py: reading folders ----------------------------------------------------------------
+    # -- skill/_pack.py: reading folders ----------------------------------------------------------------
     _m(
         "sources-early-stop",
-        "skill/pack.py",
+        "skill/_pack.py",
         "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
         "if False:",
         T_LIMITS,
@@ -246,7 +246,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-early-stop-files-off-by-one",
-        "skill/pack.py",
+        "skill/_pack.py",
         "if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:",
         "if total > MAX_SKILL_BYTES or len(files) >= MAX_RESOURCES_PER_SKILL:",
         T_LIMITS,
@@ -255,7 +255,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-file-size-off-by-one",
-        "skill/pack.py",
+        "skill/_pack.py",
         "if st.st_size > MAX_SKILL_BYTES:",
         "if st.st_size >= MAX_SKILL_BYTES:",
         T_LIMITS,
@@ -263,7 +263,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-escape",
-        "skill/pack.py",
+        "skill/_pack.py",
         "if inside is None:\n                        raise _Escape",
         "if inside is None:\n                        return os.open(str(target), _O_FILE)",
         T_SOURCES,
@@ -271,16 +271,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-folder",
-        "skill/pack.py",
+        "skill/_pack.py",
         "if stat.S_ISDIR(st.st_mode):\n                        problems.append(",
         "if stat.S_ISDIR(st.st_mode):\n                        continue\n                        problems.append(",
         T_SOURCES,
         "a symlinked folder is not reported",
     ),
-    # -- server/service.py, middleware.py, extension.py: enforcement on the wire -------------------------
+    # -- server/_service.py, middleware.py, extension.py: enforcement on the wire -------------------------
     _m(
         "extension-tool-call-gate",
-        "server/service.py",
+        "server/_service.py",
         "if name not in allowed:",
         "if False:",
         f"{T_CONTEXT}::test_admin_tool_is_refused_to_a_user_not_run_and_audited",
@@ -288,7 +288,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "extension-tools-list-filter",
-        "server/middleware.py",
+        "server/_middleware.py",
         'return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}',
         "return result",
         f"{T_CONTEXT}::test_in_process_answers_for_the_default_identity",
@@ -296,7 +296,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "extension-read-unfiltered",
-        "server/middleware.py",
+        "server/_middleware.py",
         "catalog = view_of(service, ctx)\n        static = catalog.static_file(uri)",
         "catalog = service.catalog\n        static = catalog.static_file(uri)",
         f"{T_CONTEXT}::test_meta_hints_never_widen_permissions",
@@ -304,7 +304,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "middleware-replies-outlive-their-catalog",
-        "server/middleware.py",
+        "server/_middleware.py",
         "kept = self._replies.get(catalog)",
         "kept = next(iter(self._replies.values()), None)",
         "tests/server/test_serve_speed.py::test_kept_replies_follow_the_policy_in_force",
@@ -312,7 +312,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "extension-cache-scope",
-        "server/service.py",
+        "server/_service.py",
         'scope = "private" if self.policy is not None else self.cache_scope',
         "scope = self.cache_scope",
         f"{T_CONTEXT}::test_per_caller_skill_content_is_private_to_caches",
@@ -320,16 +320,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "extension-dynamic-folder-prefix",
-        "server/extension.py",
+        "server/_extension.py",
         'if folder and not any(p.startswith(folder + "/") for p in files):',
         "if folder and not any(p.startswith(folder) for p in files):",
         T_LIMITS,
         "a prefix of a dynamic skill's folder name is listed as a folder",
     ),
-    # -- skill/frontmatter.py: the YAML rule and the Agent Skills limits -----------------------------------
+    # -- skill/_frontmatter.py: the YAML rule and the Agent Skills limits -----------------------------------
     _m(
         "frontmatter-name-length",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "if len(name) > MAX_NAME_LENGTH:",
         "if len(name) >= MAX_NAME_LENGTH:",
         T_FRONTMATTER,
@@ -337,7 +337,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-description-length",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "elif len(description) > MAX_DESCRIPTION_LENGTH:",
         "elif len(description) >= MAX_DESCRIPTION_LENGTH:",
         T_FRONTMATTER,
@@ -345,7 +345,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-compatibility-length",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "elif len(compatibility) > MAX_COMPATIBILITY_LENGTH:",
         "elif len(compatibility) > MAX_COMPATIBILITY_LENGTH + 1:",
         T_FRONTMATTER,
@@ -353,7 +353,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-depth",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "if self._depth > MAX_FRONTMATTER_DEPTH:",
         "if self._depth >= MAX_FRONTMATTER_DEPTH:",
         T_FRONTMATTER,
@@ -361,7 +361,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-size",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         'if len(text.encode("utf-8")) > MAX_FRONTMATTER_BYTES:',
         'if len(text.encode("utf-8")) >= MAX_FRONTMATTER_BYTES:',
         T_FRONTMATTER,
@@ -369,7 +369,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-octal-digits",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "0o[0-7]+",
         "0o[0-9]+",
         T_FRONTMATTER,
@@ -377,7 +377,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-alias",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "if self.check_event(AliasEvent):",
         "if False:",
         T_FRONTMATTER,
@@ -385,7 +385,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-duplicate-key",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "            if key in result:\n",
         "            if False:\n",
         T_FRONTMATTER,
@@ -393,16 +393,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "frontmatter-name-directory",
-        "skill/frontmatter.py",
+        "skill/_frontmatter.py",
         "and name != directory_name:",
         "and name == directory_name and False:",
         T_FRONTMATTER,
         "a name that differs from its folder is accepted",
     ),
-    # -- skill/manifest.py: entries built and entries received ---------------------------------------------
+    # -- skill/_manifest.py: entries built and entries received ---------------------------------------------
     _m(
         "manifest-unknown-fields",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "return SkillEntry(uri=file_uri(skill_path), frontmatter=dict(frontmatter), resources=resources)",
         "return SkillEntry(uri=file_uri(skill_path), frontmatter={k: frontmatter[k] for k in "
         '("name", "description", "license", "compatibility", "metadata", "allowed-tools") if k in frontmatter}, '
@@ -412,7 +412,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-files-limit",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "if len(sizes) > MAX_RESOURCES_PER_SKILL:",
         "if len(sizes) >= MAX_RESOURCES_PER_SKILL:",
         (T_MANIFEST, T_LIMITS),
@@ -420,7 +420,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-bytes-limit",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "total = sum(sizes.values())\n    if total > MAX_SKILL_BYTES:",
         "total = sum(sizes.values())\n    if total >= MAX_SKILL_BYTES:",
         (T_MANIFEST, T_LIMITS),
@@ -428,7 +428,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-wire-files-limit",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "if len(resources) > MAX_RESOURCES_PER_SKILL:",
         "if len(resources) > MAX_RESOURCES_PER_SKILL + 1:",
         T_DISCOVERY,
@@ -436,7 +436,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-wire-bytes-limit",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "total = sum(r.size for r in parsed)\n    if total > MAX_SKILL_BYTES:",
         "total = sum(r.size for r in parsed)\n    if total >= MAX_SKILL_BYTES:",
         T_DISCOVERY,
@@ -444,7 +444,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-wire-outside-root",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         'r_uri.startswith(root + "/")',
         "r_uri.startswith(root)",
         T_DISCOVERY,
@@ -452,7 +452,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-wire-dot-segments",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         'if "/../" in r_uri + "/" or "/./" in r_uri + "/":',
         "if False:",
         T_DISCOVERY,
@@ -460,7 +460,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-wire-own-skill-md",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "    if uri not in seen:\n",
         "    if False:\n",
         T_DISCOVERY,
@@ -468,16 +468,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "manifest-wire-name",
-        "skill/manifest.py",
+        "skill/_manifest.py",
         "if skill_name_from_uri(uri) != name:",
         "if False:",
         T_DISCOVERY,
         "an entry's URI may name another skill than its frontmatter",
     ),
-    # -- skill/uri.py ----------------------------------------------------------------------------------
+    # -- skill/_uri.py ----------------------------------------------------------------------------------
     _m(
         "uri-resolve-climb",
-        "skill/uri.py",
+        "skill/_uri.py",
         'if normalized in (".", "") or normalized == ".." or normalized.startswith("../"):',
         'if normalized in (".", ""):',
         T_MANIFEST,
@@ -485,7 +485,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "uri-resolve-absolute",
-        "skill/uri.py",
+        "skill/_uri.py",
         'or "://" in reference or reference.startswith(("/", "\\\\")):',
         'or "://" in reference:',
         T_MANIFEST,
@@ -494,7 +494,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- host: listing, loading, verifying, caching, approving ---------------------------------------------
     _m(
         "discover-entry-cap",
-        "host/discover.py",
+        "host/_discover.py",
         "if len(items) > limits.max_entries:",
         "if len(items) >= limits.max_entries:",
         T_CAPS,
@@ -502,7 +502,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "discover-page-cap",
-        "host/discover.py",
+        "host/_discover.py",
         "for page_number in range(1, limits.max_pages + 1):",
         "for page_number in range(1, limits.max_pages):",
         T_CAPS,
@@ -510,7 +510,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "discover-repeated-cursor",
-        "host/discover.py",
+        "host/_discover.py",
         "        if cursor in seen:\n",
         "        if False:\n",
         T_DISCOVERY,
@@ -518,7 +518,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "discover-skills-not-declared",
-        "host/discover.py",
+        "host/_discover.py",
         "        if connected.skills is not None:\n",
         "        if True:\n",
         T_DISCOVERY,
@@ -526,7 +526,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-resolve-sibling",
-        "host/loader.py",
+        "host/_loader.py",
         'if not reference.startswith(root + "/") or',
         "if not reference.startswith(root) or",
         T_LOADER,
@@ -534,7 +534,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-resolve-dot-segments",
-        "host/loader.py",
+        "host/_loader.py",
         'if not reference.startswith(root + "/") or any(s in (".", "..", "") for s in segments):',
         'if not reference.startswith(root + "/"):',
         T_LOADER,
@@ -542,7 +542,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-budget-off-by-one",
-        "host/loader.py",
+        "host/_loader.py",
         "if self.used_bytes + size > self.budget_bytes:",
         "if self.used_bytes + size >= self.budget_bytes:",
         T_LOADER,
@@ -550,7 +550,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-read-before-budget",
-        "host/loader.py",
+        "host/_loader.py",
         "        self._reserve(resource.uri, resource.size)\n        data = await self.index.read(resource.uri)\n",
         "        data = await self.index.read(resource.uri)\n        self._reserve(resource.uri, resource.size)\n",
         T_LOADER,
@@ -558,7 +558,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-skip-frontmatter",
-        "host/loader.py",
+        "host/_loader.py",
         "            text = verify_skill_md(entry.uri, data, entry.frontmatter, label=self.label)\n"
         "        except VerificationError as failure:",
         '            text = data.decode("utf-8")\n        except VerificationError as failure:',
@@ -567,7 +567,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-dynamic-allowed",
-        "host/loader.py",
+        "host/_loader.py",
         "            if not self.allow_dynamic:\n",
         "            if False:\n",
         T_LOADER,
@@ -575,7 +575,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "loader-refresh-other-uri",
-        "host/loader.py",
+        "host/_loader.py",
         "        if current.uri != entry.uri:  # an answer about another skill is no refresh of this one\n"
         "            return failure\n",
         "",
@@ -584,7 +584,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "verify-size-first",
-        "host/verify.py",
+        "host/_verify.py",
         "    if len(data) != size:\n",
         "    if False:\n",
         T_LOADER,
@@ -592,7 +592,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "cache-rehash",
-        "host/cache.py",
+        "host/_cache.py",
         "        if digest_of(data) != digest:\n",
         "        if False:\n",
         T_CACHE,
@@ -600,7 +600,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "approvals-content-bound",
-        "host/approvals.py",
+        "host/_approvals.py",
         'if record.get("resources") == _binding(entry):',
         "if True:",
         T_APPROVALS,
@@ -608,7 +608,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "host-removed-server",
-        "host/host.py",
+        "host/_host.py",
         "        if label in self._removed:\n",
         "        if False:\n",
         f"{T_CACHE}::test_removed_server_stays_removed",
@@ -616,7 +616,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "registry-ambiguous-name",
-        "host/registry.py",
+        "host/_registry.py",
         "        if len(matches) > 1:\n",
         "        if False:\n",
         T_ORIGINS,
@@ -625,7 +625,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- select: the gate and the projection ------------------------------------------------------------------
     _m(
         "gate-split-any-name",
-        "select/gate.py",
+        "select/_gate.py",
         "if head in self._listed and tail in self._listed[head]:",
         "if True:",
         T_GATE,
@@ -633,7 +633,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "gate-split-unlisted-tail",
-        "select/gate.py",
+        "select/_gate.py",
         "if head in self._listed and tail in self._listed[head]:",
         "if head in self._listed:",
         T_GATE,
@@ -641,7 +641,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "gate-active-set",
-        "select/gate.py",
+        "select/_gate.py",
         "        if (label, tool) not in self._active:\n",
         "        if False:\n",
         T_GATE,
@@ -649,7 +649,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "gate-arguments",
-        "select/gate.py",
+        "select/_gate.py",
         "        self._validate(label, tool, listed[tool], dict(arguments or {}))\n",
         "",
         T_GATE,
@@ -657,7 +657,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "gate-relisting",
-        "select/gate.py",
+        "select/_gate.py",
         "        self._active = {(lbl, name) for lbl, name in self._active if lbl != label or name in self._listed[label]}"
         "\n",
         "",
@@ -666,7 +666,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "project-b-tokens-system",
-        "select/project.py",
+        "select/_project.py",
         "return count_tokens(self.system) + count_tokens(tools)",
         "return count_tokens(tools)",
         T_GATE,

@@ -1,9 +1,9 @@
 """The ranking variants the ablation measures and the product does not ship.
 
-:class:`AblationSteps` are :class:`skilldeck.select.rank.RankSteps` switched by an
-:class:`AblationConfig`, and :class:`AblationRanker` is a :class:`skilldeck.select.rank.Ranker` given
+:class:`AblationSteps` are :class:`skilldeck.select._rank.RankSteps` switched by an
+:class:`AblationConfig`, and :class:`AblationRanker` is a :class:`skilldeck.select._rank.Ranker` given
 them; with the default switches it ranks exactly as the shipped ranker does. ``run.py --ablation`` changes one knob at a time (:func:`configs` sends each
-knob to :class:`~skilldeck.select.rank.RankConfig` or :class:`AblationConfig`), and
+knob to :class:`~skilldeck.select._rank.RankConfig` or :class:`AblationConfig`), and
 ``background.py`` turns the background frequencies off to compute them.
 """
 
@@ -16,11 +16,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from skilldeck.select._cards import Card, words
 from skilldeck.select._query import path_words
-from skilldeck.select._steps import zscore
-from skilldeck.select._text import words_of
-from skilldeck.select.cards import Card, words
-from skilldeck.select.rank import (
+from skilldeck.select._rank import (
     IMPLIED_NEEDS,
     VIEWS,
     Background,
@@ -36,6 +34,8 @@ from skilldeck.select.rank import (
     ServerGroups,
     tokens,
 )
+from skilldeck.select._steps import zscore
+from skilldeck.select._text import words_of
 
 __all__ = ["AblationConfig", "AblationRanker", "AblationSteps", "RecordingRanker", "RecordingSteps", "configs"]
 
@@ -71,7 +71,7 @@ class AblationConfig:
     clock_need: bool = True
     """Among them, a date relative to today implies a clock need (off: the rules before it was added)."""
     drop_view: str | None = None
-    """Leave one of the five fused views (:data:`~skilldeck.select.rank.VIEWS`) out of the sum."""
+    """Leave one of the five fused views (:data:`~skilldeck.select._rank.VIEWS`) out of the sum."""
     label_tools: bool = False
     """The label view reads the server's tool names after its description (expansion with the card's tools)."""
     vector_prf: int = 0
@@ -86,7 +86,7 @@ class AblationConfig:
     """How each view is put on one scale before the sum: z-score (shipped), robust z ((x - median) / (1.4826
     MAD)), or its rank across servers through ``1 / (RANK_K + rank)``, then z-scored."""
     view_weights: tuple[float, ...] | None = None
-    """Each view's weight in the fused sum (:data:`~skilldeck.select.rank.VIEWS` order); ``None``: equal
+    """Each view's weight in the fused sum (:data:`~skilldeck.select._rank.VIEWS` order); ``None``: equal
     (the learned-weights row fits them on one half and reports them on the other)."""
     hubness: Literal["none", "center", "csls"] = "none"
     """Hubness reduction in the cosine views: none (shipped); ``center``, every vector (cards, labels, the

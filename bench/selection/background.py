@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from skilldeck.select.cards import build_cards
-from skilldeck.select.rank import BM25Index
-from skilldeck.select.snapshot import load_snapshot
+from skilldeck.select._cards import build_cards
+from skilldeck.select._rank import BM25Index
+from skilldeck.select._snapshot import load_snapshot
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -36,7 +36,7 @@ def main() -> None:
         return {"n": index.n, "df": {t: int(df[i]) for t, i in sorted(index.vocab.items())}}
 
     data = {
-        "source": "LiveMCPBench tools.json (70 servers, 527 tools; Apache-2.0), tokenised by skilldeck.select.rank",
+        "source": "LiveMCPBench tools.json (70 servers, 527 tools; Apache-2.0), tokenised by skilldeck.select._rank",
         "cards": table(ranker.index.cards),
         "servers": table(ranker.index.servers),
     }

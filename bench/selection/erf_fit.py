@@ -1,4 +1,4 @@
-"""Fit the erf approximation the numpy MiniLM uses for GELU (``skilldeck.select.bert``), and print its error.
+"""Fit the erf approximation the numpy MiniLM uses for GELU (``skilldeck.select._bert``), and print its error.
 
 numpy has no ``erf``. The encoder writes ``erfc(z) = t P(t) exp(-z^2)`` for ``z >= 0``, with
 ``t = 1 / (1 + p z)`` and ``P`` a polynomial of degree ``n - 1`` (the form of Hastings' classic

@@ -52,8 +52,7 @@ from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: 
 from synth import synthesize  # noqa: E402
 
 from skilldeck.select import CardSet, RankConfig, Selector, build_cards, parse_snapshot  # noqa: E402
-from skilldeck.select._text import card_fields, words_of  # noqa: E402
-from skilldeck.select.decide import (  # noqa: E402
+from skilldeck.select._decide import (  # noqa: E402
     FEATURES,
     LEXICAL_FEATURES,
     Calibration,
@@ -61,7 +60,8 @@ from skilldeck.select.decide import (  # noqa: E402
     implied_features,
     unit_features,
 )
-from skilldeck.select.rank import VIEWS, semantic_text, tokens  # noqa: E402
+from skilldeck.select._rank import VIEWS, semantic_text, tokens  # noqa: E402
+from skilldeck.select._text import card_fields, words_of  # noqa: E402
 
 DEFAULT_DATA = "bench/selection/data/livemcpbench"  # relative to the repository root
 SNAPSHOT_OUT = REPO / "src" / "skilldeck" / "demo" / "data" / "livemcpbench-snapshot.json"  # one copy, shipped
@@ -425,7 +425,7 @@ from skilldeck.select import Selector, build_cards, load_snapshot
 cards = build_cards(load_snapshot(sys.argv[1]))
 encoder = None
 if sys.argv[3] != "-":
-    from skilldeck.select.encoders import load_encoder
+    from skilldeck.select._encoders import load_encoder
     encoder = load_encoder(sys.argv[3])
 selector = Selector(cards, encoder=encoder, cache_dir=sys.argv[2] if encoder is not None else None)
 ready = time.perf_counter() - t0
@@ -705,7 +705,7 @@ def versions() -> dict[str, str]:
 
 
 def load_semantic(name: str, required: bool, **options: Any) -> Any | None:
-    from skilldeck.select.encoders import EncoderUnavailable, load_encoder
+    from skilldeck.select._encoders import EncoderUnavailable, load_encoder
 
     try:
         return load_encoder(name, **options)

@@ -57,7 +57,7 @@ import numpy as np
 args = json.loads(sys.argv[1])
 t0, c0 = time.perf_counter(), time.process_time()
 from skilldeck.select import Selector, build_cards, load_snapshot
-from skilldeck.select.encoders import load_encoder
+from skilldeck.select._encoders import load_encoder
 out = {}
 def lat(selector, questions, reps):
     for q in questions[:5]:

@@ -1,6 +1,6 @@
 """Learned view weights for the fused ranking (an ablation row; the product sums the views equally).
 
-For each task of one half, each of the five views (:data:`~skilldeck.select.rank.VIEWS`) is z-scored
+For each task of one half, each of the five views (:data:`~skilldeck.select._rank.VIEWS`) is z-scored
 across the servers as the ranker does; the weights maximise a listwise likelihood: per requirement
 of the task, the softmax over that requirement's servers and every server the task does not need,
 of the weighted z sum, should put its mass on the requirement's servers. An L2 penalty pulls the

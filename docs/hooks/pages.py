@@ -46,7 +46,7 @@ def cli_reference() -> str:
         "",
         "Generated from `skilldeck`'s own argument parser when this site is built: every command, "
         "its usage and every option, with the help text `skilldeck COMMAND --help` prints. "
-        "Exit codes are the same for every command (`skilldeck.cli.exits.ExitCode`): 0 ok, 1 bad input "
+        "Exit codes are the same for every command (`skilldeck.cli._exits.ExitCode`): 0 ok, 1 bad input "
         "or configuration, 2 bad arguments, 3 a server unreachable, 4 verification failed, 5 budget "
         "exceeded, 6 refused; 141 when standard output is closed early.",
         "",

@@ -20,10 +20,10 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 
 from skilldeck.agents import SkillSession
 from skilldeck.agents.openai_agents import SkillTools
-from skilldeck.demo.servers import jobs_server
+from skilldeck.demo._servers import jobs_server
 from skilldeck.gateway import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.server.app import run_http
+from skilldeck.server._app import run_http
 
 
 class ScriptedModel(Model):

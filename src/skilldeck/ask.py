@@ -15,12 +15,12 @@ from typing import Any
 
 from skilldeck.errors import GateRefused
 from skilldeck.host import Host, LoadedSkill
-from skilldeck.select.cards import CardSet, build_cards, skill_tools
-from skilldeck.select.decide import Decision, DecisionLog, Selector
-from skilldeck.select.gate import ToolGate
-from skilldeck.select.project import Payload, Render, history_a, history_b, token_summary
-from skilldeck.select.rank import Encoder
-from skilldeck.select.snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot
+from skilldeck.select._cards import CardSet, build_cards, skill_tools
+from skilldeck.select._decide import Decision, DecisionLog, Selector
+from skilldeck.select._gate import ToolGate
+from skilldeck.select._project import Payload, Render, history_a, history_b, token_summary
+from skilldeck.select._rank import Encoder
+from skilldeck.select._snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot
 
 __all__ = ["AskResult", "ask", "call_tool", "snapshot_from_host"]
 

@@ -1,6 +1,6 @@
 """What ``skilldeck validate`` reports about a pack: the loader's refusals, one per rule, and publishing warnings.
 
-Errors are exactly what :class:`~skilldeck.skill.pack.DirectorySource` refuses (``serve`` prints
+Errors are exactly what :class:`~skilldeck.skill._pack.DirectorySource` refuses (``serve`` prints
 them as ``refused …`` lines): this module does not check a rule of its own, it only splits a
 refusal that names several rules into one finding each and finds the line it is about. A pack
 with no error is served whole.
@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilldeck.errors import FrontmatterError, SkillError
-from skilldeck.select.cards import TOOLS_METADATA_KEY
-from skilldeck.select.rank import tokens
-from skilldeck.skill.frontmatter import parse_skill_md
-from skilldeck.skill.pack import DirectorySource, LoadResult, StaticSkill
-from skilldeck.skill.uri import SKILL_MD
+from skilldeck.select._cards import TOOLS_METADATA_KEY
+from skilldeck.select._rank import tokens
+from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.skill._pack import DirectorySource, LoadResult, StaticSkill
+from skilldeck.skill._uri import SKILL_MD
 
 __all__ = [
     "AGENT_SKILLS_FIELDS",

@@ -311,7 +311,7 @@ class VerificationError(PeerError):
 class SkillChanged(VerificationError):
     """Verification failed and the server's current entry differs: the skill changed since it was listed.
 
-    ``current`` is the refreshed :class:`~skilldeck.skill.manifest.SkillEntry` (typed ``Any`` here so
+    ``current`` is the refreshed :class:`~skilldeck.skill._manifest.SkillEntry` (typed ``Any`` here so
     that this module, the root of every import, imports nothing of skilldeck's). Any approval bound
     to the old content is void; ask again before loading.
     """

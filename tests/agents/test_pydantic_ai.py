@@ -24,7 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from skilldeck.agents import SkillSession
 from skilldeck.agents.pydantic_ai import SkillToolset
-from skilldeck.gateway.meta import MAX_QUERY_CHARS
+from skilldeck.gateway._meta import MAX_QUERY_CHARS
 
 from ..gateway.gateway_clients_support import jobs_upstream, open_gateway, tool_calls
 

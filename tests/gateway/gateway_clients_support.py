@@ -20,10 +20,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ServerNotification
 
 from skilldeck.gateway import META_TOOLS, GatewayMiddleware, GatewayService, create_gateway
-from skilldeck.gateway.app import follow_upstreams
+from skilldeck.gateway._app import follow_upstreams
 from skilldeck.host import Host, HostWatcher, InProcessServer, ServerSpec
-from skilldeck.select.rank import Encoder
-from skilldeck.serving.policy import Policy
+from skilldeck.select._rank import Encoder
+from skilldeck.serving._policy import Policy
 
 from ..host.hostile import HostileServer, Skill
 

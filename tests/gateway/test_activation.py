@@ -5,8 +5,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS, ActivationTable, client_key, per_connection
-from skilldeck.gateway.meta import META_TOOLS
+from skilldeck.gateway._activation import MAX_CONVERSATION_CHARS, ActivationTable, client_key, per_connection
+from skilldeck.gateway._meta import META_TOOLS
 
 
 def test_the_table_keeps_at_most_max_clients_and_drops_the_least_recently_used() -> None:

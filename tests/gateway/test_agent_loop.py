@@ -56,7 +56,7 @@ async def test_the_leak_count_sees_a_call_the_gate_should_have_refused(
     agent: ModuleType, catalog: tuple[list[dict[str, Any]], list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The benchmark's zero means something: a gateway that let a not-loaded tool through is counted."""
-    from skilldeck.gateway.service import GatewayService
+    from skilldeck.gateway._service import GatewayService
 
     checked = GatewayService.check_call
 

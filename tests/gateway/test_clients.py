@@ -46,7 +46,7 @@ ERAS = ["modern", "legacy"]
 META_NAMES = [t["name"] for t in META_TOOLS]
 EXAMPLES = REPO / "examples" / "skills"
 # The demo's jobs server (a skill naming search_jobs, and the tools search_jobs and get_job) over stdio.
-JOBS_STDIO = "from skilldeck.demo.servers import jobs_server; jobs_server().run()"
+JOBS_STDIO = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
 
 
 # -- in-process --------------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ async def test_a_proxied_result_is_stamped_by_the_gateway_and_names_its_origin(e
 async def test_find_takes_the_task_split_into_needs_and_gives_each_its_cards(era: str) -> None:
     from mcp.client import Client
 
-    from skilldeck.demo.servers import demo_servers
+    from skilldeck.demo._servers import demo_servers
     from skilldeck.gateway import GatewayService, create_gateway
     from skilldeck.host import Host, InProcessServer, ServerSpec
 

@@ -22,9 +22,9 @@ from mcp.client import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
-from skilldeck.gateway.service import DEFAULT_ENCODER, PLAUSIBLE, GatewayService
-from skilldeck.select.encoders import MiniLMEncoder, load_encoder
-from skilldeck.serving.policy import Caller
+from skilldeck.gateway._service import DEFAULT_ENCODER, PLAUSIBLE, GatewayService
+from skilldeck.select._encoders import MiniLMEncoder, load_encoder
+from skilldeck.serving._policy import Caller
 
 from ..select.test_background import Gated
 from ..server.helpers import start_gateway, stop

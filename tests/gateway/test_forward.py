@@ -47,8 +47,8 @@ from mcp_types import (
 )
 
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway.app import follow_upstreams
-from skilldeck.gateway.forward import (
+from skilldeck.gateway._app import follow_upstreams
+from skilldeck.gateway._forward import (
     MAX_CLIENT_SUBSCRIPTIONS,
     MAX_NAME_CHARS,
     MAX_PROMPT_ARGUMENTS,
@@ -60,11 +60,11 @@ from skilldeck.gateway.forward import (
     split_prompt_name,
     split_uri,
 )
-from skilldeck.gateway.service import ORIGIN_META
+from skilldeck.gateway._service import ORIGIN_META
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.host.discover import ListingLimits
-from skilldeck.serving.policy import Match, Policy, SkillPolicy
-from skilldeck.skill.uri import SKILL_MD
+from skilldeck.host._discover import ListingLimits
+from skilldeck.serving._policy import Match, Policy, SkillPolicy
+from skilldeck.skill._uri import SKILL_MD
 
 from .gateway_clients_support import Heard, client, jobs_upstream, open_gateway
 
@@ -617,7 +617,7 @@ async def test_follow_upstreams_relays_prompt_changes() -> None:
         events: list[Any] = []
         unsubscribe = gw.middleware.subscriptions.subscribe(events.append)
         try:
-            from skilldeck.host.watch import CatalogChange
+            from skilldeck.host._watch import CatalogChange
 
             await follow_upstreams(gw.service, gw.middleware)(CatalogChange("a", frozenset({"prompts"})))
         finally:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from skilldeck.cli import _build_parser
-from skilldeck.cli.auth import serve_warnings
+from skilldeck.cli._auth import serve_warnings
 
 from ..server.helpers import start_gateway, stop, write_skill
 from .test_gateway_config import JOBS, run_gateway, write

@@ -26,12 +26,12 @@ from .gateway_clients_support import check_structured
 pytestmark = pytest.mark.anyio
 
 EXAMPLES = REPO / "examples" / "skills"
-JOBS_STDIO = "from skilldeck.demo.servers import jobs_server; jobs_server().run()"
+JOBS_STDIO = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
 DECK = {"command": sys.executable, "args": ["-m", "skilldeck.cli", "serve", str(EXAMPLES)]}
 JOBS = {"command": sys.executable, "args": ["-c", JOBS_STDIO]}
 SSE_UPSTREAM = """
 import uvicorn
-from skilldeck.demo.servers import jobs_server
+from skilldeck.demo._servers import jobs_server
 uvicorn.run(jobs_server().sse_app(host="127.0.0.1"), host="127.0.0.1", port=0, log_level="info")
 """
 RUNNING = re.compile(r"Uvicorn running on (http://127\.0\.0\.1:\d+)")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skilldeck.errors import GateRefused
-from skilldeck.serving.policy import load_policy
+from skilldeck.serving._policy import load_policy
 
 from .gateway_clients_support import jobs_upstream, open_gateway, tool_calls
 
@@ -65,7 +65,7 @@ async def test_routed_tools_are_kept_per_audience_and_recomputed_after_a_reindex
 def test_the_gateway_command_runs_on_uvloop_where_it_is_installed() -> None:
     import anyio
 
-    from skilldeck.server.app import event_loop_options
+    from skilldeck.server._app import event_loop_options
 
     async def loop_module() -> str:
         import asyncio

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from skilldeck.errors import GateRefused, InvalidArguments
-from skilldeck.gateway.meta import (
+from skilldeck.gateway._meta import (
     CALL,
     FIND,
     LOAD,
@@ -27,8 +27,8 @@ from skilldeck.gateway.meta import (
     FindArguments,
     LoadArguments,
 )
-from skilldeck.select.decide import MAX_NEEDS
-from skilldeck.serving.legacy import LegacyConnections
+from skilldeck.select._decide import MAX_NEEDS
+from skilldeck.serving._legacy import LegacyConnections
 
 from .gateway_clients_support import client, jobs_upstream, open_gateway
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from skilldeck.errors import InvalidArguments, ToolNotActive
-from skilldeck.select.gate import ToolGate
+from skilldeck.select._gate import ToolGate
 
 
 def _tool(name: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, Icon, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from skilldeck.gateway.service import ORIGIN_META, SERVER_INFO_META
+from skilldeck.gateway._service import ORIGIN_META, SERVER_INFO_META
 
 from .gateway_clients_support import check_structured, client, open_gateway
 

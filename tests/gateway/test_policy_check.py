@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from skilldeck.gateway.app import follow_upstreams
-from skilldeck.gateway.policy_check import check_policy, pending_names, upstream_ids
-from skilldeck.gateway.reload import GatewayConfig
+from skilldeck.gateway._app import follow_upstreams
+from skilldeck.gateway._policy_check import check_policy, pending_names, upstream_ids
+from skilldeck.gateway._reload import GatewayConfig
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.serving.policy import parse_policy
+from skilldeck.serving._policy import parse_policy
 
 from .gateway_clients_support import jobs_upstream, open_gateway
 from .test_forward import docs_upstream

@@ -40,7 +40,7 @@ from mcp_types import (
 
 import skilldeck
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway.relay import MAX_INPUT_RESPONSES
+from skilldeck.gateway._relay import MAX_INPUT_RESPONSES
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
 
 from ..host.hostile_http import serving_in_thread

@@ -25,18 +25,18 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ServerNotification
 
 from skilldeck.gateway import GatewayMiddleware, GatewayService, create_gateway
-from skilldeck.gateway.app import follow_upstreams
-from skilldeck.gateway.republish import RepublishedSkills
+from skilldeck.gateway._app import follow_upstreams
+from skilldeck.gateway._republish import RepublishedSkills
 from skilldeck.host import Host
-from skilldeck.host.config import InProcessServer, ServerSpec
-from skilldeck.host.registry import SkillRecord
-from skilldeck.host.wire import SkillsWire, declared_skills_settings
+from skilldeck.host._config import InProcessServer, ServerSpec
+from skilldeck.host._registry import SkillRecord
+from skilldeck.host._wire import SkillsWire, declared_skills_settings
 from skilldeck.server import Catalog, DynamicSkill, SkillsExtension, create_server
-from skilldeck.server.remote import RemoteSkill
-from skilldeck.serving.policy import parse_policy
-from skilldeck.skill.frontmatter import parse_skill_md
-from skilldeck.skill.manifest import build_entry, digest_of, entry_from_wire
-from skilldeck.skill.pack import StaticSkill
+from skilldeck.server._remote import RemoteSkill
+from skilldeck.serving._policy import parse_policy
+from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.skill._manifest import build_entry, digest_of, entry_from_wire
+from skilldeck.skill._pack import StaticSkill
 
 from ..server.helpers import write_skill
 

@@ -28,9 +28,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway.forward import MAX_CLIENT_SUBSCRIPTIONS
+from skilldeck.gateway._forward import MAX_CLIENT_SUBSCRIPTIONS
 from skilldeck.host import Host, ServerSpec, StdioServer
-from skilldeck.serving.policy import Match, Policy, SkillPolicy
+from skilldeck.serving._policy import Match, Policy, SkillPolicy
 
 from ..server.helpers import start_gateway, stop
 from .gateway_clients_support import Gateway, Heard

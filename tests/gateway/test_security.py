@@ -14,11 +14,11 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from skilldeck.gateway.activation import MAX_CONVERSATION_CHARS
-from skilldeck.gateway.meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
-from skilldeck.gateway.server import CONVERSATION_META_KEY
-from skilldeck.host.wire import SkillsWire
-from skilldeck.serving.policy import load_policy
+from skilldeck.gateway._activation import MAX_CONVERSATION_CHARS
+from skilldeck.gateway._meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
+from skilldeck.gateway._server import CONVERSATION_META_KEY
+from skilldeck.host._wire import SkillsWire
+from skilldeck.serving._policy import load_policy
 
 from .gateway_clients_support import (
     ToolSkill,

@@ -28,9 +28,9 @@ from mcp.client import Client
 from mcp.client.subscriptions import ToolsListChanged
 
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway.app import follow_upstreams
+from skilldeck.gateway._app import follow_upstreams
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
-from skilldeck.host.backoff import Backoff
+from skilldeck.host._backoff import Backoff
 
 from ..server.helpers import REPO, cli_env, start_gateway, stop
 from .gateway_clients_support import Gateway, check_structured, files_upstream, refusal
@@ -44,7 +44,7 @@ CRASHY = """
 import os, sys
 if os.path.exists(sys.argv[1]):
     sys.exit(3)  # held down by the test
-from skilldeck.demo.servers import jobs_server
+from skilldeck.demo._servers import jobs_server
 server = jobs_server()
 
 @server.tool()
@@ -56,7 +56,7 @@ server.run()
 """
 HTTP_JOBS = """
 import sys, uvicorn
-from skilldeck.demo.servers import jobs_server
+from skilldeck.demo._servers import jobs_server
 app = jobs_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """

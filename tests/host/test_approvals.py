@@ -9,7 +9,7 @@ import pytest
 
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import ApprovalRequest, ApprovalStore, NotApproved
-from skilldeck.skill.manifest import SkillEntry, entry_from_wire
+from skilldeck.skill._manifest import SkillEntry, entry_from_wire
 
 from .hostile import HostileServer, Skill, open_host, skill_md, write_local_skill
 
@@ -308,7 +308,7 @@ def test_damaged_approvals_file_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_a_run_only_approval_is_content_bound_and_never_written(tmp_path: Path) -> None:
-    from skilldeck.skill.manifest import entry_from_wire
+    from skilldeck.skill._manifest import entry_from_wire
 
     path = tmp_path / "approvals.json"
     store = ApprovalStore(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skilldeck.errors import ConfigError
-from skilldeck.host.backoff import Backoff, RetrySchedule
+from skilldeck.host._backoff import Backoff, RetrySchedule
 
 
 class Clock:

@@ -8,7 +8,7 @@ import pytest
 
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import ApprovalStore, ContentCache, VerificationError
-from skilldeck.skill.manifest import entry_from_wire
+from skilldeck.skill._manifest import entry_from_wire
 
 from .hostile import HostileServer, Skill, open_host, sha256
 
@@ -188,7 +188,7 @@ async def test_removed_server_stays_removed(tmp_path: Path) -> None:
 
 
 def test_verified_bytes_hold_up_to_their_bounds_the_least_recently_used_going_first() -> None:
-    from skilldeck.host.cache import VerifiedBytes
+    from skilldeck.host._cache import VerifiedBytes
 
     held = VerifiedBytes(max_bytes=10, max_file_bytes=4)
     held.put("a", "d4", b"4444")  # exactly the largest file held

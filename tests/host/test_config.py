@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from skilldeck.host import ConfigError, HttpServer, StdioServer, load_config, parse_config
-from skilldeck.host.config import DEFAULT_TIMEOUT, spec_for_target
+from skilldeck.host._config import DEFAULT_TIMEOUT, spec_for_target
 
 
 def test_stdio_and_http_entries() -> None:

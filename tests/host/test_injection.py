@@ -26,11 +26,11 @@ from mcp.shared.exceptions import MCPError
 
 from skilldeck.ask import snapshot_from_host
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec
-from skilldeck.host.watch import CatalogChange, ChannelState, HostWatcher
-from skilldeck.select.cards import Card, build_cards
-from skilldeck.select.gate import ToolGate, ToolNotActive, ToolNotListed
+from skilldeck.host._watch import CatalogChange, ChannelState, HostWatcher
+from skilldeck.select._cards import Card, build_cards
+from skilldeck.select._gate import ToolGate, ToolNotActive, ToolNotListed
 from skilldeck.server import SkillsExtension, create_server, serve_http
-from skilldeck.serving.policy import Policy, parse_policy
+from skilldeck.serving._policy import Policy, parse_policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "server" / "fixtures"
 PACK = FIXTURES / "tenant-skills"

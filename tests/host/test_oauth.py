@@ -18,10 +18,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from skilldeck.errors import ConfigError, LoginFailed
-from skilldeck.host.config import HttpServer, OAuthSettings, parse_config
-from skilldeck.host.connect import Connections, connect_once
-from skilldeck.host.credentials import FileStore, KeyringStore, default_store
-from skilldeck.host.oauth import login, login_command
+from skilldeck.host._config import HttpServer, OAuthSettings, parse_config
+from skilldeck.host._connect import Connections, connect_once
+from skilldeck.host._credentials import FileStore, KeyringStore, default_store
+from skilldeck.host._oauth import login, login_command
 
 from .oauth_server import SCOPE, Provider, oauth_server
 
@@ -93,7 +93,7 @@ def test_a_wrong_oauth_entry_is_refused_saying_why(entry: dict[str, Any], said: 
 def test_the_login_command_names_the_config_file(tmp_path: Path) -> None:
     path = tmp_path / "my config.json"
     path.write_text(json.dumps({"mcpServers": {"remote": {"url": "https://x.example/mcp"}}}))
-    from skilldeck.host.config import load_config
+    from skilldeck.host._config import load_config
 
     (spec,) = load_config(path)
     assert login_command(spec) == f"skilldeck login remote --config '{path}'"
@@ -351,7 +351,7 @@ async def test_a_refresh_token_rotated_by_another_process_is_taken_up(
 async def test_tokens_revoked_mid_session_make_a_supervised_upstream_unavailable_with_the_hint(
     tmp_path: Path, url: str, provider: Provider
 ) -> None:
-    from skilldeck.host.backoff import Backoff
+    from skilldeck.host._backoff import Backoff
 
     store, spec = await logged_in(tmp_path, url)
     told: list[str] = []

@@ -19,7 +19,7 @@ from skilldeck.host import (
     UnknownSkill,
     VerificationError,
 )
-from skilldeck.skill.manifest import entry_from_wire
+from skilldeck.skill._manifest import entry_from_wire
 
 from .hostile import HostileServer, Skill, open_host, sha256, skill_md, write_local_skill
 
@@ -247,7 +247,7 @@ def test_duplicate_labels_are_refused() -> None:
 
 
 def test_qualified_names_track_additions_and_removals() -> None:
-    from skilldeck.host.registry import SkillRecord
+    from skilldeck.host._registry import SkillRecord
 
     def entry(path: str) -> dict[str, object]:
         uri = f"skill://{path}/SKILL.md"

@@ -24,7 +24,7 @@ import pytest
 from skilldeck.cli import main
 from skilldeck.errors import ReadFailed
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
-from skilldeck.host.stdio_guard import LINE_TOO_LONG, MARKER, NOT_UTF8, relay
+from skilldeck.host._stdio_guard import LINE_TOO_LONG, MARKER, NOT_UTF8, relay
 from skilldeck.server import create_server
 
 from ..server.helpers import write_skill

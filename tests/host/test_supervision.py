@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from skilldeck.host import ServerSpec, StdioServer
-from skilldeck.host.backoff import Backoff
-from skilldeck.host.connect import Connections
+from skilldeck.host._backoff import Backoff
+from skilldeck.host._connect import Connections
 
 pytestmark = pytest.mark.anyio
 

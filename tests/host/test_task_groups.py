@@ -10,7 +10,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from skilldeck.host import Host, InProcessServer, ServerSpec, StdioServer
-from skilldeck.host.connect import Connections
+from skilldeck.host._connect import Connections
 
 SILENT = StdioServer(sys.executable, ("-c", "import time; time.sleep(60)"))
 """A stdio server that starts and never answers the handshake."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from skilldeck.host import SkillChanged
-from skilldeck.host.verify import VerificationError, same_json, verify_bytes, verify_skill_md
-from skilldeck.skill.manifest import digest_of
+from skilldeck.host._verify import VerificationError, same_json, verify_bytes, verify_skill_md
+from skilldeck.skill._manifest import digest_of
 
 from .hostile import HostileServer, Skill, open_host
 

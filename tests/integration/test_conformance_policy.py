@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from skilldeck.host.wire import SkillsWire
-from skilldeck.select.cards import TOOLS_METADATA_KEY
-from skilldeck.skill.manifest import digest_of
+from skilldeck.host._wire import SkillsWire
+from skilldeck.select._cards import TOOLS_METADATA_KEY
+from skilldeck.skill._manifest import digest_of
 
 from .conftest import _start_server, _stop
 from .test_conformance_server import SCENARIOS, _run_scenario, check

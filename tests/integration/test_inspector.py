@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from skilldeck.skill.uri import SKILL_MD
+from skilldeck.skill._uri import SKILL_MD
 
 pytestmark = pytest.mark.thirdparty
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from skilldeck.cli import host as host_cli
+from skilldeck.cli import _host as host_cli
 
 from ..server.helpers import start_gateway, stop
 

@@ -22,19 +22,19 @@ from mcp.client import Client
 from mcp.shared.subscriptions import ResourcesListChanged
 from mcp_types import RequestParamsMeta
 
-from skilldeck.demo.servers import jobs_server
+from skilldeck.demo._servers import jobs_server
 from skilldeck.errors import GateRefused
 from skilldeck.gateway import GatewayService
-from skilldeck.gateway.activation import SharedActivation, client_key
-from skilldeck.gateway.redis_store import RedisActivationStore
+from skilldeck.gateway._activation import SharedActivation, client_key
+from skilldeck.gateway._redis_store import RedisActivationStore
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.serving.policy import Caller
+from skilldeck.serving._policy import Caller
 
 from ..conftest import EXAMPLES
 from ..server.helpers import CLI, GATEWAY_STARTUP_LINE, start_serve, stop, wait_for_startup, write_skill
 
 MODERN = "2026-07-28"
-JOBS_STDIO = "from skilldeck.demo.servers import jobs_server; jobs_server().run()"
+JOBS_STDIO = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
 
 
 class GatewayReplica:

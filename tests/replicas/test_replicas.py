@@ -23,9 +23,9 @@ from mcp.client import Client
 from mcp.shared.subscriptions import ResourcesListChanged
 
 from skilldeck.server import create_server
-from skilldeck.server.extension import CATALOG_VERSION_META
-from skilldeck.server.redis_bus import DEFAULT_SETTLE
-from skilldeck.server.sessions import UNKNOWN_SESSION_MESSAGE
+from skilldeck.server._extension import CATALOG_VERSION_META
+from skilldeck.server._redis_bus import DEFAULT_SETTLE
+from skilldeck.server._sessions import UNKNOWN_SESSION_MESSAGE
 
 from ..conftest import EXAMPLES
 from ..server.helpers import POST_HEADERS, write_skill
@@ -107,8 +107,9 @@ async def next_event(sub: Any, within: float) -> Any:
         return await sub.__anext__()
 
 
-async def drain(sub: Any, quiet: float = 0.3) -> None:
-    """Read whatever events are still in flight until none came for ``quiet`` seconds."""
+async def drain(sub: Any, quiet: float = DEFAULT_SETTLE + 0.3) -> None:
+    """Read whatever events are still in flight until none came for ``quiet`` seconds (longer than a bus
+    gathers events before it delivers them, or one still gathering would arrive after the drain)."""
     while True:
         with anyio.move_on_after(quiet) as scope:
             await sub.__anext__()

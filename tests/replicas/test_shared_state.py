@@ -16,9 +16,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import InputRequiredResult
 
 from skilldeck.server import create_server
-from skilldeck.server.app import serve_http
-from skilldeck.server.extension import CATALOG_VERSION_META, SkillsExtension
-from skilldeck.server.sessions import UNKNOWN_SESSION_MESSAGE
+from skilldeck.server._app import serve_http
+from skilldeck.server._extension import CATALOG_VERSION_META, SkillsExtension
+from skilldeck.server._sessions import UNKNOWN_SESSION_MESSAGE
 
 from ..server.helpers import POST_HEADERS, initialize_request, write_skill
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from skilldeck.select import CardSet, build_cards, parse_snapshot
-from skilldeck.select.cards import Card
+from skilldeck.select._cards import Card
 
 
 def _tool(name: str, description: str, **params: str) -> dict[str, Any]:

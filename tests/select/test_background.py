@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from skilldeck.select import CardSet, Selector
-from skilldeck.select import rank as rank_module
-from skilldeck.select.encoders import MiniLMEncoder, load_encoder
-from skilldeck.select.vectors import VectorCache
+from skilldeck.select import _rank as rank_module
+from skilldeck.select._encoders import MiniLMEncoder, load_encoder
+from skilldeck.select._vectors import VectorCache
 
 QUESTIONS = ["Do I need an umbrella in Oslo tomorrow?", "plot the stock price of Apple as a bar chart"]
 

@@ -8,8 +8,8 @@ import struct
 import numpy as np
 import pytest
 
-from skilldeck.select.bert import ERF_COEFFICIENTS, ERF_P, _softmax_rows, gelu, normal_cdf
-from skilldeck.select.onnx_weights import OnnxFormatError, read_initializers
+from skilldeck.select._bert import ERF_COEFFICIENTS, ERF_P, _softmax_rows, gelu, normal_cdf
+from skilldeck.select._onnx_weights import OnnxFormatError, read_initializers
 
 
 def _varint(n: int) -> bytes:

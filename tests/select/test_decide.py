@@ -19,7 +19,7 @@ from skilldeck.select import (
     default_calibration,
     parse_snapshot,
 )
-from skilldeck.select.decide import FEATURES
+from skilldeck.select._decide import FEATURES
 
 # a hand-set model for the tiny test catalog (the shipped one is fitted on LiveMCPBench's 527 tools)
 SMALL = Calibration(weights={"idf_coverage": 8.0, "lexical": 1.0}, bias=-4.0, threshold=0.5, source="tests")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from skilldeck.errors import EncoderUnavailable
-from skilldeck.select.encoders import MODEL_SHA256, MiniLMEncoder, default_encoder, load_encoder
+from skilldeck.select._encoders import MODEL_SHA256, MiniLMEncoder, default_encoder, load_encoder
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
@@ -30,7 +30,7 @@ def test_the_default_encoder_loads_without_torch_and_gives_unit_vectors_that_mea
     # a fresh interpreter: nothing imported by another test can hide a torch import
     code = (
         "import sys, numpy as np\n"
-        "from skilldeck.select.encoders import load_encoder\n"
+        "from skilldeck.select._encoders import load_encoder\n"
         "e = load_encoder('minilm')\n"
         "v = e.encode(['weather forecast for Berlin', 'will it rain tomorrow?', 'latest stock price of Apple'])\n"
         "print(v.shape, round(float(np.linalg.norm(v, axis=1).min()), 4), float(v[0] @ v[1]) > float(v[0] @ v[2]),"

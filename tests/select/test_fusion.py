@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from skilldeck.select import CardSet, Ranker, Selector, default_calibration
-from skilldeck.select.cards import Card
-from skilldeck.select.vectors import VectorCache
+from skilldeck.select._cards import Card
+from skilldeck.select._vectors import VectorCache
 
 # -- the vector cache -------------------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ def test_under_fusion_the_decision_describes_the_card_it_chose(cardset: CardSet,
 
 
 def test_with_an_encoder_each_confident_job_still_adds_its_capability(cardset: CardSet) -> None:
-    from skilldeck.select.encoders import load_encoder
+    from skilldeck.select._encoders import load_encoder
 
     question = "Get the latest stock price of Apple, then plot the prices as a bar chart and save it to /tmp/apple.md"
     lexical = Selector(cardset).decide(question)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from skilldeck.errors import GateRefused
-from skilldeck.select.cards import build_cards, skill_tools
-from skilldeck.select.gate import InvalidArguments, ToolGate, ToolNotActive, ToolNotListed
-from skilldeck.select.project import (
+from skilldeck.select._cards import build_cards, skill_tools
+from skilldeck.select._gate import InvalidArguments, ToolGate, ToolNotActive, ToolNotListed
+from skilldeck.select._project import (
     count_tokens,
     history_a,
     history_b,
@@ -20,7 +20,7 @@ from skilldeck.select.project import (
     token_summary,
     tool_function_name,
 )
-from skilldeck.select.snapshot import parse_snapshot
+from skilldeck.select._snapshot import parse_snapshot
 
 SEARCH = {
     "name": "search_jobs",

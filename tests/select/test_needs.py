@@ -11,7 +11,7 @@ import pytest
 
 from skilldeck.cli import main
 from skilldeck.select import CardSet, Ranker, Selector, build_cards, parse_snapshot
-from skilldeck.select.rank import IMPLIED_SLOT, implied_needs
+from skilldeck.select._rank import IMPLIED_SLOT, implied_needs
 
 from .conftest import CATALOG, _tool
 
@@ -150,7 +150,7 @@ class _Recording:
     """The default encoder, recording the texts of each call it gets."""
 
     def __init__(self) -> None:
-        from skilldeck.select.encoders import load_encoder
+        from skilldeck.select._encoders import load_encoder
 
         self.inner = load_encoder("minilm", cache_size=0)
         self.name, self.fingerprint = self.inner.name, self.inner.fingerprint

@@ -1,7 +1,7 @@
 """Ranking: tokens, jobs, the right card and server first, multi-job recall, encoders.
 
 The variants measured and not shipped live in ``bench/selection/ablation.py`` (``AblationSteps``, the
-:class:`~skilldeck.select.rank.RankSteps` an ``AblationRanker`` is given); the tests of those variants
+:class:`~skilldeck.select._rank.RankSteps` an ``AblationRanker`` is given); the tests of those variants
 load it from there.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from skilldeck.select import CardSet, Ranker, Ranking, split_jobs
-from skilldeck.select.rank import RankSteps, semantic_text, tokens
+from skilldeck.select._rank import RankSteps, semantic_text, tokens
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +256,7 @@ def test_each_variant_switch_reaches_its_hook(cardset: CardSet, ablation: Module
 
 
 def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skilldeck.select.encoders import EncoderUnavailable, load_encoder
+    from skilldeck.select._encoders import EncoderUnavailable, load_encoder
 
     with pytest.raises(ValueError, match="minilm"):
         load_encoder("nope")
@@ -270,7 +270,7 @@ def test_unknown_encoder_name_and_missing_extra_are_clear(monkeypatch: pytest.Mo
 
 def test_wordllama_encoder_loads_offline_and_ranks(cardset: CardSet) -> None:
     pytest.importorskip("wordllama", reason="the wordllama extra is not installed (pip install -e '.[wordllama]')")
-    from skilldeck.select.encoders import load_encoder
+    from skilldeck.select._encoders import load_encoder
 
     encoder = load_encoder("wordllama")
     vectors = encoder.encode(["weather forecast", "stock price"])

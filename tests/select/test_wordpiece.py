@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from skilldeck.select import build_cards, load_snapshot
-from skilldeck.select.rank import semantic_text, server_text
-from skilldeck.select.wordpiece import WordPiece
+from skilldeck.select._rank import semantic_text, server_text
+from skilldeck.select._wordpiece import WordPiece
 
 REPO = Path(__file__).resolve().parents[2]
 TOKENIZER = resources.files("skilldeck.select") / "minilm" / "tokenizer.json"

@@ -28,11 +28,11 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
-from skilldeck.host.wire import SkillsWire
+from skilldeck.host._wire import SkillsWire
 from skilldeck.server import SkillsExtension, create_server, serve_http
-from skilldeck.serving.policy import Policy, load_policy
-from skilldeck.skill.frontmatter import parse_skill_md
-from skilldeck.skill.manifest import digest_of
+from skilldeck.serving._policy import Policy, load_policy
+from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.skill._manifest import digest_of
 
 from .helpers import POST_HEADERS, initialize_request
 

@@ -21,13 +21,13 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.shared.exceptions import MCPError
 
 from skilldeck.errors import NotServedError
-from skilldeck.host.wire import SkillsWire
+from skilldeck.host._wire import SkillsWire
 from skilldeck.server import DynamicSkill, SkillRequest, create_server
-from skilldeck.server.audience import catalog_for
-from skilldeck.server.catalog import Catalog
-from skilldeck.serving.policy import Caller, Policy, parse_policy
-from skilldeck.skill.frontmatter import parse_skill_md
-from skilldeck.skill.pack import DirectorySource
+from skilldeck.server._audience import catalog_for
+from skilldeck.server._catalog import Catalog
+from skilldeck.serving._policy import Caller, Policy, parse_policy
+from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.skill._pack import DirectorySource
 
 from .test_context_aware_http import ADMIN_B, TOKENS, USER_A, Shop, StaticTokenVerifier, connect, serving
 

@@ -23,11 +23,11 @@ from mcp_types import ServerNotification
 from mcp_types.methods import validate_server_result
 from pydantic import BaseModel, ConfigDict
 
-from skilldeck.host.wire import SkillsWire, declared_skills_settings
+from skilldeck.host._wire import SkillsWire, declared_skills_settings
 from skilldeck.server import DynamicSkill, SkillRequest, SkillsExtension, create_server, serve_http
-from skilldeck.serving.policy import parse_policy
-from skilldeck.skill.frontmatter import parse_skill_md
-from skilldeck.skill.manifest import digest_of
+from skilldeck.serving._policy import parse_policy
+from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.skill._manifest import digest_of
 
 from .helpers import write_skill
 
@@ -564,7 +564,7 @@ async def test_foreign_cursors_answer_invalid_params_on_every_paged_method(examp
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_long_uris_are_echoed_cut_to_200_characters(examples_dir: Path, mode: str) -> None:
-    from skilldeck.serving.policy import Policy
+    from skilldeck.serving._policy import Policy
 
     server, ext = create_server(examples_dir, policy=Policy())
     long_skill = "skill://" + "a" * 100_000 + "/SKILL.md"

@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 from skilldeck.errors import JwksUnavailable
-from skilldeck.server.jwks import MAX_JWKS_BYTES, JwksUrl, parse_jwks
-from skilldeck.server.tokens import JwtVerifier
+from skilldeck.server._jwks import MAX_JWKS_BYTES, JwksUrl, parse_jwks
+from skilldeck.server._tokens import JwtVerifier
 
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://skills.example.test/mcp"
@@ -106,10 +106,10 @@ async def test_a_broken_new_jwks_file_keeps_the_old_keys_and_says_so_once(
     rewrite(path, json.dumps(jwks(("old", old_key))))
     verifier = JwtVerifier(str(path), issuer=ISSUER, audience=AUDIENCE)
     rewrite(path, content)
-    caplog.set_level(logging.WARNING, logger="skilldeck.server.jwks")
+    caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")
     for _ in range(5):
         assert await verifier.verify_token(token(old_key, "old")) is not None
-    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server.jwks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._jwks"]
     assert len(lines) == 1, lines
     assert "the 1 keys read before stay" in lines[0], lines[0]
     assert said in lines[0], lines[0]
@@ -188,11 +188,11 @@ async def test_a_huge_jwks_is_cut_off_at_the_cap_and_not_fetched_again_before_th
     clock = Clock()
     source = JwksUrl(provider.url, timeout=30, clock=clock)
     verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
-    caplog.set_level(logging.WARNING, logger="skilldeck.server.jwks")
+    caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")
     for _ in range(20):  # each token used to refetch the whole 100 MiB
         assert await verifier.verify_token(token(old_key, "old")) is None
     assert provider.hits == ["huge"]
-    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server.jwks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._jwks"]
     assert len(lines) == 1, lines
     assert f"over {MAX_JWKS_BYTES} bytes" in lines[0], lines[0]
     provider.mode = "ok"
@@ -235,7 +235,7 @@ async def test_the_last_good_keys_stay_while_refreshing_fails(
     verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
     assert await verifier.verify_token(token(old_key, "old")) is not None
     provider.mode = "error"
-    caplog.set_level(logging.WARNING, logger="skilldeck.server.jwks")
+    caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")
     clock.now += source.lifespan  # the set is due for a refresh, which fails
     for _ in range(10):
         assert await verifier.verify_token(token(old_key, "old")) is not None
@@ -247,7 +247,7 @@ async def test_the_last_good_keys_stay_while_refreshing_fails(
     clock.now += source.cooldown
     assert await verifier.verify_token(token(old_key, "old")) is not None
     assert provider.hits == ["ok", "error", "error", "ok"]
-    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server.jwks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._jwks"]
     assert len(lines) == 2, lines
     assert "answered HTTP 500" in lines[0], lines
     assert "the 1 keys fetched before stay" in lines[0], lines

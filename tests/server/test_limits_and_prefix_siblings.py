@@ -12,13 +12,13 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from skilldeck.errors import NotServedError
-from skilldeck.host.wire import SkillsWire
+from skilldeck.host._wire import SkillsWire
 from skilldeck.server import DynamicSkill, SkillRequest, create_server
-from skilldeck.server.audience import catalog_for
-from skilldeck.server.catalog import Catalog
-from skilldeck.serving.policy import Caller, parse_policy
-from skilldeck.skill.manifest import MAX_RESOURCES_PER_SKILL, MAX_SKILL_BYTES
-from skilldeck.skill.pack import DirectorySource
+from skilldeck.server._audience import catalog_for
+from skilldeck.server._catalog import Catalog
+from skilldeck.serving._policy import Caller, parse_policy
+from skilldeck.skill._manifest import MAX_RESOURCES_PER_SKILL, MAX_SKILL_BYTES
+from skilldeck.skill._pack import DirectorySource
 
 from .helpers import write_skill
 

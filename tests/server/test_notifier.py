@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from skilldeck.server.notifier import ChangeNotifier, LegacyConnections
+from skilldeck.server._notifier import ChangeNotifier, LegacyConnections
 
 pytestmark = pytest.mark.anyio
 

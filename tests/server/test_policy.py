@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from skilldeck.errors import NotServedError
-from skilldeck.server.audience import allowed_tools, catalog_for
-from skilldeck.server.catalog import Catalog
-from skilldeck.serving.policy import (
+from skilldeck.server._audience import allowed_tools, catalog_for
+from skilldeck.server._catalog import Catalog
+from skilldeck.serving._policy import (
     Caller,
     Match,
     Policy,
@@ -28,9 +28,9 @@ from skilldeck.serving.policy import (
     parse_policy,
     render_template,
 )
-from skilldeck.skill.frontmatter import parse_skill_md
-from skilldeck.skill.manifest import digest_of
-from skilldeck.skill.pack import DirectorySource, load_all
+from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.skill._manifest import digest_of
+from skilldeck.skill._pack import DirectorySource, load_all
 
 from .helpers import write_skill
 

@@ -13,9 +13,9 @@ from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ServerNotification
 
-from skilldeck.host.wire import SkillsWire
+from skilldeck.host._wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, watch_and_reload
-from skilldeck.serving.policy import Policy, load_policy
+from skilldeck.serving._policy import Policy, load_policy
 
 from .helpers import write_skill
 

@@ -21,11 +21,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-import skilldeck.server.middleware as middleware
-from skilldeck.host.wire import SkillsWire
+import skilldeck.server._middleware as middleware
+from skilldeck.host._wire import SkillsWire
 from skilldeck.server import create_server
-from skilldeck.serving.policy import parse_policy
-from skilldeck.skill.manifest import SkillEntry
+from skilldeck.serving._policy import parse_policy
+from skilldeck.skill._manifest import SkillEntry
 
 from .helpers import CLI, start_serve, stop, wait_for_startup, write_skill
 
@@ -238,7 +238,7 @@ async def test_the_sdks_idle_tracing_span_is_dropped_and_kept_when_spans_are_col
 ) -> None:
     from opentelemetry import trace
 
-    from skilldeck.server.app import drop_idle_tracing
+    from skilldeck.server._app import drop_idle_tracing
 
     def spans(server: Any) -> int:
         return sum(type(m).__name__ == "OpenTelemetryMiddleware" for m in server.middleware)
@@ -261,7 +261,7 @@ def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what
     import gc
     import weakref
 
-    from skilldeck.server.app import freeze_startup_heap
+    from skilldeck.server._app import freeze_startup_heap
 
     class Kept:
         pass
@@ -280,7 +280,7 @@ def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what
 
 
 def test_serve_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: Path) -> None:
-    from skilldeck.server.app import SERVING_GC_THRESHOLDS
+    from skilldeck.server._app import SERVING_GC_THRESHOLDS
 
     log = tmp_path / "serve.log"
     probe = tmp_path / "probe.py"

@@ -19,11 +19,11 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
-from skilldeck.host.wire import SkillsWire
+from skilldeck.host._wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
-from skilldeck.server.audience import catalog_for
-from skilldeck.server.connections import DEFAULT_PROBE_CONNECTIONS
-from skilldeck.serving.policy import Caller, Policy, PolicyError, parse_policy
+from skilldeck.server._audience import catalog_for
+from skilldeck.server._connections import DEFAULT_PROBE_CONNECTIONS
+from skilldeck.serving._policy import Caller, Policy, PolicyError, parse_policy
 
 from .helpers import CLI, cli_env, closed_within, legacy_stream, running_http, stop, write_skill
 
@@ -274,7 +274,7 @@ async def test_idle_legacy_sessions_expire(examples_dir: Path) -> None:
 def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) -> None:
     """``skilldeck serve --max-sessions 2``: a third idle session takes the place of the first."""
     from skilldeck.cli import _build_parser
-    from skilldeck.server.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+    from skilldeck.server._sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 
     defaults = _build_parser().parse_args(["serve", "x"])
     assert (defaults.max_sessions, defaults.session_idle_timeout) == (
@@ -311,7 +311,7 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
     """A flood of requests the server refuses (a wrong Host header: the SDK answers 421; bytes that are not HTTP:
     uvicorn hangs up) prints at most a burst of lines of each kind; the next line let through, a second later,
     says how many were dropped."""
-    from skilldeck.cli.output import LogRateLimit
+    from skilldeck.cli._output import LogRateLimit
 
     burst = LogRateLimit().burst
     with running_http(command, tmp_path, examples_dir) as (host, port, log, _):
@@ -348,7 +348,7 @@ def test_a_client_cannot_make_the_server_log_a_long_line(tmp_path: Path, example
     """A 20,000-character Host header (refused, and logged with the value quoted) is logged cut, its newline
     escaped: rich wrapped such a line in time quadratic in its length, stalling every client of serve for
     seconds, and a newline in it could forge a second line."""
-    from skilldeck.cli.output import LogLineCut
+    from skilldeck.cli._output import LogLineCut
 
     limit = LogLineCut().limit
     with running_http(command, tmp_path, examples_dir) as (host, port, log, _):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from skilldeck.server.service import SkillService
-from skilldeck.serving.policy import Caller, PolicyError, parse_policy
-from skilldeck.skill.pack import DirectorySource
+from skilldeck.server._service import SkillService
+from skilldeck.serving._policy import Caller, PolicyError, parse_policy
+from skilldeck.skill._pack import DirectorySource
 
 from .helpers import write_skill
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from skilldeck.errors import NotServedError, SourceError
-from skilldeck.server.catalog import Catalog
-from skilldeck.server.dynamic import DynamicSkill
-from skilldeck.skill.manifest import MAX_SKILL_BYTES, digest_of
-from skilldeck.skill.pack import DirectorySource, load_all
+from skilldeck.server._catalog import Catalog
+from skilldeck.server._dynamic import DynamicSkill
+from skilldeck.skill._manifest import MAX_SKILL_BYTES, digest_of
+from skilldeck.skill._pack import DirectorySource, load_all
 
 from .helpers import write_skill
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from skilldeck.skill.pack import MAX_DEPTH, DirectorySource, LoadResult
+from skilldeck.skill._pack import MAX_DEPTH, DirectorySource, LoadResult
 
 from .helpers import write_skill
 

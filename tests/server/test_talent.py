@@ -24,7 +24,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 
 from skilldeck.errors import TalentPromptError, UsageError
-from skilldeck.server.talent import (
+from skilldeck.server._talent import (
     MAX_PROMPT_JSON_CHARS,
     MAX_PROMPT_JSON_DEPTH,
     TALENT_TOOLS,
@@ -34,7 +34,7 @@ from skilldeck.server.talent import (
     parse_prompt_json,
     routing_value,
 )
-from skilldeck.serving.policy import Caller
+from skilldeck.serving._policy import Caller
 
 from .test_context_aware_http import ADMIN_B, PACK, POLICY_FILE, USER_A, build_shop, connect, serving
 
@@ -242,8 +242,8 @@ from pathlib import Path
 import anyio
 
 from skilldeck.server import create_server, serve_stdio
-from skilldeck.serving.policy import load_policy
-from skilldeck.server.talent import enable_talent
+from skilldeck.serving._policy import load_policy
+from skilldeck.server._talent import enable_talent
 
 ran = Path(sys.argv[3])
 server, skills = create_server(sys.argv[1], policy=load_policy(sys.argv[2]))

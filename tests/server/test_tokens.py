@@ -31,8 +31,8 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from skilldeck.host.wire import SkillsWire
-from skilldeck.server.tokens import MAX_TOKEN_CHARS, AuthConfigError, JwtVerifier
+from skilldeck.host._wire import SkillsWire
+from skilldeck.server._tokens import MAX_TOKEN_CHARS, AuthConfigError, JwtVerifier
 
 from .helpers import CLI, POST_HEADERS, REPO, cli_env, initialize_request, start_serve, stop, wait_for_startup
 

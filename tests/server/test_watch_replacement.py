@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from skilldeck.server import DirectorySource, SkillsExtension
-from skilldeck.server.app import watch_and_reload
+from skilldeck.server._app import watch_and_reload
 
 from .helpers import write_skill
 

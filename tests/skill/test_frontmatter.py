@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from skilldeck.errors import FrontmatterError
-from skilldeck.skill.frontmatter import (
+from skilldeck.skill._frontmatter import (
     MAX_FRONTMATTER_BYTES,
     load_yaml_mapping,
     parse_skill_md,
@@ -15,8 +15,8 @@ from skilldeck.skill.frontmatter import (
     render_skill_md,
     validate_frontmatter,
 )
-from skilldeck.skill.manifest import build_entry
-from skilldeck.skill.pack import DirectorySource
+from skilldeck.skill._manifest import build_entry
+from skilldeck.skill._pack import DirectorySource
 
 from ..server.helpers import write_skill
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from skilldeck.errors import FrontmatterError
-from skilldeck.skill import frontmatter
+from skilldeck.skill import _frontmatter as frontmatter
 
 TEXTS = [
     "name: a\ndescription: plain words, with a comma",

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from skilldeck.errors import SkillLimitError
-from skilldeck.skill.manifest import (
+from skilldeck.skill._manifest import (
     MAX_RESOURCES_PER_SKILL,
     MAX_SKILL_BYTES,
     SkillEntry,
@@ -15,7 +15,7 @@ from skilldeck.skill.manifest import (
     check_limits,
     digest_of,
 )
-from skilldeck.skill.uri import (
+from skilldeck.skill._uri import (
     directory_uri,
     file_uri,
     is_text_mime_type,

@@ -31,9 +31,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 
-from skilldeck.agents.session import SkillSession
+from skilldeck.agents._session import SkillSession
 from skilldeck.errors import SkilldeckError, shorten
-from skilldeck.gateway.meta import MAX_LOAD_IDS
+from skilldeck.gateway._meta import MAX_LOAD_IDS
 
 __all__ = ["MAX_LOAD_IDS", "SkillMiddleware", "session_of", "tool_name"]
 

@@ -37,9 +37,9 @@ from agents.mcp import ToolFilterContext
 from agents.tool_guardrails import ToolInputGuardrail, ToolInputGuardrailData
 from mcp.types import Tool as MCPTool
 
-from skilldeck.agents.session import SkillSession
+from skilldeck.agents._session import SkillSession
 from skilldeck.errors import SkilldeckError, shorten
-from skilldeck.gateway.meta import MAX_LOAD_IDS
+from skilldeck.gateway._meta import MAX_LOAD_IDS
 
 __all__ = ["MAX_LOAD_IDS", "SkillTools", "session_of"]
 

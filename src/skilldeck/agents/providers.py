@@ -5,7 +5,7 @@ Anthropic's Messages API and OpenAI's Responses API can hold tool definitions ba
 same on every turn, so the provider's prompt cache survives a load; only the search's answer, at
 the end of the conversation, adds the loaded schemas. Here that search is skilldeck's: the model
 calls ``find`` for cards, then ``load_skill`` with a card id, and the answer names exactly the
-tools the verified skill activated in the :class:`~skilldeck.agents.session.SkillSession`:
+tools the verified skill activated in the :class:`~skilldeck.agents._session.SkillSession`:
 
 * **Anthropic** — :func:`anthropic_tools` is ``find`` and ``load_skill`` plus every tool the caller
   may load, each ``defer_loading: true``; :func:`anthropic_load_result` answers a ``load_skill``
@@ -30,10 +30,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, cast
 
-from skilldeck.agents.session import SkillSession
+from skilldeck.agents._session import SkillSession
 from skilldeck.errors import GateRefused
-from skilldeck.gateway.meta import FIND, MAX_ID_CHARS, META_TOOLS
-from skilldeck.select.project import render_tools, tool_function_name
+from skilldeck.gateway._meta import FIND, MAX_ID_CHARS, META_TOOLS
+from skilldeck.select._project import render_tools, tool_function_name
 
 __all__ = [
     "AGENT_TOOLS",
@@ -114,7 +114,7 @@ def _instructions(loaded: Mapping[str, Any]) -> str:
 def _rendered(
     tools: list[tuple[str, Mapping[str, Any]]], render: Literal["openai", "anthropic"], *, qualify: bool = True
 ) -> list[dict[str, Any]]:
-    """:func:`~skilldeck.select.project.render_tools` for an API (a list there; only ``"text"`` renders a str)."""
+    """:func:`~skilldeck.select._project.render_tools` for an API (a list there; only ``"text"`` renders a str)."""
     return cast(list[dict[str, Any]], render_tools(tools, render, qualify=qualify))
 
 

@@ -29,11 +29,11 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from typing_extensions import TypedDict  # pydantic needs this TypedDict before 3.12
 
+from skilldeck.agents._session import SkillSession
 from skilldeck.agents.providers import AGENT_TOOLS, LOAD_SKILL
-from skilldeck.agents.session import SkillSession
 from skilldeck.errors import GateRefused
-from skilldeck.gateway.meta import FIND, MAX_FIND_LIMIT, MAX_ID_CHARS, MAX_QUERY_CHARS
-from skilldeck.select.project import tool_function_name
+from skilldeck.gateway._meta import FIND, MAX_FIND_LIMIT, MAX_ID_CHARS, MAX_QUERY_CHARS
+from skilldeck.select._project import tool_function_name
 
 __all__ = ["SkillToolset"]
 

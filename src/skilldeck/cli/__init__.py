@@ -17,14 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from skilldeck import __version__
-from skilldeck.cli.arguments import add_http_arguments, http_limits, positive
-from skilldeck.cli.auth import add_auth_arguments, serve_auth, serve_warnings
-from skilldeck.cli.authoring import add_authoring_commands
-from skilldeck.cli.exits import ExitCode, exit_for
-from skilldeck.cli.gateway import add_gateway_command
-from skilldeck.cli.host import add_host_commands
-from skilldeck.cli.login import add_login_commands
-from skilldeck.cli.output import (
+from skilldeck.cli._arguments import add_http_arguments, http_limits, positive
+from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
+from skilldeck.cli._authoring import add_authoring_commands
+from skilldeck.cli._exits import ExitCode, exit_for
+from skilldeck.cli._gateway import add_gateway_command
+from skilldeck.cli._host import add_host_commands
+from skilldeck.cli._login import add_login_commands
+from skilldeck.cli._output import (
     JsonLinesConsole,
     StdoutConsole,
     bound_log_output,
@@ -32,8 +32,8 @@ from skilldeck.cli.output import (
     sdk_logs_in_one_line,
     stdout_closed,
 )
-from skilldeck.cli.replicas import add_replica_arguments, replica_setup
-from skilldeck.cli.select import add_select_commands
+from skilldeck.cli._replicas import add_replica_arguments, replica_setup
+from skilldeck.cli._select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
 
 __all__ = ["main"]
@@ -121,7 +121,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 
 @sdk_logs_in_one_line()  # as the gateway: the SDK's records one line each, not rich's wrapped tracebacks
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.server.app import (
+    from skilldeck.server._app import (
         collect_less_often,
         create_server,
         drop_idle_tracing,
@@ -130,8 +130,8 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         serve_http,
         serve_stdio,
     )
-    from skilldeck.server.catalog import CatalogDiff
-    from skilldeck.serving.policy import load_policy
+    from skilldeck.server._catalog import CatalogDiff
+    from skilldeck.serving._policy import load_policy
 
     json_lines = args.log_format == "json"
     if json_lines:
@@ -154,7 +154,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     )
     drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
     if args.solon_talent:
-        from skilldeck.server.talent import enable_talent
+        from skilldeck.server._talent import enable_talent
 
         enable_talent(server, extension, args.solon_talent)
     for warning in serve_warnings(args):
@@ -258,7 +258,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
 def _policy_view(extension: Any) -> str:
     """What the policy in force leaves to its default identity (the caller on stdio or without a token)."""
-    from skilldeck.server.audience import catalog_for
+    from skilldeck.server._audience import catalog_for
 
     policy = extension.policy
     if policy is None:

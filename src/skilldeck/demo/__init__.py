@@ -1,6 +1,6 @@
 """``skilldeck demo``: the whole path on real in-process servers, no configuration.
 
-Part 1 (History B): three real servers (jobs, tracker, files; see :mod:`skilldeck.demo.servers`)
+Part 1 (History B): three real servers (jobs, tracker, files; see :mod:`skilldeck.demo._servers`)
 are connected under labels; the question "Find senior Java roles in Costa Rica" is ranked
 against their cards, the chosen skill is loaded verified, only its one tool schema is exposed
 (one line per tool: its name and parameters), the call goes through the gate, and History A and B
@@ -12,7 +12,7 @@ Part 2 (the Skills extension underneath): the bundled example pack is served in-
 SDK client in both protocol eras lists it, loads one skill the way a host must (size, then
 digest, then frontmatter), browses a folder, and a hostile read is refused.
 
-Part 3 (the gateway, :mod:`skilldeck.demo.gateway`): the same loop served by ``skilldeck gateway``
+Part 3 (the gateway, :mod:`skilldeck.demo._gateway`): the same loop served by ``skilldeck gateway``
 to a real MCP client in both eras, through four meta-tools.
 """
 
@@ -31,14 +31,14 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from skilldeck.host.loader import LoadedSkill
-from skilldeck.host.verify import verify_bytes, verify_skill_md
-from skilldeck.host.wire import SkillsWire, declared_skills_settings
-from skilldeck.select.cards import build_cards
-from skilldeck.select.decide import Decision, Selector
-from skilldeck.select.project import count_tokens, history_a, history_b, token_summary
-from skilldeck.select.rank import Encoder
-from skilldeck.select.snapshot import CatalogSnapshot, parse_snapshot
+from skilldeck.host._loader import LoadedSkill
+from skilldeck.host._verify import verify_bytes, verify_skill_md
+from skilldeck.host._wire import SkillsWire, declared_skills_settings
+from skilldeck.select._cards import build_cards
+from skilldeck.select._decide import Decision, Selector
+from skilldeck.select._project import count_tokens, history_a, history_b, token_summary
+from skilldeck.select._rank import Encoder
+from skilldeck.select._snapshot import CatalogSnapshot, parse_snapshot
 from skilldeck.server import create_server
 
 __all__ = [
@@ -70,7 +70,7 @@ CALL = ("search_jobs", {"query": "Java", "location": "Costa Rica", "seniority": 
 
 async def run_demo(console: Console) -> None:
     """Run the three parts of the demo, printing each step to ``console``."""
-    from skilldeck.demo.gateway import gateway_tour
+    from skilldeck.demo._gateway import gateway_tour
 
     await ask_tour(console)
     await server_tour(console)
@@ -80,9 +80,9 @@ async def run_demo(console: Console) -> None:
 async def ask_tour(console: Console) -> None:
     """Part 1: question → cards → verified skill → one schema → gated call → tokens; then abstention."""
     from skilldeck.ask import ask, snapshot_from_host
-    from skilldeck.demo.servers import demo_servers
+    from skilldeck.demo._servers import demo_servers
     from skilldeck.host import Host, InProcessServer, ServerSpec
-    from skilldeck.select.encoders import default_encoder
+    from skilldeck.select._encoders import default_encoder
 
     encoder, notice = default_encoder()  # as `skilldeck ask` ranks: the int8 MiniLM fused with BM25F
     if notice is not None:

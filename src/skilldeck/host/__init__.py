@@ -16,9 +16,9 @@ from skilldeck.errors import (
     UnknownSkill,
     VerificationError,
 )
-from skilldeck.host.approvals import ApprovalRequest, ApprovalStore, Approver
-from skilldeck.host.cache import ContentCache
-from skilldeck.host.config import (
+from skilldeck.host._approvals import ApprovalRequest, ApprovalStore, Approver
+from skilldeck.host._cache import ContentCache
+from skilldeck.host._config import (
     HttpServer,
     InProcessServer,
     ServerSpec,
@@ -26,13 +26,13 @@ from skilldeck.host.config import (
     load_config,
     parse_config,
 )
-from skilldeck.host.connect import Connected, Connections, Failure
-from skilldeck.host.discover import DiscoveryReport, ListingLimits, discover
-from skilldeck.host.host import Host
-from skilldeck.host.index import LocalIndex, SkillIndex, WireIndex
-from skilldeck.host.loader import LoadedSkill, SkillLoader
-from skilldeck.host.registry import Collision, Registry, SkillRecord, ToolRecord
-from skilldeck.host.watch import HostWatcher
+from skilldeck.host._connect import Connected, Connections, Failure
+from skilldeck.host._discover import DiscoveryReport, ListingLimits, discover
+from skilldeck.host._host import Host
+from skilldeck.host._index import LocalIndex, SkillIndex, WireIndex
+from skilldeck.host._loader import LoadedSkill, SkillLoader
+from skilldeck.host._registry import Collision, Registry, SkillRecord, ToolRecord
+from skilldeck.host._watch import HostWatcher
 
 __all__ = [
     "AmbiguousName",

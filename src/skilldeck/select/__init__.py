@@ -4,11 +4,11 @@ Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain d
 """
 
 from skilldeck.errors import SnapshotError
-from skilldeck.select.cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
-from skilldeck.select.decide import Calibration, Decision, DecisionLog, Selector, default_calibration
-from skilldeck.select.gate import ToolGate
-from skilldeck.select.rank import Encoder, RankConfig, Ranker, Ranking, Scored, split_jobs
-from skilldeck.select.snapshot import (
+from skilldeck.select._cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
+from skilldeck.select._decide import Calibration, Decision, DecisionLog, Selector, default_calibration
+from skilldeck.select._gate import ToolGate
+from skilldeck.select._rank import Encoder, RankConfig, Ranker, Ranking, Scored, split_jobs
+from skilldeck.select._snapshot import (
     CatalogSnapshot,
     ServerSnapshot,
     SkillSnapshot,

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from skilldeck.select._cards import Card
 from skilldeck.select._config import RankConfig
 from skilldeck.select._text import card_fields, schema_text, tokens
-from skilldeck.select.cards import Card
 
 __all__ = ["BACKGROUND_FILE", "BM25Index", "Background", "CatalogIndex", "background", "bag"]
 

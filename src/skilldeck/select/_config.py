@@ -13,8 +13,8 @@ class RankConfig:
 
     The variants that were measured and not shipped (pseudo-relevance feedback, servers scored by
     their best card, reciprocal rank fusion, max-merged or unsplit jobs, no path words, ...) live in
-    the benchmark (``bench/selection/ablation.py``), which gives :class:`~skilldeck.select.rank.Ranker`
-    steps of its own (:class:`~skilldeck.select.rank.RankSteps`)."""
+    the benchmark (``bench/selection/ablation.py``), which gives :class:`~skilldeck.select._rank.Ranker`
+    steps of its own (:class:`~skilldeck.select._rank.RankSteps`)."""
 
     k1: float = 1.2
     b: float = 0.75

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from skilldeck.select.cards import Card
+from skilldeck.select._cards import Card
 
 __all__ = ["Evidence", "IndexingState", "Ranking", "Scored", "Unit"]
 
@@ -108,10 +108,10 @@ class Ranking:
     servers: list[tuple[str, float]]
     """Every server, best first, scored by its best card."""
     units: list[Unit] = field(default_factory=list)
-    """``units[0]`` is the whole question; the rest are its jobs (:func:`~skilldeck.select.rank.split_jobs`)."""
+    """``units[0]`` is the whole question; the rest are its jobs (:func:`~skilldeck.select._rank.split_jobs`)."""
     implied: list[tuple[str, str]] = field(default_factory=list)
-    """(need, server) for each need the question implies (:func:`~skilldeck.select.rank.implied_needs`) and the server
-    that need ranks first, which was given a place among the first :data:`~skilldeck.select.rank.IMPLIED_SLOT` + 1 servers."""
+    """(need, server) for each need the question implies (:func:`~skilldeck.select._rank.implied_needs`) and the server
+    that need ranks first, which was given a place among the first :data:`~skilldeck.select._rank.IMPLIED_SLOT` + 1 servers."""
     implied_units: list[Unit] = field(default_factory=list)
     """For each of ``implied``: what that need's own ranking found, told about its best card (how well
     the catalog serves the need; the decision's confidence reads the weakest)."""

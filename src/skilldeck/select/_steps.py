@@ -1,6 +1,6 @@
 """The ranker's replaceable steps (:class:`RankSteps`) and what a step is given.
 
-:class:`~skilldeck.select.rank.Ranker` takes a :class:`RankSteps`; the defaults are the shipped
+:class:`~skilldeck.select._rank.Ranker` takes a :class:`RankSteps`; the defaults are the shipped
 choice of each step. The benchmark's ablation (``bench/selection/ablation.py``) passes a subclass
 to measure the variants the product does not ship. A step is given what it reads as arguments --
 the BM25F index, the cards' server groups, the catalog's vectors -- never the ranker itself.
@@ -16,15 +16,15 @@ import numpy as np
 
 from skilldeck.select import _bm25f
 from skilldeck.select._bm25f import Background, BM25Index
+from skilldeck.select._cards import Card
 from skilldeck.select._query import implied_needs, path_words, split_jobs
 from skilldeck.select._results import Evidence
 from skilldeck.select._text import semantic_text, server_text, tokens
-from skilldeck.select.cards import Card
 
 __all__ = ["VIEWS", "Fusion", "RankSteps", "SemanticVectors", "ServerGroups", "zscore"]
 
 VIEWS = ("lexical", "best_bm25", "top2_cosine", "centroid_cosine", "label_cosine")
-"""The five per-server views fused when an encoder is given (see :mod:`skilldeck.select.rank`)."""
+"""The five per-server views fused when an encoder is given (see :mod:`skilldeck.select._rank`)."""
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
@@ -103,7 +103,7 @@ class RankSteps:
         return _bm25f.background()
 
     def jobs(self, question: str) -> list[str]:
-        """The jobs of a question, each ranked on its own (:func:`~skilldeck.select.rank.split_jobs`)."""
+        """The jobs of a question, each ranked on its own (:func:`~skilldeck.select._rank.split_jobs`)."""
         return split_jobs(question)
 
     def query_texts(self, question: str, jobs: list[str]) -> list[str]:
@@ -135,16 +135,16 @@ class RankSteps:
         mixed += (1.0 / n_jobs) * job / job.max()
 
     def implied_needs(self, question: str) -> list[str]:
-        """The needs a question implies (:func:`~skilldeck.select.rank.implied_needs`)."""
+        """The needs a question implies (:func:`~skilldeck.select._rank.implied_needs`)."""
         return implied_needs(question)
 
     def semantic_text(self, card: Card, tool: Mapping[str, Any] | None) -> str:
-        """What the encoder reads for a card (:func:`~skilldeck.select.rank.semantic_text`; ``tool``: its
+        """What the encoder reads for a card (:func:`~skilldeck.select._rank.semantic_text`; ``tool``: its
         MCP Tool object, if known)."""
         return semantic_text(card)
 
     def label_text(self, label: str, description: str, card_names: list[str]) -> str:
-        """What the encoder reads for a server's label view (:func:`~skilldeck.select.rank.server_text`)."""
+        """What the encoder reads for a server's label view (:func:`~skilldeck.select._rank.server_text`)."""
         return server_text(label, description, card_names)
 
     def prepare_vectors(self, cards: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from skilldeck.select.cards import Card
+from skilldeck.select._cards import Card
 
 __all__ = ["card_fields", "schema_text", "semantic_text", "server_text", "tokens", "words_of"]
 

@@ -2,11 +2,11 @@
 
 One layer under both, so each thing is written once:
 
-* :mod:`~skilldeck.serving.identity` — one request's identity (the caller from its verified token,
+* :mod:`~skilldeck.serving._identity` — one request's identity (the caller from its verified token,
   its legacy connection, its activation key, its log level), worked out once per request;
-* :mod:`~skilldeck.serving.legacy` — the table of live legacy (2025-11-25) connections, one per process;
-* :mod:`~skilldeck.serving.policy` — who a caller is and what each skill shows and grants them;
-* :mod:`~skilldeck.serving.audit` — the trail of tool calls a policy decided.
+* :mod:`~skilldeck.serving._legacy` — the table of live legacy (2025-11-25) connections, one per process;
+* :mod:`~skilldeck.serving._policy` — who a caller is and what each skill shows and grants them;
+* :mod:`~skilldeck.serving._audit` — the trail of tool calls a policy decided.
 
 Nothing here imports :mod:`skilldeck.server` or :mod:`skilldeck.gateway`.
 """

@@ -1,0 +1,271 @@
+"""``skilldeck gateway``: one MCP server in front of the servers of an ``mcpServers`` file."""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+
+from skilldeck.cli._arguments import add_http_arguments, http_limits, positive, seconds
+from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
+from skilldeck.cli._exits import ExitCode
+from skilldeck.cli._output import bound_log_output, json_log_output, sdk_logs_in_one_line
+from skilldeck.cli._replicas import add_replica_arguments, replica_setup
+from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
+from skilldeck.errors import ConfigError
+
+__all__ = ["add_gateway_command"]
+
+
+def _pair(flag: str, sep: str) -> Any:
+    def parse(value: str) -> tuple[str, str]:
+        left, found, right = value.partition(sep)
+        if not found or not left or not right:
+            example = "docs/search" if sep == "/" else "docs:files"
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes LABEL{sep}{'TOOL' if sep == '/' else 'LABEL'} ({example}), got {value!r}"
+            )
+        return left, right
+
+    return parse
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def add_gateway_command(sub: Any) -> None:
+    gateway = sub.add_parser(
+        "gateway",
+        help="one MCP server in front of many: find, load and call their tools skill by skill",
+        description="Serve the servers of an mcpServers file through four meta-tools (find, load, read_skill_file, "
+        "call), disclosing tool schemas only for what a client loads.",
+    )
+    gateway.add_argument(
+        "--config", required=True, metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor, VS Code)"
+    )
+    add_http_arguments(gateway)
+    gateway.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="per-caller admission and tool routing, by LABEL/NAME and LABEL/TOOL "
+        "(prompts LABEL/PROMPT, resources LABEL/URI, all of one upstream LABEL/*)",
+    )
+    gateway.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        type=_pair("--pin", "/"),
+        metavar="LABEL/TOOL",
+        help="list this upstream tool to every client from the start (repeatable)",
+    )
+    gateway.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        type=_pair("--grant", ":"),
+        metavar="LABEL:LABEL",
+        help="let skills of the first server activate tools of the second (repeatable)",
+    )
+    gateway.add_argument(
+        "--check",
+        action="store_true",
+        help="connect, check the policy against the upstreams, print what each identity of the policy would "
+        "see, and exit (0: all good; 1: the policy names what no upstream serves; 3: an upstream is unavailable)",
+    )
+    gateway.add_argument(
+        "--watch-config",
+        action="store_true",
+        help="re-read the config and policy files whenever they change (as SIGHUP does)",
+    )
+    gateway.add_argument("--log", metavar="FILE", help="append every find/load/call as a JSON line")
+    gateway.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="per upstream: to connect, and for each request",
+    )
+    gateway.add_argument(
+        "--allow-dynamic",
+        action="store_true",
+        help="let clients load generated (unverifiable) skills, and re-publish them",
+    )
+    gateway.add_argument(
+        "--budget-window",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="each upstream may make the gateway download 64 MiB of skill content per this many seconds (default 600)",
+    )
+    gateway.add_argument(
+        "--name",
+        default="skilldeck-gateway",
+        help="server name reported to clients (replicas of one gateway: the same name, see --redis)",
+    )
+    encoder_flags(gateway)
+    gateway.add_argument(
+        "--ready-upstreams",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="over HTTP, GET /readyz answers ready while at least N upstreams are up (default 1)",
+    )
+    add_replica_arguments(gateway, gateway=True)
+    add_auth_arguments(gateway)
+    gateway.set_defaults(handler=run_gateway_command)
+
+
+def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
+    from skilldeck.gateway._app import run_gateway
+    from skilldeck.gateway._audiences import audience_lines, flag_warnings
+    from skilldeck.gateway._reload import GatewayConfig
+    from skilldeck.gateway._server import create_gateway
+    from skilldeck.gateway._service import DecisionLog, GatewayService
+    from skilldeck.host import Host, load_config
+    from skilldeck.host._backoff import Backoff
+    from skilldeck.host._watch import CatalogChange
+    from skilldeck.server._app import drop_idle_tracing, event_loop_options
+    from skilldeck.serving._policy import load_policy
+
+    specs = load_config(args.config, timeout=args.timeout)
+    if not specs:
+        raise ConfigError(f"{args.config} names no servers; add entries under mcpServers")
+    if args.ready_upstreams > len(specs):
+        raise ConfigError(
+            f"--ready-upstreams {args.ready_upstreams}: {args.config} names only {len(specs)} servers, so the "
+            f"gateway would never be ready; pass at most {len(specs)}"
+        )
+    policy = load_policy(args.policy) if args.policy else None
+    verifier, auth = serve_auth(args)
+    # Replicas share activations and the request-state key; each follows its upstreams itself, so
+    # upstream changes reach its own listeners without a shared bus (see docs/deploy.md).
+    replicas = replica_setup(args.redis, args.name, bus=False)
+    for warning in serve_warnings(args, gateway=True):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
+
+    def report(level: str, text: str) -> None:
+        heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
+        err.print(f"{heading}{escape(text)}", highlight=False, soft_wrap=True)
+
+    json_lines = args.log_format == "json"
+
+    async def main() -> None:
+        if json_lines:
+            json_log_output()  # the handlers sdk_logs_in_one_line installed; uvicorn's are added once it is up
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(replicas.keys_in_step())
+            shared = None
+            if replicas.redis_url is not None:
+                from skilldeck.gateway._redis_store import RedisActivationStore
+
+                store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
+                shared = await stack.enter_async_context(store)
+            await serve(shared)
+
+    code = ExitCode.OK
+
+    async def serve(shared: Any) -> None:
+        nonlocal code
+
+        def on_change(change: CatalogChange) -> None:
+            if "reconnected" in change.reasons and change.tools is not None:
+                skills = len([r for r in host.skills if r.label == change.label])
+                tools = len(change.tools)
+                what = _count(tools, "tool") + (f", {_count(skills, 'skill')}" if skills else "")
+                err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
+                return
+            if {"down", "reconnected", "removed"} & change.reasons:  # told when it happened (a transition, a reload)
+                return
+            err.print(
+                f"\\[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+                highlight=False,
+            )
+
+        def on_transition(label: str, text: str) -> None:
+            # a warning (its colour is the level of its --log-format json line)
+            err.print(f"[yellow]\\[{escape(label)}] {escape(text)}[/]", highlight=False, soft_wrap=True)
+
+        async with Host(
+            specs,
+            allow_dynamic=args.allow_dynamic,
+            budget_window=args.budget_window,
+            server_requests=True,
+            restart=Backoff(),
+            on_transition=on_transition,
+        ) as host:
+            for label, failure in sorted(host.failures.items()):
+                err.print(
+                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.describe())}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            for label in sorted(host.sessions):
+                if host.rejected_probe(label):  # its stderr trace of the probe is not shown
+                    err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
+            service = GatewayService(
+                host,
+                policy=policy,
+                grants=args.grant,
+                pinned=args.pin,
+                log=DecisionLog(args.log, keep=10_000),
+                shared=shared,
+                encoder=encoder,
+                cache_dir=vector_cache_dir(args) if encoder is not None else None,
+            )
+            config = GatewayConfig(
+                service, specs, config_path=args.config, policy_path=args.policy, timeout=args.timeout, report=report
+            )
+            await config.check()  # a policy id that matches nothing stops the gateway here
+            for warning in flag_warnings(args.pin, args.grant, host, [s.label for s in specs]):
+                report("warning", warning)
+            if args.check:
+                for line in audience_lines(service):
+                    print(line)
+                code = ExitCode.UNREACHABLE if host.failures else ExitCode.OK
+                return
+            server, middleware = create_gateway(
+                service,
+                name=args.name,
+                token_verifier=verifier,
+                auth=auth,
+                request_state_keys=replicas.state_keys,
+                request_state_codec=replicas.ring,
+            )
+            drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
+            skills, tools = len(host.skills), len(host.tools())
+            up = len(specs) - len(host.failures)
+
+            def on_ready(where: str) -> None:
+                bound_log_output(json_lines=json_lines)  # what an outsider's requests make the gateway log is bounded
+                err.print(
+                    f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
+                    f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",
+                    highlight=False,
+                )
+
+            await run_gateway(
+                service,
+                server,
+                middleware,
+                http=args.http,
+                path=args.path,
+                on_ready=on_ready,
+                on_change=on_change,
+                max_sessions=args.max_sessions,
+                session_idle_timeout=args.session_idle_timeout,
+                limits=http_limits(args),
+                config=config,
+                watch_config=args.watch_config,
+                on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
+                ready_upstreams=args.ready_upstreams,
+            )
+
+    with sdk_logs_in_one_line():
+        anyio.run(main, backend_options=event_loop_options())
+    return code

@@ -1,0 +1,114 @@
+"""What each downstream client has loaded, and so may call. Pure.
+
+Activation is kept per client: the stdio process, a legacy (2025-11-25) session, or on a
+2026-07-28 connection the verified token's subject (or client id) plus an optional conversation id the client
+sends in ``_meta["dev.skilldeck/conversation"]``. The key comes from outside, so the table is
+bounded: at most ``max_clients`` activations are held, the least recently used one giving way.
+
+Where the activations live is an :class:`ActivationStore`. By default there is none beyond this
+process's :class:`ActivationTable`. Gateway replicas behind a load balancer (``skilldeck gateway
+--redis``) share a store (:class:`~skilldeck.gateway._redis_store.RedisActivationStore`): what a
+client loaded on one replica (skill ids with the digest of the verified ``SKILL.md``, and active
+tools) is written there, and the replica that takes the client's next request reads it back into
+its own table. A store holds ids and digests, never content: a replica serves a skill's bytes only
+after it loaded and verified them itself.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from skilldeck.serving._clients import MAX_CONVERSATION_CHARS, client_key, per_connection
+
+__all__ = [
+    "MAX_CONVERSATION_CHARS",
+    "Activation",
+    "ActivationStore",
+    "ActivationTable",
+    "SharedActivation",
+    "client_key",
+    "per_connection",
+]
+
+
+@dataclass
+class Activation:
+    """One client's loaded skills (id -> the loaded skill) and active tools (``(label, tool)``)."""
+
+    skills: dict[str, Any] = field(default_factory=dict)
+    tools: dict[tuple[str, str], None] = field(default_factory=dict)
+    """Insertion-ordered set: injected tools are listed in the order they were loaded."""
+
+    def activate(self, tools: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Add ``tools``; returns those that were not active before."""
+        added = [t for t in tools if t not in self.tools]
+        for tool in added:
+            self.tools[tool] = None
+        return added
+
+    def forget_tools(self, label: str, keep: set[str] | frozenset[str]) -> bool:
+        """An upstream re-listed: its tools not in ``keep`` leave the active set. Returns whether any left."""
+        gone = [t for t in self.tools if t[0] == label and t[1] not in keep]
+        for tool in gone:
+            del self.tools[tool]
+        return bool(gone)
+
+
+class ActivationTable:
+    """Activations by client key, least recently used first out beyond ``max_clients``."""
+
+    def __init__(self, max_clients: int = 4_096) -> None:
+        if max_clients < 1:
+            raise ValueError("max_clients must be at least 1")
+        self.max_clients = max_clients
+        self._table: OrderedDict[str, Activation] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, key: str) -> Activation:
+        """The activation for ``key``, created empty when new (evicting the least recently used)."""
+        found = self._table.get(key)
+        if found is not None:
+            self._table.move_to_end(key)
+            return found
+        if len(self._table) >= self.max_clients:
+            self._table.popitem(last=False)
+        created = self._table[key] = Activation()
+        return created
+
+    def peek(self, key: str) -> Activation | None:
+        """The activation for ``key`` if there is one (never created); using it counts as recent use."""
+        found = self._table.get(key)
+        if found is not None:
+            self._table.move_to_end(key)
+        return found
+
+    def drop(self, key: str) -> None:
+        self._table.pop(key, None)
+
+    def values(self) -> list[Activation]:
+        return list(self._table.values())
+
+
+@dataclass(frozen=True)
+class SharedActivation:
+    """One client's activation as a shared store holds it: skill id -> ``SKILL.md`` digest, and active tools."""
+
+    skills: dict[str, str] = field(default_factory=dict)
+    tools: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ActivationStore(Protocol):
+    """Where activations are shared between gateway replicas (none by default: the process's table alone)."""
+
+    async def fetch(self, key: str) -> SharedActivation | None:
+        """What ``key`` loaded on any replica (``None``: nothing, or it expired); counts as recent use."""
+        ...
+
+    async def add(self, key: str, skills: Mapping[str, str], tools: Sequence[tuple[str, str]]) -> None:
+        """Record that ``key`` loaded ``skills`` (id -> digest) and activated ``tools``."""
+        ...

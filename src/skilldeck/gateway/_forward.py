@@ -1,0 +1,849 @@
+"""Resources, prompts and completions of the upstream servers, forwarded through the gateway by label.
+
+:class:`ForwardedUpstreams` is a ``ServerMiddleware`` (innermost in the gateway's chain, after the
+re-published skills) that answers, for every connected upstream that declares the capability:
+
+* ``prompts/list`` and ``prompts/get``: each prompt as ``LABEL__NAME`` (like an injected tool; a
+  label that holds ``__`` or ends in ``_`` could make two names meet, so its prompts are not
+  forwarded), the upstream entry otherwise unchanged;
+* ``resources/list``, ``resources/templates/list`` and ``resources/read``: every URI rewritten to
+  ``upstream://LABEL/UPSTREAM-URI`` (the label percent-encoded, the upstream URI verbatim), so two
+  upstreams' URIs never collide, a read needs no table (the URI names its upstream) and a
+  template's expansion is the gateway form of the upstream's expansion. An upstream's own
+  ``skill://`` resources are left out while the gateway re-publishes skills (they are served,
+  verified, as ``skill://LABEL/...``), so a ``skill://`` read always takes the skills path;
+* ``resources/subscribe``/``unsubscribe`` (2025-11-25 clients) and the resource URIs of a
+  2026-07-28 ``subscriptions/listen`` filter, for an upstream that declares ``resources.subscribe``:
+  a 2025-11-25 upstream is sent ``resources/subscribe`` once per resource; a 2026-07-28 upstream
+  has one ``subscriptions/listen`` stream whose filter names every resource subscribed there
+  (:mod:`skilldeck.gateway._resource_listen`: reopened with the new set as subscriptions come and
+  go, closed when the last goes). Each ``notifications/resources/updated`` is relayed as the
+  gateway URI to exactly the subscribers of that resource: the legacy sessions that subscribed,
+  and the 2026-07-28 listen streams whose filter named it (an update a 2025-11-25 upstream sends
+  for a sub-resource reaches the subscribers of the resource above it). When the last subscriber
+  of a resource goes (unsubscribes, closes its listen stream or its connection), the upstream is told
+  (``resources/unsubscribe``, or the stream reopened without it). A listen filter's gateway URI
+  that cannot be subscribed for its caller (hidden by the policy, an upstream without
+  subscriptions, over the limits) is left out of the filter the stream acknowledges;
+* ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
+  under its own names.
+
+The resource links and embedded resources of a prompt message and of a proxied tool result
+(:meth:`ForwardedUpstreams.tool_result`) name the gateway's URI of what the upstream named (an
+upstream's skill file: where it is re-published), so a client can read them through the gateway.
+
+Lists page one upstream page at a time (the gateway's cursor names the upstream and its cursor),
+upstreams in label order, under the host's listing caps (``ListingLimits``: pages per upstream,
+entries per page); an upstream that fails is skipped and the next one listed.
+
+Under the gateway's policy a caller sees and uses only what is admitted to them, by id: a prompt
+is ``LABEL/PROMPT``, a resource ``LABEL/UPSTREAM-URI``, a template ``LABEL/URI-TEMPLATE``; the rule
+``LABEL/*`` covers every prompt, resource and template of that upstream that has no rule of its
+own (``admit:`` conditions, as for skills). A read of a URI no list showed (a template's expansion)
+is decided by its own id, else ``LABEL/*``.
+
+Change notifications are relayed by :meth:`ForwardedUpstreams.relay_change` (the gateway's
+watcher hears ``prompts`` and ``resources`` changes of every upstream, in both eras).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import logging
+import warnings
+from collections.abc import Awaitable, Iterable
+from dataclasses import replace
+from typing import Any
+from urllib.parse import quote, unquote
+
+import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionBus
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    PromptReference,
+    ResourceTemplateReference,
+    ResourceUpdatedNotification,
+)
+from mcp_types.methods import parse_client_request, serialize_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from skilldeck.errors import shorten
+from skilldeck.gateway._resource_listen import UpstreamResourceListen
+from skilldeck.gateway._service import GatewayService
+from skilldeck.gateway._upstreams import ORIGIN_META, with_origin
+from skilldeck.host._connect import Connected
+from skilldeck.serving._identity import caller_of
+from skilldeck.serving._legacy import LegacyConnections
+from skilldeck.serving._policy import Caller
+from skilldeck.skill._tags import neutralise_in
+from skilldeck.skill._uri import SCHEME as SKILL_SCHEME
+
+__all__ = [
+    "MAX_CLIENT_SUBSCRIPTIONS",
+    "MAX_SUBSCRIPTIONS",
+    "PROMPT_SEPARATOR",
+    "RESOURCE_SCHEME",
+    "ForwardedUpstreams",
+    "declares",
+    "fetch_page",
+    "gateway_uri",
+    "prompt_name",
+    "split_prompt_name",
+    "split_uri",
+]
+
+logger = logging.getLogger(__name__)
+
+RESOURCE_SCHEME = "upstream"
+"""The gateway's URI scheme for an upstream's resources: ``upstream://LABEL/UPSTREAM-URI``."""
+PROMPT_SEPARATOR = "__"
+_PREFIX = f"{RESOURCE_SCHEME}://"
+_CURSOR_PREFIX = "upstream:"
+_SKILL_PREFIX = f"{SKILL_SCHEME}://"
+
+MAX_URI_CHARS = 8_192
+"""A resource URI (or template) a client sends, or an upstream lists, may take this many characters."""
+MAX_NAME_CHARS = 512
+"""A prompt name or argument name."""
+MAX_CURSOR_CHARS = 4_096
+"""A cursor, the gateway's (from a client) or an upstream's (carried inside the gateway's)."""
+MAX_PROMPT_ARGUMENTS = 64
+MAX_ARGUMENT_CHARS = 64 * 1024
+"""One prompt or completion argument value."""
+MAX_SUBSCRIPTIONS = 1_024
+"""Upstream resources subscribed to at once (for all clients together)."""
+MAX_CLIENT_SUBSCRIPTIONS = 64
+"""Resources one legacy connection (or one 2026-07-28 listen stream) may subscribe to through the gateway."""
+MAX_SUBSCRIBERS = 256
+"""Subscribers (legacy connections and 2026-07-28 listen streams) of one resource."""
+UNSUBSCRIBE_SECONDS = 10.0
+"""How long a closed listen stream's upstream unsubscriptions may take."""
+
+_KINDS = {
+    "prompts/list": ("prompts", "prompts"),
+    "resources/list": ("resources", "resources"),
+    "resources/templates/list": ("resources", "resourceTemplates"),
+}
+_FORWARDED = frozenset(
+    {
+        *_KINDS,
+        "prompts/get",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+    }
+)
+
+
+def gateway_uri(label: str, uri: str) -> str:
+    """The gateway's URI of an upstream's resource (or template): ``upstream://LABEL/URI``."""
+    return f"{_PREFIX}{quote(label, safe='')}/{uri}"
+
+
+def _within(uri: str, subscribed: str) -> bool:
+    """Whether ``uri`` is ``subscribed`` or a sub-resource of it (below it after a ``/``, ``?`` or ``#``)."""
+    if not uri.startswith(subscribed):
+        return False
+    return len(uri) == len(subscribed) or subscribed.endswith("/") or uri[len(subscribed)] in "/?#"
+
+
+def split_uri(uri: str) -> tuple[str, str] | None:
+    """``(label, upstream URI)`` of a gateway URI, or ``None`` if ``uri`` is not one."""
+    if not uri.startswith(_PREFIX):
+        return None
+    label, sep, upstream = uri[len(_PREFIX) :].partition("/")
+    if not sep or not label or not upstream:
+        return None
+    return unquote(label), upstream
+
+
+def _prompts_forwarded(label: str) -> bool:
+    """Whether ``LABEL__NAME`` splits back unambiguously: the label holds no ``__`` and does not end in ``_``."""
+    return bool(label) and PROMPT_SEPARATOR not in label and not label.endswith("_")
+
+
+def prompt_name(label: str, name: str) -> str:
+    """The gateway's name of an upstream's prompt: ``LABEL__NAME``."""
+    return f"{label}{PROMPT_SEPARATOR}{name}"
+
+
+def split_prompt_name(name: str) -> tuple[str, str] | None:
+    """``(label, upstream name)`` of a gateway prompt name, or ``None``."""
+    label, sep, upstream = name.partition(PROMPT_SEPARATOR)
+    if not sep or not upstream or not _prompts_forwarded(label):
+        return None
+    return label, upstream
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=message)
+
+
+def _encode_cursor(label: str, cursor: str | None, page: int) -> str:
+    raw = json.dumps([label, cursor, page], separators=(",", ":")).encode("utf-8")
+    return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str | None, int]:
+    bad = _invalid("invalid cursor: pass back a nextCursor this gateway returned, or none to start over")
+    if len(cursor) > MAX_CURSOR_CHARS or not cursor.startswith(_CURSOR_PREFIX):
+        raise bad
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor[len(_CURSOR_PREFIX) :].encode("ascii")))
+    except (ValueError, binascii.Error, UnicodeError):
+        raise bad from None
+    if not (
+        isinstance(value, list)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and (value[1] is None or isinstance(value[1], str))
+        and isinstance(value[2], int)
+        and not isinstance(value[2], bool)
+        and value[2] >= 0
+    ):
+        raise bad
+    return value[0], value[1], value[2]
+
+
+def _dump(result: Any) -> dict[str, Any]:
+    out: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    for key in ("resultType", "ttlMs", "cacheScope", "nextCursor"):
+        out.pop(key, None)
+    return out
+
+
+def _narrowed(params: dict[str, Any], kept: list[Any]) -> dict[str, Any]:
+    """A ``subscriptions/listen`` request's params whose filter names only ``kept`` of its resources."""
+    narrowed = {k: v for k, v in params["notifications"].items() if k != "resourceSubscriptions"}
+    if kept:
+        narrowed["resourceSubscriptions"] = kept
+    return {**params, "notifications": narrowed}
+
+
+def declares(connected: Connected, kind: str) -> bool:
+    """Whether an upstream declared the capability ``kind`` (``prompts``, ``resources``)."""
+    return getattr(connected.client.server_capabilities, kind, None) is not None
+
+
+async def fetch_page(connected: Connected, method: str, cursor: str | None) -> tuple[list[Any], str | None]:
+    """One page of an upstream's ``prompts/list``, ``resources/list`` or ``resources/templates/list``."""
+    client = connected.client
+    if method == "prompts/list":
+        prompts = await client.list_prompts(cursor=cursor, cache_mode="bypass")
+        return list(prompts.prompts), prompts.next_cursor
+    if method == "resources/list":
+        resources = await client.list_resources(cursor=cursor, cache_mode="bypass")
+        return list(resources.resources), resources.next_cursor
+    templates = await client.list_resource_templates(cursor=cursor, cache_mode="bypass")
+    return list(templates.resource_templates), templates.next_cursor
+
+
+class ForwardedUpstreams:
+    """The gateway's forwarding of upstream resources, prompts and completions (see the module docs).
+
+    Args:
+        service: the gateway service (its host, its policy).
+        subscriptions: the ``subscriptions/listen`` bus the gateway serves.
+        skills_republished: whether ``skill://`` is the re-published skills' (upstream ``skill://``
+            resources are then left out).
+        legacy: the process's table of live legacy connections (one is kept when omitted).
+    """
+
+    def __init__(
+        self,
+        service: GatewayService,
+        subscriptions: SubscriptionBus,
+        *,
+        skills_republished: bool = True,
+        legacy: LegacyConnections | None = None,
+    ) -> None:
+        self.service = service
+        self.subscriptions = subscriptions
+        self.skills_republished = skills_republished
+        self.legacy = legacy if legacy is not None else LegacyConnections()
+        """Legacy connections told of list changes and resource updates (the gateway's one table)."""
+        self.legacy.on_forget(self._forget)
+        self._subscribers: dict[tuple[str, str], set[Any]] = {}
+        """Per upstream resource ``(label, uri)``: who subscribed (a legacy connection key, or a listen stream)."""
+        self._pending: dict[tuple[str, str], set[Any]] = {}
+        """Resources being subscribed to now, and by whom: counted against the limits as if held (so
+        concurrent requests cannot overshoot them), and not released upstream meanwhile."""
+        self._streams: dict[str, UpstreamResourceListen] = {}
+        """Per 2026-07-28 upstream: the one listen stream for its subscribed resources."""
+        self._listening = False
+
+    # -- who asks, and what they may see -----------------------------------------------------------
+
+    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
+        return caller_of(self.service.policy, ctx)
+
+    def admits(self, caller: Caller, label: str, key: str) -> bool:
+        """Whether ``caller`` may see ``key`` (a prompt name, resource URI or template) of ``label``."""
+        policy = self.service.policy
+        if policy is None:
+            return True
+        rule = policy.rule_for(f"{label}/{key}")
+        return rule is None or rule.admits(caller)
+
+    def _connected(self, label: str) -> Connected:
+        connected = self.service.host.sessions.get(label)
+        if connected is None:
+            raise _invalid(f"no upstream server {shorten(label)!r} is connected; list again")
+        return connected
+
+    def _labels(self, kind: str) -> list[str]:
+        """Connected upstreams, in label order, that declare ``kind`` (``prompts``, ``resources``)."""
+        connected = self.service.host.sessions
+        return sorted(
+            label
+            for label, c in connected.items()
+            if declares(c, kind) and (kind != "prompts" or _prompts_forwarded(label))
+        )
+
+    # -- the hook ----------------------------------------------------------------------------------
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method = ctx.method
+        if method in _FORWARDED and ctx.request_id is not None:  # a request method sent as a notification: not ours
+            return await self._answer(ctx, call_next)
+        if method == "subscriptions/listen":
+            return await self._listen(ctx, call_next)
+        if method == "initialize":
+            return self._declare(await call_next(ctx), legacy=True)
+        if method == "server/discover":
+            return self._declare(await call_next(ctx), legacy=False)
+        if method == "notifications/initialized" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.legacy.remember(ctx.session)
+        return await call_next(ctx)
+
+    async def _answer(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method, version = ctx.method, ctx.protocol_version
+        params: dict[str, Any] = dict(ctx.params) if isinstance(ctx.params, dict) else {}
+        if method == "resources/read":
+            uri = params.get("uri")
+            if not isinstance(uri, str) or split_uri(uri) is None:
+                return await call_next(ctx)  # not ours: the server's own resources (or its error)
+        try:
+            parse_client_request(method, version, params or None)
+        except KeyError:
+            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=method) from None
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "params"
+            what = errors[0]["msg"] if errors else "invalid"
+            raise _invalid(f"invalid {method} params: {where}: {what}") from None
+        caller = self.caller(ctx)
+        result: dict[str, Any]
+        if method in _KINDS:
+            result = await self._list(caller, method, params.get("cursor"))
+        elif method == "prompts/get":
+            result = await self._get_prompt(caller, params)
+        elif method == "resources/read":
+            result = await self._read(caller, params["uri"])
+        elif method == "completion/complete":
+            result = await self._complete(caller, params)
+        else:
+            await self._subscription(ctx, caller, str(params.get("uri")), subscribe=method == "resources/subscribe")
+            result = {}
+        # an upstream's prompts, resource texts and descriptions enter a model's context: no forged origin tag
+        return serialize_server_result(method, version, {"resultType": "complete", **neutralise_in(result)})
+
+    # -- lists -------------------------------------------------------------------------------------
+
+    async def _list(self, caller: Caller, method: str, cursor: Any) -> dict[str, Any]:
+        """One page: one upstream page (after any upstream skipped), and the cursor of what follows."""
+        capability, key = _KINDS[method]
+        labels = self._labels(capability)
+        start, upstream_cursor, page = 0, None, 0
+        if isinstance(cursor, str):
+            label, upstream_cursor, page = _decode_cursor(cursor)
+            start = next((i for i, known in enumerate(labels) if known >= label), len(labels))
+            if start < len(labels) and labels[start] != label:
+                upstream_cursor, page = None, 0  # that upstream is gone: go on with the next one
+        limits = self.service.host.limits
+        cache = {"ttlMs": 0, "cacheScope": "private"}
+        for index in range(start, len(labels)):
+            label = labels[index]
+            connected = self.service.host.sessions.get(label)
+            if connected is None:  # gone while an earlier upstream was asked
+                upstream_cursor, page = None, 0
+                continue
+            try:
+                items, next_cursor = await fetch_page(connected, method, upstream_cursor)
+            except Exception as exc:  # one upstream's trouble must not hide the others
+                logger.warning("%s of %r failed: %s", method, label, connected.explain(exc))
+                upstream_cursor, page = None, 0
+                continue
+            kept = [item for item in (self._entry(caller, label, key, i) for i in items) if item is not None]
+            kept = kept[: limits.max_entries]
+            following: str | None = None
+            if next_cursor and page + 1 < limits.max_pages and len(next_cursor) <= MAX_CURSOR_CHARS:
+                following = _encode_cursor(label, next_cursor, page + 1)
+            elif next_cursor:
+                logger.warning(
+                    "%s of %r stopped after %d pages (the cap) or at an oversized cursor", method, label, page
+                )
+            if following is None and index + 1 < len(labels):
+                following = _encode_cursor(labels[index + 1], None, 0)
+            out: dict[str, Any] = {key: kept, **cache}
+            if following is not None:
+                out["nextCursor"] = following
+            return out
+        return {key: [], **cache}
+
+    def _entry(self, caller: Caller, label: str, key: str, item: Any) -> dict[str, Any] | None:
+        """One upstream entry as the gateway lists it to ``caller``, or ``None`` when it is not theirs to see."""
+        entry: dict[str, Any] = item.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if key == "prompts":
+            name = entry.get("name")
+            if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not self.admits(caller, label, name):
+                return None
+            entry["name"] = prompt_name(label, name)
+        else:
+            field = "uri" if key == "resources" else "uriTemplate"
+            uri = entry.get(field)
+            if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS or not self.admits(caller, label, uri):
+                return None
+            if self.skills_republished and uri.startswith(_SKILL_PREFIX):
+                return None  # re-published, verified, as skill://LABEL/...
+            entry[field] = gateway_uri(label, uri)
+        return with_origin(entry, label)
+
+    # -- prompts -----------------------------------------------------------------------------------
+
+    def _prompt(self, caller: Caller, name: str) -> tuple[Connected, str]:
+        split = split_prompt_name(name)
+        if split is None or len(split[1]) > MAX_NAME_CHARS:
+            raise _invalid(f"unknown prompt {shorten(name)!r}: prompts are named LABEL__NAME, as prompts/list shows")
+        label, upstream = split
+        if not self.admits(caller, label, upstream):
+            raise _invalid(f"unknown prompt {shorten(name)!r}")  # as if absent: the policy does not admit it
+        connected = self._connected(label)
+        if not declares(connected, "prompts"):
+            raise _invalid(f"unknown prompt {shorten(name)!r}: {label!r} serves no prompts")
+        return connected, upstream
+
+    async def _get_prompt(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        connected, name = self._prompt(caller, str(params["name"]))
+        arguments = params.get("arguments") or {}
+        if len(arguments) > MAX_PROMPT_ARGUMENTS:
+            raise _invalid(f"a prompt takes at most {MAX_PROMPT_ARGUMENTS} arguments")
+        if any(len(k) > MAX_NAME_CHARS or len(str(v)) > MAX_ARGUMENT_CHARS for k, v in arguments.items()):
+            raise _invalid(
+                f"a prompt argument's name is at most {MAX_NAME_CHARS} characters, its value {MAX_ARGUMENT_CHARS}"
+            )
+        result = await self._upstream(
+            connected, connected.client.get_prompt(name, {k: str(v) for k, v in arguments.items()})
+        )
+        out = with_origin(_dump(result), connected.label)
+        out["messages"] = [self._message(connected.label, m) for m in out.get("messages", [])]
+        return out
+
+    def _message(self, label: str, message: dict[str, Any]) -> dict[str, Any]:
+        """A prompt message whose resource links and embedded resources name the gateway's URIs."""
+        content = message.get("content")
+        if not isinstance(content, dict):
+            return message
+        return {**message, "content": self._content(label, content)}
+
+    def link_uri(self, label: str, uri: str) -> str:
+        """Where a client reads, through the gateway, a resource that upstream ``label`` names as ``uri``.
+
+        An upstream's skill files are where the gateway re-publishes them (``skill://LABEL/...``, see
+        :mod:`skilldeck.gateway._republish`); any other resource is forwarded (``upstream://LABEL/URI``).
+        """
+        if self.skills_republished and uri.startswith(_SKILL_PREFIX) and "/" not in label:
+            return f"{_SKILL_PREFIX}{label}/{uri[len(_SKILL_PREFIX) :]}"
+        return gateway_uri(label, uri)
+
+    def tool_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A proxied ``tools/call`` result whose resource links and embedded resources name the gateway's URIs.
+
+        The upstream is the one the result's ``_meta`` names (the gateway stamps every proxied result
+        with it); its URIs mean nothing to a client of the gateway, which reads them here instead.
+        """
+        label = (result.get("_meta") or {}).get(ORIGIN_META)
+        content = result.get("content")
+        if not isinstance(label, str) or not isinstance(content, list):
+            return result
+        return {**result, "content": [self._content(label, c) if isinstance(c, dict) else c for c in content]}
+
+    def _content(self, label: str, content: dict[str, Any]) -> dict[str, Any]:
+        if content.get("type") == "resource_link" and isinstance(content.get("uri"), str):
+            return {**content, "uri": self.link_uri(label, content["uri"])}
+        resource = content.get("resource")
+        if content.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
+            return {**content, "resource": {**resource, "uri": self.link_uri(label, resource["uri"])}}
+        return content
+
+    # -- resources ---------------------------------------------------------------------------------
+
+    def _resource(self, caller: Caller, uri: str) -> tuple[Connected, str]:
+        split = split_uri(uri) if len(uri) <= MAX_URI_CHARS else None
+        if split is None:
+            raise _invalid(f"unknown resource {shorten(uri)!r}: upstream resources are upstream://LABEL/URI")
+        label, upstream = split
+        if not self.admits(caller, label, upstream) or (self.skills_republished and upstream.startswith(_SKILL_PREFIX)):
+            raise _invalid(f"unknown resource {shorten(uri)!r}")
+        connected = self._connected(label)
+        if not declares(connected, "resources"):
+            raise _invalid(f"unknown resource {shorten(uri)!r}: {label!r} serves no resources")
+        return connected, upstream
+
+    async def _read(self, caller: Caller, uri: str) -> dict[str, Any]:
+        connected, upstream = self._resource(caller, uri)
+        result = await self._upstream(connected, connected.client.read_resource(upstream, cache_mode="bypass"))
+        out = with_origin(_dump(result), connected.label)
+        out["contents"] = [
+            {**c, "uri": gateway_uri(connected.label, c["uri"])} if isinstance(c.get("uri"), str) else c
+            for c in out.get("contents", [])
+        ]
+        out["cacheScope"], out["ttlMs"] = "private", 0
+        return out
+
+    # -- completions -------------------------------------------------------------------------------
+
+    async def _complete(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        ref = params["ref"]
+        upstream_ref: PromptReference | ResourceTemplateReference
+        if ref.get("type") == "ref/prompt":
+            connected, name = self._prompt(caller, str(ref.get("name")))
+            upstream_ref = PromptReference(type="ref/prompt", name=name)
+        else:
+            connected, template = self._resource(caller, str(ref.get("uri")))
+            upstream_ref = ResourceTemplateReference(type="ref/resource", uri=template)
+        argument = params["argument"]
+        context = (params.get("context") or {}).get("arguments") or None
+        values = [str(argument.get("name", "")), str(argument.get("value", ""))]
+        values += [str(v) for v in (context or {}).values()] + list(context or {})
+        if len(context or {}) > MAX_PROMPT_ARGUMENTS or any(len(v) > MAX_ARGUMENT_CHARS for v in values):
+            raise _invalid(
+                f"completion arguments are at most {MAX_PROMPT_ARGUMENTS}, each at most {MAX_ARGUMENT_CHARS} characters"
+            )
+        if not declares(connected, "completions"):
+            return {"completion": {"values": []}}
+        result = await self._upstream(
+            connected,
+            connected.client.complete(
+                upstream_ref,
+                {"name": values[0], "value": values[1]},
+                {str(k): str(v) for k, v in context.items()} if context else None,
+            ),
+        )
+        # (the SDK refuses an upstream's completion of more than the protocol's 100 values)
+        return {"completion": dict(_dump(result).get("completion") or {"values": []})}
+
+    # -- subscriptions -----------------------------------------------------------------------------
+
+    async def _subscription(
+        self, ctx: ServerRequestContext[Any, Any], caller: Caller, uri: str, *, subscribe: bool
+    ) -> None:
+        """``resources/subscribe`` or ``unsubscribe`` of a legacy connection."""
+        connection = self.legacy.remember(ctx.session)
+        target = self._subscribable(caller, uri)
+        if subscribe:
+            await self._subscribe(target, connection)
+        else:
+            await self._unsubscribe(target, connection)
+
+    def _subscribable(self, caller: Caller, uri: str) -> tuple[Connected, str]:
+        connected, upstream = self._resource(caller, uri)
+        resources = connected.client.server_capabilities.resources
+        if resources is None or not resources.subscribe:
+            raise _invalid(f"{connected.label!r} offers no resource subscriptions (resources.subscribe)")
+        return connected, upstream
+
+    async def _subscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
+        refused = await self._subscribe_all([target], subscriber)
+        if refused:
+            raise refused[0][1]
+
+    async def _subscribe_all(
+        self, targets: list[tuple[Connected, str]], subscriber: Any
+    ) -> list[tuple[tuple[Connected, str], MCPError]]:
+        """Subscribe ``subscriber`` to each of ``targets``; the ones refused, each with why.
+
+        What is new to the gateway is subscribed upstream: one ``resources/subscribe`` each on a
+        2025-11-25 upstream, one reopened listen stream per 2026-07-28 upstream for all of them.
+        """
+        refused: list[tuple[tuple[Connected, str], MCPError]] = []
+        held = sum(1 for key, who in [*self._subscribers.items(), *self._pending.items()] if subscriber in who)
+        gateway_wide = len(self._subscribers.keys() | self._pending.keys())
+        accepted: list[tuple[Connected, str]] = []
+        seen: set[tuple[str, str]] = set()
+        for target in targets:
+            key = (target[0].label, target[1])
+            subscribers = self._subscribers.get(key, set()) | self._pending.get(key, set())
+            if key in seen or subscriber in subscribers:
+                continue
+            if held >= MAX_CLIENT_SUBSCRIPTIONS:
+                why = f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
+            elif not subscribers and gateway_wide >= MAX_SUBSCRIPTIONS:
+                why = f"the gateway holds {MAX_SUBSCRIPTIONS} resource subscriptions already; unsubscribe one first"
+            elif len(subscribers) >= MAX_SUBSCRIBERS:
+                why = f"{MAX_SUBSCRIBERS} clients subscribe to this resource already"
+            else:
+                seen.add(key)
+                held += 1
+                gateway_wide += not subscribers
+                accepted.append(target)
+                continue
+            refused.append((target, _invalid(why)))
+        self._listen_upstreams()
+        # Reserved before the first await: a concurrent request counts these against the limits.
+        for key in seen:
+            self._pending.setdefault(key, set()).add(subscriber)
+        try:
+            subscribed, failed = await self._subscribe_upstream(
+                [t for t in accepted if self._subscribers.get((t[0].label, t[1])) is None]
+            )
+        finally:
+            for key in seen:
+                self._pending[key].discard(subscriber)
+                if not self._pending[key]:
+                    del self._pending[key]
+        refused += failed
+        for target in accepted:
+            key = (target[0].label, target[1])
+            if key in self._subscribers or target in subscribed:
+                self._subscribers.setdefault(key, set()).add(subscriber)
+        return refused
+
+    async def _subscribe_upstream(
+        self, targets: list[tuple[Connected, str]]
+    ) -> tuple[list[tuple[Connected, str]], list[tuple[tuple[Connected, str], MCPError]]]:
+        """Subscribe upstream to resources no client subscribed to yet: those subscribed, those refused with why."""
+        subscribed: list[tuple[Connected, str]] = []
+        refused: list[tuple[tuple[Connected, str], MCPError]] = []
+        modern: dict[str, list[tuple[Connected, str]]] = {}
+        for target in targets:
+            connected, upstream = target
+            if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                modern.setdefault(connected.label, []).append(target)
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
+                    await self._upstream(connected, connected.client.subscribe_resource(upstream))
+            except MCPError as exc:
+                refused.append((target, exc))
+                continue
+            subscribed.append(target)
+        for group in modern.values():
+            connected = group[0][0]
+            listen = self._resource_listen(connected)
+            uris = {upstream for _, upstream in group}
+            added = uris - listen.wanted
+            listen.wanted |= uris
+            try:
+                honored = await self._upstream(connected, listen.sync())
+            except MCPError as exc:
+                listen.wanted -= added
+                refused += [(target, exc) for target in group]
+                continue
+            for target in group:
+                if target[1] in honored:
+                    subscribed.append(target)
+                else:
+                    listen.wanted.discard(target[1])
+                    why = f"{connected.label!r} did not accept a subscription to {shorten(target[1])!r}"
+                    refused.append((target, _invalid(why)))
+        return subscribed, refused
+
+    def _resource_listen(self, connected: Connected) -> UpstreamResourceListen:
+        """The listen stream of a 2026-07-28 upstream's subscribed resources (a new one for a new session)."""
+        listen = self._streams.get(connected.label)
+        if listen is None or listen.connected is not connected:
+            if listen is not None:
+                listen.close()  # the session it listened on is gone
+            listen = UpstreamResourceListen(connected, self.service.host.start_soon, self._updated)
+            self._streams[connected.label] = listen
+        return listen
+
+    async def _unsubscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
+        await self._unsubscribe_all([target], subscriber)
+
+    async def _unsubscribe_all(self, targets: list[tuple[Connected, str]], subscriber: Any) -> None:
+        emptied = []
+        for connected, upstream in targets:
+            key = (connected.label, upstream)
+            subscribers = self._subscribers.get(key)
+            if subscribers is None:
+                continue
+            subscribers.discard(subscriber)
+            if not subscribers:
+                del self._subscribers[key]
+                emptied.append(key)
+        await self._release(emptied)
+
+    async def _release(self, keys: list[tuple[str, str]]) -> None:
+        """Nobody subscribes to ``keys`` any more: the upstreams stop telling the gateway of them.
+
+        A 2025-11-25 upstream is sent ``resources/unsubscribe`` for each; a 2026-07-28 upstream's
+        stream is reopened once without them (or closed, when they were its last).
+        """
+        released: dict[str, list[str]] = {}
+        for key in keys:
+            if key not in self._subscribers and key not in self._pending:  # else subscribed again meanwhile
+                released.setdefault(key[0], []).append(key[1])
+        for label, uris in released.items():
+            listen = self._streams.get(label)
+            connected = self.service.host.sessions.get(label)
+            try:
+                if listen is not None and listen.wanted & set(uris):
+                    listen.wanted -= set(uris)
+                    await listen.sync()
+                elif connected is not None and connected.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    for upstream in uris:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
+                            await connected.client.unsubscribe_resource(upstream)
+            except Exception as exc:  # the upstream may be gone: nobody is told of its updates any more
+                logger.debug("unsubscribing %d resources of %r failed: %s", len(uris), label, exc)
+
+    def _forget(self, connection: int) -> None:
+        """A legacy connection closed: it subscribes to nothing any more (the upstream is told in the background)."""
+        emptied = []
+        for key in [k for k, subscribers in self._subscribers.items() if connection in subscribers]:
+            self._subscribers[key].discard(connection)
+            if not self._subscribers[key]:
+                del self._subscribers[key]
+                emptied.append(key)
+        if emptied:
+            with contextlib.suppress(RuntimeError):  # RuntimeError: the upstream connections are closed
+                self.service.host.start_soon(self._release, emptied)
+
+    async def _listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open.
+
+        The filter passed on to the stream (and so its acknowledgment) keeps only the gateway URIs
+        that could be subscribed for this caller: a URI the policy hides from them, of an upstream
+        without subscriptions, or over the limits is not honored, and its updates never reach the
+        stream even while another client subscribes to it.
+        """
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        notifications = params.get("notifications")
+        listed = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        uris: list[Any] = listed if isinstance(listed, list) else []
+        stream = object()
+        targets = self._listen_targets(self.caller(ctx), uris)
+        refused = await self._subscribe_all(list(targets.values()), stream)
+        for target, why in refused:
+            logger.debug("listen: %s not subscribed: %s", shorten(target[1]), why.error.message)
+        failed = {id(target) for target, _ in refused}
+        subscribed = {uri: target for uri, target in targets.items() if id(target) not in failed}
+        held = list(subscribed.values())
+        kept = [uri for uri in uris if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed]
+        if len(kept) != len(uris):
+            ctx = replace(ctx, params=_narrowed(params, kept))
+        try:
+            return await call_next(ctx)
+        finally:
+            # The stream usually ends by cancellation: the upstreams are still told, within a bound.
+            with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
+                await self._unsubscribe_all(held, stream)
+
+    def _listen_targets(self, caller: Caller, uris: list[Any]) -> dict[str, tuple[Connected, str]]:
+        """The upstream resource of each gateway URI of a listen filter that ``caller`` may subscribe to."""
+        targets: dict[str, tuple[Connected, str]] = {}
+        for uri in uris:
+            if not isinstance(uri, str) or split_uri(uri) is None:
+                continue  # not an upstream's: the gateway's own (re-published skills), or invalid
+            try:
+                targets[uri] = self._subscribable(caller, uri)
+            except MCPError as exc:  # not subscribable: the stream is still served, without its updates
+                logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
+        return targets
+
+    def _listen_upstreams(self) -> None:
+        if not self._listening:
+            self.service.host.add_message_listener(self._upstream_message)
+            self._listening = True
+
+    async def _upstream_message(self, label: str, message: Any) -> None:
+        """A 2025-11-25 upstream's ``notifications/resources/updated`` (a 2026-07-28 one's come on its listen stream)."""
+        if not isinstance(message, ResourceUpdatedNotification):
+            return
+        connected = self.service.host.sessions.get(label)
+        if connected is None or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        await self._updated(label, str(message.params.uri))
+
+    async def _updated(self, label: str, upstream: str) -> None:
+        """An update of a subscribed resource: to its subscribers (both eras) as the gateway URI, to nobody else.
+
+        A 2025-11-25 upstream may name a sub-resource of the one subscribed to (``file:///logs/a.txt``
+        for ``file:///logs``). A legacy subscriber is told of it as it came; a listen stream, whose
+        filter holds exact URIs only, is told that the resource it subscribed to was updated.
+        """
+        told: set[Any] = set()
+        sessions = dict(self.legacy.items())
+        uri = gateway_uri(label, upstream)
+        for (owner, subscribed), subscribers in list(self._subscribers.items()):
+            if owner != label or not _within(upstream, subscribed):
+                continue
+            await self.subscriptions.publish(ResourceUpdated(uri=gateway_uri(label, subscribed)))
+            for subscriber in list(subscribers):
+                session = sessions.get(subscriber) if isinstance(subscriber, int) else None
+                if session is not None and subscriber not in told:
+                    told.add(subscriber)
+                    await self._tell(subscriber, session.send_resource_updated(uri))
+
+    # -- changes -----------------------------------------------------------------------------------
+
+    async def relay_change(self, reasons: Iterable[str]) -> None:
+        """An upstream said its prompts or resources changed: tell every client (both eras)."""
+        reasons = frozenset(reasons)
+        if "prompts" in reasons:
+            await self.subscriptions.publish(PromptsListChanged())
+        if "resources" in reasons:
+            await self.subscriptions.publish(ResourcesListChanged())
+        for key, session in self.legacy.items():
+            if "prompts" in reasons:
+                await self._tell(key, session.send_prompt_list_changed())
+            if "resources" in reasons:
+                await self._tell(key, session.send_resource_list_changed())
+
+    async def _tell(self, key: int, sending: Awaitable[None]) -> None:
+        try:
+            await sending
+        except Exception:  # a gone session must not stop the others
+            logger.debug("dropping a legacy session that could not be notified", exc_info=True)
+            self.legacy.forget(key)
+
+    # -- errors and capabilities -------------------------------------------------------------------
+
+    @staticmethod
+    async def _upstream(connected: Connected, request: Awaitable[Any]) -> Any:
+        """The upstream's answer; its error passed on with its code, anything else as an internal error."""
+        try:
+            return await request
+        except MCPError as exc:
+            raise MCPError(
+                code=exc.error.code, message=f"[{connected.label}] {shorten(exc.error.message, 600)}"
+            ) from None
+        except Exception as exc:
+            reason = connected.explain(exc)
+            raise MCPError(code=INTERNAL_ERROR, message=f"[{connected.label}] failed: {shorten(reason, 600)}") from None
+
+    @staticmethod
+    def _declare(result: HandlerResult, *, legacy: bool) -> HandlerResult:
+        """Prompts, resources (with subscriptions) and completions, in ``initialize`` and ``server/discover``."""
+        if not isinstance(result, dict) or not isinstance(result.get("capabilities"), dict):
+            return result
+        capabilities = dict(result["capabilities"])
+        if legacy:
+            capabilities["prompts"] = {**dict(capabilities.get("prompts") or {}), "listChanged": True}
+            resources = dict(capabilities.get("resources") or {})
+            capabilities["resources"] = {**resources, "listChanged": True, "subscribe": True}
+        capabilities["completions"] = dict(capabilities.get("completions") or {})
+        return {**result, "capabilities": capabilities}

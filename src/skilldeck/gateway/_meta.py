@@ -1,0 +1,449 @@
+"""The gateway's meta-tools, each declared once: name, description, arguments (with their limits), result. Pure.
+
+Four small tools with stable schemas stand in for every tool of every upstream server:
+
+* ``find`` — ranked cards for a question, or an abstention with its reason (never a schema);
+* ``load`` — card ids in; verified skill instructions and the input schemas of exactly the tools
+  loaded out, and those tools become active;
+* ``read_skill_file`` — a supporting file of a loaded skill, verified against the held entry;
+* ``call`` — an active upstream tool, through the gate, on the session that listed it.
+
+Each tool is a :class:`MetaTool`: its arguments are a pydantic model (:class:`FindArguments`,
+:class:`LoadArguments`, :class:`ReadSkillFileArguments`, :class:`CallArguments`) that both checks
+a request (:meth:`MetaArguments.parse`, which words a refusal the way a model can act on) and
+gives the advertised ``inputSchema``; its result is a typed dict (:class:`FindResult`,
+:class:`LoadResult`, :class:`ReadSkillFileResult`) that gives the ``outputSchema``. The limits
+(:data:`MAX_QUERY_CHARS`, :data:`MAX_FIND_LIMIT`, :data:`MAX_LOAD_IDS`, :data:`MAX_ID_CHARS`) are
+named once here; the agent adapters (:mod:`skilldeck.agents`) take theirs from here too.
+
+Results carry ``structuredContent`` plus a short text rendering for clients that show only text.
+The descriptions are written for a model: they say when to use the tool and what comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Final, Literal, NotRequired, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import CoreSchema, ErrorDetails, core_schema
+from typing_extensions import TypedDict
+
+from skilldeck.errors import InvalidArguments
+from skilldeck.select._decide import MAX_NEEDS
+
+__all__ = [
+    "CALL",
+    "FIND",
+    "LOAD",
+    "MAX_FIND_LIMIT",
+    "MAX_ID_CHARS",
+    "MAX_LOAD_IDS",
+    "MAX_PATH_CHARS",
+    "MAX_QUERY_CHARS",
+    "META",
+    "META_TOOLS",
+    "META_TOOL_NAMES",
+    "READ_SKILL_FILE",
+    "CallArguments",
+    "Card",
+    "FindArguments",
+    "FindResult",
+    "LoadArguments",
+    "LoadResult",
+    "LoadedSkill",
+    "LoadedTool",
+    "MetaArguments",
+    "MetaTool",
+    "ReadSkillFileArguments",
+    "ReadSkillFileResult",
+]
+
+FIND: Final = "find"
+LOAD: Final = "load"
+READ_SKILL_FILE: Final = "read_skill_file"
+CALL: Final = "call"
+
+MAX_QUERY_CHARS: Final = 2_000
+"""The longest ``find`` query (and each of its ``needs``)."""
+MAX_FIND_LIMIT: Final = 50
+"""The most cards one ``find`` returns."""
+MAX_LOAD_IDS: Final = 20
+"""The most card ids one ``load`` takes."""
+MAX_ID_CHARS: Final = 300
+"""The longest card id, skill id or tool name (``LABEL/NAME``) a meta-tool takes."""
+MAX_PATH_CHARS: Final = 1_024
+"""The longest path ``read_skill_file`` takes."""
+
+_TOO_LONG = f"at most {MAX_ID_CHARS} characters"
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("blank")
+    return value
+
+
+_Text = Annotated[str, Field(max_length=MAX_QUERY_CHARS), AfterValidator(_not_blank)]
+_Id = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+
+A = TypeVar("A", bound="MetaArguments")
+
+
+class MetaArguments(BaseModel):
+    """A meta-tool's arguments: strict types, unknown keys refused, a refusal worded per field.
+
+    ``complaints`` says, per field, what the tool needs there when the field is missing or wrong;
+    ``too_long`` says it for an id over :data:`MAX_ID_CHARS` (reported only once the arguments are
+    otherwise well formed, and never echoing the id).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    tool_name: ClassVar[str]
+    complaints: ClassVar[Mapping[str, str]]
+    too_long: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def parse(cls: type[A], arguments: Mapping[str, object]) -> A:
+        """``arguments`` as this model (a meta-tool's arguments, checked as the gate checks an upstream tool's).
+
+        Raises:
+            InvalidArguments: an unknown key, or a value that does not fit; the message says what fits.
+        """
+        allowed = sorted(cls.model_fields)
+        unknown = sorted(set(arguments) - set(allowed))
+        if unknown:
+            raise InvalidArguments(
+                f"{cls.tool_name} takes only {', '.join(allowed)}; unknown: {', '.join(unknown)[:200]}"
+            )
+        try:
+            return cls.model_validate(arguments)
+        except ValidationError as exc:
+            raise InvalidArguments(cls._refusal(exc.errors(include_url=False))) from None
+
+    @classmethod
+    def _refusal(cls, errors: Sequence[ErrorDetails]) -> str:
+        def field(error: ErrorDetails) -> str:
+            return str(error["loc"][0]) if error["loc"] else ""
+
+        def over_long_id(error: ErrorDetails) -> bool:
+            return field(error) in cls.too_long and error["type"] == "string_too_long"
+
+        malformed = [e for e in errors if not over_long_id(e)]
+        if malformed:
+            return cls.complaints.get(field(malformed[0]), f"{cls.tool_name}: invalid arguments")
+        return cls.too_long[field(errors[0])]
+
+
+class FindArguments(MetaArguments):
+    """``find``: the task, how many cards, and optionally the task split into its needs."""
+
+    tool_name: ClassVar[str] = FIND
+    complaints: ClassVar[Mapping[str, str]] = {
+        "query": f"find needs a query: the task in your own words, at most {MAX_QUERY_CHARS:,} characters",
+        "limit": f"limit must be a whole number from 1 to {MAX_FIND_LIMIT}",
+        "needs": (
+            f"needs must be a list of 1 to {MAX_NEEDS} non-empty texts of at most {MAX_QUERY_CHARS:,} characters each"
+        ),
+    }
+
+    query: Annotated[_Text, Field(description="The task in your own words")]
+    limit: Annotated[int | None, Field(ge=1, le=MAX_FIND_LIMIT, description="How many cards at most (default 5)")] = (
+        None
+    )
+    needs: Annotated[
+        list[_Text] | None,
+        Field(
+            min_length=1,
+            max_length=MAX_NEEDS,
+            description="Optional: the task split into its separate needs; each gets its own cards",
+        ),
+    ] = None
+
+
+class LoadArguments(MetaArguments):
+    """``load``: card ids from ``find`` (one id alone is taken as a list of one)."""
+
+    tool_name: ClassVar[str] = LOAD
+    complaints: ClassVar[Mapping[str, str]] = {
+        "ids": f"load needs ids: a list of 1 to {MAX_LOAD_IDS} card ids from find (LABEL/NAME)"
+    }
+    too_long: ClassVar[Mapping[str, str]] = {
+        "ids": f"a card id is {_TOO_LONG} (LABEL/NAME, as find returned it); nothing was loaded"
+    }
+
+    ids: Annotated[list[_Id], Field(min_length=1, max_length=MAX_LOAD_IDS, description="Card ids from find")]
+
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _one_id(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+
+class ReadSkillFileArguments(MetaArguments):
+    """``read_skill_file``: a loaded skill's id and a file path inside it."""
+
+    tool_name: ClassVar[str] = READ_SKILL_FILE
+    _complaint: ClassVar[str] = "read_skill_file needs skill (a loaded skill id) and path (a file of it)"
+    complaints: ClassVar[Mapping[str, str]] = {"skill": _complaint, "path": _complaint}
+    too_long: ClassVar[Mapping[str, str]] = {"skill": f"a skill id is {_TOO_LONG} (LABEL/NAME, as load returned it)"}
+
+    skill: Annotated[_Id, Field(description="The skill id (LABEL/NAME)")]
+    path: Annotated[
+        str,
+        Field(max_length=MAX_PATH_CHARS, description="The file's path inside the skill, as its instructions name it"),
+    ]
+
+
+class CallArguments(MetaArguments):
+    """``call``: an active tool's ``LABEL/TOOL`` name and the arguments for it."""
+
+    tool_name: ClassVar[str] = CALL
+    complaints: ClassVar[Mapping[str, str]] = {
+        "tool": "call needs tool: a LABEL/TOOL name you loaded",
+        "arguments": "arguments must be an object matching the tool's input schema",
+    }
+    too_long: ClassVar[Mapping[str, str]] = {
+        "tool": f"a tool name is {_TOO_LONG} (LABEL/TOOL, as load returned it); nothing was sent"
+    }
+
+    tool: Annotated[_Id, Field(description="LABEL/TOOL")]
+    arguments: Annotated[
+        dict[str, Any] | None,
+        WithJsonSchema({"type": "object", "description": "Arguments for the tool"}),
+    ] = None
+
+
+# -- results -----------------------------------------------------------------------------------------
+
+
+class Card(TypedDict):
+    """One ``find`` card."""
+
+    id: Annotated[str, Field(description="LABEL/NAME: pass it to load")]
+    kind: Literal["skill", "tool"]
+    server: str
+    name: str
+    description: str
+    score: float
+
+
+class Indexing(TypedDict):
+    """How far the card vectors are encoded (while ``find`` answers lexically)."""
+
+    encoded: int
+    total: int
+
+
+class Unavailable(TypedDict):
+    """An upstream that could not be reached, and why."""
+
+    server: str
+    reason: str
+
+
+class FindResult(TypedDict):
+    """``find``: the cards, best first, or an abstention with its reason."""
+
+    abstain: bool
+    confidence: float
+    reason: str
+    cards: list[Card]
+    ranker: Literal["semantic", "lexical"]
+    low_confidence: NotRequired[bool]
+    indexing: NotRequired[Indexing]
+    unavailable: NotRequired[list[Unavailable]]
+
+
+class LoadedSkill(TypedDict):
+    """A skill ``load`` returned: its verified instructions."""
+
+    id: str
+    uri: str
+    verified: bool
+    content: str
+    files: NotRequired[list[str]]
+
+
+class LoadedTool(TypedDict):
+    """A tool ``load`` activated: its name for ``call`` and its upstream input schema."""
+
+    name: Annotated[str, Field(description="LABEL/TOOL: pass it to call")]
+    description: NotRequired[str]
+    inputSchema: Annotated[dict[str, Any], WithJsonSchema({"type": "object"})]
+
+
+class RefusedId(TypedDict):
+    """An id ``load`` refused, and why."""
+
+    id: str
+    reason: str
+
+
+class LoadResult(TypedDict):
+    """``load``: the skills and tools loaded, and the ids refused."""
+
+    skills: list[LoadedSkill]
+    tools: list[LoadedTool]
+    refused: list[RefusedId]
+
+
+class ReadSkillFileResult(TypedDict):
+    """``read_skill_file``: the file, as text or base64 ``blob``."""
+
+    skill: str
+    uri: str
+    mimeType: NotRequired[str]
+    text: NotRequired[str]
+    blob: NotRequired[str]
+
+
+# -- schemas -------------------------------------------------------------------------------------------
+
+
+class _WireSchema(GenerateJsonSchema):
+    """JSON Schema as a client reads it: no titles, no ``null`` alternative for an optional field, no ``$ref``."""
+
+    def field_title_should_be_set(self, schema: object) -> bool:
+        return False
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        generated = super().default_schema(schema)
+        if generated.get("default", ...) is None:
+            del generated["default"]
+        return generated
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        generated = super().generate(schema, mode)
+        definitions = generated.pop("$defs", {})
+        wire = _without_titles(_inlined(generated, definitions))
+        assert isinstance(wire, dict)
+        return wire
+
+
+def _inlined(value: object, definitions: Mapping[str, object]) -> object:
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            return _inlined(definitions[ref.rsplit("/", 1)[-1]], definitions)
+        return {k: _inlined(v, definitions) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_inlined(v, definitions) for v in value]
+    return value
+
+
+def _without_titles(schema: object, *, top: bool = True) -> object:
+    """``schema`` without the title and docstring of each class it was made from (for readers of this module)."""
+    if isinstance(schema, list):
+        return [_without_titles(v, top=False) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    named = top or "title" in schema
+    return {
+        k: _without_titles(v, top=False)
+        for k, v in schema.items()
+        if not (named and k in ("title", "description") and isinstance(v, str))
+    }
+
+
+def _input_schema(model: type[MetaArguments]) -> JsonSchemaValue:
+    schema = model.model_json_schema(schema_generator=_WireSchema)
+    return {**schema, "additionalProperties": False}
+
+
+def _output_schema(result: type[object]) -> JsonSchemaValue:
+    schema: JsonSchemaValue = TypeAdapter(result).json_schema(schema_generator=_WireSchema)
+    return schema
+
+
+@dataclass(frozen=True)
+class MetaTool:
+    """One meta-tool: what a client is told of it, the model its arguments are checked by, its result."""
+
+    name: str
+    title: str
+    description: str
+    arguments: type[MetaArguments]
+    result: type[object] | None
+    """The typed dict of ``structuredContent`` (``None``: the upstream's result, passed on as it came)."""
+    annotations: Mapping[str, bool]
+
+    def listed(self) -> JsonSchemaValue:
+        """The tool as ``tools/list`` shows it (the ``outputSchema`` generated from the result type)."""
+        tool: JsonSchemaValue = {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": _input_schema(self.arguments),
+        }
+        if self.result is not None:
+            tool["outputSchema"] = _output_schema(self.result)
+        return {**tool, "annotations": dict(self.annotations)}
+
+
+_READ_ONLY: Final = {"readOnlyHint": True, "openWorldHint": False}
+
+META: Final[Mapping[str, MetaTool]] = {
+    tool.name: tool
+    for tool in (
+        MetaTool(
+            FIND,
+            "Find a skill or tool",
+            "Search every connected server for the skills and tools that fit a task. Returns short "
+            "cards (id, kind, server, description, score), best first, or abstain=true with the reason "
+            "when nothing fits well enough. Call this first; then pass the ids you want to `load`.",
+            FindArguments,
+            FindResult,
+            _READ_ONLY,
+        ),
+        MetaTool(
+            LOAD,
+            "Load skills or tools",
+            "Load cards returned by `find`, by id. A skill id (LABEL/NAME) returns its verified "
+            "instructions and the input schemas of the tools it uses; a tool id (LABEL/TOOL) returns "
+            "that tool's schema. What you load becomes active: call those tools with `call`.",
+            LoadArguments,
+            LoadResult,
+            _READ_ONLY,
+        ),
+        MetaTool(
+            READ_SKILL_FILE,
+            "Read a file of a loaded skill",
+            "Read a supporting file (e.g. references/FORMS.md) of a skill you loaded, when its "
+            "instructions point to it. The file is checked against the skill's manifest.",
+            ReadSkillFileArguments,
+            ReadSkillFileResult,
+            _READ_ONLY,
+        ),
+        MetaTool(
+            CALL,
+            "Call a loaded tool",
+            "Call a tool you loaded, by its LABEL/TOOL name, with arguments matching its input schema. "
+            "Returns the server's result as it came. A tool that is not loaded is refused with the list "
+            "of active tools; load it first.",
+            CallArguments,
+            None,
+            {"openWorldHint": True},
+        ),
+    )
+}
+"""Every meta-tool by name, in the order ``tools/list`` shows them."""
+
+META_TOOLS: Final[tuple[dict[str, Any], ...]] = tuple(tool.listed() for tool in META.values())
+"""The meta-tools as ``tools/list`` shows them (MCP ``Tool`` objects)."""
+
+META_TOOL_NAMES: Final = frozenset(META)

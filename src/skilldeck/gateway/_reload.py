@@ -1,0 +1,257 @@
+"""The configuration a running gateway serves under: checked at start, re-read on demand.
+
+:class:`GatewayConfig` holds the upstream specs and the policy in force. At start
+(:meth:`GatewayConfig.check`) the policy is checked against the connected upstreams
+(:mod:`skilldeck.gateway._policy_check`): an id matching nothing is an error, an id of an upstream
+that is down is pending. When a pending upstream connects its ids are checked
+(:meth:`GatewayConfig.admit`), and if one still matches nothing the upstream is **kept out of
+service**: removed from the gateway, reported unavailable with an error line naming each id. A
+reload checks an upstream it connects on a listing of its own, before anything of it is served;
+an upstream re-listed by the watcher is checked before the gateway re-indexes or tells anyone,
+its listing being in the host's registry only for the requests of the check itself.
+
+:meth:`GatewayConfig.reload` (``SIGHUP``, ``--watch-config``) re-reads both files:
+
+* the config: an upstream no longer listed is removed, a new one connected, one whose entry changed
+  reconnected, and one that was unavailable tried again; a new upstream's ids are checked against
+  the policy in force before it is listed into the gateway;
+* the policy: checked against the upstreams as they now are, then swapped in one assignment
+  (every per-audience index rebuilt on next use).
+
+A file that cannot be read or is invalid keeps what was in force, and the reason is printed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from skilldeck.errors import ConfigError, PolicyError
+from skilldeck.gateway._policy_check import (
+    RULE_KINDS,
+    PolicyCheck,
+    UpstreamIds,
+    check_policy,
+    pending_names,
+    upstream_ids,
+)
+from skilldeck.gateway._service import GatewayService
+from skilldeck.host import Host
+from skilldeck.host._config import ServerSpec, load_config
+from skilldeck.host._connect import Failure
+from skilldeck.host._watch import CatalogChange, HostWatcher
+from skilldeck.serving._policy import Policy, PolicyName, load_policy
+
+__all__ = ["GatewayConfig", "Report"]
+
+logger = logging.getLogger(__name__)
+
+Report = Callable[[str, str], None]
+"""Prints one line: ``(level, text)``, the level ``info``, ``warning`` or ``error``."""
+
+Changed = Callable[[CatalogChange], Awaitable[Any]]
+PolicyChanged = Callable[[], Awaitable[Any]]
+
+
+class GatewayConfig:
+    """The specs and policy of a running gateway (see the module docs).
+
+    Args:
+        service: the gateway service; its host holds the connections, its ``policy`` is the one in force.
+        specs: the upstreams the host was started with.
+        config_path: the ``mcpServers`` file to re-read.
+        policy_path: the policy file to re-read (``None``: no policy).
+        timeout: each upstream's connect timeout (``--timeout``) for entries without their own.
+        report: where each line goes.
+    """
+
+    def __init__(
+        self,
+        service: GatewayService,
+        specs: list[ServerSpec],
+        *,
+        config_path: str,
+        policy_path: str | None,
+        timeout: float,
+        report: Report,
+    ) -> None:
+        self.service = service
+        self.specs = {spec.label: spec for spec in specs}
+        self.config_path = config_path
+        self.policy_path = policy_path
+        self.timeout = timeout
+        self.report = report
+        self.pending: dict[str, list[PolicyName]] = {}
+        self._lock = anyio.Lock()
+        self._reloading: int | None = None
+        """The task running a reload (which checks the upstreams it connects itself), while one runs."""
+
+    @property
+    def host(self) -> Host:
+        return self.service.host
+
+    async def _check(self, policy: Policy, hold: frozenset[str] = frozenset()) -> PolicyCheck:
+        """``policy`` against the connected upstreams; those in ``hold`` (not admitted yet) count as down."""
+        ids: dict[str, UpstreamIds] = {}
+        for label in sorted(self.host.sessions.keys() - hold):
+            ids[label] = await upstream_ids(self.host, label, policy)
+        return check_policy(policy, self.specs.keys(), ids)
+
+    async def check(self) -> PolicyCheck:
+        """Check the policy in force at start; pending ids are kept for when their upstream connects.
+
+        Raises:
+            PolicyError: one line per id that matches nothing.
+        """
+        policy = self.service.policy
+        if policy is None:
+            return PolicyCheck()
+        check = await self._check(policy)
+        if check.errors:
+            raise PolicyError(_refusal(self.policy_path, check.errors))
+        for line in check.warnings():
+            self.report("warning", f"policy {self.policy_path}: {line}")
+        self.pending = check.pending
+        return check
+
+    async def admit(self, label: str, *, fresh: bool = False) -> bool:
+        """Check the pending ids of ``label``, now connected; ``False`` when it was kept out of service.
+
+        One at a time with a reload (which checks the upstreams it connects itself): an upstream the
+        supervisor brings back while a reload replaces it is checked once, on one session.
+        """
+        if label not in self.pending:
+            return True
+        if self._reloading == anyio.get_current_task().id:  # asked by the reload itself, as it tells its changes
+            return await self._admit(label, fresh=fresh)
+        async with self._lock:
+            return await self._admit(label, fresh=fresh)
+
+    async def _admit(self, label: str, *, fresh: bool = False) -> bool:
+        names = self.pending.pop(label, None)
+        policy = self.service.policy
+        if not names or policy is None:
+            return True
+        try:
+            ids = await upstream_ids(self.host, label, policy, fresh=fresh)
+        except Exception as exc:  # gone again while it was being checked: checked when it next connects
+            self.pending[label] = names
+            logger.info("[%s] could not be checked against the policy now (%s); checked when it connects", label, exc)
+            return True
+        unmatched = [n for n in names if not ids.knows(n)]
+        if not unmatched:
+            self.report("info", f"policy {self.policy_path}: the ids of upstream {label!r} are checked")
+            return True
+        for name in unmatched:
+            line = name.unmatched(ids.known(name), rule_is=f"{RULE_KINDS} of {label!r}")
+            self.report("error", f"policy {self.policy_path}: {line}")
+        ids_named = ", ".join(dict.fromkeys(n.name for n in unmatched))
+        reason = f"kept out of service: the policy names what it does not serve ({ids_named})"
+        self.host.remove_server(label)
+        self.host.failures[label] = Failure(label, reason)
+        self.report("error", f"[{label}] {reason}")
+        return False
+
+    # -- re-reading ----------------------------------------------------------------------------------
+
+    async def reload(self, watcher: HostWatcher, changed: Changed, policy_changed: PolicyChanged) -> None:
+        """Re-read the config and the policy and apply them (see the module docs); one reload at a time.
+
+        ``changed`` is told of each upstream removed or listed anew, ``policy_changed`` of a policy swapped.
+        """
+        async with self._lock:
+            self._reloading = anyio.get_current_task().id
+            try:
+                await self._reload(watcher, changed, policy_changed)
+            except Exception as exc:  # a reload's trouble must not stop the gateway serving what it serves
+                logger.exception("reload failed")
+                self.report("error", f"reload failed: {type(exc).__name__}: {exc}")
+            finally:
+                self._reloading = None
+
+    async def _reload(self, watcher: HostWatcher, changed: Changed, policy_changed: PolicyChanged) -> None:
+        specs = self._read_config()
+        policy, policy_ok = self._read_policy()
+        added: list[str] = []
+        if specs is not None:
+            added = await self._apply_config(specs, changed)
+        in_force = self.service.policy
+        if policy_ok:
+            # Upstreams connected by this reload are not listed into the gateway yet: their ids are
+            # checked below, against the policy then in force, before anything of theirs is served.
+            check = await self._check(policy, frozenset(added)) if policy is not None else PolicyCheck()
+            if check.errors:
+                self.report("error", f"reload: {_refusal(self.policy_path, check.errors)}")
+                self.report("error", "reload: the policy in force is kept")
+            else:
+                in_force = policy
+        down = set(added) | (self.specs.keys() - self.host.sessions.keys())
+        self.pending = pending_names(in_force, down) if in_force is not None else {}
+        if in_force != self.service.policy:
+            self.service.policy = in_force  # one assignment: every request from here on sees the new policy
+            self.service.reindex()
+            for line in PolicyCheck(pending={k: v for k, v in self.pending.items() if k not in added}).warnings():
+                self.report("warning", f"policy {self.policy_path}: {line}")
+            self.report("info", f"policy {self.policy_path}: the new policy is in force")
+            await policy_changed()
+        for label in added:
+            if await self._admit(label, fresh=True):
+                await watcher.follow(label)
+                await changed(await self.host.relist(label, ("reloaded",)))
+        up = len(self.host.sessions)
+        self.report("info", f"reloaded: {up} of {len(self.specs)} servers")
+
+    def _read_config(self) -> dict[str, ServerSpec] | None:
+        try:
+            specs = load_config(self.config_path, timeout=self.timeout)
+        except ConfigError as exc:
+            self.report("error", f"reload: {exc}; the config in force is kept")
+            return None
+        if not specs:
+            self.report("error", f"reload: {self.config_path} names no servers; the config in force is kept")
+            return None
+        return {spec.label: spec for spec in specs}
+
+    def _read_policy(self) -> tuple[Policy | None, bool]:
+        if self.policy_path is None:
+            return None, False
+        try:
+            return load_policy(self.policy_path), True
+        except PolicyError as exc:
+            self.report("error", f"reload: {exc}; the policy in force is kept")
+            return None, False
+
+    async def _apply_config(self, specs: dict[str, ServerSpec], changed: Changed) -> list[str]:
+        """Remove, reconnect and connect upstreams as ``specs`` says; the labels now connected anew."""
+        host, old = self.host, self.specs
+        gone = [label for label in old if label not in specs]
+        redo = [label for label in specs if label in old and (specs[label] != old[label] or label in host.failures)]
+        new = [label for label in specs if label not in old]
+        for label in gone + redo:
+            was_up = label in host.sessions
+            tools = tuple(sorted(t.name for t in host.tools(label)))
+            host.remove_server(label)
+            host.failures.pop(label, None)
+            if was_up:
+                reasons = frozenset({"removed", "prompts", "resources"})
+                await changed(CatalogChange(label, reasons, tools_removed=tools, tools=()))
+            if label in gone:
+                self.report("info", f"[{label}] removed")
+        self.specs = specs
+        added = []
+        for label in redo + new:
+            if await host.add_server(specs[label]):
+                added.append(label)
+                self.report("info", f"[{label}] connected")
+            else:
+                failure = host.failures.get(label)
+                self.report("warning", f"unavailable [{label}] {failure.reason if failure else 'not connected'}")
+        return added
+
+
+def _refusal(policy_path: str | None, errors: list[str]) -> str:
+    """One line per id that matches nothing, under a line naming the file."""
+    return f"policy {policy_path} names what no upstream serves:\n  " + "\n  ".join(errors)

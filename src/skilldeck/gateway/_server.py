@@ -1,0 +1,410 @@
+"""The gateway on the wire: an ``MCPServer`` whose tools are the meta-tools, bound to a :class:`GatewayService`.
+
+A :class:`GatewayMiddleware` (the SDK's public hook for wrapping requests) answers ``tools/list``
+and ``tools/call``:
+
+* ``tools/list``: the four meta-tools, the ``--pin``\\ ned tools, and — on a 2025-11-25 session
+  only — the tools that session loaded (*progressive injection*, named ``label__tool`` with the
+  upstream schema and annotations unchanged). On 2026-07-28 the list never varies per
+  connection (the base revision forbids it): loaded schemas travel in the ``load`` result.
+* ``tools/call``: a meta-tool is answered by the service; any other name (a pinned or injected
+  tool) goes through the same gate as ``call``. A refusal is a tool result with ``isError`` and
+  a reason, and nothing is sent upstream.
+
+After a ``load`` that added tools, a legacy session is sent ``notifications/tools/list_changed``
+(``tools.listChanged`` is declared in its ``initialize`` reply).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias, cast
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.request_state import RequestStateCodec
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, LoggingMessageNotificationParams
+from mcp_types.methods import serialize_server_result
+
+from skilldeck import __version__
+from skilldeck.errors import SkilldeckError
+from skilldeck.gateway._forward import ForwardedUpstreams
+from skilldeck.gateway._meta import (
+    CALL,
+    FIND,
+    LOAD,
+    MAX_ID_CHARS,
+    META,
+    META_TOOLS,
+    READ_SKILL_FILE,
+    CallArguments,
+    FindArguments,
+    FindResult,
+    LoadArguments,
+    LoadResult,
+    ReadSkillFileArguments,
+    ReadSkillFileResult,
+)
+from skilldeck.gateway._relay import LOG_LEVELS, call_relay, forward_log_level
+from skilldeck.gateway._republish import RepublishedSkills
+from skilldeck.gateway._service import GatewayService, tool_id
+from skilldeck.select._project import tool_function_name
+from skilldeck.server._app import request_state_security
+from skilldeck.serving._identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
+from skilldeck.serving._legacy import LegacyConnections
+from skilldeck.skill._tags import neutralise_in
+
+__all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
+
+logger = logging.getLogger(__name__)
+
+LIST_TTL_MS = 60_000
+"""How long a client may reuse the gateway's ``tools/list`` (it changes only when a pinned tool does)."""
+
+INSTRUCTIONS = (
+    "This server fronts several MCP servers. Their tools are not listed here: call `find` with the task, "
+    "`load` the best card (a skill gives instructions and exactly the tools it needs), then `call` those tools "
+    "by LABEL/TOOL. If find abstains, say so instead of guessing."
+)
+
+
+ToolResult: TypeAlias = dict[str, Any]
+"""A ``tools/call`` result as JSON (``content``, ``structuredContent``, ``isError``), as the upstream or the gateway gave it."""
+
+_MetaHandler: TypeAlias = Callable[[ServerRequestContext[Any, Any], RequestIdentity, Any], Awaitable[ToolResult]]
+"""Answers one meta-tool for one request, given its identity and its arguments (an instance of the tool's model)."""
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def _ok(structured: Mapping[str, object], text: str | None = None) -> ToolResult:
+    return {
+        "content": [{"type": "text", "text": text if text is not None else _text(structured)}],
+        "structuredContent": structured,
+        "isError": False,
+    }
+
+
+def _refused(reason: str) -> ToolResult:
+    return {"content": [{"type": "text", "text": reason}], "isError": True}
+
+
+def _call_refusal(name: object, arguments: object) -> str | None:
+    """Why a ``tools/call`` cannot name a tool with ``name`` and ``arguments``, or ``None``."""
+    if not isinstance(name, str):
+        return "tools/call needs a tool name"
+    if len(name) > MAX_ID_CHARS:
+        return f"a tool name is at most {MAX_ID_CHARS} characters; nothing was sent"
+    if arguments is not None and not isinstance(arguments, dict):
+        return "arguments must be an object"
+    return None
+
+
+def _find_text(result: FindResult) -> str:
+    if result["abstain"]:
+        lines = [f"No card fits well enough: {result['reason']}"]
+        if result["cards"]:
+            lines.append("Closest (not recommended):")
+    elif result.get("low_confidence"):
+        lines = [f"Closest matches, low confidence ({result['confidence']:.2f}): check one fits, then load it by id:"]
+    else:
+        lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]
+    lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]
+    for item in result.get("unavailable", []):
+        lines.append(f"(server {item['server']} is unavailable: {item['reason']})")
+    return "\n".join(lines)
+
+
+def _load_text(result: LoadResult) -> str:
+    parts = [s["content"] for s in result["skills"]]
+    if result["tools"]:
+        parts.append(
+            "Active tools (call them with `call`):\n"
+            + "\n".join(
+                f"- {t['name']}: {t.get('description', '')[:160]}\n  input schema: {json.dumps(t['inputSchema'])}"
+                for t in result["tools"]
+            )
+        )
+    parts += [f"Refused {r['id']}: {r['reason']}" for r in result["refused"]]
+    return "\n\n".join(parts) or "Nothing loaded."
+
+
+class GatewayMiddleware:
+    """Answers ``tools/list`` and ``tools/call`` for the gateway (see the module docs).
+
+    ``legacy`` is the process's one table of live legacy connections (:func:`create_gateway` shares it
+    with the forwarded upstreams and the re-published skills); one is made when omitted.
+    """
+
+    def __init__(
+        self,
+        service: GatewayService,
+        subscriptions: SubscriptionBus | None = None,
+        legacy: LegacyConnections | None = None,
+    ) -> None:
+        self.service = service
+        self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
+        """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
+        self.skills: RepublishedSkills | None = None
+        """The upstream skills the gateway re-publishes, when it does (see :func:`create_gateway`)."""
+        self.forwarded: ForwardedUpstreams | None = None
+        """The upstreams' resources, prompts and completions, forwarded (see :mod:`skilldeck.gateway._forward`)."""
+        self.legacy = legacy if legacy is not None else LegacyConnections()
+        """Live legacy connections (bounded); a connection forgotten takes its activation with it."""
+        self.legacy.on_forget(self._forget)
+        self._activation_keys: dict[int, str] = {}
+        self._meta: dict[str, _MetaHandler] = {
+            FIND: self._find,
+            LOAD: self._load,
+            READ_SKILL_FILE: self._read_skill_file,
+            CALL: self._call_loaded,
+        }
+        """Each meta-tool's handler, by name (the tools themselves are declared in :mod:`skilldeck.gateway._meta`)."""
+
+    # -- who is asking -----------------------------------------------------------------------------
+
+    def identify(self, ctx: ServerRequestContext[Any, Any]) -> RequestIdentity:
+        """Who the request behind ``ctx`` is answered for, and its activation (see :mod:`skilldeck.serving._identity`)."""
+        who = identify(ctx, self.service.policy, self.legacy)
+        if who.connection is not None:  # one activation per live legacy connection, dropped with it
+            self._activation_keys[who.connection] = who.client
+        return who
+
+    def _forget(self, connection: int) -> None:
+        key = self._activation_keys.pop(connection, None)
+        if key is not None:
+            self.service.activations.drop(key)
+
+    # -- the hook ----------------------------------------------------------------------------------
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/list":
+            return serialize_server_result("tools/list", ctx.protocol_version, self._list(ctx))
+        if ctx.method == "tools/call":
+            result = await self._call(ctx)
+            return serialize_server_result("tools/call", ctx.protocol_version, {"resultType": "complete", **result})
+        if ctx.method == "initialize":
+            return self._declare_list_changed(await call_next(ctx))
+        if ctx.method == "logging/setLevel" and is_legacy(ctx):
+            return await self._set_log_level(ctx)
+        return await call_next(ctx)
+
+    async def _set_log_level(self, ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        """A 2025-11-25 client's ``logging/setLevel``: kept for its relayed messages, forwarded upstream.
+
+        The upstream sessions are shared by every client, so each is asked for the most verbose level
+        any live client set; each client then gets only the messages at or above its own level.
+        """
+        params: Any = ctx.params if isinstance(ctx.params, dict) else {}
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise MCPError(code=INVALID_PARAMS, message=f"level must be one of {', '.join(LOG_LEVELS)}")
+        self.legacy.connection(ctx.session)[1].log_level = level
+        await forward_log_level(self.service.host, min(self.legacy.log_levels(), key=LOG_LEVELS.index))
+        return {}
+
+    def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+        tools = [dict(t) for t in META_TOOLS]
+        listed = set()
+        who = self.identify(ctx)
+        routed = self.service.tools_for(who.caller)
+        shown = [p for p in self.service.pinned if routed is None or tool_id(*p) in routed]
+        if who.legacy:  # a legacy session: the tools it loaded are listed too
+            activation = self.service.activations.peek(who.client)
+            if activation is not None:
+                shown += [t for t in activation.tools if t not in shown]
+        registry_tools = {(t.label, t.name): t.tool for t in self.service.host.registry.tools()}
+        for label, name in shown:
+            upstream = registry_tools.get((label, name))
+            if upstream is None or (label, name) in listed:
+                continue
+            listed.add((label, name))
+            tools.append(self.injected(label, name, upstream))
+        # Without a policy, the same list for every 2026-07-28 caller (meta-tools and pins): any cache may
+        # keep it a while. Under a policy, the pins shown depend on the caller's token: no shared cache.
+        scope = "public" if routed is None else "private"
+        return {"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": scope}
+
+    @staticmethod
+    def injected(label: str, name: str, upstream: Any) -> dict[str, Any]:
+        """An upstream tool as the gateway lists it: ``label__tool``, schema and annotations unchanged."""
+        tool = dict(upstream)
+        tool["name"] = tool_function_name(label, name)
+        description = str(tool.get("description") or "")
+        tool["description"] = f"[{label}] {description}".strip()
+        return cast(dict[str, Any], neutralise_in(tool))  # the upstream's prose cannot forge an origin tag
+
+    async def _call(self, ctx: ServerRequestContext[Any, Any]) -> ToolResult:
+        """``tools/call``: a meta-tool, checked by its model and answered by its handler; else a listed upstream tool."""
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        name, arguments = params.get("name"), params.get("arguments")
+        refusal = _call_refusal(name, arguments)
+        if refusal is not None:
+            return _refused(refusal)
+        args: dict[str, Any] = arguments or {}
+        try:
+            who = self.identify(ctx)
+            if who.refusal is not None:
+                return _refused(who.refusal)
+            meta = META.get(str(name))
+            if meta is None:  # a pinned or injected tool, by the name the gateway listed it under
+                return await self._upstream_call(ctx, who, str(name), args)
+            return await self._meta[meta.name](ctx, who, meta.arguments.parse(args))
+        except SkilldeckError as exc:  # a refusal (GateRefused, InvalidArguments) or any other known failure
+            return _refused(str(exc))
+
+    async def _find(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        find: FindArguments = args
+        found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
+        return _ok(found, _find_text(found))
+
+    async def _load(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        load: LoadArguments = args
+        loaded = cast(LoadResult, await self.service.load(who.caller, who.client, load.ids))
+        if loaded["tools"] and who.legacy:
+            await self._announce(ctx.session)
+        answer = _ok(loaded, _load_text(loaded))
+        answer["isError"] = not loaded["skills"] and not loaded["tools"]  # nothing loaded: a model must notice
+        return answer
+
+    async def _read_skill_file(
+        self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any
+    ) -> ToolResult:
+        read_file: ReadSkillFileArguments = args
+        read = cast(
+            ReadSkillFileResult, await self.service.read_skill_file(who.client, read_file.skill, read_file.path)
+        )
+        return _ok(read, read.get("text") or f"{read['uri']} ({read.get('mimeType')}, base64 in blob)")
+
+    async def _call_loaded(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        call: CallArguments = args
+        return await self._upstream_call(ctx, who, call.tool, call.arguments)
+
+    async def _upstream_call(
+        self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, tool: str, arguments: dict[str, Any] | None
+    ) -> ToolResult:
+        """An upstream tool through the gate, its progress, questions and log messages relayed to this request."""
+        result = await self.service.call(
+            who.caller,
+            who.client,
+            tool,
+            arguments,
+            progress=_progress_relay(ctx),
+            relay=call_relay(ctx),
+            **_log_relay(ctx, who),
+        )
+        return result if self.forwarded is None else self.forwarded.tool_result(result)
+
+    async def _announce(self, session: ServerSession) -> None:
+        try:
+            await session.send_tool_list_changed()
+        except Exception:  # a client without a stream for notifications still gets the load result
+            logger.debug("could not send tools/list_changed", exc_info=True)
+
+    async def tools_changed(self) -> None:
+        """Tell every legacy session that its tool list changed."""
+        for _, session in self.legacy.items():
+            await self._announce(session)
+
+    @staticmethod
+    def _declare_list_changed(result: HandlerResult) -> HandlerResult:
+        if not isinstance(result, dict):
+            return result
+        capabilities = dict(result.get("capabilities") or {})
+        capabilities["tools"] = {**dict(capabilities.get("tools") or {}), "listChanged": True}
+        capabilities.setdefault("logging", {})  # logging/setLevel is kept and forwarded (see _set_log_level)
+        return {**result, "capabilities": capabilities}
+
+
+def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT:
+    """Where an upstream's progress for this call goes: this request's own progress channel.
+
+    The SDK's request-scoped ``report_progress`` sends ``notifications/progress`` with this request's
+    progress token on its stream (or calls the in-process caller's callback), and is a no-op when the
+    client asked for no progress. (An in-process caller sends no token in ``_meta``, so the token
+    alone cannot tell whether progress was asked for: the upstream is always asked.)
+    """
+    return ctx.session.report_progress
+
+
+def _log_relay(ctx: ServerRequestContext[Any, Any], who: RequestIdentity) -> dict[str, Any]:
+    """``log``/``log_level`` for :meth:`GatewayService.call`: the upstream's log messages go to this request.
+
+    A 2026-07-28 client gets them only when its request opted in (``_meta`` log level), at that level
+    and above (the SDK's gate on this request's session); a 2025-11-25 client gets those at or above
+    the level it set with ``logging/setLevel`` (every level until it does).
+    """
+    if who.log_level is None:
+        return {}
+    level, minimum = ("debug", who.log_level) if who.legacy else (who.log_level, "debug")
+    session, request_id = ctx.session, ctx.request_id
+
+    async def relay(params: LoggingMessageNotificationParams) -> None:
+        if LOG_LEVELS.index(params.level) >= LOG_LEVELS.index(minimum):
+            await session.send_log_message(params.level, params.data, params.logger, related_request_id=request_id)
+
+    return {"log": relay, "log_level": level}
+
+
+def create_gateway(
+    service: GatewayService,
+    *,
+    name: str = "skilldeck-gateway",
+    token_verifier: Any = None,
+    auth: Any = None,
+    extra_middleware: Iterable[Any] = (),
+    extensions: Iterable[Any] = (),
+    subscriptions: SubscriptionBus | None = None,
+    republish_skills: bool = True,
+    request_state_keys: Sequence[str | bytes] | None = None,
+    request_state_codec: RequestStateCodec | None = None,
+) -> tuple[MCPServer[Any], GatewayMiddleware]:
+    """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware.
+
+    With ``republish_skills`` (the default) the gateway also declares the Skills extension and
+    serves every upstream's skills under ``skill://LABEL/...`` (``middleware.skills``; see
+    :mod:`skilldeck.gateway._republish`), on the same ``subscriptions/listen`` bus. The upstreams'
+    resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
+    :mod:`skilldeck.gateway._forward`).
+    ``request_state_keys`` and ``request_state_codec`` are as for :func:`skilldeck.server._app.create_server`
+    (replicas share them).
+    """
+    legacy = LegacyConnections()  # the process's one table of legacy connections, shared by all three
+    skills = RepublishedSkills(service, subscriptions=subscriptions, legacy=legacy) if republish_skills else None
+    middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions, legacy)
+    middleware.skills = skills
+    forwarded = middleware.forwarded = ForwardedUpstreams(
+        service, middleware.subscriptions, skills_republished=skills is not None, legacy=legacy
+    )
+    server: MCPServer[Any] = MCPServer(
+        name,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        middleware=[middleware, *([skills.middleware] if skills is not None else []), forwarded, *extra_middleware],
+        extensions=[*([skills.extension] if skills is not None else []), *extensions],
+        subscriptions=middleware.subscriptions,
+        log_level="WARNING",
+        token_verifier=token_verifier,
+        auth=auth,
+        request_state_security=request_state_security(request_state_keys, request_state_codec),
+    )
+    return server, middleware
+
+
+def pinned_pairs(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``LABEL/TOOL`` strings as pairs (the CLI's ``--pin``)."""
+    pairs = []
+    for value in values:
+        label, sep, tool = value.partition("/")
+        if not sep or not label or not tool:
+            raise SkilldeckError(f"--pin takes LABEL/TOOL, got {value!r}")
+        pairs.append((label, tool))
+    return pairs

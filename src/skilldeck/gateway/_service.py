@@ -1,0 +1,629 @@
+"""The gateway's decisions: find, load, read a skill file, call — per caller and per client. No server SDK.
+
+:class:`GatewayService` answers the four meta-tools over the upstream servers, which it reaches
+only through its :class:`~skilldeck.gateway._port.Upstreams` port (what they list, verified loads
+and reads, and the calls it admitted): by default :class:`~skilldeck.gateway._upstreams.HostUpstreams`
+over a connected :class:`~skilldeck.host.Host` (verified loading, budgets, approvals), which also
+makes the upstream calls. Every answer is a plain ``dict`` (the tool's ``structuredContent``);
+every refusal is a :class:`~skilldeck.errors.GateRefused` with a reason a model can act on, raised
+*before* anything is sent upstream.
+
+Per caller (:class:`~skilldeck.serving._policy.Caller`, from the verified token or the policy's
+default identity) a policy in the format of ``skilldeck serve --policy`` decides, by id:
+
+* skills, keyed ``LABEL/NAME``: admitted or not (hidden from ``find``, refused by ``load``);
+* tools, ``LABEL/TOOL``: a caller may load and call only what the routes of its admitted skills
+  grant it, plus the policy's ``public_tools``;
+* instructions: ``{{ name }}`` placeholders in a loaded ``SKILL.md`` are filled with the caller's
+  variables (after verification: the bytes checked are the upstream's).
+
+Per client (an :class:`~skilldeck.gateway._activation.Activation`) the service remembers what was
+loaded: only those tools pass the gate. A skill may name tools of another server
+(``metadata["dev.skilldeck/tools"]: "files/read_file"``); such a tool is activated only when the
+host grants that skill's server the other label (``grants``), never implied by the skill itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from skilldeck._records import JsonLinesLog
+from skilldeck.errors import GateRefused, SkilldeckError, shorten
+from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, per_connection
+from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
+from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
+from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
+from skilldeck.host import Host, LoadedSkill
+from skilldeck.host._registry import SkillRecord
+from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
+from skilldeck.select._decide import Decision, Selector, indexing_note
+from skilldeck.select._gate import ToolGate
+from skilldeck.select._project import count_tokens, history_a
+from skilldeck.select._rank import Encoder, Scored
+from skilldeck.select._vectors import VectorCache
+from skilldeck.server._audience import allowed_tools
+from skilldeck.serving._audit import AuditLog
+from skilldeck.serving._policy import Caller, Policy, render_template
+from skilldeck.skill._tags import neutralise_in, neutralise_tags
+from skilldeck.skill._uri import is_text_mime_type, mime_type_for
+
+__all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "tool_id"]
+
+DEFAULT_FIND_LIMIT = 5
+SERVERS_FIRST = 5
+"""``find`` leads with the best card of each of this many servers, in the decision's server order."""
+MAX_SELECTORS = 32
+"""Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
+DEFAULT_ENCODER: Literal["default"] = "default"
+"""``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
+logger = logging.getLogger(__name__)
+PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
+"""Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
+than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
+judge a close one, while an abstention hides them all. Each keeps 97% of LiveMCPBench half A's
+in-scope questions through the gateway (``bench/gateway_find.py --fit 0.97``, which also reports the
+cost on the out-of-scope twins); the calibrated thresholds keep 90%."""
+
+
+class DecisionLog(JsonLinesLog):
+    """Every ``find``, ``load`` and ``call`` as one JSON line (``--log FILE``)."""
+
+    def record(self, kind: str, client: str, **fields: Any) -> None:
+        self._append({"kind": kind, "client": client, **fields})
+
+
+@dataclass
+class _Index:
+    """What one registry generation offers one audience: its cards, ranker and History A size."""
+
+    cards: CardSet
+    selector: Selector
+    ids: dict[str, Card]
+    history_a_tokens: int | None = None
+    gate: ToolGate | None = None
+    """The listing's gate (validators built once per schema); each call checks a view with the client's tools."""
+    allowed: frozenset[str] | None = None
+    """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
+
+
+def _digest(loaded: LoadedSkill) -> str:
+    """The listed digest of a loaded skill's ``SKILL.md`` (what replicas compare), ``dynamic`` for a generated one."""
+    resources = loaded.entry.resources
+    if isinstance(resources, str):
+        return resources
+    return next((r.digest for r in resources if r.uri == loaded.uri), "")
+
+
+class GatewayService:
+    """Answers ``find``/``load``/``read_skill_file``/``call`` over a connected host (see the module docs).
+
+    Args:
+        host: the upstream servers, connected (the adapters read it; the decisions reach it through :attr:`upstreams`).
+        policy: per-caller admission and tool routing over upstream skills and tools, by id.
+        grants: ``(skill label, tool label)`` pairs: a skill of the first may activate tools of the second.
+        pinned: ``(label, tool)`` pairs every client may call without loading them (``--pin``).
+        encoder: the semantic encoder fused into the ranking; by default (``"default"``) the one
+            ``skilldeck select`` uses, loaded at the first ``find`` (when it cannot load: lexical
+            ranking, and one warning logged saying why); ``None``: lexical ranking only.
+        cache_dir: where card vectors are kept by content between runs; ``None``: in memory, for
+            the life of this service (either way a re-listed upstream re-encodes only what changed).
+        threshold: override the calibrated abstention threshold.
+        log: where every find/load/call is recorded.
+        audit: where every policy decision on a call is recorded.
+        max_clients: activations held at once (least recently used out first).
+        shared: where activations are shared with other replicas of this gateway (``--redis``);
+            ``None``: this process's table alone.
+        upstreams: the port the decisions reach the upstreams through; by default
+            :class:`~skilldeck.gateway._upstreams.HostUpstreams` over ``host``.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        policy: Policy | None = None,
+        grants: Iterable[tuple[str, str]] = (),
+        pinned: Iterable[tuple[str, str]] = (),
+        encoder: Encoder | Literal["default"] | None = DEFAULT_ENCODER,
+        cache_dir: str | os.PathLike[str] | None = None,
+        threshold: float | None = None,
+        log: DecisionLog | None = None,
+        audit: AuditLog | None = None,
+        max_clients: int = 4_096,
+        shared: ActivationStore | None = None,
+        upstreams: Upstreams | None = None,
+    ) -> None:
+        self.host = host
+        self.shared = shared
+        self.policy = policy
+        self.grants = frozenset(grants)
+        self.pinned = list(dict.fromkeys(pinned))
+        self._encoder = encoder
+        self.encoder_notice: str | None = None
+        """Why ranking is lexical although the default encoder was asked for (it could not load)."""
+        self.vectors = VectorCache(cache_dir)
+        """Card vectors by content, shared by every index (each audience's, each registry generation's)."""
+        self.threshold = threshold
+        self.log = log or DecisionLog(keep=10_000)
+        self.audit = audit or AuditLog()
+        self.activations = ActivationTable(max_clients)
+        self._indexes: OrderedDict[Any, _Index] = OrderedDict()
+        self._calls = HostUpstreams(host, self.log) if upstreams is None else None
+        self.upstreams: Upstreams = self._calls if self._calls is not None else cast(Upstreams, upstreams)
+        """Where the decisions reach the upstreams: what they list, verified loads and reads, admitted calls."""
+
+    @property
+    def parked(self) -> ParkedCalls:
+        """2025-11-25 upstream calls held open while their 2026-07-28 callers answer (the host adapter's)."""
+        if self._calls is None:
+            raise AttributeError("parked calls are the host adapter's; this service was given its own upstreams")
+        return self._calls.parked
+
+    # -- the catalog -------------------------------------------------------------------------------
+
+    @property
+    def encoder(self) -> Encoder | None:
+        """The encoder rankings fuse in (the default one is loaded on first use), ``None`` when lexical."""
+        if self._encoder == DEFAULT_ENCODER:
+            from skilldeck.select._encoders import default_encoder
+
+            self._encoder, self.encoder_notice = default_encoder()
+            if self.encoder_notice is not None:
+                logger.warning("%s", self.encoder_notice)
+        return self._encoder
+
+    def reindex(self, label: str | None = None, tools: Iterable[str] | None = None) -> bool:
+        """The host's registry changed: rebuild rankers on next use; drop active tools an upstream no longer lists.
+
+        The card vectors stay (:attr:`vectors`, by content): the rebuilt rankers encode only the cards that changed.
+
+        Returns whether any client's active tools changed (so its tool list should be re-announced).
+        """
+        for index in self._indexes.values():
+            index.selector.ranker.close()  # stop encoding vectors for a catalog that changed
+        self._indexes.clear()
+        if label is None:
+            return False
+        keep = frozenset(tools) if tools is not None else self.upstreams.tool_names(label)
+        changed = False
+        for activation in self.activations.values():
+            changed |= activation.forget_tools(label, keep)
+        return changed
+
+    def _audience(self, caller: Caller) -> Any:
+        return None if self.policy is None else caller.audience
+
+    def _key(self, caller: Caller) -> Any:
+        """What an index is cached under: the caller's audience and the upstreams down at the time."""
+        return self._audience(caller), frozenset(self.upstreams.failures)
+
+    def down(self, label: str) -> str | None:
+        """Why ``label`` cannot be used now, and when it is tried again; ``None`` when it is up."""
+        return down(self.upstreams.failures, label)
+
+    def index_for(self, caller: Caller) -> _Index:
+        """The cards ``caller`` may see, ranked by a selector built for them (cached per audience).
+
+        The cards of an upstream that is down are left out (so they never rank above one that can be
+        used); its tools stay in the gate's listing, so loading or calling one is refused with why.
+        """
+        key = self._key(caller)
+        found = self._indexes.get(key)
+        if found is not None:
+            self._indexes.move_to_end(key)
+            return found
+        cards = build_cards(self.upstreams.snapshot())
+        down = key[1]
+        if down:
+            cards = CardSet([c for c in cards.cards if c.server not in down], cards.tools, cards.not_offered)
+        if self.policy is not None:
+            cards = self._admitted_cards(cards, caller)
+        ids: dict[str, Card] = {}
+        for card in cards.cards:
+            ids.setdefault(self.card_id(card), card)
+        # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
+        # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
+        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
+        index = _Index(cards, selector, ids)
+        if len(self._indexes) >= MAX_SELECTORS:
+            self._indexes.popitem(last=False)[1].selector.ranker.close()
+        self._indexes[key] = index
+        return index
+
+    def card_id(self, card: Card) -> str:
+        if card.kind == "skill":
+            record = self.upstreams.skill(card.server, card.uri or "")
+            if record is not None:
+                return self.upstreams.skill_id(record)
+        return tool_id(card.server, card.name)
+
+    def tools_for(self, caller: Caller) -> frozenset[str] | None:
+        """Tool ids ``caller`` may load and call; ``None`` when no policy restricts them."""
+        if self.policy is None:
+            return None
+        index = self._indexes.get(self._key(caller))
+        if index is not None and index.allowed is not None:
+            return index.allowed
+        ids = [self.upstreams.skill_id(r) for r in self.upstreams.skills]
+        allowed = allowed_tools(self.policy, ids, caller)
+        if index is not None:  # the audience's index is dropped with it on reindex
+            index.allowed = allowed
+        return allowed
+
+    def _admits_skill(self, caller: Caller, skill_id: str) -> bool:
+        if self.policy is None:
+            return True
+        rule = self.policy.rule_for(skill_id)
+        return rule is None or rule.admits(caller)
+
+    def _admitted_cards(self, cards: CardSet, caller: Caller) -> CardSet:
+        allowed = self.tools_for(caller) or frozenset()
+        kept = []
+        for card in cards.cards:
+            if card.kind == "skill":
+                if self._admits_skill(caller, self.card_id(card)):
+                    kept.append(card)
+            elif tool_id(card.server, card.name) in allowed:
+                kept.append(card)
+        tools = {
+            label: {name: tool for name, tool in listed.items() if tool_id(label, name) in allowed}
+            for label, listed in cards.tools.items()
+        }
+        return CardSet(kept, tools, cards.not_offered)
+
+    def history_a_tokens(self, caller: Caller) -> int:
+        """Tokens of every tool schema this caller could be shown (History A), counted once per index."""
+        index = self.index_for(caller)
+        if index.history_a_tokens is None:
+            index.history_a_tokens = history_a(index.cards).tokens
+        return index.history_a_tokens
+
+    # -- find --------------------------------------------------------------------------------------
+
+    def find(
+        self, caller: Caller, client: str, query: str, limit: int | None = None, *, needs: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Ranked cards for ``query`` (or for each of ``needs``, when the caller split the task), or an
+        abstention with its reason. Never input schemas."""
+        limit = DEFAULT_FIND_LIMIT if limit is None else max(1, min(int(limit), 50))
+        index = self.index_for(caller)
+        decision = index.selector.decide(list(needs) if needs else query)
+        cards = []
+        seen: set[str] = set()
+        for scored in self._servers_first(index, decision):
+            card_id = self.card_id(scored.card)
+            if card_id in seen:
+                continue
+            seen.add(card_id)
+            cards.append(
+                {
+                    "id": card_id,
+                    "kind": scored.card.kind,
+                    "server": scored.card.server,
+                    "name": scored.card.name,
+                    "description": neutralise_tags(scored.card.description),
+                    "score": round(float(scored.score), 4),
+                }
+            )
+            if len(cards) >= limit:
+                break
+        abstain, reason = decision.abstain, decision.reason
+        plausible = self.threshold is None and decision.confidence >= PLAUSIBLE[decision.ranker]
+        low_confidence = abstain and plausible and bool(cards)
+        if low_confidence:
+            abstain = False
+            reason = (
+                f"low confidence ({decision.confidence:.2f}, under the {index.selector.threshold_for(decision):.2f} "
+                f"a sure choice needs): {cards[0]['id']} is the closest card; check that it fits before loading it"
+            )
+            if decision.indexing is not None:
+                reason += indexing_note(decision.indexing)
+        result: dict[str, Any] = {
+            "abstain": abstain,
+            "confidence": round(decision.confidence, 4),
+            "reason": reason,
+            "cards": cards,
+            "ranker": decision.ranker,
+        }
+        if low_confidence:
+            result["low_confidence"] = True
+        if decision.indexing is not None:  # answered lexically while the card vectors are encoded
+            result["indexing"] = decision.indexing.to_json()
+        unavailable = [
+            {"server": label, "reason": failure.describe()}
+            for label, failure in sorted(self.upstreams.failures.items())
+        ]
+        if unavailable:
+            result["unavailable"] = unavailable
+        self.log.record(
+            "find",
+            client,
+            query=shorten(query),
+            abstain=abstain,
+            low_confidence=low_confidence,
+            confidence=result["confidence"],
+            ranker=decision.ranker,
+            chosen=[c["id"] for c in cards[:1]] if not abstain else [],
+            scores=[[c["id"], c["score"]] for c in cards],
+            tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
+            history_a_tokens=self.history_a_tokens(caller),
+        )
+        return result
+
+    @staticmethod
+    def _servers_first(index: _Index, decision: Decision) -> list[Scored]:
+        """The decision's cards, led by the best card of each of its first :data:`SERVERS_FIRST` servers.
+
+        The five cards a model sees then name five servers in the order the ranking puts them
+        (including the place it gives the server a need the question implies, such as a file path,
+        whose best card for that need is shown), rather than the several tools of one server that
+        score alike; the rest follow by score."""
+        best: dict[str, Scored] = {}
+        for scored in decision.ranked:
+            best.setdefault(scored.card.server, scored)
+        head_servers = decision.servers[:SERVERS_FIRST]
+        for entry in decision.needs:
+            card = index.selector.ranker.best_card(entry["need"]) if entry.get("implied") else None
+            if card is not None and card.server not in best:
+                score = next((s for label, s in head_servers if label == card.server), 0.0)
+                best[card.server] = Scored(card, score, 0.0)
+        head = [best[label] for label, _ in head_servers if label in best]
+        keys = {s.card.key for s in head}
+        return [*head, *(s for s in decision.ranked if s.card.key not in keys)]
+
+    # -- load --------------------------------------------------------------------------------------
+
+    async def load(self, caller: Caller, client: str, ids: Iterable[str]) -> dict[str, Any]:
+        """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
+        activation = self.activations.get(client)
+        index = self.index_for(caller)
+        allowed = self.tools_for(caller)
+        skills: list[dict[str, Any]] = []
+        tools: list[tuple[str, str]] = []
+        refused: list[dict[str, str]] = []
+        for raw in dict.fromkeys(ids):
+            card_id = str(raw)
+            try:
+                if card_id in index.ids and index.ids[card_id].kind == "skill":
+                    loaded, named = await self._load_skill(caller, index, index.ids[card_id], allowed, refused)
+                    activation.skills[card_id] = loaded
+                    skills.append(
+                        {
+                            "id": card_id,
+                            "uri": loaded.uri,
+                            "verified": loaded.verified,
+                            "content": loaded.tagged(self._rendered(caller, card_id, loaded.text)),
+                            "files": [u for u in loaded.listed_files() if u != loaded.uri],
+                        }
+                    )
+                    tools.extend(t for t in named if t not in tools)
+                else:
+                    pair = self._tool(index, card_id, allowed)
+                    if pair not in tools:
+                        tools.append(pair)
+            except SkilldeckError as exc:
+                refused.append({"id": shorten(card_id), "reason": str(exc)})
+        if self._shares(client):  # another replica may take this client's next request
+            assert self.shared is not None
+            await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
+        activation.activate(tools)
+        result = {
+            "skills": skills,
+            "tools": [self._schema(index, label, name) for label, name in tools],
+            "refused": refused,
+        }
+        self.log.record(
+            "load",
+            client,
+            ids=[shorten(str(i)) for i in ids][:20],
+            skills=[s["id"] for s in skills],
+            tools=[tool_id(*t) for t in tools],
+            refused=refused,
+            tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
+            history_a_tokens=self.history_a_tokens(caller),
+        )
+        return result
+
+    def _rendered(self, caller: Caller, skill_id: str, text: str) -> str:
+        """The skill's text as this caller reads it: the policy's ``{{ name }}`` variables filled in.
+
+        The verified bytes are what the upstream listed; the rendering is the gateway's, for this caller.
+        """
+        rule = self.policy.rule_for(skill_id) if self.policy is not None else None
+        if rule is None:
+            return text
+        return render_template(text, {"tenant": caller.tenant or "", "locale": caller.locale, **rule.values(caller)})
+
+    async def _load_skill(
+        self,
+        caller: Caller,
+        index: _Index,
+        card: Card,
+        allowed: frozenset[str] | None,
+        refused: list[dict[str, str]],
+    ) -> tuple[LoadedSkill, list[tuple[str, str]]]:
+        record = self.upstreams.skill(card.server, card.uri or "")
+        if record is None:
+            raise GateRefused(f"{card.server}/{card.name} is no longer listed; call find again")
+        loaded = await self.upstreams.load(record)  # verified against the listed entry, or raises
+        named = list(card.tools)
+        if not named:  # no metadata: tools quoted in the verified body
+            server_tools = {label: list(listed) for label, listed in index.cards.tools.items()}
+            named, _ = skill_tools(card.server, record.entry.frontmatter, loaded.body, server_tools)
+        kept = []
+        for label, name in named:
+            reason = self._tool_refusal(record, label, name, allowed)
+            if reason is None:
+                kept.append((label, name))
+            else:
+                refused.append({"id": tool_id(label, name), "reason": reason})
+        return loaded, kept
+
+    def _tool_refusal(self, record: SkillRecord, label: str, name: str, allowed: frozenset[str] | None) -> str | None:
+        if label != record.label and (record.label, label) not in self.grants:
+            return (
+                f"the skill {record.label}/{record.name} names a tool of another server ({label!r}); "
+                f"the gateway activates it only with a grant (--grant {record.label}:{label})"
+            )
+        if allowed is not None and tool_id(label, name) not in allowed:
+            return f"{tool_id(label, name)} is not routed to you by the policy"
+        return None
+
+    def _tool(self, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
+        label, sep, name = card_id.partition("/")
+        if sep and (down := self.down(label)) is not None:
+            raise GateRefused(f"{down}; nothing was loaded")
+        listed = index.cards.tools.get(label, {}) if sep else {}
+        if name not in listed or (allowed is not None and card_id not in allowed):
+            raise GateRefused(f"no card has the id {card_id!r}; ids come from find (LABEL/NAME)")
+        return label, name
+
+    @staticmethod
+    def _schema(index: _Index, label: str, name: str) -> dict[str, Any]:
+        """The upstream's tool entry as listed (``outputSchema``, ``annotations``, ``title``, ``icons``,
+        ``_meta``... unchanged), named ``LABEL/TOOL`` for ``call``."""
+        tool = index.cards.tools.get(label, {}).get(name) or {}
+        out: dict[str, Any] = {"name": tool_id(label, name), "description": str(tool.get("description") or "")}
+        out["inputSchema"] = tool.get("inputSchema") or {"type": "object"}
+        out.update((k, v) for k, v in tool.items() if k not in out)
+        return cast(dict[str, Any], neutralise_in(out))  # the upstream's prose cannot forge an origin tag
+
+    # -- read a skill file -------------------------------------------------------------------------
+
+    async def read_skill_file(self, client: str, skill: str, path: str) -> dict[str, Any]:
+        """A supporting file of a skill this client loaded, verified against the held entry."""
+        activation = self.activations.peek(client)
+        loaded = activation.skills.get(skill) if activation is not None else None
+        if loaded is None and self._shares(client):
+            loaded = await self._shared_skill(client, skill)
+        if loaded is None:
+            loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
+            raise GateRefused(f"{shorten(skill)!r} is not a loaded skill (loaded: {loaded_ids}); load it first")
+        uri = self.upstreams.file_uri(loaded, path)
+        data = await self.upstreams.read(loaded, path)
+        mime = mime_type_for(uri)
+        out: dict[str, Any] = {"skill": skill, "uri": uri, "mimeType": mime}
+        if is_text_mime_type(mime):
+            try:
+                out["text"] = loaded.tagged(data.decode("utf-8"), uri)
+                return out
+            except UnicodeDecodeError:
+                pass
+        out["blob"] = base64.b64encode(data).decode("ascii")
+        return out
+
+    def _shares(self, client: str) -> bool:
+        """Whether ``client``'s activation is shared with other replicas: not a legacy session's.
+
+        A legacy session lives on one replica, and its key names a connection of this process only
+        (another replica, or this one after a restart, may give another client the same key).
+        """
+        return self.shared is not None and not per_connection(client)
+
+    async def _shared_skill(self, client: str, skill: str) -> LoadedSkill | None:
+        """A skill ``client`` loaded through another replica, loaded and verified again through this one's host.
+
+        The shared store holds the id and the digest the other replica verified, never bytes: this
+        replica serves only what it verified itself, and only when the digest is the same.
+        """
+        assert self.shared is not None
+        shared = await self.shared.fetch(client)
+        digest = shared.skills.get(skill) if shared is not None else None
+        if digest is None:
+            return None
+        upstreams = self.upstreams
+        record = next((r for r in upstreams.skills if upstreams.skill_id(r) == skill), None)
+        if record is None:
+            raise GateRefused(f"{shorten(skill)!r} is no longer listed; call find and load again")
+        loaded = await upstreams.load(record)  # verified against the listed entry, or raises
+        if _digest(loaded) != digest:
+            raise GateRefused(f"{shorten(skill)!r} changed since you loaded it; load it again")
+        self.activations.get(client).skills[skill] = loaded
+        return loaded
+
+    # -- call --------------------------------------------------------------------------------------
+
+    def check_call(
+        self, caller: Caller, client: str, name: str, arguments: Mapping[str, Any] | None
+    ) -> tuple[str, str]:
+        """``(label, tool)`` for a call that may be sent; a :class:`~skilldeck.errors.GateRefused` otherwise.
+
+        The gate (listed, active for this client, arguments valid against the upstream schema) and
+        the policy (routed to this caller) both decide before anything is sent; every policy
+        decision is audited.
+        """
+        index = self.index_for(caller)
+        activation = self.activations.peek(client) or Activation()
+        pinned = [(label, name) for label, name in self.pinned if name in index.cards.tools.get(label, {})]
+        if index.gate is None:
+            index.gate = ToolGate(index.cards.tools)
+        gate = index.gate.with_active([*activation.tools, *pinned])
+        try:
+            label, tool = gate.check(name, arguments)
+        except GateRefused as refused:
+            prefix, sep, _ = name.partition("/")
+            down = self.down(prefix) if sep else None
+            # an upstream not listed because it is down (since the start, say): say so
+            error = refused if down is None else GateRefused(f"{down}; the call was not sent")
+            self.log.record("call", client, tool=shorten(name), refused=str(error))
+            if error is refused:
+                raise
+            raise error from None
+        allowed = self.tools_for(caller)
+        if allowed is not None:
+            granted = tool_id(label, tool) in allowed
+            self.audit.record(
+                caller,
+                tool_id(label, tool),
+                allowed=granted,
+                reason="granted" if granted else "not granted by any admitted skill",
+            )
+            if not granted:
+                raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
+        return label, tool
+
+    async def call(
+        self,
+        caller: Caller,
+        client: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: Progress | None = None,
+        log: LogSink | None = None,
+        log_level: str | None = None,
+        relay: CallRelay | None = None,
+    ) -> dict[str, Any]:
+        """Send an active tool's call upstream once :meth:`check_call` admits it; the result as it came.
+
+        ``progress`` (when the calling client asked for progress) receives every progress notification
+        the upstream sends for this call. Cancelling the awaiting task cancels the upstream call: the
+        SDK client sends ``notifications/cancelled`` for it.
+
+        ``log`` receives the log messages the upstream sends for this call: those that arrive in the
+        task serving this call (the SDK carries it to an in-process session and to the call's own HTTP
+        response stream), else those sent while this call is the only one waiting on that upstream
+        (over stdio nothing ties a message to a request, so while several calls share the upstream its
+        messages go to none of them, never to the wrong client); ``log_level`` is asked of a
+        2026-07-28 upstream, which logs only when a request opts in.
+
+        ``relay`` carries the upstream's sampling, elicitation and roots requests back to the calling
+        client (see :mod:`skilldeck.gateway._relay`); a 2026-07-28 caller may get an ``input_required``
+        result, and its retry (``relay.input_responses``/``request_state``) continues the call.
+        """
+        if self._shares(client):  # the tools this client loaded through any replica
+            assert self.shared is not None
+            shared = await self.shared.fetch(client)
+            if shared is not None:
+                self.activations.get(client).activate(shared.tools)
+        label, tool = self.check_call(caller, client, name, arguments)
+        return await self.upstreams.call_tool(
+            ToolCall(client, label, tool, dict(arguments or {}), progress, log, log_level, relay)
+        )

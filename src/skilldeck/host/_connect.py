@@ -1,0 +1,1008 @@
+"""Labelled connections to many MCP servers at once: the host's SDK adapter for transports.
+
+:class:`Connections` opens every configured server in parallel, each in a task of its own that
+keeps the SDK ``Client`` open until the host closes. A server that fails to start, crashes, or
+does not finish the handshake within its timeout is reported with the reason; the others go on.
+Negotiation is the SDK's ``mode="auto"``: 2026-07-28 when the server speaks it, else the
+2025-11-25 handshake (``mode="legacy"`` forces the handshake). An entry of ``"type": "sse"`` is
+spoken through the SDK's legacy HTTP+SSE client (``mcp.client.sse``), under the same caps.
+
+Every session is opened with a message handler that hands each incoming server message (with the
+server's label) to the listeners added with :meth:`Connections.add_message_listener`; that is how
+legacy ``notifications/*/list_changed`` reach :mod:`skilldeck.host._watch`.
+
+With ``server_requests=True`` (the gateway) every session also declares the ``sampling``,
+``elicitation`` and ``roots`` client capabilities, and hands each such request a server sends (with
+its label) to :attr:`Connections.server_request_handler`; while no handler is set, each is refused
+with an error response.
+
+With ``restart`` (a :class:`~skilldeck.host._backoff.Backoff`; the gateway sets it) each server is
+supervised: a stdio server whose process exits (the guard reports its exit code) is started again,
+an HTTP server unreachable at start, whose connection drops, that answers a 5xx, or that no longer
+knows the session (a 404 naming it) is connected again, each after a wait of the schedule. While a
+server is down its :class:`Failure` says when it is retried; each loss is told once to
+``on_transition``, and each loss and return to the state listeners (:meth:`Connections.add_state_listener`).
+
+What a server sends is bounded and checked before it can cost the host: one HTTP response body,
+one SSE event and one stdio line may each take at most ``max_message_bytes`` (32 MiB by default;
+stdio servers run behind :mod:`skilldeck.host._stdio_guard`, since the SDK's stdio reader has no
+limit). A server that passes the limit, or sends something that is not JSON-RPC (invalid JSON, bytes
+that are not UTF-8), is failed at once with that reason (:meth:`Connections.fail`): its requests
+end now instead of waiting out a timeout, and the other servers go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Literal, TextIO, cast
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import anyio.lowlevel
+import httpx2
+from anyio.abc import TaskGroup
+from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthFlowError
+from mcp.client.session import ClientRequestContext
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestParams,
+    ErrorData,
+    InputRequest,
+    InputResponse,
+    ListRootsRequest,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from skilldeck._awaitable import maybe_await
+from skilldeck.errors import LoginRequired, MessageTooLarge
+from skilldeck.host import _stdio_guard as stdio_guard
+from skilldeck.host._backoff import Backoff, RetrySchedule
+from skilldeck.host._config import HttpServer, InProcessServer, ServerSpec, StdioServer
+from skilldeck.host._credentials import CredentialStore, default_store
+from skilldeck.host._wire import SkillsWire, declared_skills_settings
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "Connected",
+    "Connections",
+    "Failure",
+    "MessageListener",
+    "MessageTooLarge",
+    "ServerRequestHandler",
+    "StateListener",
+    "Transition",
+    "connect_once",
+]
+
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""Bytes one HTTP response body, SSE event or stdio line from a server may take (32 MiB)."""
+
+PROBE_METHOD = "server/discover"
+"""The request a 2026-07-28 client opens with; a 2025-11-25 server refuses it and gets the handshake instead."""
+
+MessageListener = Callable[[str, Any], Awaitable[None] | None]
+"""Called with ``(label, message)`` for every message a server sends outside a response."""
+
+StateListener = Callable[[str, bool], None]
+"""Called with ``(label, up)`` each time a supervised server's session opens (``True``) or is lost (``False``)."""
+
+Transition = Callable[[str, str], None]
+"""Told ``(label, what happened)`` once per transition of a supervised server, e.g. ``exited (code 1); restarting in 2 s``."""
+
+ServerRequestHandler = Callable[[str, InputRequest], Awaitable[InputResponse | ErrorData]]
+"""Answers ``(label, request)``: a ``sampling/createMessage``, ``elicitation/create`` or ``roots/list`` a server sent."""
+
+logger = logging.getLogger(__name__)
+
+
+class Unwinding:
+    """An async context manager whose ``__aenter__`` builds ``self._stack``: entry and exit unwind it alike."""
+
+    _stack: AsyncExitStack
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._stack.__aexit__(exc_type, exc, tb)
+
+
+@asynccontextmanager
+async def task_group() -> AsyncIterator[TaskGroup]:
+    """An anyio task group out of which the body's own exception comes as itself, not wrapped in a group."""
+    body: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            try:
+                yield tg
+            except BaseException as exc:
+                body = exc
+                raise
+    except BaseExceptionGroup as group:
+        if body is not None and all(e is body for e in group.exceptions):
+            raise body from None
+        raise
+
+
+@dataclass
+class Connected:
+    """An open, negotiated session with one server."""
+
+    spec: ServerSpec
+    client: Client
+    wire: SkillsWire
+    skills: dict[str, Any] | None
+    """The server's Skills extension settings, ``None`` when it did not declare the extension."""
+    failure: str | None = None
+    """Why the host gave up on this server, once it has; its requests then fail with this reason."""
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    def explain(self, exc: BaseException) -> str:
+        """Words for a request to this server that failed.
+
+        A response the SDK could not parse, or one over the host's limit per message, is the server's
+        fault for that request alone: the request fails saying so ("sent invalid JSON", "response over
+        32 MiB"), and the session, which every other request to this server shares, goes on.
+        """
+        if self.failure is not None:
+            return self.failure
+        if (fault := _transport_fault(exc)) is not None:
+            return fault
+        return request_error(exc)
+
+    @property
+    def protocol_version(self) -> str:
+        return self.client.protocol_version
+
+    @property
+    def directory_read(self) -> bool:
+        return bool(self.skills and self.skills.get("directoryRead") is True)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A server that could not be used, and why."""
+
+    label: str
+    reason: str
+    retry_at: float | None = None
+    """When it is tried again (``time.monotonic()``), for a supervised server; ``None``: it is not."""
+
+    def retry(self, now: float | None = None) -> str:
+        """``retried in 2 s``, ``being retried now``, or ``""`` for a server that is not tried again."""
+        if self.retry_at is None:
+            return ""
+        left = self.retry_at - (time.monotonic() if now is None else now)
+        return f"retried in {seconds(left)}" if left >= 0.05 else "being retried now"
+
+    def describe(self) -> str:
+        """The reason, and when the server is tried again if it is."""
+        retry = self.retry()
+        return f"{self.reason}; {retry}" if retry else self.reason
+
+
+def seconds(value: float) -> str:
+    """``0.7 s``, ``12 s``: a wait as a person reads it."""
+    return f"{value:.1f} s" if value < 9.95 else f"{value:.0f} s"
+
+
+def request_error(exc: BaseException) -> str:
+    """Words for a failed request: the server's error message, else the exception's type and text."""
+    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
+        if inner:
+            return _describe(inner[0])
+    if isinstance(exc, LoginRequired):
+        return str(exc)
+    if isinstance(exc, OAuthFlowError):  # discovery, registration or a token request of the SDK's flow failed
+        return f"OAuth failed: {exc}"
+    if (fault := _transport_fault(exc)) is not None:
+        return fault
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
+
+
+def _not_found_hint(spec: ServerSpec, exc: BaseException) -> str | None:
+    """For an HTTP server that answered 404 at its URL: say so, and where MCP endpoints usually are."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    transport = spec.transport
+    if not (isinstance(transport, HttpServer) and isinstance(exc, MCPError)):
+        return None
+    if exc.error.code != METHOD_NOT_FOUND or exc.error.message != "Not Found":  # the SDK's words for an HTTP 404
+        return None
+    url = transport.url
+    split = urlsplit(url)
+    if split.path.rstrip("/").endswith("/mcp"):
+        return f"no MCP endpoint at {url} (HTTP 404 Not Found); check the server's endpoint path"
+    suggestion = urlunsplit(split._replace(path=split.path.rstrip("/") + "/mcp", query="", fragment=""))
+    return (
+        f"no MCP endpoint at {url} (HTTP 404 Not Found); streamable HTTP servers usually answer at "
+        f"a path such as /mcp: try {suggestion}"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+_OVER_LIMIT = "response over "
+_OVER_LIMIT_SAID = re.compile(r"response over (\d+) bytes")
+"""How a request's error says its answer passed the limit (:class:`_ResponseTooLarge`, the stdio guard)."""
+
+
+def _over_limit(size: int) -> str:
+    """The reason given for a server whose message passed the host's limit."""
+    return (
+        f"{_OVER_LIMIT}{_mib(size)}, the host's limit per message "
+        "(raise it with --max-response or max_message_bytes if you trust this server)"
+    )
+
+
+def _short_parse_error(text: str) -> str:
+    """``expected ident at line 1 column 2`` out of a pydantic report, without the echoed input."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("Invalid JSON:"):
+            return line.removeprefix("Invalid JSON:").split(" [type=", 1)[0].strip()
+    return ""
+
+
+def _stream_fault(exc: Exception) -> str:
+    """The reason for a message the transport handed to the session as an exception instead of a message.
+
+    That is a stdio line that is not JSON-RPC (or the guard's marker line in place of one), or an
+    SSE event on the standalone stream that does not parse.
+    """
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False)
+        first: dict[str, Any] = dict(errors[0]) if errors else {}
+        raw = first.get("input")
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", "replace")
+        if isinstance(raw, str) and raw.startswith(stdio_guard.MARKER + " "):
+            problem, _, detail = raw[len(stdio_guard.MARKER) + 1 :].strip().partition(" ")
+            if problem == stdio_guard.LINE_TOO_LONG and detail.isdigit():
+                return _over_limit(int(detail))
+            if problem == stdio_guard.NOT_UTF8:
+                return f"sent invalid JSON (not UTF-8, at {detail} of a line)"
+            return detail or "the server could not be started"
+        if first.get("type") == "json_invalid":
+            detail = str(first.get("msg", "")).removeprefix("Invalid JSON:").strip()
+            return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
+        return "sent invalid JSON-RPC (a message that is not a JSON-RPC request, notification or response)"
+    return f"sent an unreadable message ({_describe(exc)})"
+
+
+def _transport_fault(exc: BaseException) -> str | None:
+    """``sent invalid JSON`` for the ``-32700`` error the SDK's HTTP transport answers a request with
+    when the response does not parse; ``None`` for any other error."""
+    if isinstance(exc, MCPError) and (over := _OVER_LIMIT_SAID.search(exc.error.message)) is not None:
+        return _over_limit(int(over.group(1)))  # one request's answer, cut at the limit (HTTP or the stdio guard)
+    if isinstance(exc, MCPError) and exc.error.code == PARSE_ERROR and exc.error.message.startswith("Failed to parse"):
+        detail = _short_parse_error(exc.error.message)
+        return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
+    return None
+
+
+def _guard_exit(exc: Exception) -> int | None:
+    """The exit code in the stdio guard's last line (the server's stdout ended), else ``None``."""
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    raw = errors[0].get("input") if errors else None
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    prefix = f"{stdio_guard.MARKER} {stdio_guard.EXITED} "
+    if isinstance(raw, str) and raw.startswith(prefix):
+        code = raw[len(prefix) :].strip()
+        if code.lstrip("-").isdigit():
+            return int(code)
+    return None
+
+
+class _EndWatch:
+    """A transport's read stream that says when it ends (the server exited or the connection dropped)."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:  # read back by the SDK's dispatcher
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _EndWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _EndWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """``transport`` (a stdio or HTTP one), its read stream telling ``on_end`` when it ends."""
+    async with transport as (read, write):
+        yield _EndWatch(read, on_end), write
+
+
+class _ResponseTooLarge(httpx2.StreamError, httpx2.SSEError):
+    """The answer to one request passed the limit. The SDK's transport turns either kind of read error
+    into an error for that request (a JSON body: "Failed to parse JSON response: ...", an event stream:
+    "SSE stream failed: ..."), and the session goes on."""
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body that may not pass ``limit`` bytes: in all, or per SSE event for an event stream.
+
+    The bytes are counted before the HTTP client decodes or buffers anything, so an endless body
+    costs at most one chunk past the limit. Past it, ``on_over`` is told and the read fails.
+    """
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncByteStream,
+        limit: int,
+        per_event: bool,
+        on_over: Callable[[str], None] | None,
+    ) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._per_event = per_event
+        self._on_over = on_over
+        """Told when the limit is passed; ``None`` for the answer to one request, which alone fails."""
+
+    @property
+    def elapsed(self) -> Any:  # read back by httpx2's Response.elapsed
+        return getattr(self._inner, "elapsed", None)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        counted = 0
+        last = b""
+        async for chunk in self._inner:
+            if self._per_event:
+                # Bytes since the last blank line: any two line ends in a row ("\n\n", "\r\r", "\n\r\n", ...).
+                window = last + chunk
+                cut = max(window.rfind(b"\n\n"), window.rfind(b"\r\r"), window.rfind(b"\n\r"))
+                counted = counted + len(chunk) if cut == -1 else len(window) - cut - 2
+                last = chunk[-1:]
+            else:
+                counted += len(chunk)
+            if counted > self._limit:
+                reason = _over_limit(self._limit)
+                if self._on_over is None:  # the SDK fails the request it answered, with this reason
+                    raise _ResponseTooLarge(f"response over {self._limit} bytes")
+                self._on_over(reason)
+                raise MessageTooLarge(reason)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _http_loss(response: httpx2.Response) -> str | None:
+    """Why an HTTP answer means the session is gone: a 404 on a request that named a session (the
+    server restarted and no longer knows it), or a 5xx; ``None`` otherwise."""
+    status = response.status_code
+    if status == 404 and response.request.headers.get("mcp-session-id"):
+        return "session lost (HTTP 404: the server no longer knows it)"
+    if status >= 500:
+        return f"the server answered HTTP {status}"
+    return None
+
+
+def _capped_http_client(
+    headers: dict[str, str] | None,
+    limit: int,
+    on_over: Callable[[str], None],
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+    on_lost: Callable[[str], None] | None = None,
+) -> httpx2.AsyncClient:
+    """An HTTP client with the SDK's timeouts (or ``timeout``) whose every response is read under ``limit``.
+
+    With ``on_lost``, an answer that means the session is gone (:func:`_http_loss`) is told to it.
+    """
+
+    async def cap(response: httpx2.Response) -> None:
+        if on_lost is not None and (lost := _http_loss(response)) is not None:
+            on_lost(lost)
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        stream = response.stream
+        if isinstance(stream, httpx2.AsyncByteStream):
+            # the answer to a POST is one request's: only it fails; the standalone stream is the session's
+            scoped = response.request.method == "POST"
+            response.stream = _CappedStream(stream, limit, kind == "text/event-stream", None if scoped else on_over)
+
+    timeout = timeout or httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (may stream)
+    return httpx2.AsyncClient(
+        headers=headers, timeout=timeout, auth=auth, follow_redirects=False, event_hooks={"response": [cap]}
+    )
+
+
+@asynccontextmanager
+async def _http(
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    on_over: Callable[[str], None],
+    on_lost: Callable[[str], None] | None = None,
+    auth: httpx2.Auth | None = None,
+) -> AsyncIterator[Any]:
+    """Streamable HTTP on a capped HTTP client, closed with the session."""
+    async with (
+        _capped_http_client(headers, limit, on_over, auth=auth, on_lost=on_lost) as http,
+        # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
+        streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
+    ):
+        yield streams
+
+
+@asynccontextmanager
+async def _sse(
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    on_over: Callable[[str], None],
+    on_lost: Callable[[str], None] | None = None,
+    auth: httpx2.Auth | None = None,
+) -> AsyncIterator[Any]:
+    """The legacy HTTP+SSE transport (the SDK's client), its event stream and POSTs under the same cap."""
+
+    def factory(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return _capped_http_client(headers, limit, on_over, timeout, auth, on_lost)
+
+    async with sse_client(url, headers=headers, httpx_client_factory=factory, auth=auth) as streams:
+        yield streams
+
+
+def _guarded(transport: StdioServer, limit: int) -> StdioServerParameters:
+    """Start a stdio server behind :mod:`skilldeck.host._stdio_guard`, which bounds and checks its lines."""
+    # Only the configured variables, merged by the SDK over its safe default set (PATH, HOME, ...):
+    # the host's own environment (and its secrets) is never handed to a server wholesale.
+    env = dict(transport.env) if transport.env else None
+    guard = str(Path(stdio_guard.__file__).resolve())
+    # Our pid, so the guard can tell when we are gone even if it was started after we died.
+    args = ["-I", guard, str(limit), str(os.getpid()), "--", transport.command, *transport.args]
+    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=transport.cwd)
+
+
+def _client_for(
+    spec: ServerSpec,
+    read_timeout: float | None,
+    errlog: IO[str] | None = None,
+    *,
+    mode: Literal["auto", "legacy"] = "auto",
+    message_handler: Any = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    on_fault: Callable[[str], None] = lambda reason: None,
+    callbacks: dict[str, Any] | None = None,
+    on_end: Callable[[], None] | None = None,
+    on_lost: Callable[[str], None] | None = None,
+    auth: httpx2.Auth | None = None,
+) -> Client:
+    """An SDK ``Client`` for ``spec`` under the host's caps; an HTTP server's requests go through ``auth`` (OAuth)."""
+    transport = spec.transport
+    target: Any
+    if isinstance(transport, StdioServer):
+        params = _guarded(transport, max_message_bytes)
+        # The SDK annotates ``errlog`` as TextIO but only hands it to the subprocess as its stderr
+        # (any file with a fileno); our temporary files are IO[str].
+        target = stdio_client(params, errlog=cast(TextIO, errlog)) if errlog is not None else params
+        if on_end is not None and errlog is not None:
+            target = _watched(target, on_end)
+    elif isinstance(transport, HttpServer):
+        if transport.sse:
+            target = _sse(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
+        else:
+            target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
+        if on_end is not None:
+            target = _watched(target, on_end)
+    elif isinstance(transport, InProcessServer):
+        target = transport.server
+    else:  # pragma: no cover - ServerSpec's type forbids it
+        raise TypeError(f"unknown transport {transport!r}")
+    return Client(
+        target,
+        mode=mode,
+        read_timeout_seconds=read_timeout,
+        cache=None,
+        message_handler=message_handler,
+        **(callbacks or {}),
+    )
+
+
+async def connect_once(spec: ServerSpec, auth: httpx2.Auth | None = None) -> None:
+    """Open a session with ``spec``'s server (through ``auth``, for an HTTP server) and close it again."""
+    async with _client_for(spec, spec.timeout, auth=auth):
+        pass
+
+
+class Connections(Unwinding):
+    """Open labelled sessions with many servers; use as ``async with Connections(specs) as conns``.
+
+    Args:
+        specs: the servers, each with its host-assigned label (labels must be unique).
+        read_timeout: seconds to wait for any single response once connected; ``None`` (the
+            default) gives every request the server's own ``timeout``, as connecting has.
+        mode: ``"auto"`` (2026-07-28 where the server speaks it) or ``"legacy"`` (the 2025-11-25 handshake).
+        max_message_bytes: the most one HTTP response body, SSE event or stdio line of a server may
+            take; a server that sends more is dropped with that reason.
+        server_requests: declare the sampling, elicitation and roots capabilities to every server and
+            hand the requests they send to :attr:`server_request_handler` (see the module docs).
+        restart: supervise the servers on this schedule: a stdio server that exits is started again,
+            an HTTP server unreachable at start or whose connection drops is connected again, each
+            after a wait of the schedule (:class:`~skilldeck.host._backoff.Backoff`); ``None`` (the
+            default): a server lost stays lost. A session the server broke once open (a line that
+            is not JSON-RPC, an event over the limit outside any request) is lost and retried like
+            any other; a server that breaks the handshake itself (:meth:`fail`) is never retried. The
+            answer to one request that passes the limit or does not parse fails that request only.
+        on_transition: told ``(label, text)`` once per transition of a supervised server (lost,
+            retried); by default each is logged as a warning.
+        credentials: where the OAuth tokens of HTTP servers are read and refreshed tokens written
+            (:mod:`skilldeck.host._credentials`); by default the user's store (:func:`default_store`).
+            A server that needs a login is unavailable, its reason naming the command to run.
+    """
+
+    def __init__(
+        self,
+        specs: Iterable[ServerSpec],
+        *,
+        read_timeout: float | None = None,
+        server_stderr: IO[str] | None = None,
+        mode: Literal["auto", "legacy"] = "auto",
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        server_requests: bool = False,
+        restart: Backoff | None = None,
+        on_transition: Transition | None = None,
+        credentials: CredentialStore | None = None,
+    ) -> None:
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes <= 0:
+            from skilldeck.errors import ConfigError
+
+            raise ConfigError(f"max_message_bytes must be a positive number of bytes, not {max_message_bytes!r}")
+        self.specs = list(specs)
+        labels = [s.label for s in self.specs]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            from skilldeck.errors import ConfigError
+
+            raise ConfigError(f"server labels must be unique; repeated: {', '.join(duplicates)}")
+        self.read_timeout = read_timeout
+        self.max_message_bytes = max_message_bytes
+        self.mode: Literal["auto", "legacy"] = mode
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._listeners: list[MessageListener] = []
+        self.connected: dict[str, Connected] = {}
+        self.failures: dict[str, Failure] = {}
+        self._close = anyio.Event()
+        self._closers: dict[str, anyio.Event] = {}
+        self.server_stderr = server_stderr
+        self._stderr_files: dict[str, IO[str]] = {}
+        self._tg: TaskGroup | None = None
+        self._stack = AsyncExitStack()
+        self.server_requests = server_requests
+        self._faults: dict[str, Callable[[str], None]] = {}
+        """Per server, what a fault it makes ends (its session now; the supervised one is connected again)."""
+        self.server_request_handler: ServerRequestHandler | None = None
+        """Answers the server requests each session hands on (with ``server_requests``); refused while unset."""
+        self.restart = restart
+        self.on_transition: Transition = on_transition if on_transition is not None else _log_transition
+        self._state_listeners: list[StateListener] = []
+        self._given_up: set[str] = set()
+        self._exit_codes: dict[str, int] = {}
+        self._credentials = credentials
+
+    def _auth(self, spec: ServerSpec) -> httpx2.Auth | None:
+        """The OAuth of an HTTP entry that has it, from the stored tokens of its server (read on each attempt)."""
+        if not (isinstance(spec.transport, HttpServer) and spec.transport.oauth is not None):
+            return None  # stdio, in-process, "oauth": false: no store is opened
+        from skilldeck.host._oauth import auth_for  # the SDK's OAuth client, for the entries that need it
+
+        if self._credentials is None:
+            self._credentials = default_store()
+        return auth_for(spec, self._credentials)
+
+    async def __aenter__(self) -> Connections:
+        async with AsyncExitStack() as stack:
+            stack.callback(self._close_logs)
+            self._tg = await stack.enter_async_context(task_group())
+            stack.callback(self._close.set)  # the sessions close before their task group is awaited
+            await self._open_all()
+            self._stack = stack.pop_all()
+        return self
+
+    def _close_logs(self) -> None:
+        for log in self._stderr_files.values():
+            log.close()
+
+    def _errlog(self, spec: ServerSpec) -> IO[str] | None:
+        """A stdio server's stderr goes to a file of its own, not over the host's output."""
+        if not isinstance(spec.transport, StdioServer):
+            return None
+        if self.server_stderr is not None:
+            return self.server_stderr
+        log = self._stderr_files.get(spec.label)
+        if log is not None and not log.closed:  # a restart: the file starts again, so it never grows past one run
+            log.seek(0)
+            log.truncate()
+            return log
+        log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in __aexit__
+        self._stderr_files[spec.label] = log
+        return log
+
+    def _stderr_tail(self, label: str, lines: int = 5) -> str:
+        text = self.stderr(label)
+        tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+        return ("; its stderr ended with: " + " | ".join(tail)) if tail else ""
+
+    def stderr(self, label: str) -> str:
+        """What a stdio server wrote to stderr so far (when it went to a file of its own)."""
+        log = self._stderr_files.get(label)
+        if log is None:
+            return ""
+        try:
+            log.flush()
+            log.seek(0)
+            return self._redact(label, log.read())
+        except (OSError, ValueError):
+            return ""
+
+    def _redact(self, label: str, text: str) -> str:
+        """``text`` with every value the server's entry took from the environment written as its ``${VAR}``."""
+        spec = next((s for s in self.specs if s.label == label), None)
+        return spec.redact(text) if spec is not None else text
+
+    def rejected_probe(self, label: str) -> bool:
+        """Whether a connected stdio server spoke 2025-11-25 after refusing the 2026-07-28 probe.
+
+        A server built on an SDK that does not know ``server/discover`` answers the probe with an
+        error and often writes a long validation trace to stderr, though it then works over the
+        2025-11-25 handshake. That trace names the probe's method, which is how it is told apart.
+        """
+        connected = self.connected.get(label)
+        if connected is None or self.mode != "auto" or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return False
+        return PROBE_METHOD in self.stderr(label)
+
+    def add_state_listener(self, listener: StateListener) -> None:
+        """Hear ``(label, up)`` each time a server's session opens or is lost (see ``restart``)."""
+        self._state_listeners.append(listener)
+
+    def remove_state_listener(self, listener: StateListener) -> None:
+        if listener in self._state_listeners:
+            self._state_listeners.remove(listener)
+
+    def _tell_state(self, label: str, up: bool) -> None:
+        for listener in list(self._state_listeners):
+            try:
+                listener(label, up)
+            except Exception:  # one listener's fault must not stop the supervisor
+                logger.exception("a state listener failed on %r", label)
+
+    def add_message_listener(self, listener: MessageListener) -> None:
+        """Hear every message any server sends outside a response (notifications, mostly), with its label."""
+        self._listeners.append(listener)
+
+    def remove_message_listener(self, listener: MessageListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _message_handler(self, label: str) -> Callable[[Any], Awaitable[None]]:
+        async def handle(message: Any) -> None:
+            if isinstance(message, Exception) and (code := _guard_exit(message)) is not None:
+                self._exit_codes[label] = code  # the end of the stream follows
+                return
+            if isinstance(message, Exception):
+                # A message the transport could not read (not JSON-RPC, over the limit, not UTF-8):
+                # the request it answered can never be matched, so waiting would only run out the clock.
+                self._faults.get(label, partial(self.fail, label))(_stream_fault(message))
+                return
+            for listener in list(self._listeners):
+                try:
+                    await maybe_await(listener(label, message))
+                except Exception:  # a listener's fault must not break the session's receive loop
+                    logger.exception("a message listener failed on a message from %r", label)
+            await anyio.lowlevel.checkpoint()
+
+        return handle
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``func(*args)`` in the background for as long as the connections are open."""
+        if self._tg is None:
+            raise RuntimeError("the connections are not open")
+        self._tg.start_soon(func, *args)
+
+    def _request_callbacks(self, label: str) -> dict[str, Any]:
+        """The ``Client`` callbacks that hand ``label``'s sampling, elicitation and roots requests on."""
+        if not self.server_requests:
+            return {}
+
+        async def answer(request: InputRequest) -> Any:
+            handler = self.server_request_handler
+            if handler is None:
+                return ErrorData(code=INVALID_REQUEST, message=f"{request.method} is not supported by this host")
+            return await handler(label, request)
+
+        async def sampling(ctx: ClientRequestContext, params: CreateMessageRequestParams) -> Any:
+            return await answer(CreateMessageRequest(params=params))
+
+        async def elicitation(ctx: ClientRequestContext, params: ElicitRequestParams) -> Any:
+            return await answer(ElicitRequest(params=params))
+
+        async def list_roots(ctx: ClientRequestContext) -> Any:
+            return await answer(ListRootsRequest())
+
+        return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": list_roots}
+
+    async def add(self, spec: ServerSpec) -> Connected | None:
+        """Connect one more server (a label not open now) while the others stay as they are.
+
+        Returns its session, or ``None`` when it failed (the reason in :attr:`failures`).
+        """
+        if self._tg is None:
+            raise RuntimeError("the connections are not open")
+        if spec.label in self.connected:
+            raise ValueError(f"server {spec.label!r} is already connected; close it first")
+        self.specs = [s for s in self.specs if s.label != spec.label] + [spec]
+        self.failures.pop(spec.label, None)
+        self._given_up.discard(spec.label)  # given up on as it was: as it is now, it is tried
+        self._closers[spec.label] = anyio.Event()  # a close of an earlier session under this label has fired
+        old_log = self._stderr_files.pop(spec.label, None)
+        if old_log is not None:
+            old_log.close()
+        done = anyio.Event()
+        self._tg.start_soon(self._hold, spec, done)
+        await done.wait()
+        return self.connected.get(spec.label)
+
+    def close(self, label: str) -> None:
+        """Close one server's session now (the others stay open)."""
+        self.connected.pop(label, None)
+        self._closers.setdefault(label, anyio.Event()).set()
+
+    def fail(self, label: str, reason: str) -> None:
+        """Give up on one server now, with the reason: its session closes, and requests waiting on it end.
+
+        The first reason stands; the other servers are not affected; the server is not retried.
+        """
+        self._given_up.add(label)
+        self.failures.setdefault(label, Failure(label, self._redact(label, reason)))
+        connected = self.connected.pop(label, None)
+        if connected is not None and connected.failure is None:
+            connected.failure = self.failures[label].reason
+        scope = self._scopes.get(label)
+        if scope is not None:
+            scope.cancel()
+
+    async def _open_all(self) -> None:
+        assert self._tg is not None
+        settled: list[anyio.Event] = []
+        for spec in self.specs:
+            done = anyio.Event()
+            settled.append(done)
+            self._tg.start_soon(self._hold, spec, done)
+        for done in settled:
+            await done.wait()
+
+    def _ended(self, label: str, closer: anyio.Event) -> bool:
+        """Whether the host closed this server's session held under ``closer`` (or all of them), or gave up on it.
+
+        Each :meth:`_hold` keeps the closer it started with: a server removed and added again (a reload)
+        gets a new one, so the old hold ends for good and never retries beside the new one.
+        """
+        return self._close.is_set() or closer.is_set() or label in self._given_up
+
+    async def _until_closed(self, closer: anyio.Event) -> None:
+        """Return once the host closes the session held under ``closer``, or all of them."""
+        async with anyio.create_task_group() as wait_any:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                wait_any.cancel_scope.cancel()
+
+            wait_any.start_soon(until, self._close)
+            wait_any.start_soon(until, closer)
+
+    async def _hold(self, spec: ServerSpec, done: anyio.Event) -> None:
+        """Keep one server connected until the host closes: connect, and with ``restart`` connect again
+        after each loss, on the backoff schedule; report each failure and each transition."""
+        label = spec.label
+        closer = self._closers.setdefault(label, anyio.Event())
+        schedule = RetrySchedule(self.restart) if self.restart is not None else None
+        while True:
+            was_up, reason = await self._attempt(spec, done, schedule, closer)
+            done.set()
+            if reason is None or schedule is None or self._ended(label, closer):
+                return
+            delay = schedule.next_delay()
+            self.failures[label] = Failure(label, reason, retry_at=time.monotonic() + delay)
+            if was_up:
+                again = "restarting" if isinstance(spec.transport, StdioServer) else "reconnecting"
+                self.on_transition(label, f"{reason.split('; its stderr', 1)[0]}; {again} in {seconds(delay)}")
+                self._tell_state(label, False)
+            else:  # unavailable at start is reported by the host's user; a retry that fails is no transition
+                logger.debug("[%s] unavailable (%s); retrying in %.1f s", label, reason, delay)
+            with anyio.move_on_after(delay):
+                await self._until_closed(closer)
+            if self._ended(label, closer):
+                return
+
+    async def _attempt(
+        self, spec: ServerSpec, done: anyio.Event, schedule: RetrySchedule | None, closer: anyio.Event
+    ) -> tuple[bool, str | None]:
+        """Connect once and hold the session: ``(whether it opened, why it ended)``; no reason when the host closed it."""
+        label = spec.label
+        scope = self._scopes[label] = anyio.CancelScope()
+        watch = anyio.CancelScope()
+        errlog = self._errlog(spec)
+        timeout = self.read_timeout if self.read_timeout is not None else spec.timeout
+        self._exit_codes.pop(label, None)
+        lost: list[str] = []
+        gone = anyio.Event()
+        opened = anyio.Event()
+        outcome: tuple[bool, str | None] = (False, None)
+
+        def on_fault(reason: str) -> None:
+            if schedule is None or not opened.is_set():
+                self.fail(label, reason)
+                return
+            # supervised: a session the server broke (a line that is not JSON-RPC, a message over the
+            # limit outside any request) is lost like any other, and connected again on the schedule
+            live = self.connected.get(label)
+            if live is not None:
+                live.failure = live.failure or reason
+            if not lost:
+                lost.append(reason)
+            gone.set()
+
+        self._faults[label] = on_fault
+
+        def on_lost(reason: str) -> None:
+            if not opened.is_set():  # before the session opened, its opening fails by itself
+                return
+            if not lost:
+                lost.append(reason)
+            gone.set()
+
+        def on_end() -> None:  # a stdio server's exit code, in the line before the end, is added later
+            on_lost("exited" if isinstance(spec.transport, StdioServer) else "connection lost")
+
+        async def watchdog() -> None:
+            nonlocal outcome
+            with watch:
+                await anyio.sleep(spec.timeout)
+                if not done.is_set() or label not in self.connected:
+                    reason = f"no answer within {spec.timeout:g}s (timed out)"
+                    self.failures[label] = Failure(label, reason)
+                    outcome = (False, reason)
+                    done.set()  # report now; the process is torn down in the background
+                    scope.cancel()
+
+        async with anyio.create_task_group() as guard:
+            guard.start_soon(watchdog)
+            with scope:
+                try:
+                    client = _client_for(
+                        spec,
+                        timeout,
+                        errlog,
+                        mode=self.mode,
+                        message_handler=self._message_handler(label),
+                        max_message_bytes=self.max_message_bytes,
+                        on_fault=on_fault,
+                        callbacks=self._request_callbacks(label),
+                        on_end=on_end if schedule is not None else None,
+                        on_lost=on_lost if schedule is not None else None,
+                        auth=self._auth(spec),
+                    )
+                    async with client:
+                        settings = declared_skills_settings(client)
+                        connected = Connected(spec, client, SkillsWire(client), settings)
+                        self.connected[label] = connected
+                        self.failures.pop(label, None)
+                        opened.set()
+                        watch.cancel()
+                        if schedule is not None:
+                            schedule.connected()
+                            self._tell_state(label, True)
+                        done.set()
+                        async with anyio.create_task_group() as wait_any:
+
+                            async def until_lost() -> None:
+                                await gone.wait()
+                                wait_any.cancel_scope.cancel()
+
+                            async def until_closed() -> None:
+                                await self._until_closed(closer)
+                                wait_any.cancel_scope.cancel()
+
+                            wait_any.start_soon(until_lost)
+                            wait_any.start_soon(until_closed)
+                        if gone.is_set() and not self._ended(label, closer):
+                            code = self._exit_codes.get(label)
+                            said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]
+                            reason = spec.redact(said + self._stderr_tail(label))
+                            outcome = (True, reason)
+                            if self.connected.get(label) is connected:
+                                del self.connected[label]
+                            self.failures[label] = Failure(label, reason)  # before the session is torn down
+                            connected.failure = connected.failure or reason
+                except Exception as exc:
+                    if outcome[0]:  # lost already; tearing the session down failed as well
+                        logger.debug("[%s] closing a lost session: %s", label, spec.redact(_describe(exc)))
+                    elif not opened.is_set():
+                        early = self._exit_codes.get(label)
+                        said = f"exited (code {early}) before the handshake finished" if early is not None else ""
+                        reason = spec.redact(
+                            _not_found_hint(spec, exc) or (said or _describe(exc)) + self._stderr_tail(label)
+                        )
+                        self.failures.setdefault(label, Failure(label, reason))
+                        outcome = (False, reason)
+                    else:
+                        if schedule is None:  # supervised, the loss is told as a transition
+                            logger.warning("server %r failed: %s", label, spec.redact(_describe(exc)))
+                        gone_now = self.connected.pop(label, None)
+                        reason = spec.redact(f"connection lost: {_describe(exc)}")
+                        self.failures[label] = Failure(label, reason)
+                        if gone_now is not None:
+                            gone_now.failure = gone_now.failure or reason
+                        outcome = (True, reason)
+            done.set()
+            watch.cancel()
+        return outcome
+
+
+def _log_transition(label: str, text: str) -> None:
+    logger.warning("[%s] %s", label, text)

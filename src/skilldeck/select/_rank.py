@@ -1,0 +1,617 @@
+"""Ranking cards for a question: lexical BM25F always, semantic embeddings when installed. Pure.
+
+What is indexed (every choice below was measured on LiveMCPBench; see ``bench/selection``):
+
+* **Cards** (a tool, or a skill): a BM25F document with weighted fields -- the name as words
+  (``search_jobs`` -> ``search jobs``), the description, the input schema's property names and
+  descriptions when the schemas are known, and the server's label and description.
+* **Servers**: one BM25F document per server holding all of its cards. A card's score mixes its
+  own match with its server's, so a question phrased in one tool's words still ranks the server
+  that holds the neighbouring tools it will need, and servers come out grouped.
+* Skills also inherit the best score of the tools they name (a little discounted).
+
+What is asked:
+
+* the question, with file paths and extensions it mentions also read as words
+  (``/root/ppt/apple.pptx`` -> ``powerpoint presentation slides file``) and a small stop list of
+  request words ("please", "help me", ...);
+* each job of a multi-job question (:func:`split_jobs`) on its own; each job's normalised ranking
+  adds ``1 / n_jobs`` of itself to the question's, so every job can pull its own server up.
+
+Text is tokenised without any catalog-specific rule: lower case, camelCase and snake_case split,
+English stemming (``PyStemmer``), and runs of CJK characters as character bigrams (so Chinese
+descriptions match Chinese questions; English questions against Chinese descriptions can only
+match through tool names, which are nearly always English).
+
+With an :class:`Encoder` (the default install's int8 MiniLM, :mod:`skilldeck.select._encoders`),
+servers are ranked by **multi-view fusion**: five views per server, each z-scored across the
+servers and summed --
+
+1. the lexical server score above (its best card after the server mix, jobs and skills);
+2. the best BM25F score of its cards;
+3. the mean of the cosines of its two best cards;
+4. the cosine to the centroid of its card vectors;
+5. the cosine to its ``label: description`` text.
+
+A card's score is then mostly its server's fused score (rescaled to [0, 1]) and a little its own (lexical
+and cosine, half each), so cards come out grouped by server in the fused order. Card and server
+vectors can be cached by content (:class:`~skilldeck.select._vectors.VectorCache`).
+
+The module is split by job: text and tokens (``_text``), reading a question (``_query``), BM25F
+(``_bm25f``), the replaceable steps (``_steps``, :class:`RankSteps`), what a ranking produces
+(``_results``) and the weights (``_config``); this module holds the :class:`Ranker` and re-exports
+the public names.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from skilldeck.select._bm25f import Background, BM25Index, CatalogIndex
+from skilldeck.select._cards import Card
+from skilldeck.select._config import RankConfig
+from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, implied_needs, split_jobs
+from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
+from skilldeck.select._steps import VIEWS, Fusion, RankSteps, SemanticVectors, ServerGroups
+from skilldeck.select._text import semantic_text, server_text, tokens
+from skilldeck.select._vectors import VectorCache
+
+__all__ = [
+    "BACKGROUND_CHUNK",
+    "IMPLIED_NEEDS",
+    "IMPLIED_SLOT",
+    "VIEWS",
+    "BM25Index",
+    "Background",
+    "CatalogIndex",
+    "Encoder",
+    "Evidence",
+    "Fusion",
+    "IndexingState",
+    "RankConfig",
+    "RankSteps",
+    "Ranker",
+    "Ranking",
+    "Scored",
+    "SemanticVectors",
+    "ServerGroups",
+    "Unit",
+    "implied_needs",
+    "semantic_text",
+    "server_text",
+    "split_jobs",
+    "tokens",
+]
+
+BACKGROUND_CHUNK = 256
+"""Texts per encoder call (and cache write) at least when card vectors are encoded in the background."""
+
+
+class Encoder(Protocol):
+    """Turns texts into L2-normalised vectors (rows)."""
+
+    name: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class Ranker:
+    """An index over cards.
+
+    Args:
+        cards: every card to choose from.
+        encoder: an optional semantic encoder; ``None`` means lexical only.
+        semantic_weight: the share of the semantic score in the mix (0..1); overrides ``config``.
+        schemas: ``label -> tool name -> MCP Tool object`` (e.g. ``CardSet.tools``), to index
+            input-schema property names and descriptions too.
+        config: the ranking knobs (:class:`RankConfig`).
+        vectors: precomputed card vectors (rows in card order, from ``encoder`` over
+            :func:`semantic_text`), to skip encoding the catalog.
+        cache_dir: a folder where card and server vectors are kept by content
+            (:class:`~skilldeck.select._vectors.VectorCache`); ``None`` writes nothing.
+        background: encode the card vectors the cache lacks on a thread of their own, so the ranker
+            answers at once: lexically (as without an encoder) until every vector is ready, then with
+            the fused views (:attr:`semantic`, :attr:`indexing`, :meth:`wait`). Vectors all in the
+            cache are read at once, as without ``background``.
+        cache: a :class:`~skilldeck.select._vectors.VectorCache` to use instead of one on
+            ``cache_dir`` (e.g. one kept in memory and shared by the rankers that follow a changing
+            catalog, so each encodes only the cards that changed).
+        steps: the ranking's replaceable steps (:class:`RankSteps`; the default is the shipped one
+            of each; the benchmark's ablation passes its variants).
+    """
+
+    def __init__(
+        self,
+        cards: Sequence[Card],
+        *,
+        encoder: Encoder | None = None,
+        semantic_weight: float | None = None,
+        schemas: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+        config: RankConfig | None = None,
+        vectors: np.ndarray | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        background: bool = False,
+        cache: VectorCache | None = None,
+        steps: RankSteps | None = None,
+    ) -> None:
+        config = config or RankConfig()
+        if semantic_weight is not None:
+            config = replace(config, semantic_weight=semantic_weight)
+        self.config = config
+        self.steps = steps or RankSteps()
+        self.cards = list(cards)
+        self.encoder = encoder
+        self.semantic_weight = config.semantic_weight if encoder is not None else 0.0
+        schemas = schemas or {}
+        self.server_labels: list[str] = list(dict.fromkeys(card.server for card in self.cards))
+        self._labels = np.array(self.server_labels, dtype=object)  # indexable by an array of server ids
+        server_id = {label: i for i, label in enumerate(self.server_labels)}
+        card_server = np.array([server_id[card.server] for card in self.cards], dtype=np.int64)
+        self.groups = ServerGroups.of(card_server, len(self.server_labels))
+        """Which server each card is on (:class:`ServerGroups`)."""
+        self._card_server = card_server
+        self.index = CatalogIndex.build(
+            self.cards,
+            card_server.tolist(),
+            len(self.server_labels),
+            config=config,
+            schemas=schemas,
+            background=self.steps.background(),
+        )
+        """The catalog's BM25F indexes."""
+        self._inherit = _skills_inherit(self.cards)
+        self._named = dict(self._inherit)
+        self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
+        self._primed: dict[str, np.ndarray] = {}
+        self.vectors: SemanticVectors | None = None
+        """The catalog's vectors, set at once when every card has one (``None`` until then, or without an encoder)."""
+        if cache is None and cache_dir is not None:
+            cache = VectorCache(cache_dir)
+        self.cache = cache if encoder is not None else None
+        self.indexing = IndexingState(0, 0)
+        """How far the card vectors are (see :meth:`wait`); ``total`` 0 without an encoder."""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if encoder is not None and self.cards:
+            self._start_vectors(vectors, schemas, background)
+
+    def _start_vectors(
+        self, vectors: np.ndarray | None, schemas: Mapping[str, Mapping[str, Mapping[str, Any]]], background: bool
+    ) -> None:
+        """Set the card and label vectors: given, read from the cache, encoded here or on a thread."""
+        assert self.encoder is not None
+        texts = self._label_texts()
+        if vectors is not None:
+            self._set_vectors(vectors, self._encode(texts))
+            return
+        # cards and server texts in one list: one cache read, one write
+        card_texts = [
+            self.steps.semantic_text(card, schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None)
+            for card in self.cards
+        ]
+        both = [*card_texts, *texts]
+        todo = self.cache.missing(self.encoder, both) if self.cache is not None else list(dict.fromkeys(both))
+        cached = len(both) - len(todo)
+        self.indexing = IndexingState(cached, len(both), cached=cached)
+        if not background or not todo:
+            found = self._encode(both)
+            self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
+            self.indexing = IndexingState(len(both), len(both), cached=cached)
+            return
+        self._thread = threading.Thread(
+            target=self._index_in_background, args=(both, todo), name="skilldeck-card-vectors", daemon=True
+        )
+        self._thread.start()
+
+    def _label_texts(self) -> list[str]:
+        """What the encoder reads for each server's label view, in server order."""
+        about: dict[str, str] = {}
+        card_names: dict[str, list[str]] = {}
+        for card in self.cards:
+            about.setdefault(card.server, card.server_description)
+            card_names.setdefault(card.server, []).append(card.name)
+        return [self.steps.label_text(label, about[label], card_names[label]) for label in self.server_labels]
+
+    def _set_vectors(self, vectors: np.ndarray, label_vectors: np.ndarray) -> None:
+        vectors, label_vectors = self.steps.prepare_vectors(vectors, label_vectors)
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vecs.shape[0] != len(self.cards):
+            raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
+        sums = np.zeros((len(self.server_labels), vecs.shape[1]), dtype=np.float32)
+        np.add.at(sums, self._card_server, vecs)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        self.vectors = SemanticVectors(
+            cards=vecs,
+            centroids=sums / np.where(norms > 0, norms, 1.0),
+            labels=np.ascontiguousarray(label_vectors, dtype=np.float32),
+        )
+
+    def _index_in_background(self, both: list[str], todo: list[str]) -> None:
+        """Encode ``todo`` a chunk at a time (each chunk stored in the cache as it is done, so an
+        interrupted start keeps what it encoded), then let the semantic views join."""
+        done = cached = self.indexing.cached
+        fresh: dict[str, np.ndarray] = {}
+        chunk = max(BACKGROUND_CHUNK, len(todo) // 20)  # at most ~20 cache writes
+        try:
+            for start in range(0, len(todo), chunk):
+                if self._stop.is_set():
+                    return
+                part = todo[start : start + chunk]
+                vectors = self._encode(part)
+                if self.cache is None:
+                    fresh.update(zip(part, vectors, strict=True))
+                done += len(part)
+                self.indexing = IndexingState(done, len(both), cached=cached)
+            # with a cache every text is in it now: read, not encoded
+            found = self._encode(both) if self.cache is not None else np.stack([fresh[t] for t in both])
+            self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
+        except Exception as exc:  # the ranking stays lexical, and each decision says why
+            self.indexing = IndexingState(done, len(both), f"{type(exc).__name__}: {exc}", cached)
+
+    @property
+    def semantic(self) -> bool:
+        """Whether rankings fuse the encoder's views (an encoder, and every card vector ready)."""
+        return self.encoder is not None and self.vectors is not None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the card vectors encoded in the background (if any); whether rankings are semantic now."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.semantic
+
+    def close(self) -> None:
+        """Stop encoding card vectors in the background after the chunk under way (the ranking stays lexical)."""
+        self._stop.set()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        assert self.encoder is not None
+        if self.cache is not None:
+            return self.cache.encode(self.encoder, texts)
+        return np.asarray(self.encoder.encode(texts), dtype=np.float32)
+
+    # -- pieces ---------------------------------------------------------------------------------
+
+    def query_terms(self, question: str) -> dict[str, float]:
+        """The weighted terms a question asks for (its own words 1, words read from paths 0.5)."""
+        return self.steps.query_terms(question)
+
+    def card_terms(self, card: int) -> frozenset[str]:
+        """Every term of a card's document (name, description, server)."""
+        return self.index.card_terms[card]
+
+    def server_terms(self, label: str) -> frozenset[str]:
+        """Every term of a server's document."""
+        return self.index.server_terms[self.server_labels.index(label)]
+
+    def _unit(self, text: str, qvec: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, Evidence]:
+        """Score one query unit: (card scores, server scores), both in [0, 1], and its raw evidence.
+
+        With ``qvec`` (a unit of its own vector, which the shipped steps never encode) each score
+        mixes in its cosine; the question's own vector is fused later (:meth:`_fusion`)."""
+        terms = self.query_terms(text)
+        card_raw = self.steps.card_scores(self.index.cards, self.index.card_bags, terms)
+        server_raw = self.index.servers.scores(terms)
+        server_lex = self.steps.server_lexical(server_raw, card_raw, self.groups)
+        card = card_raw / card_raw.max() if card_raw.max() > 0 else card_raw
+        server = server_lex / server_lex.max() if server_lex.max() > 0 else server_lex
+        card_sem = server_sem = None
+        vectors = self.vectors
+        if qvec is not None and vectors is not None:
+            # einsum, not BLAS: a threaded sgemv next to the encoder's own threads oversubscribes small machines
+            card_sem = np.clip(np.einsum("ij,j->i", vectors.cards, qvec), 0.0, 1.0).astype(np.float64)
+            server_sem = np.clip(np.einsum("ij,j->i", vectors.centroids, qvec), 0.0, 1.0).astype(np.float64)
+            mix, share = self.steps.mix, self.semantic_weight
+            card, server = mix(card, card_sem, share), mix(server, server_sem, share)
+        own = tuple(t for t, w in terms.items() if w >= 1.0)
+        evidence = Evidence(text, own, card_raw, server_raw, card_sem, server_sem, self._idf_coverage(own, server))
+        return card, server, evidence
+
+    def _idf_coverage(self, own: tuple[str, ...], server: np.ndarray) -> float:
+        """IDF-weighted share of a unit's terms that the top 3 servers hold between them; a term no
+        server holds weighs as much as the rarest possible term."""
+        k = min(3, len(self.server_labels))
+        top = np.argpartition(-server, k - 1)[:k] if len(self.server_labels) > k else range(len(self.server_labels))
+        held = frozenset().union(*(self.index.server_terms[i] for i in top))
+        rare = float(np.log(1.0 + (self.index.servers.n + 0.5) / 0.5))
+        idf = [
+            float(self.index.servers.idf[self.index.servers.vocab[t]]) if t in self.index.servers.vocab else rare
+            for t in own
+        ]
+        total = sum(idf)
+        return sum(w for t, w in zip(own, idf, strict=True) if t in held) / total if total > 0 else 0.0
+
+    def _anchored(self, ev: Evidence, card: int) -> Unit:
+        """What a query unit found, told about one card (the one chosen) and that card's server.
+
+        A skill's lexical and semantic strength is at least that of the best tool it names, as in
+        the ranking (where it inherits that tool's score)."""
+        named = self._named.get(card)
+        lexical = float(ev.card_raw[card])
+        semantic = None if ev.card_sem is None else float(ev.card_sem[card])
+        if named is not None:
+            lexical = max(lexical, float(ev.card_raw[named].max()))
+            if ev.card_sem is not None and semantic is not None:
+                semantic = max(semantic, float(ev.card_sem[named].max()))
+        sid = int(self._card_server[card])
+        server_terms = self.index.server_terms[sid]
+        matched = tuple(t for t in ev.terms if t in server_terms)
+        fused = margin = agreement = None
+        if ev.fused is not None and ev.view_top is not None:
+            fused = float(ev.fused[sid])
+            others = np.delete(ev.fused, sid)
+            margin = fused - float(others.max()) if len(others) else 0.0
+            agreement = float(np.mean(ev.view_top == sid))
+        return Unit(
+            text=ev.text,
+            terms=ev.terms,
+            card=card,
+            server=self.server_labels[sid],
+            lexical=lexical,
+            server_lexical=float(ev.server_raw[sid]),
+            coverage=len(matched) / len(ev.terms) if ev.terms else 0.0,
+            idf_coverage=ev.idf_coverage,
+            matched=matched,
+            semantic=semantic,
+            server_semantic=None if ev.server_sem is None else float(ev.server_sem[sid]),
+            fused=fused,
+            fused_margin=margin,
+            agreement=agreement,
+            label_semantic=None if ev.label_sem is None else float(ev.label_sem[sid]),
+        )
+
+    def _fusion(
+        self, mixed: np.ndarray, card: np.ndarray, ev: Evidence, qvec: np.ndarray, vectors: SemanticVectors
+    ) -> tuple[np.ndarray, Evidence]:
+        """Card scores from the five fused server views (module docstring), and the evidence told about
+        them, as the steps fuse them (:meth:`RankSteps.fuse`; the shipped steps: one pass for ``qvec``)."""
+        run = functools.partial(self._fuse_views, mixed, card, ev, vectors)
+        return self.steps.fuse(Fusion(mixed, ev, vectors, self.groups, run), qvec)
+
+    def _fuse_views(
+        self, mixed: np.ndarray, card: np.ndarray, ev: Evidence, vectors: SemanticVectors, qvec: np.ndarray
+    ) -> tuple[np.ndarray, Evidence]:
+        """One pass of :meth:`_fusion` for the query vector ``qvec``.
+
+        ``mixed`` is the lexical card ranking (server mix, jobs, skills applied); ``card`` the
+        question's own lexical card scores in [0, 1]."""
+        steps = self.steps
+        card_cos, centroid_cos, label_cos = steps.cosines(vectors, self.groups, qvec)
+        views = np.stack(
+            [
+                self.groups.per_server_max(mixed),
+                self.groups.per_server_max(ev.card_raw),
+                steps.server_card_cosine(card_cos, self.groups),
+                centroid_cos,
+                label_cos,
+            ]
+        )
+        fused = steps.combine_views(views)
+        span = float(fused.max() - fused.min())
+        fused01 = (fused - fused.min()) / span if span > 1e-12 else np.ones_like(fused)
+        card_sem = np.clip(card_cos, 0.0, 1.0)
+        own = steps.mix(card, card_sem, self.semantic_weight)
+        w = self.config.fused_server_weight
+        out = w * fused01[self._card_server] + (1.0 - w) * own
+        self._inherit_named(out)
+        evidence = replace(
+            ev,
+            card_sem=card_sem,
+            server_sem=np.clip(centroid_cos, 0.0, 1.0),
+            fused=fused,
+            view_top=views.argmax(axis=1),
+            label_sem=label_cos,
+        )
+        return out, evidence
+
+    def _inherit_named(self, scores: np.ndarray) -> None:
+        """A skill scores at least as well as the best tool it names (discounted), in place."""
+        for i, named in self._inherit:
+            scores[i] = max(scores[i], 0.9 * float(scores[named].max()))
+
+    # -- the public face ------------------------------------------------------------------------
+
+    def rank(self, question: str, *, limit: int | None = 50, implied: bool = True) -> Ranking:
+        """Score every card for ``question``; keep the best ``limit`` (``None``: all); rank the servers.
+
+        With ``implied``, each need the question implies (:func:`implied_needs`) moves its own best
+        server up to the fifth place of the server list."""
+        jobs = self.steps.jobs(question)
+        if not self.cards:
+            return Ranking(question, [], [])
+        vectors = self.vectors  # read once: vectors finished in the background join at the next ranking
+        qvecs = (
+            self._query_vectors(question, jobs, implied) if self.encoder is not None and vectors is not None else None
+        )
+        card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
+        mixed, jobs_found = self._mix_jobs(card, server, jobs, qvecs)
+        if qvecs is not None and vectors is not None:
+            mixed, evidence = self._fusion(mixed, card, evidence, qvecs[0], vectors)
+        peak = mixed.max()
+        if peak > 0:
+            mixed = mixed / peak
+        order = self._order(mixed, limit)
+        scored = self._scored(question, order, mixed, None if qvecs is None else qvecs[0], vectors)
+        server_best = self.groups.per_server_max(mixed)
+        s_order = np.argsort(-server_best, kind="stable")
+        servers = list(zip(self._labels[s_order].tolist(), server_best[s_order].tolist(), strict=True))
+        needs = self.place_implied(question, servers) if implied else []
+        # the whole question is told about its top card: what a decision chooses
+        top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
+        return Ranking(
+            question=question,
+            scored=scored,
+            servers=servers,
+            units=[self._anchored(evidence, top_card), *jobs_found],
+            implied=needs,
+            implied_units=[unit for unit in map(self.need_unit, (need for need, _ in needs)) if unit is not None],
+            semantic=qvecs is not None,
+            indexing=self.indexing,
+        )
+
+    def _query_vectors(self, question: str, jobs: list[str], implied: bool) -> np.ndarray:
+        """The question's vectors (:meth:`RankSteps.query_texts`): primed, or encoded with the needs it
+        implies that no ranking has met yet (one pass over the model's weights, not two; their own
+        rankings read them back)."""
+        assert self.encoder is not None
+        texts = self.steps.query_texts(question, jobs)
+        primed = [self._primed.get(t) for t in texts]
+        if all(v is not None for v in primed):
+            return np.stack([v for v in primed if v is not None])
+        fresh = self._unmet_needs([question]) if implied else []
+        fresh = [need for need in fresh if need not in texts]
+        vectors = np.asarray(self.encoder.encode([*texts, *fresh]), dtype=np.float32)
+        if fresh:
+            self._primed = {**self._primed, **dict(zip(fresh, vectors[len(texts) :], strict=True))}
+        return vectors[: len(texts)]
+
+    def _mix_jobs(
+        self, card: np.ndarray, server: np.ndarray, jobs: list[str], qvecs: np.ndarray | None
+    ) -> tuple[np.ndarray, list[Unit]]:
+        """The lexical card ranking: each card's score mixed with its server's, each job's ranking merged
+        in (:meth:`RankSteps.merge_job`), skills lifted by the tools they name; and what each job found."""
+        server_mix = self.config.server_mix
+        mixed = (1 - server_mix) * card + server_mix * server[self._card_server]
+        found: list[Unit] = []
+        for j, job in enumerate(jobs):
+            jc, js, job_evidence = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1])
+            jm = (1 - server_mix) * jc + server_mix * js[self._card_server]
+            found.append(self._anchored(job_evidence, int(np.argmax(jm))))  # told about the job's best card
+            if jm.max() > 0:
+                self.steps.merge_job(mixed, jm, len(jobs))
+        self._inherit_named(mixed)
+        return mixed, found
+
+    @staticmethod
+    def _order(scores: np.ndarray, limit: int | None) -> np.ndarray:
+        """The best ``limit`` card indices (``None``: all), best first."""
+        if limit is None or limit >= len(scores):
+            return np.argsort(-scores, kind="stable")
+        top = np.argpartition(-scores, limit)[:limit]
+        return top[np.argsort(-scores[top], kind="stable")]
+
+    def _scored(
+        self,
+        question: str,
+        order: np.ndarray,
+        mixed: np.ndarray,
+        qvec: np.ndarray | None,
+        vectors: SemanticVectors | None,
+    ) -> list[Scored]:
+        """The cards at ``order`` with their scores, raw BM25, cosine and matched terms."""
+        terms = self.query_terms(question)
+        card_raw = self.index.cards.scores(terms) if len(order) else np.zeros(0)
+        sem = None if qvec is None or vectors is None else np.einsum("ij,j->i", vectors.cards[order], qvec)
+        # plain Python numbers in one conversion each, not one numpy scalar per card
+        rows = order.tolist()
+        scores, lexicals = mixed[order].tolist(), card_raw[order].tolist()
+        sems: list[float | None] = [None] * len(rows) if sem is None else sem.tolist()
+        card_terms = self.index.card_terms
+        return [
+            Scored(
+                card=self.cards[i],
+                score=score,
+                lexical=lexical,
+                semantic=cosine,
+                matched_terms=tuple(filter(card_terms[i].__contains__, terms)),
+            )
+            for i, score, lexical, cosine in zip(rows, scores, lexicals, sems, strict=True)
+        ]
+
+    def prime(self, questions: Sequence[str]) -> None:
+        """Encode several questions (the needs of one question) in one encoder call, with the needs
+        they imply that no ranking has met yet; ranking each of them next reuses its vector. Only the
+        last call's questions are kept."""
+        if self.encoder is None or self.vectors is None:
+            return
+        texts = list(dict.fromkeys([*questions, *self._unmet_needs(questions)]))
+        vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        self._primed = dict(zip(texts, vectors, strict=True))
+
+    def _unmet_needs(self, questions: Sequence[str]) -> list[str]:
+        """The needs ``questions`` imply whose semantic ranking is not remembered yet (nor their vector primed)."""
+        needs = dict.fromkeys(need for q in questions for need in self.steps.implied_needs(q))
+        return [need for need in needs if (True, need) not in self._best_for_need and need not in self._primed]
+
+    def place_implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
+        """Give each need ``question`` implies one place among the first servers of ``servers`` (a
+        ranking's server list, reordered in place); (need, its best server) for each need matched."""
+        found: list[tuple[str, str]] = []
+        for need in self.steps.implied_needs(question):
+            best = self.best_server(need)
+            if best is not None:
+                found.append((need, best))
+        _move_up(servers, list(dict.fromkeys(best for _, best in found))[: IMPLIED_SLOT + 1])
+        return found
+
+    def best_server(self, need: str) -> str | None:
+        """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
+        unit = self.need_unit(need)
+        return None if unit is None else unit.server
+
+    def best_card(self, need: str) -> Card | None:
+        """The card a need's own ranking puts first (``None``: nothing matched it)."""
+        unit = self.need_unit(need)
+        return None if unit is None else self.cards[unit.card]
+
+    def need_unit(self, need: str) -> Unit | None:
+        """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
+        key = (self.semantic, need)  # a need ranked lexically while vectors were encoded is ranked again
+        if key not in self._best_for_need:
+            ranking = self.rank(need, implied=False)
+            top = ranking.scored[0].score if ranking.scored else 0.0
+            unit = ranking.units[0] if top > 0 and ranking.units else None
+            self._best_for_need[(ranking.semantic, need)] = unit
+            return unit
+        return self._best_for_need[key]
+
+    def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
+        """Cards scored for ``question``, best first (all of them unless ``limit``)."""
+        return self.rank(question, limit=limit).scored
+
+
+def _skills_inherit(cards: Sequence[Card]) -> list[tuple[int, np.ndarray]]:
+    """Each skill that names tools of the catalog, with the card indexes of those tools (a skill scores
+    at least as well as the best of them, discounted)."""
+    tool_index = {(card.server, card.name): i for i, card in enumerate(cards) if card.kind == "tool"}
+    inherit = [
+        (i, np.array([tool_index[t] for t in card.tools if t in tool_index], dtype=np.int64))
+        for i, card in enumerate(cards)
+        if card.kind == "skill"
+    ]
+    return [(i, js) for i, js in inherit if len(js)]
+
+
+def _move_up(servers: list[tuple[str, float]], wanted: list[str]) -> None:
+    """Give each of ``wanted`` a place among the first :data:`IMPLIED_SLOT` + 1 of ``servers`` (in place).
+
+    Each server moved up takes the place of the last of the first places that no need asked for;
+    scores stay non-increasing."""
+    width = IMPLIED_SLOT + 1
+    top = servers[:width]
+    moved = [label for label in wanted if all(label != t for t, _ in top)]
+    if not moved:
+        return
+    # drop the last of the first places that no need asked for, one per server moved up
+    head = list(top)
+    for _ in moved:
+        drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
+        head.pop(drop)
+    placed = {label for label, _ in head}.union(moved)
+    floor = head[-1][1] if head else servers[0][1]
+    reordered = [*head, *((label, floor) for label in moved)]
+    # scores stay non-increasing: none above the entry before it. The rest keep their order, so
+    # once one is at or below the entry before it, so is every one after it: only a few change
+    rest = [e for e in servers if e[0] not in placed]
+    at = 0
+    while at < len(rest) and rest[at][1] > reordered[-1][1]:
+        reordered.append((rest[at][0], reordered[-1][1]))
+        at += 1
+    reordered.extend(rest[at:])
+    servers[:] = reordered

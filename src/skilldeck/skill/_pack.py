@@ -1,0 +1,619 @@
+"""The skill pack: a folder of skills read into memory, for the server and the host alike.
+
+This is the only filesystem I/O below ``skilldeck.server`` and ``skilldeck.host``: a server serves
+what it reads (its :class:`~skilldeck.server._catalog.Catalog` is built from the skills loaded here), and
+a host reads its local skills through :class:`Pack`. Neither side owns the format of a pack.
+
+:class:`DirectorySource` walks one or more folders: every folder holding a ``SKILL.md`` is a skill,
+its path below the root is its skill path (``acme/billing/refunds``), and every file under it is
+read into memory at load, so the manifest published always matches the bytes served, whatever
+happens on disk afterwards. What cannot be served safely is refused and reported, never served:
+
+* a symlink whose target lies outside the root (or a symlinked folder, which is not followed);
+* a special file (FIFO, socket, device) or a file that cannot be read;
+* a skill whose ``SKILL.md`` is not valid, whose name differs from its folder, or that is over
+  the per-skill limits (512 files, 16 MiB);
+* folders nested more than :data:`MAX_DEPTH` levels below the root.
+
+Nothing below a root is opened by path: each folder and file is opened relative to its parent's
+descriptor with ``O_NOFOLLOW`` and read from the descriptor that was checked, so renames racing
+with a load (a folder swapped for a symlink to ``/etc``) can make a file fail to load but can never
+publish a byte from outside the root.
+
+A refused *file* leaves the rest of its skill served; a refused *skill* leaves the other skills
+served. Each refusal is a :class:`~skilldeck.errors.SkillError` naming the path and the rule.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Protocol, TypeVar
+
+from skilldeck.errors import FrontmatterError, NotServedError, SkillError, SourceError, shorten
+from skilldeck.skill._frontmatter import parse_skill_md, validate_frontmatter
+from skilldeck.skill._manifest import MAX_RESOURCES_PER_SKILL, MAX_SKILL_BYTES, SkillEntry, build_entry, check_limits
+from skilldeck.skill._uri import DIRECTORY_MIME_TYPE, SKILL_MD, directory_uri, file_uri, mime_type_for
+
+__all__ = [
+    "DEFAULT_IGNORE",
+    "MAX_DEPTH",
+    "DirectoryChild",
+    "DirectorySource",
+    "LoadResult",
+    "Pack",
+    "SkillFile",
+    "StaticIndex",
+    "StaticSkill",
+    "children_of",
+    "first_per_path",
+    "load_all",
+]
+
+DEFAULT_IGNORE = frozenset({".git", ".hg", ".svn", "__pycache__", ".DS_Store", ".pytest_cache", ".mypy_cache"})
+"""Names never treated as skill files (version-control and cache folders)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFile:
+    """One served file: its URI, type and the exact bytes its digest covers."""
+
+    uri: str
+    path: str
+    mime_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class StaticSkill:
+    """A skill whose files were snapshotted at load: ``files`` maps ``/`` paths (relative to the skill root) to bytes."""
+
+    skill_path: str
+    entry: SkillEntry
+    files: Mapping[str, bytes]
+    origin: str = ""
+    """Where it was loaded from (a folder), for reports."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryChild:
+    """A direct child of a directory resource, as ``resources/directory/read`` lists it."""
+
+    uri: str
+    name: str
+    mime_type: str
+    size: int | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire: dict[str, object] = {"uri": self.uri, "name": self.name, "mimeType": self.mime_type}
+        if self.size is not None:
+            wire["size"] = self.size
+        return wire
+
+
+def children_of(prefix: str, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> list[DirectoryChild]:
+    """Direct children of the directory ``prefix`` (a ``/`` path, ``""`` for the top) among file ``paths``.
+
+    URIs are ``skill://`` URIs of the full paths; sorted by name, folders and files alike.
+    """
+    base = f"{prefix}/" if prefix else ""
+    found: dict[str, DirectoryChild] = {}
+    for path in paths:
+        if not path.startswith(base):
+            continue
+        rest = path[len(base) :]
+        head, sep, _ = rest.partition("/")
+        full = base + head
+        skill_path, _, file_path = full.rpartition("/")
+        if sep:
+            found.setdefault(head, DirectoryChild(uri=directory_uri(full), name=head, mime_type=DIRECTORY_MIME_TYPE))
+        else:
+            uri = file_uri(skill_path, file_path) if skill_path else directory_uri(file_path)
+            found[head] = DirectoryChild(
+                uri=uri, name=head, mime_type=mime_type_for(head), size=None if sizes is None else sizes.get(path)
+            )
+    return [found[name] for name in sorted(found)]
+
+
+@dataclass
+class LoadResult:
+    """What one load produced: the skills to serve and everything refused on the way."""
+
+    skills: list[StaticSkill] = field(default_factory=list)
+    problems: list[SkillError] = field(default_factory=list)
+
+
+class DirectorySource:
+    """Skills from folders on disk.
+
+    Args:
+        roots: folders to scan. A root that itself holds a ``SKILL.md`` is one skill, served
+            under the root's own name.
+        prefix: an organizational prefix put before every skill path (``"acme"`` serves
+            ``billing/refunds`` as ``acme/billing/refunds``).
+        ignore: file and folder names to skip.
+
+    Raises:
+        SourceError: a root does not exist or is not a folder.
+    """
+
+    def __init__(
+        self, *roots: str | os.PathLike[str], prefix: str = "", ignore: Iterable[str] = DEFAULT_IGNORE
+    ) -> None:
+        if not roots:
+            raise SourceError("DirectorySource needs at least one folder", rule="no-roots")
+        self.roots: tuple[Path, ...] = tuple(Path(r) for r in roots)
+        for root in self.roots:
+            if not root.is_dir():
+                raise SourceError("is not a folder (pass the folder that holds your skills)", path=str(root))
+        self.prefix = prefix.strip("/")
+        self.ignore = frozenset(ignore)
+
+    def load(self) -> LoadResult:
+        """Scan every root and snapshot every skill. Blocking I/O: run it off the event loop."""
+        result = LoadResult()
+        served: dict[str, str] = {}
+        for root in self.roots:
+            skills = self._load_root(root, result.problems)
+            result.skills += first_per_path(skills, result.problems, origin=_origin, served=served)
+        return result
+
+    # -- one root ------------------------------------------------------------------------------
+    #
+    # Every open below the root is relative to a descriptor already held (openat style), with
+    # O_NOFOLLOW at every component, so a folder swapped for a symlink at any moment makes that
+    # open fail instead of leading outside the root. Symlinked *files* are resolved by
+    # :func:`_open_beneath`, one component at a time from the root descriptor, and refused as
+    # soon as they would leave it. Bytes are read from the descriptor that was checked.
+
+    def _load_root(self, root: Path, problems: list[SkillError]) -> list[StaticSkill]:
+        real_root = Path(os.path.realpath(root))
+        try:
+            root_fd = os.open(root, _O_ROOT)  # the configured path itself may be a link: the user chose it
+        except OSError as exc:
+            problems.append(
+                SourceError(
+                    f"cannot be opened ({exc.strerror or exc}); no skills served from it",
+                    path=str(root),
+                    rule="unreadable",
+                )
+            )
+            return []
+        try:
+            ctx = _Root(
+                fd=root_fd,
+                path=root,
+                name=real_root.name,
+                absolute=(PurePosixPath(os.path.abspath(root)).parts, PurePosixPath(real_root).parts),
+            )
+            skill_dirs: list[tuple[str, ...]] = []
+            found: list[SkillError] = []  # only depth is reported from here; the rest when a skill is read
+            for parts, _fd, _folders, files in self._walk(ctx, root_fd, (), found):
+                if SKILL_MD in files:
+                    skill_dirs.append(parts)
+                    continue
+                for name in files:
+                    if name.lower() == SKILL_MD.lower():  # skill.md, Skill.md: said, not silently skipped
+                        problems.append(
+                            SkillError(
+                                f"not a skill: the file must be named {SKILL_MD} (in capitals); rename it",
+                                path=str(ctx.path.joinpath(*parts, name)),
+                                rule="skill-md-name",
+                            )
+                        )
+            skills = []
+            for parts in sorted(skill_dirs):
+                rel = ctx.name if not parts else "/".join(parts)
+                skill_path = f"{self.prefix}/{rel}" if self.prefix else rel
+                try:
+                    skills.append(self._load_skill(ctx, parts, skill_path, problems))
+                except SkillError as exc:
+                    problems.append(exc)
+            reported = {str(p) for p in problems}
+            problems.extend(p for p in found if p.rule == "limit-depth" and str(p) not in reported)
+            return skills
+        finally:
+            os.close(root_fd)
+
+    def _load_skill(
+        self, ctx: _Root, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
+    ) -> StaticSkill:
+        skill_dir = ctx.path.joinpath(*parts)
+        try:
+            skill_fd = _open_folder(ctx.fd, parts)
+        except OSError as exc:
+            raise SkillError(
+                f"folder cannot be opened ({exc.strerror or exc}); was it replaced by a symlink?",
+                path=str(skill_dir),
+                rule="unreadable",
+            ) from None
+        files: dict[str, bytes] = {}
+        total = 0
+        walk = self._walk_files(ctx, skill_fd, parts, problems)
+        try:
+            for rel, path, dir_fd, dir_parts, name in walk:
+                data = self._read_file(ctx, dir_fd, dir_parts, name, path, problems)
+                if data is None:
+                    if rel == SKILL_MD:
+                        raise SkillError(
+                            "SKILL.md cannot be served (see the problem above)", path=str(path), rule="skill-md"
+                        )
+                    continue
+                files[rel] = data
+                total += len(data)
+                if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:
+                    # Stop reading early; check_limits below words the error.
+                    check_limits(str(skill_dir), {**{p: len(d) for p, d in files.items()}})
+        finally:
+            walk.close()
+            os.close(skill_fd)
+        if SKILL_MD not in files:
+            raise SkillError("has no readable SKILL.md", path=str(skill_dir), rule="skill-md")
+        skill_md = skill_dir / SKILL_MD
+        try:
+            text = files[SKILL_MD].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = files[SKILL_MD].count(b"\n", 0, exc.start) + 1
+            raise FrontmatterError(
+                f"SKILL.md is not valid UTF-8 (line {line}); save it as UTF-8", path=str(skill_md), rule="encoding"
+            ) from None
+        parsed = parse_skill_md(text, path=str(skill_md))
+        validate_frontmatter(parsed.frontmatter, directory_name=parts[-1] if parts else ctx.name, path=str(skill_md))
+        try:
+            entry = build_entry(skill_path, parsed.frontmatter, files)
+        except SkillError as exc:
+            raise type(exc)(exc.reason, path=str(skill_dir), rule=exc.rule) from None
+        return StaticSkill(skill_path=skill_path, entry=entry, files=files, origin=str(skill_dir))
+
+    def _walk_files(
+        self, ctx: _Root, skill_fd: int, parts: tuple[str, ...], problems: list[SkillError]
+    ) -> Generator[tuple[str, Path, int, tuple[str, ...], str], None, None]:
+        """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name)``.
+
+        The folder descriptor stays open until the consumer asks for the next file, so the file
+        is read from the folder that was listed.
+        """
+        skill_dir = ctx.path.joinpath(*parts)
+        for here, dir_fd, _folders, files in self._walk(ctx, skill_fd, parts, problems):
+            for name in files:
+                path = ctx.path.joinpath(*here, name)
+                yield path.relative_to(skill_dir).as_posix(), path, dir_fd, here, name
+
+    def _walk(
+        self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]
+    ) -> Iterator[tuple[tuple[str, ...], int, list[str], list[str]]]:
+        """Top-down walk from an open folder, never through a symlink: ``(parts, fd, folders, files)``.
+
+        Files are everything that is not a folder (symlinks to files and dangling symlinks
+        included: reading them decides). Symlinked folders are not followed; they and folders
+        nested over :data:`MAX_DEPTH` levels are reported to ``problems``.
+        """
+        try:
+            names = sorted(n for n in os.listdir(dir_fd) if n not in self.ignore)
+        except OSError as exc:
+            problems.append(
+                SkillError(
+                    f"folder cannot be listed ({exc.strerror or exc})",
+                    path=str(ctx.path.joinpath(*parts)),
+                    rule="unreadable",
+                )
+            )
+            return
+        folders: list[str] = []
+        files: list[str] = []
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    try:  # only to tell a symlinked folder from a symlinked file; nothing is opened
+                        st = os.stat(name, dir_fd=dir_fd)
+                    except OSError:
+                        files.append(name)  # dangling: reported when read
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        problems.append(
+                            SkillError(
+                                "symlinked folder is not followed; copy its files into the skill instead",
+                                path=str(ctx.path.joinpath(*parts, name)),
+                                rule="symlink-folder",
+                            )
+                        )
+                        continue
+            except OSError:
+                continue  # vanished since the listing
+            (folders if stat.S_ISDIR(st.st_mode) else files).append(name)
+        yield parts, dir_fd, folders, files
+        for name in folders:
+            path = ctx.path.joinpath(*parts, name)
+            if len(parts) >= MAX_DEPTH:
+                problems.append(
+                    SkillError(
+                        f"folder nested more than {MAX_DEPTH} levels below the root is not read",
+                        path=str(path),
+                        rule="limit-depth",
+                    )
+                )
+                continue
+            try:
+                child = os.open(name, _O_FOLDER, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    problems.append(
+                        SkillError(
+                            f"folder cannot be opened ({exc.strerror or exc}); a folder replaced by a symlink "
+                            "is not followed",
+                            path=str(path),
+                            rule="unreadable",
+                        )
+                    )
+                continue
+            try:
+                yield from self._walk(ctx, child, (*parts, name), problems)
+            finally:
+                os.close(child)
+
+    @staticmethod
+    def _read_file(
+        ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str, path: Path, problems: list[SkillError]
+    ) -> bytes | None:
+        """The bytes of one file, or ``None`` (with a problem recorded) when it must not be served."""
+        special = SkillError(
+            "is not a regular file (FIFO, socket or device); refused", path=str(path), rule="special-file"
+        )
+        try:
+            fd = _open_beneath(ctx, dir_fd, dir_parts, name)
+        except _Escape:
+            problems.append(
+                SkillError(
+                    f"symlink points outside the skills root ({ctx.path}); refused",
+                    path=str(path),
+                    rule="symlink-escape",
+                )
+            )
+            return None
+        except _NotRegular:
+            problems.append(special)
+            return None
+        except OSError as exc:
+            problems.append(
+                SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=str(path), rule="unreadable")
+            )
+            return None
+        try:
+            st = os.fstat(fd)  # the file actually opened, whatever was renamed since
+            if not stat.S_ISREG(st.st_mode):
+                problems.append(special)
+                return None
+            if st.st_size > MAX_SKILL_BYTES:
+                problems.append(
+                    SkillError(
+                        f"file is {st.st_size} bytes, over the 16 MiB per-skill limit; refused",
+                        path=str(path),
+                        rule="limit-size",
+                    )
+                )
+                return None
+            return _read_at_most(fd, MAX_SKILL_BYTES + 1)
+        except OSError as exc:
+            problems.append(
+                SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=str(path), rule="unreadable")
+            )
+            return None
+        finally:
+            os.close(fd)
+
+
+# -- opening below a root without following links out of it ---------------------------------------
+
+MAX_DEPTH = 32
+"""Folder levels below a root that are walked; deeper folders are reported and not read."""
+
+MAX_SYMLINK_HOPS = 40
+"""Symlinks followed while resolving one file (the kernel's own limit); more is a loop."""
+
+_O_ROOT = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_O_FOLDER = _O_ROOT | os.O_NOFOLLOW
+_O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks the open
+
+
+@dataclass(frozen=True)
+class _Root:
+    """One root during one load: its descriptor, and the names absolute symlinks may use for it."""
+
+    fd: int
+    path: Path  # as configured, for messages only
+    name: str  # the real folder's name (the skill name when the root is itself a skill)
+    absolute: tuple[tuple[str, ...], ...]  # the root's absolute path as configured and resolved, as parts
+
+
+class _Escape(Exception):
+    """A symlink resolves outside the root."""
+
+
+class _NotRegular(Exception):
+    """The file is a FIFO, socket, device or folder: it is not opened at all."""
+
+
+def _open_folder(root_fd: int, parts: tuple[str, ...]) -> int:
+    """Open the folder ``parts`` below ``root_fd`` following no symlink at any component."""
+    fd = os.dup(root_fd)
+    try:
+        for part in parts:
+            child = os.open(part, _O_FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_beneath(ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str) -> int:
+    """Open file ``name`` of the open folder ``dir_fd`` (at ``dir_parts`` below the root) for reading.
+
+    A regular file is opened with ``O_NOFOLLOW`` right there. A symlink is resolved by hand from the
+    root descriptor: each component is opened with ``O_NOFOLLOW``, each link met is read and spliced
+    in, ``..`` steps back along the descriptors already opened, and an absolute target must name the
+    root as configured or as resolved. Anything that would leave the root raises :class:`_Escape`;
+    a rename racing with this can only make an open fail, never reach outside.
+    """
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if not stat.S_ISLNK(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotRegular
+        return os.open(name, _O_FILE, dir_fd=dir_fd)
+    pending = [*dir_parts, name]
+    stack = [os.dup(ctx.fd)]
+    hops = 0
+    try:
+        while pending:
+            part = pending.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if len(stack) == 1:
+                    raise _Escape
+                os.close(stack.pop())
+                continue
+            here = stack[-1]
+            st = os.stat(part, dir_fd=here, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                target = PurePosixPath(os.readlink(part, dir_fd=here))
+                if target.is_absolute():
+                    inside = next((target.parts[len(a) :] for a in ctx.absolute if target.parts[: len(a)] == a), None)
+                    if inside is None:
+                        raise _Escape
+                    while len(stack) > 1:
+                        os.close(stack.pop())
+                    pending[:0] = inside
+                else:
+                    pending[:0] = target.parts
+                continue
+            if pending:
+                stack.append(os.open(part, _O_FOLDER, dir_fd=here))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise _NotRegular
+            return os.open(part, _O_FILE, dir_fd=here)
+        raise _NotRegular  # the link resolves to the root folder itself
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def load_all(sources: Sequence[DirectorySource]) -> LoadResult:
+    """Load several directory sources into one result, refusing skill paths served twice."""
+    merged = LoadResult()
+    served: dict[str, str] = {}
+    for source in sources:
+        result = source.load()
+        merged.problems.extend(result.problems)
+        merged.skills += first_per_path(result.skills, merged.problems, origin=_origin, served=served)
+    return merged
+
+
+class _AtAPath(Protocol):
+    @property
+    def skill_path(self) -> str: ...
+
+
+S = TypeVar("S", bound=_AtAPath)
+
+
+def first_per_path(
+    skills: Iterable[S],
+    problems: list[SkillError],
+    *,
+    origin: Callable[[S], str],
+    served: dict[str, str] | None = None,
+) -> list[S]:
+    """The first of ``skills`` at each skill path; each later one is refused into ``problems``.
+
+    ``served`` (skill path to the ``origin`` of the skill kept there) carries what earlier calls kept.
+    """
+    served = {} if served is None else served
+    kept: list[S] = []
+    for skill in skills:
+        if skill.skill_path in served:
+            problems.append(
+                SkillError(
+                    f"skill path {skill.skill_path!r} is already served from {served[skill.skill_path]}",
+                    path=origin(skill),
+                    rule="duplicate-path",
+                )
+            )
+            continue
+        served[skill.skill_path] = origin(skill)
+        kept.append(skill)
+    return kept
+
+
+def _origin(skill: StaticSkill) -> str:
+    return skill.origin
+
+
+class StaticIndex:
+    """Skills' entries and static files by URI: the index :class:`Pack` and the server's catalog share.
+
+    A file two skills both hold (a skill nested in another's folder) is the first skill's.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, SkillEntry] = {}
+        self._files: dict[str, SkillFile] = {}
+
+    def _index(self, skill: StaticSkill) -> None:
+        """Add ``skill``'s entry and every file of it not already indexed."""
+        self._entries[skill.entry.uri] = skill.entry
+        for rel, data in skill.files.items():
+            uri = file_uri(skill.skill_path, rel)
+            self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
+
+    def get(self, uri: str) -> SkillEntry:
+        """The entry of the skill whose ``SKILL.md`` is at ``uri``.
+
+        Raises:
+            NotServedError: no skill is served at ``uri``.
+        """
+        entry = self._entries.get(uri)
+        if entry is None:
+            raise NotServedError(f"No skill is served at {shorten(uri)}", uri=uri)
+        return entry
+
+    def static_file(self, uri: str) -> SkillFile | None:
+        """The static file at ``uri``, if any."""
+        return self._files.get(uri)
+
+
+class Pack(StaticIndex):
+    """A loaded pack indexed by URI, as a host reads its local skills: no paging, no dynamic skills."""
+
+    def __init__(self, loaded: LoadResult) -> None:
+        super().__init__()
+        self.problems: list[SkillError] = list(loaded.problems)
+        for skill in loaded.skills:
+            self._index(skill)
+
+    @property
+    def entries(self) -> list[SkillEntry]:
+        """Every entry, in URI order."""
+        return [self._entries[uri] for uri in sorted(self._entries)]
