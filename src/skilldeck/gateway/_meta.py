@@ -45,6 +45,7 @@ from skilldeck.select._decide import MAX_NEEDS
 
 __all__ = [
     "CALL",
+    "DEFAULT_FIND_LIMIT",
     "FIND",
     "LOAD",
     "MAX_FIND_LIMIT",
@@ -78,6 +79,7 @@ CALL: Final = "call"
 MAX_QUERY_CHARS: Final = 2_000
 """The longest ``find`` query (and each of its ``needs``)."""
 MAX_FIND_LIMIT: Final = 50
+DEFAULT_FIND_LIMIT: Final = 5
 """The most cards one ``find`` returns."""
 MAX_LOAD_IDS: Final = 20
 """The most card ids one ``load`` takes."""
@@ -159,9 +161,9 @@ class FindArguments(MetaArguments):
     }
 
     query: Annotated[_Text, Field(description="The task in your own words")]
-    limit: Annotated[int | None, Field(ge=1, le=MAX_FIND_LIMIT, description="How many cards at most (default 5)")] = (
-        None
-    )
+    limit: Annotated[
+        int | None, Field(ge=1, le=MAX_FIND_LIMIT, description=f"How many cards at most (default {DEFAULT_FIND_LIMIT})")
+    ] = None
     needs: Annotated[
         list[_Text] | None,
         Field(

@@ -37,6 +37,7 @@ from typing import Any, Literal, cast
 from skilldeck._records import JsonLinesLog
 from skilldeck.errors import GateRefused, SkilldeckError, shorten
 from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, per_connection
+from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
@@ -56,7 +57,6 @@ from skilldeck.skill._uri import is_text_mime_type, mime_type_for
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "tool_id"]
 
-DEFAULT_FIND_LIMIT = 5
 SERVERS_FIRST = 5
 """``find`` leads with the best card of each of this many servers, in the decision's server order."""
 MAX_SELECTORS = 32
@@ -292,7 +292,7 @@ class GatewayService:
     ) -> dict[str, Any]:
         """Ranked cards for ``query`` (or for each of ``needs``, when the caller split the task), or an
         abstention with its reason. Never input schemas."""
-        limit = DEFAULT_FIND_LIMIT if limit is None else max(1, min(int(limit), 50))
+        limit = DEFAULT_FIND_LIMIT if limit is None else max(1, min(int(limit), MAX_FIND_LIMIT))
         index = self.index_for(caller)
         decision = index.selector.decide(list(needs) if needs else query)
         cards = []
