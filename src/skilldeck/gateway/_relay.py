@@ -411,7 +411,7 @@ async def forward_log_level(host: Host, level: str) -> None:
     2026-07-28 upstreams have no ``logging/setLevel``: each proxied call carries its caller's level.
     An upstream that refuses is left as it is (its messages are still filtered per client).
     """
-    for label, connected in list(host.connections.connected.items()):
+    for label, connected in list(host.sessions.items()):
         capabilities = connected.client.server_capabilities
         if (
             connected.protocol_version in MODERN_PROTOCOL_VERSIONS

@@ -221,7 +221,7 @@ class GatewayMiddleware:
             activation = self.service.activations.peek(who.client)
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
-        registry_tools = {(t.label, t.name): t.tool for t in self.service.host.registry.tools()}
+        registry_tools = {(t.label, t.name): t.tool for t in self.service.host.tools()}
         for label, name in shown:
             upstream = registry_tools.get((label, name))
             if upstream is None or (label, name) in listed:
