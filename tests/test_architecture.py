@@ -266,3 +266,20 @@ def test_server_adapters_use_each_other_only_through_public_names(module_file: s
 def test_a_shared_piece_is_written_in_one_module(text: str) -> None:
     holders = [str(path.relative_to(SRC)) for path in SRC.rglob("*.py") if text in path.read_text(encoding="utf-8")]
     assert len(holders) == 1, holders
+
+
+def test_nothing_outside_the_host_reaches_into_its_parts() -> None:
+    """``Host`` answers what its users ask (``sessions``, ``tools()``, ``skills``...): code outside ``host/``
+    never reads ``host.connections`` or ``host.registry`` (64 places did, and each was coupled to both)."""
+    reaches = []
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts[0] == "host":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("connections", "registry")
+                and ast.unparse(node.value).split(".")[-1] == "host"
+            ):
+                reaches.append(f"{path.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}")
+    assert reaches == [], reaches
