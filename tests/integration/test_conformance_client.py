@@ -152,6 +152,28 @@ def test_every_expected_failure_has_a_reason() -> None:
     assert not [e for e in entries if e.partition(":")[0] not in known], "entries naming no scenario of the suite"
 
 
+SKILLS_SCENARIOS = {  # run by tests/integration/test_conformance_host.py
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+}
+LISTED = re.compile(r"^\s*-\s*(?P<name>\S+)\s*\[(?P<tags>[^\]]*)\]")
+
+
+def test_every_client_scenario_of_the_suite_is_run(run_npx, conformance_cmd: list[str]) -> None:
+    """``conformance list --client`` names exactly the scenarios above, in the eras above (a new pin may add some)."""
+    result = run_npx(*conformance_cmd, "list", "--client")
+    assert result.returncode == 0, result.describe()
+    listed: dict[str, tuple[str, ...]] = {}
+    for line in result.stdout.splitlines():
+        if (match := LISTED.match(line)) and match["name"] not in SKILLS_SCENARIOS:
+            tags = [t.strip() for t in match["tags"].split(",")]
+            eras = tuple(t for t in tags if t in (OLD, NEW)) or tuple(t for t in tags if t[:1].isdigit())
+            listed[match["name"]] = eras or (EXTENSION,)
+    assert listed == {**CORE, **AUTH}, result.describe()
+
+
 def _problems(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c for c in checks if c.get("status") not in ("SUCCESS", "INFO")]
 
