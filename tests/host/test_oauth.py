@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.to_thread
@@ -323,6 +324,33 @@ async def test_a_server_asking_for_more_scope_is_unavailable_with_the_login_hint
             f"needs a login (the server asks for more scope: {SCOPE}): run skilldeck login {url}"
         )
     assert provider.refreshes == 1
+
+
+async def test_the_next_login_asks_for_the_scope_a_server_asked_more_of(
+    tmp_path: Path, url: str, provider: Provider
+) -> None:
+    store, spec = await logged_in(tmp_path, url)
+    provider.granted = []  # the refreshed tokens lack the scope the server requires: 403 insufficient_scope
+    provider.expire_access_tokens()
+    async with Connections([spec], credentials=store) as connections:
+        assert "the server asks for more scope" in connections.failures["remote"].reason
+    record = store.load(url)
+    assert record is not None
+    assert record["step_up"] == SCOPE  # what was granted (nothing), and what the server asked for (SEP-2350)
+    asked: list[list[str] | None] = []
+
+    async def show(authorization_url: str) -> None:
+        asked.append(parse_qs(urlsplit(authorization_url).query).get("scope"))
+        await browse(authorization_url)
+
+    provider.granted = None
+    assert await login(spec, store, show, connect_once, timeout=30)
+    assert asked == [[SCOPE]]
+    record = store.load(url)
+    assert record is not None
+    assert record.get("step_up") is None  # asked for: the login after this one asks for what the server names
+    async with Connections([spec], credentials=store) as connections:
+        assert list(connections.connected) == ["remote"]
 
 
 async def test_concurrent_refusals_refresh_once(tmp_path: Path, url: str, provider: Provider) -> None:

@@ -13,7 +13,8 @@ document, PKCE, the scopes of a ``WWW-Authenticate`` challenge or ``scopes_suppo
   gateway refreshes what it can and otherwise raises :class:`~skilldeck.errors.LoginRequired` at
   once, whose message names the command to run (``skilldeck login LABEL --config FILE``); a server
   that answers 401 while nothing is stored for it gets the same answer, without registering a
-  client first;
+  client first; one that answers ``403 insufficient_scope`` too, and the scopes it asked for, with
+  those granted, are kept in the store for the next login to ask for (SEP-2350's union);
 * **the login itself** (:func:`login`): a loopback listener on ``127.0.0.1`` bound first, its
   ``/callback`` the redirect URI; the authorization URL handed to ``show`` (printed, and opened in a
   browser); one callback awaited, bounded in time and size, whose ``state`` must be the one sent
@@ -41,7 +42,7 @@ import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
+from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -154,6 +155,14 @@ class StoredCredentials(TokenStorage):
         if context.oauth_metadata is not None:
             context.auth_server_url = str(context.oauth_metadata.issuer)
 
+    async def step_up(self) -> str | None:
+        """The scopes a server asked for more of (``403 insufficient_scope``) since the last login, or ``None``."""
+        wanted = (await self.record()).get("step_up")
+        return wanted if isinstance(wanted, str) and wanted else None
+
+    async def set_step_up(self, scope: str | None) -> None:
+        await self._update(step_up=scope)
+
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         raw = (await self.record()).get("client")
         try:
@@ -248,13 +257,16 @@ class _HostOAuth(OAuthClientProvider):
         held = self.context.current_tokens is not None and self.context.client_info is not None
         return held and not self.context.is_token_valid() and self.context.can_refresh_token()
 
-    def _wanted(self, response: httpx2.Response) -> str:
+    def _challenged(self, response: httpx2.Response) -> str | None:
         """The scopes a ``403 insufficient_scope`` asks for: those of the challenge, else those the server lists."""
-        challenged = extract_scope_from_www_auth(response)
         metadata = self.context.protected_resource_metadata
         listed = " ".join(metadata.scopes_supported) if metadata and metadata.scopes_supported else None
+        return extract_scope_from_www_auth(response) or listed
+
+    def _wanted(self, response: httpx2.Response) -> str:
+        """Words for what a ``403 insufficient_scope`` asks for."""
         described = extract_field_from_www_auth(response, "error_description")
-        return challenged or listed or described or "not said"
+        return self._challenged(response) or described or "not said"
 
     async def _refreshed(self, response: httpx2.Response) -> None:
         """Take the answer to a refresh (the caller holds the lock), or raise :class:`LoginRequired`.
@@ -286,6 +298,7 @@ class _HostOAuth(OAuthClientProvider):
         sent = request.headers.get("authorization")
         response = yield request
         if _insufficient_scope(response):
+            await self._remember_step_up(response)
             raise _needs_login(self._spec, f"the server asks for more scope: {self._wanted(response)}")
         if response.status_code != 401:
             return
@@ -300,9 +313,26 @@ class _HostOAuth(OAuthClientProvider):
             self._add_auth_header(request)
         yield request
 
+    async def _remember_step_up(self, response: httpx2.Response) -> None:
+        """Keep what a ``403 insufficient_scope`` asks for, with what was granted, for the next login (SEP-2350)."""
+        challenged = self._challenged(response)
+        if challenged is None:
+            return
+        granted = self.context.current_tokens.scope if self.context.current_tokens else None
+        await self._stored.set_step_up(union_scopes(union_scopes(await self._stored.step_up(), granted), challenged))
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        """The login's authorization request, asking also for the scopes a server asked more of since the last."""
+        if self._browser is not None and self._settings.scope is None:
+            wanted = await self._stored.step_up()
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, wanted)
+        return await super()._perform_authorization_code_grant()
+
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
         await self._stored.remember(self.context)  # the token endpoint to refresh at, after a restart too
+        if self._browser is not None:  # a login: what a step-up asked for was asked for now
+            await self._stored.set_step_up(None)
 
 
 class _ClientCredentials(ClientCredentialsOAuthProvider):
