@@ -17,7 +17,7 @@ What this script does is what a skilldeck user does:
 3. it opens skilldeck's :class:`~skilldeck.host.Host` on that file (the stored tokens, refreshed as
    the host does while serving), and calls the tools the scenario's context names, else every
    listed tool with arguments made from its input schema, through the host's
-   :class:`~skilldeck.select._gate.ToolGate` (which refuses arguments the schema does not accept);
+   :class:`~skilldeck.select.ToolGate` (which refuses arguments the schema does not accept);
    the preservation scenarios' echo tool is handed the other tool's input schema as the host holds it;
 4. when the host says a server needs a (new) login (``run skilldeck login ...``: tokens refused, a
    ``403 insufficient_scope``), it logs in again, once, and goes back to step 3.
@@ -202,7 +202,7 @@ async def use_host(config: Path, legacy: bool, context: dict[str, Any]) -> int:
     from skilldeck.ask import call_tool
     from skilldeck.errors import GateRefused
     from skilldeck.host import Host, load_config
-    from skilldeck.select._gate import ToolGate
+    from skilldeck.select import ToolGate
 
     specs = load_config(str(config), timeout=15.0)
     async with Host(specs, mode="legacy" if legacy else "auto", server_requests=True) as host:
