@@ -50,6 +50,7 @@ from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.gateway._app import follow_upstreams
 from skilldeck.gateway._forward import (
     MAX_CLIENT_SUBSCRIPTIONS,
+    MAX_FETCHES_PER_PAGE,
     MAX_NAME_CHARS,
     MAX_PROMPT_ARGUMENTS,
     MAX_SUBSCRIBERS,
@@ -312,6 +313,55 @@ async def test_paging_stops_at_the_hosts_page_cap_and_goes_on_with_the_next_upst
                 with pytest.raises(MCPError) as refused:
                     await c.list_prompts(cursor=cursor)
                 assert refused.value.error.code == INVALID_PARAMS
+
+
+def empty_upstream(pages: int | None) -> tuple[Server, list[str | None]]:
+    """Lists ``pages`` empty pages of resources, each with a next cursor (``None``: without end); records cursors."""
+    asked: list[str | None] = []
+
+    async def list_resources(ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        cursor = params.cursor if params else None
+        asked.append(cursor)
+        n = int(cursor or 0)
+        more = pages is None or n + 1 < pages
+        return ListResourcesResult(resources=[], next_cursor=str(n + 1) if more else None)
+
+    return Server("empty", on_list_resources=list_resources), asked
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_first_page_passes_over_upstream_pages_empty_for_the_caller(era: str) -> None:
+    """An upstream whose label sorts first and lists nothing (a skills-only upstream: its skill:// resources
+    are re-published) gave an empty first page with a nextCursor, which clients take for "no resources"."""
+    empty, asked = empty_upstream(3)
+    specs = [
+        ServerSpec("a", InProcessServer(docs_upstream("a")), timeout=10),
+        ServerSpec("0empty", InProcessServer(empty), timeout=10),
+    ]
+    async with Host(specs) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="auto" if era == "modern" else "legacy", cache=None) as c:
+            first = await c.list_resources()
+            assert [r.uri for r in first.resources] == ["upstream://a/note://readme"], first
+            assert asked == [None, "1", "2"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_list_request_asks_for_at_most_so_many_empty_upstream_pages(era: str) -> None:
+    empty, asked = empty_upstream(None)
+    specs = [
+        ServerSpec("a", InProcessServer(docs_upstream("a")), timeout=10),
+        ServerSpec("0void", InProcessServer(empty), timeout=10),
+    ]
+    async with Host(specs, limits=ListingLimits(max_pages=3 * MAX_FETCHES_PER_PAGE, max_entries=100)) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="auto" if era == "modern" else "legacy", cache=None) as c:
+            first = await c.list_resources()
+            assert first.resources == []  # legal, and bounded: the next page goes on where this one stopped
+            assert first.next_cursor is not None
+            assert len(asked) == MAX_FETCHES_PER_PAGE
+            listed = await every_page(c.list_resources, "resources")
+            assert [r.uri for r in listed] == ["upstream://a/note://readme"]  # after the host's page cap
 
 
 @pytest.mark.parametrize("era", ERAS)

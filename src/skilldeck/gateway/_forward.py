@@ -88,6 +88,7 @@ from skilldeck.skill._uri import SCHEME as SKILL_SCHEME
 
 __all__ = [
     "MAX_CLIENT_SUBSCRIPTIONS",
+    "MAX_FETCHES_PER_PAGE",
     "MAX_SUBSCRIPTIONS",
     "PROMPT_SEPARATOR",
     "RESOURCE_SCHEME",
@@ -186,6 +187,10 @@ def split_prompt_name(name: str) -> tuple[str, str] | None:
 
 def _invalid(message: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=message)
+
+
+MAX_FETCHES_PER_PAGE = 8
+"""Upstream pages one ``list`` request may ask for, at most, while the pages it gets are empty for its caller."""
 
 
 def _encode_cursor(label: str, cursor: str | None, page: int) -> str:
@@ -360,40 +365,49 @@ class ForwardedUpstreams:
     # -- lists -------------------------------------------------------------------------------------
 
     async def _list(self, caller: Caller, method: str, cursor: Any) -> dict[str, Any]:
-        """One page: one upstream page (after any upstream skipped), and the cursor of what follows."""
+        """One page: the first upstream page with an entry for ``caller`` (after any upstream skipped or
+        empty, at most :data:`MAX_FETCHES_PER_PAGE` upstream pages in all), and the cursor of what follows.
+
+        A page left empty (an upstream whose resources are all re-published skills, or none the caller
+        may see) is passed over: clients and the conformance suite take an empty first page for "none".
+        """
         capability, key = _KINDS[method]
         labels = self._labels(capability)
-        start, upstream_cursor, page = 0, None, 0
+        index, upstream_cursor, page = 0, None, 0
         if isinstance(cursor, str):
             label, upstream_cursor, page = _decode_cursor(cursor)
-            start = next((i for i, known in enumerate(labels) if known >= label), len(labels))
-            if start < len(labels) and labels[start] != label:
+            index = next((i for i, known in enumerate(labels) if known >= label), len(labels))
+            if index < len(labels) and labels[index] != label:
                 upstream_cursor, page = None, 0  # that upstream is gone: go on with the next one
         limits = self.service.host.limits
         cache = {"ttlMs": 0, "cacheScope": "private"}
-        for index in range(start, len(labels)):
+        fetched = 0
+        while index < len(labels):
             label = labels[index]
             connected = self.service.host.sessions.get(label)
             if connected is None:  # gone while an earlier upstream was asked
-                upstream_cursor, page = None, 0
+                index, upstream_cursor, page = index + 1, None, 0
                 continue
             try:
                 items, next_cursor = await fetch_page(connected, method, upstream_cursor)
             except Exception as exc:  # one upstream's trouble must not hide the others
                 logger.warning("%s of %r failed: %s", method, label, connected.explain(exc))
-                upstream_cursor, page = None, 0
+                index, upstream_cursor, page = index + 1, None, 0
                 continue
+            fetched += 1
             kept = [item for item in (self._entry(caller, label, key, i) for i in items) if item is not None]
             kept = kept[: limits.max_entries]
-            following: str | None = None
             if next_cursor and page + 1 < limits.max_pages and len(next_cursor) <= MAX_CURSOR_CHARS:
-                following = _encode_cursor(label, next_cursor, page + 1)
-            elif next_cursor:
-                logger.warning(
-                    "%s of %r stopped after %d pages (the cap) or at an oversized cursor", method, label, page
-                )
-            if following is None and index + 1 < len(labels):
-                following = _encode_cursor(labels[index + 1], None, 0)
+                index, upstream_cursor, page = index, next_cursor, page + 1
+            else:
+                if next_cursor:
+                    logger.warning(
+                        "%s of %r stopped after %d pages (the cap) or at an oversized cursor", method, label, page
+                    )
+                index, upstream_cursor, page = index + 1, None, 0
+            following = _encode_cursor(labels[index], upstream_cursor, page) if index < len(labels) else None
+            if not kept and following is not None and fetched < MAX_FETCHES_PER_PAGE:
+                continue
             out: dict[str, Any] = {key: kept, **cache}
             if following is not None:
                 out["nextCursor"] = following
