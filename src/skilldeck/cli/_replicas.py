@@ -147,12 +147,8 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True, settle:
             f"{STATE_KEY_ENV} must hold at least 32 bytes of secret randomness; "
             'make one with: python -c "import secrets; print(secrets.token_hex(32))"'
         )
-    if settle is not None and not (redis_url is not None and 0 <= settle <= 60):
-        raise UsageError(
-            "--settle needs --redis (it is how long a replica gathers the other replicas' change events)"
-            if redis_url is None
-            else f"--settle takes 0 to 60 seconds, got {settle:g}"
-        )
+    if settle is not None and redis_url is None:
+        raise UsageError("--settle needs --redis (it is how long a replica gathers the other replicas' change events)")
     if redis_url is None:
         return Replicas(state_keys=[env_key] if env_key else None)
     if len(redis_url) > MAX_URL or not redis_url.startswith(("redis://", "rediss://", "unix://")):
@@ -161,11 +157,14 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True, settle:
         import redis.asyncio  # noqa: F401 - only to say what is missing now rather than at the first connection
     except ImportError:
         raise UsageError("--redis needs the redis client: pip install 'skilldeck[redis]'") from None
-    from skilldeck.server._redis_bus import RedisSubscriptionBus, shared_state_key
+    from skilldeck.server._redis_bus import MAX_SETTLE, RedisSubscriptionBus, shared_state_key
     from skilldeck.server._state_keys import KeyRing
 
     gathering = {} if settle is None else {"settle": settle}
-    shared = RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events", **gathering) if bus else None
+    try:
+        shared = RedisSubscriptionBus(redis_url, channel=f"skilldeck:{name}:events", **gathering) if bus else None
+    except ValueError:  # the bus's own bound on its window
+        raise UsageError(f"--settle takes 0 to {MAX_SETTLE:g} seconds, got {settle:g}") from None
     if env_key is not None:
         return Replicas(bus=shared, state_keys=[env_key], redis_url=redis_url, name=name)
     ring = KeyRing(anyio.run(shared_state_key, redis_url, f"skilldeck:{name}:state-key"))

@@ -72,6 +72,7 @@ __all__ = [
     "MAX_BATCH",
     "MAX_GATHERED",
     "MAX_MESSAGE_BYTES",
+    "MAX_SETTLE",
     "RedisSubscriptionBus",
     "encode_event",
     "redacted_url",
@@ -88,6 +89,9 @@ MAX_BATCH = 4096
 
 MAX_GATHERED = 4096
 """Distinct events held, at most, while a bus gathers; past it they collapse into :data:`FULL_REANNOUNCE`."""
+
+MAX_SETTLE = 60.0
+"""The longest gathering window a bus takes, in seconds."""
 
 DEFAULT_SETTLE = 0.5
 """Seconds a bus gathers change events before delivering each distinct one once (replicas' reloads of one
@@ -162,8 +166,8 @@ class RedisSubscriptionBus:
         timeout: float = 2.0,
         settle: float = DEFAULT_SETTLE,
     ) -> None:
-        if not (math.isfinite(settle) and 0 <= settle <= 60):
-            raise ValueError(f"settle must be between 0 and 60 seconds, got {settle!r}")
+        if not 0 <= settle <= MAX_SETTLE:  # nan is refused too
+            raise ValueError(f"settle must be between 0 and {MAX_SETTLE:g} seconds, got {settle!r}")
         if not (math.isfinite(reconnect_delay) and reconnect_delay > 0):
             raise ValueError(f"reconnect_delay must be a positive number of seconds, got {reconnect_delay!r}")
         if not (math.isfinite(timeout) and timeout > 0):
@@ -265,42 +269,39 @@ class RedisSubscriptionBus:
                 logger.exception("subscription listener raised; continuing")
 
     async def _deliver_batch(self, pubsub: Any, first: dict[str, Any]) -> None:
-        """Deliver ``first`` and the messages already waiting behind it, each distinct event once.
+        """Gather ``first`` and the messages already waiting behind it: each distinct event is delivered once.
 
         Events are level triggers, so a burst of identical ones (5,000 in a row filled every listen
         stream's backlog, 1,024 events, and the SDK ended the streams) says no more than one of them.
         At most :data:`MAX_BATCH` messages are read before delivering; a subscription confirmation
         among them (a re-subscribe after a gap) ends the batch and re-announces.
         """
-        batch: dict[ServerEvent, None] = {}
         message: dict[str, Any] | None = first
-        read = 0
+        read = events = 0
         while message is not None:
             read += 1
             if message["type"] == "message":
                 event = decode_event(message["data"])
                 if event is not None:
-                    batch.setdefault(event, None)
+                    events += 1
+                    self._gather(event)
             elif message["type"] == "subscribe":
                 self._reannounce()
             if read >= MAX_BATCH or message["type"] == "subscribe":
                 break
             message = await pubsub.get_message(timeout=0)
-        self.coalesced += read - len(batch)
-        self._gather(batch)
+        self.coalesced += read - events  # what was no event at all is not delivered either
 
-    def _gather(self, events: dict[ServerEvent, None]) -> None:
-        """Hold ``events`` until the window closes; one already held is counted as coalesced."""
-        for event in events:
-            if event in self._gathered:
-                self.coalesced += 1
-            else:
-                self._gathered[event] = None
+    def _gather(self, event: ServerEvent) -> None:
+        """Hold ``event`` until the window closes; one already held is counted as coalesced."""
+        if event in self._gathered:
+            self.coalesced += 1
+        else:
+            self._gathered[event] = None
         if len(self._gathered) > MAX_GATHERED:  # level triggers: "everything changed" says it all, in three
             self.coalesced += len(self._gathered) - len(FULL_REANNOUNCE)
             self._gathered = dict.fromkeys(FULL_REANNOUNCE)
-        if self._gathered:
-            self._gathering.set()
+        self._gathering.set()
 
     async def _deliver_gathered(self) -> None:
         """Each window: wait for its first event, gather for :attr:`settle` seconds, deliver each distinct event once."""
