@@ -188,6 +188,13 @@ class LogLineCut(logging.Filter):
         return True
 
 
+def _every_handler() -> set[logging.Handler]:
+    """Every logging handler there is now: the root's and every named logger's (the SDK's, uvicorn's...)."""
+    loggers: list[logging.Logger] = [logging.getLogger()]
+    loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    return {h for lg in loggers for h in lg.handlers}
+
+
 def bound_log_output(burst: int = 20, every: float = 1.0, *, json_lines: bool = False) -> int:
     """Put a :class:`LogRateLimit` and a :class:`LogLineCut` on every logging handler there is now (the
     root's, the SDK's, uvicorn's).
@@ -197,10 +204,8 @@ def bound_log_output(burst: int = 20, every: float = 1.0, *, json_lines: bool = 
     With ``json_lines`` (``--log-format json``) every handler also formats as :func:`json_log_output` does.
     Returns how many handlers got a filter.
     """
-    loggers: list[logging.Logger] = [logging.getLogger()]
-    loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
     added = 0
-    for handler in {h for lg in loggers for h in lg.handlers}:
+    for handler in _every_handler():
         if not any(isinstance(f, LogRateLimit) for f in handler.filters):
             handler.addFilter(LogRateLimit(burst, every))
             handler.addFilter(LogLineCut())  # after the rate limit: a dropped record is not cut for nothing
@@ -259,9 +264,7 @@ def json_log_output() -> int:
 
     Returns how many handlers there were.
     """
-    loggers: list[logging.Logger] = [logging.getLogger()]
-    loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
-    handlers = {h for lg in loggers for h in lg.handlers}
+    handlers = _every_handler()
     for handler in handlers:
         handler.setFormatter(JsonLogFormatter())
     return len(handlers)
