@@ -19,7 +19,7 @@ from mcp.client import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ServerNotification
 
-from skilldeck.gateway import META_TOOLS, GatewayMiddleware, GatewayService, create_gateway
+from skilldeck.gateway import META_OUTPUT_SCHEMAS, META_TOOLS, GatewayMiddleware, GatewayService, create_gateway
 from skilldeck.gateway._app import follow_upstreams
 from skilldeck.host import Host, HostWatcher, InProcessServer, ServerSpec
 from skilldeck.select._rank import Encoder
@@ -27,7 +27,7 @@ from skilldeck.serving._policy import Policy
 
 from ..host.hostile import HostileServer, Skill
 
-OUTPUT_SCHEMAS = {t["name"]: t.get("outputSchema") for t in META_TOOLS}
+OUTPUT_SCHEMAS = {t["name"]: META_OUTPUT_SCHEMAS.get(t["name"]) for t in META_TOOLS}
 
 
 class ToolSkill(Skill):
@@ -133,7 +133,7 @@ def client(gateway: Gateway, era: str, **kwargs: Any) -> Client:
 
 
 def check_structured(tool: str, result: CallToolResult) -> dict[str, Any]:
-    """``result.structuredContent``, after checking it validates against ``tool``'s outputSchema."""
+    """``result.structuredContent``, after checking it validates against ``tool``'s result schema."""
     assert not result.is_error, result.content
     structured = result.structured_content
     assert isinstance(structured, dict), result

@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 
 from skilldeck.gateway._activation import MAX_CONVERSATION_CHARS, ActivationTable, client_key, per_connection
-from skilldeck.gateway._meta import META_TOOLS
+from skilldeck.gateway._meta import META_OUTPUT_SCHEMAS, META_TOOLS
 
 
 def test_the_table_keeps_at_most_max_clients_and_drops_the_least_recently_used() -> None:
@@ -77,8 +77,8 @@ def test_only_a_legacy_connections_key_is_per_connection() -> None:
 @pytest.mark.parametrize("tool", META_TOOLS, ids=lambda t: t["name"])
 def test_every_meta_tool_schema_is_a_valid_json_schema_with_bounded_strings(tool: dict) -> None:
     jsonschema.Draft202012Validator.check_schema(tool["inputSchema"])
-    if "outputSchema" in tool:
-        jsonschema.Draft202012Validator.check_schema(tool["outputSchema"])
+    if tool["name"] in META_OUTPUT_SCHEMAS:
+        jsonschema.Draft202012Validator.check_schema(META_OUTPUT_SCHEMAS[tool["name"]])
     strings = [p for p in tool["inputSchema"]["properties"].values() if p.get("type") == "string"]
     assert all("maxLength" in p for p in strings), tool["name"]
     assert tool["inputSchema"]["additionalProperties"] is False

@@ -8,6 +8,7 @@ per request.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from skilldeck.gateway._meta import (
     MAX_ID_CHARS,
     MAX_LOAD_IDS,
     META,
+    META_OUTPUT_SCHEMAS,
     META_TOOLS,
     READ_SKILL_FILE,
     CallArguments,
@@ -82,7 +84,9 @@ def test_the_listed_schemas_carry_the_models_limits() -> None:
     assert listed[FIND]["inputSchema"]["properties"]["limit"]["maximum"] == MAX_FIND_LIMIT
     assert listed[FIND]["inputSchema"]["properties"]["needs"]["maxItems"] == MAX_NEEDS
     assert listed[FIND]["inputSchema"]["required"] == ["query"]
-    assert "outputSchema" not in listed[CALL]  # the upstream's result, as it came
+    # no result schema is listed (they were half of tools/list); the result shapes are still declared
+    assert not any("outputSchema" in tool for tool in META_TOOLS)
+    assert sorted(META_OUTPUT_SCHEMAS) == sorted([FIND, LOAD, READ_SKILL_FILE])  # call: the upstream's, as it came
 
 
 def test_the_agent_adapters_take_the_gateways_load_limit() -> None:
@@ -132,3 +136,12 @@ async def test_a_legacy_call_remembers_its_connection_once(monkeypatch: pytest.M
         assert not result.is_error, result
         assert len(remembered) == 1
         assert len(gw.middleware.legacy) == 1
+
+
+def test_the_front_door_stays_under_600_tokens() -> None:
+    """Every turn of every conversation pays for the meta-tools' ``tools/list``: 600 cl100k tokens at most."""
+    from skilldeck.select._project import count_tokens
+
+    assert count_tokens(json.dumps(list(META_TOOLS), ensure_ascii=False)) <= 600
+    for tool in META_TOOLS:  # each still says when to use it, and what it takes
+        assert len(tool["description"]) >= 80, tool["name"]

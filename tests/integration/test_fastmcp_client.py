@@ -26,7 +26,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from skilldeck.gateway import META_TOOLS
+from skilldeck.gateway import META_OUTPUT_SCHEMAS, META_TOOLS
 
 from ..server.helpers import REPO, start_gateway
 from ..server.helpers import stop as _stop
@@ -40,7 +40,7 @@ JOBS_PACK = REPO / "src" / "skilldeck" / "demo" / "packs" / "jobs"
 JOBS_STDIO = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
 ERAS = {"modern": "2026-07-28", "legacy": "2025-11-25"}
 META_NAMES = [t["name"] for t in META_TOOLS]
-OUTPUT_SCHEMAS = {t["name"]: t.get("outputSchema") for t in META_TOOLS}
+OUTPUT_SCHEMAS = {t["name"]: META_OUTPUT_SCHEMAS.get(t["name"]) for t in META_TOOLS}
 RUN_TIMEOUT = 120.0
 
 

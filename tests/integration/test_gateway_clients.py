@@ -11,7 +11,7 @@ One module-scoped gateway serves every test, to keep the npm start-up cost to on
 * MCP Inspector 2.12 CLI in both ``--protocol-era``\\ s: ``tools/list`` and ``tools/call`` of each
   meta-tool (``call`` of the ``--pin``\\ ned ``everything/echo``, so it works from a fresh session);
 * the TypeScript client ``@modelcontextprotocol/client`` 2.4: ``callTool`` of each meta-tool in both
-  eras, after ``listTools`` (so the client checks each ``structuredContent`` against its outputSchema).
+  eras, after ``listTools`` (each ``structuredContent`` is checked against the meta-tool's result schema).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import jsonschema
 import pytest
 from mcp.client import Client
 
-from skilldeck.gateway import META_TOOLS
+from skilldeck.gateway import META_OUTPUT_SCHEMAS, META_TOOLS
 
 from ..server.helpers import REPO, start_gateway, stop
 
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.thirdparty, pytest.mark.anyio]
 
 EXAMPLES = REPO / "examples" / "skills"
 META_NAMES = [t["name"] for t in META_TOOLS]
-OUTPUT_SCHEMAS = {t["name"]: t.get("outputSchema") for t in META_TOOLS}
+OUTPUT_SCHEMAS = {t["name"]: META_OUTPUT_SCHEMAS.get(t["name"]) for t in META_TOOLS}
 WORKING = {"everything", "filesystem", "memory", "time", "deck"}
 PIN = "everything/echo"
 

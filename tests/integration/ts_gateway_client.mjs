@@ -4,8 +4,8 @@
 //
 // CLIENT_DIR is a folder whose node_modules holds the pinned @modelcontextprotocol/client (see
 // ensure_ts_client() in conftest.py); ERA is "modern" (pinned to 2026-07-28) or "legacy" (the plain
-// 2025-11-25 handshake). The script lists the tools (so the client validates each result's
-// structuredContent against the tool's outputSchema), then calls every meta-tool with callTool:
+// 2025-11-25 handshake). The script lists the tools (the test checks each result's
+// structuredContent against the meta-tool's result schema), then calls every meta-tool with callTool:
 // find, load SKILL_ID and TOOL, read_skill_file SKILL.md of SKILL_ID, and call TOOL with
 // ARGUMENTS_JSON; then lists the tools again. Every call is recorded, failures included; the report
 // is one JSON object on stdout. Exit code 0 once the report is printed, 2 when connecting failed.

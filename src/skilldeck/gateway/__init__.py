@@ -10,11 +10,12 @@
 
 from skilldeck.gateway._activation import Activation, ActivationTable
 from skilldeck.gateway._app import follow_upstreams, run_gateway
-from skilldeck.gateway._meta import META_TOOLS
+from skilldeck.gateway._meta import META_OUTPUT_SCHEMAS, META_TOOLS
 from skilldeck.gateway._server import GatewayMiddleware, create_gateway
 from skilldeck.gateway._service import DecisionLog, GatewayService
 
 __all__ = [
+    "META_OUTPUT_SCHEMAS",
     "META_TOOLS",
     "Activation",
     "ActivationTable",

@@ -12,7 +12,8 @@ Each tool is a :class:`MetaTool`: its arguments are a pydantic model (:class:`Fi
 :class:`LoadArguments`, :class:`ReadSkillFileArguments`, :class:`CallArguments`) that both checks
 a request (:meth:`MetaArguments.parse`, which words a refusal the way a model can act on) and
 gives the advertised ``inputSchema``; its result is a typed dict (:class:`FindResult`,
-:class:`LoadResult`, :class:`ReadSkillFileResult`) that gives the ``outputSchema``. The limits
+:class:`LoadResult`, :class:`ReadSkillFileResult`) that gives the schema of its ``structuredContent``
+(:data:`META_OUTPUT_SCHEMAS`; not listed, to keep ``tools/list`` small). The limits
 (:data:`MAX_QUERY_CHARS`, :data:`MAX_FIND_LIMIT`, :data:`MAX_LOAD_IDS`, :data:`MAX_ID_CHARS`) are
 named once here; the agent adapters (:mod:`skilldeck.agents`) take theirs from here too.
 
@@ -54,6 +55,7 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_QUERY_CHARS",
     "META",
+    "META_OUTPUT_SCHEMAS",
     "META_TOOLS",
     "META_TOOL_NAMES",
     "READ_SKILL_FILE",
@@ -160,16 +162,16 @@ class FindArguments(MetaArguments):
         ),
     }
 
-    query: Annotated[_Text, Field(description="The task in your own words")]
+    query: Annotated[_Text, Field(description="The task, in your words")]
     limit: Annotated[
-        int | None, Field(ge=1, le=MAX_FIND_LIMIT, description=f"How many cards at most (default {DEFAULT_FIND_LIMIT})")
+        int | None, Field(ge=1, le=MAX_FIND_LIMIT, description=f"Most cards (default {DEFAULT_FIND_LIMIT})")
     ] = None
     needs: Annotated[
         list[_Text] | None,
         Field(
             min_length=1,
             max_length=MAX_NEEDS,
-            description="Optional: the task split into its separate needs; each gets its own cards",
+            description="Optional: the task split into needs, each ranked alone",
         ),
     ] = None
 
@@ -201,10 +203,10 @@ class ReadSkillFileArguments(MetaArguments):
     complaints: ClassVar[Mapping[str, str]] = {"skill": _complaint, "path": _complaint}
     too_long: ClassVar[Mapping[str, str]] = {"skill": f"a skill id is {_TOO_LONG} (LABEL/NAME, as load returned it)"}
 
-    skill: Annotated[_Id, Field(description="The skill id (LABEL/NAME)")]
+    skill: Annotated[_Id, Field(description="Skill id (LABEL/NAME)")]
     path: Annotated[
         str,
-        Field(max_length=MAX_PATH_CHARS, description="The file's path inside the skill, as its instructions name it"),
+        Field(max_length=MAX_PATH_CHARS, description="The path its instructions name"),
     ]
 
 
@@ -223,7 +225,7 @@ class CallArguments(MetaArguments):
     tool: Annotated[_Id, Field(description="LABEL/TOOL")]
     arguments: Annotated[
         dict[str, Any] | None,
-        WithJsonSchema({"type": "object", "description": "Arguments for the tool"}),
+        WithJsonSchema({"type": "object", "description": "The tool's arguments"}),
     ] = None
 
 
@@ -385,48 +387,47 @@ class MetaTool:
     annotations: Mapping[str, bool]
 
     def listed(self) -> JsonSchemaValue:
-        """The tool as ``tools/list`` shows it (the ``outputSchema`` generated from the result type)."""
+        """The tool as ``tools/list`` shows it: no ``outputSchema`` (see :data:`META_OUTPUT_SCHEMAS`)."""
         tool: JsonSchemaValue = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": _input_schema(self.arguments),
         }
-        if self.result is not None:
-            tool["outputSchema"] = _output_schema(self.result)
-        return {**tool, "annotations": dict(self.annotations)}
+        return {**tool, "annotations": dict(self.annotations)} if self.annotations else tool
+
+    def output_schema(self) -> JsonSchemaValue | None:
+        """The JSON Schema of this tool's ``structuredContent`` (``None`` for ``call``: the upstream's own)."""
+        return None if self.result is None else _output_schema(self.result)
 
 
-_READ_ONLY: Final = {"readOnlyHint": True, "openWorldHint": False}
+_READ_ONLY: Final = {"readOnlyHint": True}
 
 META: Final[Mapping[str, MetaTool]] = {
     tool.name: tool
     for tool in (
         MetaTool(
             FIND,
-            "Find a skill or tool",
-            "Search every connected server for the skills and tools that fit a task. Returns short "
-            "cards (id, kind, server, description, score), best first, or abstain=true with the reason "
-            "when nothing fits well enough. Call this first; then pass the ids you want to `load`.",
+            "Find skills and tools",
+            "Search all connected servers for skills and tools fitting a task; call it first. Returns "
+            "cards (id, description, score) best first, or abstain=true and why; then `load` ids.",
             FindArguments,
             FindResult,
             _READ_ONLY,
         ),
         MetaTool(
             LOAD,
-            "Load skills or tools",
-            "Load cards returned by `find`, by id. A skill id (LABEL/NAME) returns its verified "
-            "instructions and the input schemas of the tools it uses; a tool id (LABEL/TOOL) returns "
-            "that tool's schema. What you load becomes active: call those tools with `call`.",
+            "Load cards",
+            "Load `find` cards by id: a skill gives its verified instructions and tool schemas, a tool "
+            "its schema. Loaded tools become callable with `call`.",
             LoadArguments,
             LoadResult,
             _READ_ONLY,
         ),
         MetaTool(
             READ_SKILL_FILE,
-            "Read a file of a loaded skill",
-            "Read a supporting file (e.g. references/FORMS.md) of a skill you loaded, when its "
-            "instructions point to it. The file is checked against the skill's manifest.",
+            "Read a skill file",
+            "Read a file (e.g. references/X.md) a loaded skill's instructions name, checked against its manifest.",
             ReadSkillFileArguments,
             ReadSkillFileResult,
             _READ_ONLY,
@@ -434,18 +435,27 @@ META: Final[Mapping[str, MetaTool]] = {
         MetaTool(
             CALL,
             "Call a loaded tool",
-            "Call a tool you loaded, by its LABEL/TOOL name, with arguments matching its input schema. "
-            "Returns the server's result as it came. A tool that is not loaded is refused with the list "
-            "of active tools; load it first.",
+            "Call a loaded tool (LABEL/TOOL) with arguments fitting its schema; returns the server's "
+            "result. A tool not loaded is refused.",
             CallArguments,
             None,
-            {"openWorldHint": True},
+            {},
         ),
     )
 }
 """Every meta-tool by name, in the order ``tools/list`` shows them."""
 
 META_TOOLS: Final[tuple[dict[str, Any], ...]] = tuple(tool.listed() for tool in META.values())
-"""The meta-tools as ``tools/list`` shows them (MCP ``Tool`` objects)."""
+"""The meta-tools as ``tools/list`` shows them (MCP ``Tool`` objects).
+
+They are listed without an ``outputSchema``: every client pays for ``tools/list`` on every turn of
+every conversation, and the result schemas were half of it (603 of 1,302 cl100k tokens), while a
+model reads the results themselves. The results still carry ``structuredContent``, of the shapes
+:data:`META_OUTPUT_SCHEMAS` gives (the typed dicts of this module)."""
+
+META_OUTPUT_SCHEMAS: Final[Mapping[str, JsonSchemaValue]] = {
+    tool.name: schema for tool in META.values() if (schema := tool.output_schema()) is not None
+}
+"""The JSON Schema of each meta-tool's ``structuredContent``, by tool name (not listed; for typed clients and tests)."""
 
 META_TOOL_NAMES: Final = frozenset(META)

@@ -59,6 +59,9 @@ __all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "
 
 SERVERS_FIRST = 5
 """``find`` leads with the best card of each of this many servers, in the decision's server order."""
+SCORE_DECIMALS = 2
+"""Decimals of the scores and confidence ``find`` shows: a model compares them, it does not need four (the
+decision log keeps the confidence to four)."""
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 DEFAULT_ENCODER: Literal["default"] = "default"
@@ -309,7 +312,7 @@ class GatewayService:
                     "server": scored.card.server,
                     "name": scored.card.name,
                     "description": neutralise_tags(scored.card.description),
-                    "score": round(float(scored.score), 4),
+                    "score": round(float(scored.score), SCORE_DECIMALS),
                 }
             )
             if len(cards) >= limit:
@@ -327,7 +330,7 @@ class GatewayService:
                 reason += indexing_note(decision.indexing)
         result: dict[str, Any] = {
             "abstain": abstain,
-            "confidence": round(decision.confidence, 4),
+            "confidence": round(decision.confidence, SCORE_DECIMALS),
             "reason": reason,
             "cards": cards,
             "ranker": decision.ranker,
@@ -348,7 +351,7 @@ class GatewayService:
             query=shorten(query),
             abstain=abstain,
             low_confidence=low_confidence,
-            confidence=result["confidence"],
+            confidence=round(decision.confidence, 4),
             ranker=decision.ranker,
             chosen=[c["id"] for c in cards[:1]] if not abstain else [],
             scores=[[c["id"], c["score"]] for c in cards],
