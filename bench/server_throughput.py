@@ -323,6 +323,8 @@ class Session:
         self._base = {"Accept": ACCEPT, "Content-Type": "application/json"}
         self._prepared: dict[tuple[str, str], tuple[Any, bytes]] = {}
         self.server_info: dict[str, Any] = {}
+        self.meta: dict[str, Any] = META
+        """The ``_meta`` envelope of every 2026-07-28 request (a subclass may add its own keys)."""
 
     def _id(self) -> int:
         self._next_id += 1
@@ -375,7 +377,7 @@ class Session:
                     headers["Mcp-Name"] = params["uri"]  # plain ASCII URIs here: no =?base64? needed
                 elif method == "tools/call":
                     headers["Mcp-Name"] = params["name"]
-                payload["_meta"] = META
+                payload["_meta"] = self.meta
             tail = json.dumps({"method": method, "params": payload}, separators=(",", ":")).encode()
             cached = (self.http.prepare(headers), b'{"jsonrpc":"2.0","id":%d,' + tail[1:].replace(b"%", b"%%"))
             self._prepared[key] = cached
