@@ -2,7 +2,7 @@
 
 Each is the real CLI process in front of three real upstreams: the example skills (``serve``), the
 demo jobs server, and a hostile one whose tool description is markup (``<script>``, an ``onerror``
-image) that must reach the page as text. Tokens are JWTs signed with a key of a JWKS file written
+image) that must reach the page as text (the open one has a fourth, which exits when asked). Tokens are JWTs signed with a key of a JWKS file written
 here; the policy admits ``deck/pdf-forms`` to administrators only, routes the jobs tools through
 ``jobs/job-search``, and makes the hostile tool public.
 """
@@ -34,6 +34,18 @@ server = MCPServer("hostile")
 @server.tool(description={HOSTILE_DESCRIPTION!r})
 def probe(text: str) -> str:
     return text
+
+server.run()
+"""
+FLAKY = """
+import os
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("flaky")
+
+@server.tool()
+def exit_now() -> str:
+    \"\"\"End this server at once (the gateway starts it again).\"\"\"
+    os._exit(3)
 
 server.run()
 """
@@ -70,23 +82,28 @@ class Gateway:
         return jwt.encode({**payload, "exp": now + 3600, **claims}, self.key, algorithm="RS256", headers={"kid": "k1"})
 
 
-def _config(folder: Path) -> Path:
+def _config(folder: Path, **more: Any) -> Path:
     config = folder / "mcp.json"
     hostile = {"command": sys.executable, "args": ["-c", HOSTILE]}
-    config.write_text(json.dumps({"mcpServers": {"deck": DECK, "jobs": JOBS, "hostile": hostile}}))
+    config.write_text(json.dumps({"mcpServers": {"deck": DECK, "jobs": JOBS, "hostile": hostile, **more}}))
     return config
 
 
-def _three_up(match: Any) -> bool:
-    return match["up"] == "3"
+def _all_up(match: Any) -> bool:
+    return match["up"] == match["total"]
 
 
 @pytest.fixture(scope="session")
 def open_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """``gateway --console`` with no token verifier and no policy: every viewer is the default identity."""
+    """``gateway --console`` with no token verifier and no policy: every viewer is the default identity.
+
+    A fourth upstream, ``flaky``, exits when its pinned tool ``exit_now`` is called (and is started again).
+    """
     folder = tmp_path_factory.mktemp("console-open")
     log = folder / "gateway.log"
-    proc, found = start_gateway(_config(folder), log, "--console", "--lexical", ready=_three_up, timeout=120)
+    config = _config(folder, flaky={"command": sys.executable, "args": ["-c", FLAKY]})
+    flags = ["--console", "--lexical", "--pin", "flaky/exit_now"]
+    proc, found = start_gateway(config, log, *flags, ready=_all_up, timeout=120)
     try:
         yield Gateway(found["url"], log)
     finally:
@@ -104,7 +121,7 @@ def jwt_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     log = folder / "gateway.log"
     flags = ["--console", "--lexical", "--policy", str(folder / "policy.json")]
     auth = ["--jwt-jwks", str(folder / "jwks.json"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
-    proc, found = start_gateway(_config(folder), log, *flags, *auth, ready=_three_up, timeout=120)
+    proc, found = start_gateway(_config(folder), log, *flags, *auth, ready=_all_up, timeout=120)
     try:
         yield Gateway(found["url"], log, key)
     finally:

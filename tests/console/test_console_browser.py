@@ -122,8 +122,8 @@ def test_the_page_shows_the_upstreams_and_the_catalog(open_gateway: Gateway, pag
     page.page.goto(open_gateway.console)
     rows = page.page.locator("tr.upstream")
     rows.first.wait_for()
-    assert sorted(rows.evaluate_all("rows => rows.map(r => r.dataset.label)")) == ["deck", "hostile", "jobs"]
-    assert page.page.locator("tr.upstream.up").count() == 3
+    assert sorted(rows.evaluate_all("rows => rows.map(r => r.dataset.label)")) == ["deck", "flaky", "hostile", "jobs"]
+    assert page.page.locator("tr.upstream.up").count() >= 3  # flaky may be down, if its test ran before
     assert page.page.locator("#banner").is_visible()
     assert page.page.locator('details.skill[data-id="deck/pdf-forms"]').count() == 1
     schema = page.page.locator('details.tool[data-id="jobs/search_jobs"] pre')

@@ -54,7 +54,7 @@ def test_without_a_verifier_the_page_is_the_default_identitys_and_says_so(open_g
     page = get(open_gateway.console)
     assert page.status_code == 200, page.text
     assert "no token verifier is configured" in page.text.lower()
-    for label in ("deck", "jobs", "hostile"):
+    for label in ("deck", "jobs", "hostile", "flaky"):
         assert f'data-label="{label}"' in page.text
     assert 'data-id="deck/pdf-forms"' in page.text  # the catalog: skills with their digests and files
     assert "sha256:" in page.text
@@ -72,6 +72,35 @@ def test_a_hostile_description_reaches_the_page_as_text(open_gateway: Gateway) -
     cards = get(open_gateway.console + "/find", q="probe the wire").text
     assert "&lt;script&gt;" in cards
     assert "<script>" not in cards
+
+
+def test_on_loopback_only_a_loopback_host_is_answered(open_gateway: Gateway) -> None:
+    """A name made to point at 127.0.0.1 (DNS rebinding) cannot read the page through a visitor's browser."""
+    with httpx2.Client(timeout=60) as http:
+        assert http.get(open_gateway.console, headers={"Host": "attacker.example:80"}).status_code == 421
+        foreign = {"Origin": "http://attacker.example"}
+        assert http.get(open_gateway.console + "/view", headers=foreign).status_code == 403
+        port = open_gateway.console.split(":")[2].split("/")[0]
+        assert http.get(open_gateway.console, headers={"Host": f"localhost:{port}"}).status_code == 200
+
+
+async def test_an_upstream_that_goes_down_and_back_is_shown_with_its_failure_and_last_change(
+    open_gateway: Gateway,
+) -> None:
+    async with mcp_client(open_gateway.url) as client:
+        gone = await client.call_tool("call", {"tool": "flaky/exit_now", "arguments": {}})
+    assert gone.is_error
+    for _ in range(600):  # the gateway restarts it (within 1 s at first); the page says what happened
+        page = get(open_gateway.console).text
+        row = page[page.index('data-label="flaky"') :].split("</tr>")[0]
+        if "reconnected" in row:
+            break
+        await anyio.sleep(0.1)
+    cells = [c.split("</td>")[0].strip() for c in row.split("<td>")[1:]]
+    assert cells[0] == "flaky"
+    assert cells[1] == "up"
+    assert cells[5] == "1"  # went down once
+    assert "reconnected" in cells[4], cells
 
 
 def test_the_page_is_read_only(open_gateway: Gateway) -> None:

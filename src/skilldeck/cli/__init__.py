@@ -224,9 +224,9 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     console = None
     if with_console:
         from skilldeck.server._console import ServeConsole
-        from skilldeck.serving._console import Console
+        from skilldeck.serving._console import Console as ConsolePage
 
-        console = Console(ServeConsole(extension, title=args.name), verifier)
+        console = ConsolePage(ServeConsole(extension, title=args.name), verifier, host=host)
     freeze_startup_heap()  # the catalog and modules stay out of the collector's full passes
     collect_less_often()  # and a request's short-lived objects do not set off a young pass every few requests
 

@@ -244,10 +244,10 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             console, on_upstream_change = None, on_change
             if with_console:
                 from skilldeck.gateway._console import GatewayConsole
-                from skilldeck.serving._console import Console
+                from skilldeck.serving._console import Console as ConsolePage
 
                 page = GatewayConsole(service, title=args.name)
-                console = Console(page, verifier)
+                console = ConsolePage(page, verifier, host=args.http[0])
 
                 def on_upstream_change(change: CatalogChange) -> None:
                     page.changed(change)

@@ -37,6 +37,7 @@ import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route, Router
@@ -74,6 +75,12 @@ DEFAULT_VIEWER_QUEUE: Final = 256
 DEFAULT_RECENT: Final = 100
 """Records kept to show a viewer who just opened the page."""
 
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+_LOOPBACK: Final = TransportSecuritySettings(  # what the SDK guards /mcp with on a loopback address
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+)
 _TEMPLATES: Final = Path(__file__).with_name("console")
 _STATIC: Final = {
     "console.js": "text/javascript; charset=utf-8",
@@ -216,6 +223,9 @@ class Console:
         max_viewers: live streams open at once.
         viewer_queue: records waiting for one viewer before it is dropped.
         recent: records kept to show a viewer who just opened the page.
+        host: the address the server listens on: on a loopback address only a loopback ``Host`` (and
+            ``Origin``) is answered, as the SDK guards ``/mcp`` there, so that a web page whose name
+            was made to point at 127.0.0.1 (DNS rebinding) cannot read the console through a browser.
     """
 
     def __init__(
@@ -226,8 +236,10 @@ class Console:
         max_viewers: int = DEFAULT_MAX_VIEWERS,
         viewer_queue: int = DEFAULT_VIEWER_QUEUE,
         recent: int = DEFAULT_RECENT,
+        host: str | None = None,
     ) -> None:
         self.source = source
+        self._guard = TransportSecurityMiddleware(_LOOPBACK if host in _LOOPBACK_HOSTS else None)
         self.verifier = verifier
         self.max_viewers = max_viewers
         self.viewer_queue = viewer_queue
@@ -252,6 +264,11 @@ class Console:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = await self._guard.validate_request(Request(scope))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
     def close(self) -> int:
