@@ -248,7 +248,7 @@ class Console:
         """Viewers dropped for falling behind, since the start."""
         self._searching: tuple[Any, ...] | None = None
         """The audience of the console search being answered (its ``find`` is recorded outside any MCP request)."""
-        self._recent: deque[tuple[tuple[Any, ...] | None, str]] = deque(maxlen=recent)
+        self._recent: deque[tuple[tuple[Any, ...] | None, Mapping[str, Any]]] = deque(maxlen=recent)
         self._env = Environment(
             loader=FileSystemLoader(_TEMPLATES), autoescape=select_autoescape(default=True), auto_reload=False
         )
@@ -318,12 +318,14 @@ class Console:
     # -- the live decisions -----------------------------------------------------------------------
 
     def _heard(self, record: dict[str, Any]) -> None:
-        """A log's listener: render the record once, keep it, and offer it to each viewer of its audience."""
+        """A log's listener: keep the record, and offer it to each viewer of its audience (rendered once, when
+        one is watching: with nobody watching a decision costs no rendering)."""
         audience = self._record_audience()
-        event = self._event(record)
-        self._recent.append((audience, event))
-        for viewer in list(self.viewers):
-            if self._visible(audience, viewer.audience):
+        self._recent.append((audience, record))
+        watching = [viewer for viewer in self.viewers if self._visible(audience, viewer.audience)]
+        if watching:
+            event = self._event(record)
+            for viewer in watching:
                 viewer.offer(event)
 
     def _event(self, record: Mapping[str, Any]) -> str:
@@ -338,9 +340,9 @@ class Console:
         if len(self.viewers) >= self.max_viewers:
             return _text(503, f"{self.max_viewers} live views are open; close one, or retry later")
         viewer = _Viewer(_audience(caller), self.viewer_queue)
-        for audience, event in self._recent:
+        for audience, record in self._recent:
             if self._visible(audience, viewer.audience):
-                viewer.offer(event)
+                viewer.offer(self._event(record))
         self.viewers.append(viewer)
         headers = {**_SECURITY_HEADERS, "x-accel-buffering": "no"}
         return StreamingResponse(self._stream(viewer), media_type="text/event-stream", headers=headers)
@@ -438,7 +440,7 @@ def _decision(record: Mapping[str, Any]) -> dict[str, Any]:
         "kind": kind,
         "refused": refused,
         "summary": summary,
-        "fields": json.dumps(rest, ensure_ascii=False, indent=1, default=str),
+        "fields": json.dumps(rest, ensure_ascii=False, default=str),  # no indent: indent takes the pure-Python encoder
     }
 
 
