@@ -110,17 +110,22 @@ def open_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         stop(proc)
 
 
+def signing_key(folder: Path) -> tuple[rsa.RSAPrivateKey, list[str]]:
+    """A new RSA key, its JWKS written in ``folder``, and the flags that verify tokens it signs."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
+    (folder / "jwks.json").write_text(json.dumps({"keys": [{**jwk, "kid": "k1", "alg": "RS256", "use": "sig"}]}))
+    return key, ["--jwt-jwks", str(folder / "jwks.json"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
+
+
 @pytest.fixture(scope="session")
 def jwt_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """``gateway --console`` behind JWTs (a JWKS file) and :data:`POLICY`."""
     folder = tmp_path_factory.mktemp("console-jwt")
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    jwk = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
-    (folder / "jwks.json").write_text(json.dumps({"keys": [{**jwk, "kid": "k1", "alg": "RS256", "use": "sig"}]}))
+    key, auth = signing_key(folder)
     (folder / "policy.json").write_text(json.dumps(POLICY))
     log = folder / "gateway.log"
     flags = ["--console", "--lexical", "--policy", str(folder / "policy.json")]
-    auth = ["--jwt-jwks", str(folder / "jwks.json"), "--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
     proc, found = start_gateway(_config(folder), log, *flags, *auth, ready=_all_up, timeout=120)
     try:
         yield Gateway(found["url"], log, key)

@@ -36,7 +36,7 @@ from skilldeck.serving._console import (
 from skilldeck.serving._policy import Caller, Policy
 
 from ..server.helpers import CLI, REPO, cli_env, start_serve, stop, wait_for_startup
-from .conftest import HOSTILE_DESCRIPTION, Gateway
+from .conftest import HOSTILE_DESCRIPTION, Gateway, signing_key
 
 pytestmark = pytest.mark.anyio
 
@@ -343,6 +343,27 @@ def test_serve_console_shows_the_catalog_without_upstreams_or_search(tmp_path: P
         assert 'id="upstreams"' not in page.text
         assert 'id="find-form"' not in page.text
         assert get(console + "/find", q="pdf").status_code == 404
+    finally:
+        stop(proc)
+
+
+def test_serve_console_shows_each_token_its_view_under_the_policy(tmp_path: Path) -> None:
+    key, auth = signing_key(tmp_path)
+    (tmp_path / "policy.json").write_text(json.dumps({"skills": {"pdf-forms": {"admit": {"roles": ["admin"]}}}}))
+    serve = [*CLI, "serve", str(REPO / "examples" / "skills"), "--http", "127.0.0.1:0", "--console"]
+    log = tmp_path / "serve.log"
+    proc = start_serve([*serve, "--policy", str(tmp_path / "policy.json"), *auth], log)
+    try:
+        found = wait_for_startup(proc, log, 60)
+        assert not isinstance(found, str), found
+        gateway = Gateway(found.group(2), log, key)
+        assert 'id="token-form"' in get(gateway.console).text
+        assert get(gateway.console + "/view").status_code == 401
+        admin = get(gateway.console + "/view", gateway.token("ada", "acme", ["admin"])).text
+        user = get(gateway.console + "/view", gateway.token("bob", "acme", ["user"])).text
+        assert "skill://pdf-forms/SKILL.md" in admin
+        assert "skill://pdf-forms/SKILL.md" not in user
+        assert "skill://job-search/SKILL.md" in user
     finally:
         stop(proc)
 
