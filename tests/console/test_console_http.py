@@ -368,6 +368,15 @@ def test_serve_console_shows_each_token_its_view_under_the_policy(tmp_path: Path
         stop(proc)
 
 
+def test_the_mcp_path_cannot_be_the_consoles(tmp_path: Path) -> None:
+    serve = [*CLI, "serve", str(REPO / "examples" / "skills"), "--http", "127.0.0.1:0", "--console"]
+    done = subprocess.run(
+        [*serve, "--path", "/console/mcp"], cwd=REPO, capture_output=True, text=True, env=cli_env(), timeout=120
+    )
+    assert done.returncode != 0
+    assert "--path /console/mcp is where --console is answered" in done.stderr
+
+
 def test_console_needs_the_http_listener() -> None:
     for command in (["serve", str(REPO / "examples" / "skills")], ["gateway", "--config", "mcp.json"]):
         done = subprocess.run(

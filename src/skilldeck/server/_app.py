@@ -455,6 +455,8 @@ async def run_http(
 
     if path in PROBE_PATHS:
         raise ServeError(f"--path {path} is where health probes are answered; serve MCP at another path (e.g. /mcp)")
+    if console is not None and console.answers(path):
+        raise ServeError(f"--path {path} is where --console is answered; serve MCP at another path (e.g. /mcp)")
     app = server.streamable_http_app(
         streamable_http_path=path,
         host=host,

@@ -271,6 +271,11 @@ class Console:
                 return
         await self.app(scope, receive, send)
 
+    @staticmethod
+    def answers(path: str) -> bool:
+        """Whether ``path`` is the console's (``/console`` and what is under it)."""
+        return path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+
     def close(self) -> int:
         """End every live stream (the server is stopping) and stop listening; how many were open."""
         for unsubscribe in self._unsubscribe:
@@ -448,8 +453,7 @@ def with_console(app: ASGIApp, console: Callable[[Scope, Receive, Send], Any]) -
     """``app``, with ``/console`` and what is under it answered by ``console`` first."""
 
     async def answer(scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/"):
+        if scope["type"] == "http" and Console.answers(scope.get("path", "")):
             await console(scope, receive, send)
         else:
             await app(scope, receive, send)
