@@ -20,6 +20,7 @@ from skilldeck import __version__
 from skilldeck.cli._arguments import add_http_arguments, http_limits, positive
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli._authoring import add_authoring_commands
+from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode, exit_for
 from skilldeck.cli._gateway import add_gateway_command
 from skilldeck.cli._host import add_host_commands
@@ -100,6 +101,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     add_replica_arguments(serve)
     add_auth_arguments(serve)
+    add_console_argument(serve, "the skills served and the policy's decisions on calls")
     serve.set_defaults(handler=_cmd_serve)
 
     demo = sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
@@ -140,6 +142,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         raise UsageError("--solon-talent needs --policy FILE: admission, instructions and routing come from it")
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
+    with_console = console_wanted(args)
     replicas = replica_setup(args.redis, args.name, settle=args.settle)
     server, extension = create_server(
         *args.paths,
@@ -218,6 +221,12 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         return ExitCode.OK
 
     host, port = args.http
+    console = None
+    if with_console:
+        from skilldeck.server._console import ServeConsole
+        from skilldeck.serving._console import Console as ConsolePage
+
+        console = ConsolePage(ServeConsole(extension, title=args.name), verifier, host=host)
     freeze_startup_heap()  # the catalog and modules stay out of the collector's full passes
     collect_less_often()  # and a request's short-lived objects do not set off a young pass every few requests
 
@@ -250,6 +259,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             json_response=not args.sse_responses,
             limits=http_limits(args),
             on_stopped=lambda report: err.print(f"skilldeck: {report.line()}", highlight=False),
+            console=console,
         ),
         backend_options=event_loop_options(),  # uvloop where installed
     )

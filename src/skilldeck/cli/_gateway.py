@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from skilldeck.cli._arguments import add_http_arguments, http_limits, positive, seconds
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
+from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import bound_log_output, json_log_output, sdk_logs_in_one_line
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
@@ -117,6 +118,7 @@ def add_gateway_command(sub: Any) -> None:
     )
     add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
+    add_console_argument(gateway, "the upstreams, the catalog, a search box running find, and decisions live")
     gateway.set_defaults(handler=run_gateway_command)
 
 
@@ -132,6 +134,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server._app import drop_idle_tracing, event_loop_options
     from skilldeck.serving._policy import load_policy
 
+    with_console = console_wanted(args)  # a flag that cannot work is said before anything is read
     specs = load_config(args.config, timeout=args.timeout)
     if not specs:
         raise ConfigError(f"{args.config} names no servers; add entries under mcpServers")
@@ -238,6 +241,18 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 request_state_codec=replicas.ring,
             )
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
+            console, on_upstream_change = None, on_change
+            if with_console:
+                from skilldeck.gateway._console import GatewayConsole
+                from skilldeck.serving._console import Console as ConsolePage
+
+                page = GatewayConsole(service, title=args.name)
+                console = ConsolePage(page, verifier, host=args.http[0])
+
+                def on_upstream_change(change: CatalogChange) -> None:
+                    page.changed(change)
+                    on_change(change)
+
             skills, tools = len(host.skills), len(host.tools())
             up = len(specs) - len(host.failures)
 
@@ -256,7 +271,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 http=args.http,
                 path=args.path,
                 on_ready=on_ready,
-                on_change=on_change,
+                on_change=on_upstream_change,
                 max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
                 limits=http_limits(args),
@@ -264,6 +279,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 watch_config=args.watch_config,
                 on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
                 ready_upstreams=args.ready_upstreams,
+                console=console,
             )
 
     with sdk_logs_in_one_line():

@@ -41,6 +41,7 @@ from skilldeck.serving._policy import Caller
 
 if TYPE_CHECKING:
     from skilldeck.server._shutdown import ShutdownReport
+    from skilldeck.serving._console import Console
 
 __all__ = ["announce_policy", "follow_upstreams", "gateway_readiness", "run_gateway", "upstreams_up"]
 
@@ -125,12 +126,13 @@ async def run_gateway(
     watch_config: bool = False,
     on_stopped: Callable[[ShutdownReport], None] | None = None,
     ready_upstreams: int = 1,
+    console: Console | None = None,
 ) -> None:
     """Serve the gateway (its host already entered) until stdin closes, the task is cancelled or, over HTTP,
     the process is stopped (SIGTERM: see :func:`~skilldeck.server._app.run_http`; ``on_stopped`` hears how).
 
     Over HTTP, ``GET /readyz`` answers ready while at least ``ready_upstreams`` upstreams are up
-    (:func:`gateway_readiness`)."""
+    (:func:`gateway_readiness`), and a ``console`` answers ``/console`` (:mod:`skilldeck.serving._console`)."""
     admit = config.admit if config is not None else None
     changed = follow_upstreams(service, middleware, on_change, admit)
     async with service.host.watch(on_change=changed) as watcher, anyio.create_task_group() as tg:
@@ -150,6 +152,7 @@ async def run_gateway(
             limits,
             on_stopped=on_stopped,
             readiness=gateway_readiness(service, ready_upstreams),
+            console=console,
         )
         tg.cancel_scope.cancel()
 
@@ -205,6 +208,7 @@ async def _serve(
     *,
     on_stopped: Callable[[ShutdownReport], None] | None,
     readiness: Callable[[], Readiness],
+    console: Console | None = None,
 ) -> None:
     if http is None:
         if on_ready is not None:
@@ -223,4 +227,5 @@ async def _serve(
         limits=limits,
         on_stopped=on_stopped,
         readiness=readiness,
+        console=console,
     )

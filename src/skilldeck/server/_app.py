@@ -22,6 +22,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateCodec, RequestStateSecurity
+from starlette.types import ASGIApp
 
 from skilldeck import __version__
 from skilldeck.errors import ServeError, SkilldeckError
@@ -43,6 +44,7 @@ from skilldeck.skill._pack import DirectorySource
 
 if TYPE_CHECKING:
     from skilldeck.server._shutdown import ShutdownReport
+    from skilldeck.serving._console import Console
 
 __all__ = [
     "SERVING_GC_THRESHOLDS",
@@ -367,6 +369,7 @@ async def serve_http(
     json_response: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     on_stopped: Callable[[ShutdownReport], None] | None = None,
+    console: Console | None = None,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/path`` until cancelled or stopped (SIGTERM).
 
@@ -394,6 +397,7 @@ async def serve_http(
             limits=limits,
             on_stopped=on_stopped,
             readiness=partial(catalog_readiness, extension),
+            console=console,
         )
 
 
@@ -417,6 +421,7 @@ async def run_http(
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     on_stopped: Callable[[ShutdownReport], None] | None = None,
     readiness: Callable[[], Readiness] = always_ready,
+    console: Console | None = None,
 ) -> None:
     """Run any ``MCPServer`` over streamable HTTP at ``http://host:port/path`` until cancelled or stopped.
 
@@ -438,17 +443,20 @@ async def run_http(
     stream stay SSE either way, so change notifications are unaffected.
 
     ``GET /healthz`` and ``GET /readyz`` are answered beside ``path`` for balancers and orchestrators
-    (:mod:`skilldeck.server._health`); ``readiness`` says what ``/readyz`` answers.
+    (:mod:`skilldeck.server._health`); ``readiness`` says what ``/readyz`` answers. A ``console``
+    answers ``/console`` (:mod:`skilldeck.serving._console`); its live streams end when the server stops.
 
     Raises:
         ServeError: the port is in use, or the address cannot be listened on.
     """
     import uvicorn
 
-    from skilldeck.server._shutdown import GracefulServer, end_streams
+    from skilldeck.server._shutdown import GracefulServer
 
     if path in PROBE_PATHS:
         raise ServeError(f"--path {path} is where health probes are answered; serve MCP at another path (e.g. /mcp)")
+    if console is not None and console.answers(path):
+        raise ServeError(f"--path {path} is where --console is answered; serve MCP at another path (e.g. /mcp)")
     app = server.streamable_http_app(
         streamable_http_path=path,
         host=host,
@@ -457,10 +465,13 @@ async def run_http(
         json_response=json_response,
     )
     evict_idle_when_full(server.session_manager)
+    served: ASGIApp = answer_invalid_ids(answer_unknown_sessions(app, server.session_manager))
+    if console is not None:
+        from skilldeck.serving._console import with_console
+
+        served = with_console(served, console)
     config = uvicorn.Config(
-        quiet_disconnects(
-            with_probes(answer_invalid_ids(answer_unknown_sessions(app, server.session_manager)), readiness)
-        ),
+        quiet_disconnects(with_probes(served, readiness)),
         host=host,
         port=port,
         log_level=log_level,
@@ -468,7 +479,10 @@ async def run_http(
         http=bounded_protocol(limits),
     )
     uv = GracefulServer(
-        config, drain=partial(end_streams, server), shutdown_timeout=limits.shutdown_timeout, on_stopped=on_stopped
+        config,
+        drain=partial(_end_streams, server, console),
+        shutdown_timeout=limits.shutdown_timeout,
+        on_stopped=on_stopped,
     )
     if sockets is None:
         sockets = bind(host, port)
@@ -484,6 +498,15 @@ async def run_http(
         tg.start_soon(_announce)
         await uv.serve(sockets=sockets)
         tg.cancel_scope.cancel()
+
+
+def _end_streams(server: MCPServer[Any], console: Console | None) -> tuple[int, int]:
+    """The server is stopping: end the console's live streams too (they are not MCP streams, so not counted)."""
+    from skilldeck.server._shutdown import end_streams
+
+    if console is not None:
+        console.close()
+    return end_streams(server)
 
 
 def drop_idle_tracing(server: MCPServer[Any]) -> bool:

@@ -6,7 +6,8 @@ One layer under both, so each thing is written once:
   its legacy connection, its activation key, its log level), worked out once per request;
 * :mod:`~skilldeck.serving._legacy` — the table of live legacy (2025-11-25) connections, one per process;
 * :mod:`~skilldeck.serving._policy` — who a caller is and what each skill shows and grants them;
-* :mod:`~skilldeck.serving._audit` — the trail of tool calls a policy decided.
+* :mod:`~skilldeck.serving._audit` — the trail of tool calls a policy decided;
+* :mod:`~skilldeck.serving._console` — the ``--console`` page: each viewer's view, and decisions live.
 
 Nothing here imports :mod:`skilldeck.server` or :mod:`skilldeck.gateway`.
 """
