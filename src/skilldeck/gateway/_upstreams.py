@@ -32,13 +32,11 @@ from mcp_types import (
     InputRequest,
     InputRequiredResult,
     InputResponse,
-    InputResponses,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter, ValidationError
 
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused
@@ -51,6 +49,7 @@ from skilldeck.gateway._relay import (
     ParkedCalls,
     Waiting,
     capability_error,
+    parse_input_responses,
 )
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._connect import Connected
@@ -65,7 +64,6 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
 ORIGIN_META = "dev.skilldeck/server"
 """``_meta`` key of a proxied result naming the label of the upstream that produced it."""
-_INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 
 
 class CallLog(Protocol):
@@ -235,14 +233,7 @@ class HostUpstreams:
 
     async def _input_required_round(self, call: _Sent, relay: CallRelay) -> dict[str, Any]:
         """A 2026-07-28 caller on a 2026-07-28 upstream: its questions and ``requestState`` pass through."""
-        responses = None
-        if relay.input_responses is not None:
-            try:
-                responses = _INPUT_RESPONSES.validate_python(relay.input_responses, by_name=False)
-            except ValidationError:
-                raise GateRefused(
-                    "inputResponses holds an answer that is not a valid result; nothing was sent"
-                ) from None
+        responses = None if relay.input_responses is None else parse_input_responses(relay.input_responses)
         connected = call.connected
         try:
             with self._waiting(call.label, Waiting(call.log, relay)):

@@ -1,0 +1,121 @@
+"""``skilldeck gateway --http`` answers on the wire as the upstream it fronts would (issue 25, item 4):
+``-32602`` for malformed ``inputResponses``.
+
+The upstream (:mod:`.transparency_upstream`) is a real SDK server over streamable HTTP on loopback,
+the gateway the ``skilldeck gateway`` command; requests are raw HTTP where the wire itself is checked
+(status codes, headers, SSE event ids), else the official Python SDK client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    INVALID_PARAMS,
+    PROTOCOL_VERSION_META_KEY,
+    CreateMessageResult,
+    InputRequiredResult,
+    TextContent,
+)
+
+from ..host.hostile_http import serving_in_thread
+from ..server.helpers import start_gateway, stop
+from .transparency_upstream import transparency_upstream
+
+MODERN = "2026-07-28"
+PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
+
+
+class Running(NamedTuple):
+    url: str
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """``skilldeck gateway --http --pin ...`` in front of the transparency upstream over HTTP."""
+    tmp = tmp_path_factory.mktemp("gateway-http-protocol")
+    app = transparency_upstream().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    with serving_in_thread(app) as upstream_url:
+        config = tmp / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"see": {"url": upstream_url}}}))
+        log = tmp / "gateway.log"
+        pins = [arg for pin in PINS for arg in ("--pin", pin)]
+        proc, match = start_gateway(config, log, *pins)
+        try:
+            yield Running(match["url"], log)
+            assert proc.poll() is None, log.read_text(errors="replace")
+        finally:
+            stop(proc)
+
+
+def modern_call(url: str, name: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> httpx2.Response:
+    """A raw 2026-07-28 ``tools/call`` with the routing headers a conforming client sends (and ``headers``)."""
+    meta = {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {"sampling": {}}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "_meta": meta, **params}}
+    sent = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+        **(headers or {}),
+    }
+    with httpx2.Client(timeout=30) as http:
+        return http.post(url, json=body, headers=sent)
+
+
+def answer_of(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC message a response carries, as JSON or as the last SSE event."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        return json.loads([d for d in data if d][-1])
+    return response.json()
+
+
+# -- malformed inputResponses ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("responses", "why"),
+    [
+        (None, "inputResponses must be an object"),
+        ([1, 2], "inputResponses must be an object"),
+        ({"word": 12345}, "inputResponses['word'] is not a valid answer"),
+        ({"word": {"action": "nonsense"}}, "inputResponses['word'] is not a valid answer"),
+    ],
+)
+@pytest.mark.parametrize("tool", ["see__ask_what_you_can", "no_such_tool"])
+def test_malformed_input_responses_are_invalid_params_with_400(
+    gateway: Running, tool: str, responses: Any, why: str
+) -> None:
+    """Checked with the request's params, before the tool is even looked up (as the SDK checks them)."""
+    response = modern_call(gateway.url, tool, {"arguments": {}, "inputResponses": responses})
+    assert response.status_code == 400, response.text
+    error = answer_of(response)["error"]
+    assert error["code"] == INVALID_PARAMS
+    assert why in error["message"], error
+
+
+@pytest.mark.anyio
+async def test_a_well_formed_retry_still_completes(gateway: Running) -> None:
+    answer = CreateMessageResult(role="assistant", content=TextContent(type="text", text="w"), model="m")
+    async with Client(gateway.url, mode="auto", cache=None, sampling_callback=lambda *_: answer) as c:  # type: ignore[arg-type,return-value]
+        first = await c.session.call_tool("see__ask_what_you_can", {}, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult), first
+        assert set(first.input_requests or {}) == {"word"}  # only what this client declared
+        done = await c.session.call_tool(
+            "see__ask_what_you_can",
+            {},
+            input_responses={"word": answer},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert done.content[0].text == "answered word", done  # type: ignore[union-attr]
