@@ -1,5 +1,5 @@
 """``skilldeck gateway --http`` answers on the wire as the upstream it fronts would (issue 25, item 4):
-``-32602`` for malformed ``inputResponses``.
+``Mcp-Param-*`` headers checked for the tools it lists, and ``-32602`` for malformed ``inputResponses``.
 
 The upstream (:mod:`.transparency_upstream`) is a real SDK server over streamable HTTP on loopback,
 the gateway the ``skilldeck gateway`` command; requests are raw HTTP where the wire itself is checked
@@ -8,6 +8,7 @@ the gateway the ``skilldeck gateway`` command; requests are raw HTTP where the w
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from mcp.client import Client
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
+    HEADER_MISMATCH,
     INVALID_PARAMS,
     PROTOCOL_VERSION_META_KEY,
     CreateMessageResult,
@@ -27,7 +29,7 @@ from mcp_types import (
 
 from ..host.hostile_http import serving_in_thread
 from ..server.helpers import start_gateway, stop
-from .transparency_upstream import transparency_upstream
+from .transparency_upstream import REGION_HEADER, transparency_upstream
 
 MODERN = "2026-07-28"
 PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
@@ -78,6 +80,56 @@ def answer_of(response: httpx2.Response) -> dict[str, Any]:
         data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
         return json.loads([d for d in data if d][-1])
     return response.json()
+
+
+# -- Mcp-Param-* headers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [
+        (None, "is missing but the request body's 'region' argument is present"),
+        ("=?base64?SGVsbG8?=", "malformed base64"),  # bad padding
+        ("=?base64?SGVs!!!bG8=?=", "malformed base64"),  # not the alphabet
+        ("south", "does not match the request body's 'region' argument"),
+    ],
+)
+def test_a_pinned_tools_param_header_is_checked_as_the_sdk_checks_its_own(
+    gateway: Running, header: str | None, why: str
+) -> None:
+    headers = {} if header is None else {f"Mcp-Param-{REGION_HEADER}": header}
+    response = modern_call(gateway.url, "see__locate", {"arguments": {"region": "Hello"}}, headers)
+    assert response.status_code == 400, response.text
+    error = answer_of(response)["error"]
+    assert error["code"] == HEADER_MISMATCH
+    assert why in error["message"], error
+
+
+@pytest.mark.parametrize("header", ["Hello", "=?base64?" + base64.b64encode(b"Hello").decode() + "?="])
+def test_a_matching_param_header_passes(gateway: Running, header: str) -> None:
+    response = modern_call(
+        gateway.url, "see__locate", {"arguments": {"region": "Hello"}}, {f"Mcp-Param-{REGION_HEADER}": header}
+    )
+    assert response.status_code == 200, response.text
+    assert answer_of(response)["result"]["content"][0]["text"] == "at Hello"
+
+
+@pytest.mark.anyio
+async def test_the_sdk_client_sends_the_header_the_gateway_listed(gateway: Running) -> None:
+    async with Client(gateway.url, mode="auto", cache=None) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        region = tools["see__locate"].input_schema["properties"]["region"]
+        assert region["x-mcp-header"] == REGION_HEADER  # listed with the upstream's annotation
+        result = await c.call_tool("see__locate", {"region": "north pole ☃"})  # base64 on the wire
+        assert not result.is_error, result
+        assert result.content[0].text == "at north pole ☃"  # type: ignore[union-attr]
+
+
+def test_meta_tools_take_no_param_headers(gateway: Running) -> None:
+    """``find`` has no ``x-mcp-header`` argument: nothing to check, as for any tool without one."""
+    response = modern_call(gateway.url, "find", {"arguments": {"query": "where"}})
+    assert response.status_code == 200, response.text
+    assert "result" in answer_of(response)
 
 
 # -- malformed inputResponses ------------------------------------------------------------------------
