@@ -1,5 +1,6 @@
 """``skilldeck gateway --http`` answers on the wire as the upstream it fronts would (issue 25, item 4):
-``Mcp-Param-*`` headers checked for the tools it lists, and ``-32602`` for malformed ``inputResponses``.
+``Mcp-Param-*`` headers checked for the tools it lists, ``-32602`` for malformed ``inputResponses``,
+and resumable SSE streams on legacy sessions.
 
 The upstream (:mod:`.transparency_upstream`) is a real SDK server over streamable HTTP on loopback,
 the gateway the ``skilldeck gateway`` command; requests are raw HTTP where the wire itself is checked
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import anyio
 import httpx2
 import pytest
 from mcp.client import Client
@@ -27,11 +29,14 @@ from mcp_types import (
     TextContent,
 )
 
+from skilldeck.server._resumable import RETRY_MS
+
 from ..host.hostile_http import serving_in_thread
-from ..server.helpers import start_gateway, stop
+from ..server.helpers import initialize_request, start_gateway, stop
 from .transparency_upstream import REGION_HEADER, transparency_upstream
 
 MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
 PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
 
 
@@ -171,3 +176,85 @@ async def test_a_well_formed_retry_still_completes(gateway: Running) -> None:
             allow_input_required=True,
         )
         assert done.content[0].text == "answered word", done  # type: ignore[union-attr]
+
+
+# -- resumable SSE streams (2025-11-25 sessions) -----------------------------------------------------
+
+
+def legacy_headers(session: str | None = None, **extra: str) -> dict[str, str]:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **extra}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
+    return headers
+
+
+def open_session(http: httpx2.Client, url: str) -> str:
+    opened = http.post(url, json=initialize_request(), headers=legacy_headers())
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    done = http.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=legacy_headers(session)
+    )
+    assert done.status_code == 202, done.text
+    return session
+
+
+def events(lines: Iterator[str]) -> Iterator[dict[str, str]]:
+    """SSE events from a stream's lines, each as its fields (comments skipped)."""
+    event: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            if event:
+                yield event
+            event = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            event[name] = value.removeprefix(" ")
+
+
+def slow_call(request_id: int) -> dict[str, Any]:
+    params = {"name": "see__slow", "arguments": {"seconds": 0.5}, "_meta": {"progressToken": "p"}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_a_dropped_stream_is_resumed_from_its_last_event_id_and_only_in_its_session(gateway: Running) -> None:
+    with httpx2.Client(timeout=30) as http:
+        mine, theirs = open_session(http, gateway.url), open_session(http, gateway.url)
+        with http.stream("POST", gateway.url, json=slow_call(7), headers=legacy_headers(mine)) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            seen = events(stream.iter_lines())
+            priming = next(seen)
+            assert priming.get("id"), priming
+            assert priming.get("data") == "", priming  # no message
+            assert priming.get("retry") == str(RETRY_MS)
+            progress = next(seen)
+            assert json.loads(progress["data"])["method"] == "notifications/progress", progress
+            assert progress.get("id"), progress
+        # the stream dropped before the answer; the call goes on upstream
+
+        # another session cannot have this session's events, with its ids or any other
+        replayed = http.get(gateway.url, headers=legacy_headers(theirs, **{"Last-Event-ID": progress["id"]}))
+        assert replayed.status_code == 200
+        assert not [e for e in events(iter([*replayed.text.splitlines(), ""])) if e.get("data")], replayed.text
+
+        # its own session resumes after the last event it saw: what it missed, then the answer
+        with http.stream(
+            "GET", gateway.url, headers=legacy_headers(mine, **{"Last-Event-ID": progress["id"]})
+        ) as resumed:
+            assert resumed.status_code == 200
+            for event in events(resumed.iter_lines()):
+                message = json.loads(event["data"]) if event.get("data") else {}
+                if message.get("id") == 7:
+                    break
+            else:
+                pytest.fail("the resumed stream ended without the call's answer")
+    assert message["result"]["content"][0]["text"] == "slept 0.5", message
+    assert event.get("id"), event  # resumable again from there
+
+
+@pytest.mark.anyio
+async def test_the_sdk_legacy_client_is_unaffected_by_priming_events(gateway: Running) -> None:
+    async with Client(gateway.url, mode="legacy", cache=None) as c:
+        with anyio.fail_after(30):
+            result = await c.call_tool("see__slow", {"seconds": 0})
+    assert result.content[0].text == "slept 0", result  # type: ignore[union-attr]
