@@ -31,13 +31,11 @@ from mcp_types import (
 
 from skilldeck.server._resumable import RETRY_MS
 
-from ..host.hostile_http import serving_in_thread
-from ..server.helpers import initialize_request, start_gateway, stop
-from .transparency_upstream import REGION_HEADER, transparency_upstream
+from ..server.helpers import initialize_request
+from .transparency_upstream import REGION_HEADER, gateway_in_front
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
 
 
 class Running(NamedTuple):
@@ -47,20 +45,8 @@ class Running(NamedTuple):
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    """``skilldeck gateway --http --pin ...`` in front of the transparency upstream over HTTP."""
-    tmp = tmp_path_factory.mktemp("gateway-http-protocol")
-    app = transparency_upstream().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    with serving_in_thread(app) as upstream_url:
-        config = tmp / "mcp.json"
-        config.write_text(json.dumps({"mcpServers": {"see": {"url": upstream_url}}}))
-        log = tmp / "gateway.log"
-        pins = [arg for pin in PINS for arg in ("--pin", pin)]
-        proc, match = start_gateway(config, log, *pins)
-        try:
-            yield Running(match["url"], log)
-            assert proc.poll() is None, log.read_text(errors="replace")
-        finally:
-            stop(proc)
+    with gateway_in_front(tmp_path_factory.mktemp("gateway-http-protocol")) as (url, log):
+        yield Running(url, log)
 
 
 def modern_call(url: str, name: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> httpx2.Response:

@@ -6,6 +6,9 @@ are registered.
 """
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -80,3 +83,27 @@ def transparency_upstream() -> MCPServer[Any]:
         return f"slept {seconds:g}"
 
     return server
+
+
+PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
+"""What :func:`gateway_in_front` pins (``--pin``)."""
+
+
+@contextmanager
+def gateway_in_front(tmp: Path) -> Iterator[tuple[str, Path]]:
+    """``skilldeck gateway --http --pin ...`` in front of this upstream over streamable HTTP on loopback:
+    its URL and its log. Checks, once the block ends, that the gateway is still running."""
+    from ..host.hostile_http import serving_in_thread
+    from ..server.helpers import start_gateway, stop
+
+    app = transparency_upstream().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    with serving_in_thread(app) as upstream_url:
+        config = tmp / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"see": {"url": upstream_url}}}))
+        log = tmp / "gateway.log"
+        proc, match = start_gateway(config, log, *[arg for pin in PINS for arg in ("--pin", pin)])
+        try:
+            yield match["url"], log
+            assert proc.poll() is None, log.read_text(errors="replace")
+        finally:
+            stop(proc)
