@@ -23,7 +23,7 @@ from skilldeck.host._on_behalf import RELAYED_CAPABILITIES, relayed_capabilities
 
 from .gateway_clients_support import client, open_gateway
 from .relay_upstream import Asker
-from .test_relay_requests import Downstream
+from .test_relay_requests import Downstream, opened
 from .transparency_upstream import transparency_upstream
 
 pytestmark = [
@@ -141,23 +141,15 @@ async def test_a_caller_that_declared_only_sampling_is_asked_only_for_a_sample(e
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_the_relay_still_refuses_what_an_upstream_asks_beyond_the_declaration(era: str) -> None:
-    """An upstream that asks regardless (a 2025-11-25 upstream's session declared all three at its
-    handshake) gets an error for what the caller did not declare; the caller is never asked."""
+    """A 2025-11-25 upstream's session declared all three capabilities at its handshake, for every
+    caller, so it asks regardless: it gets an error for what the caller did not declare, and the caller
+    is never asked."""
     asker, me = Asker(), Downstream("ann")
-    async with (
-        open_gateway({"ask": asker.server}, pinned=[("ask", "greet")], server_requests=True) as gw,
-        client(gw, era, sampling_callback=me.sampling) as c,
-    ):
+    async with opened(asker, "legacy") as gw, client(gw, era, sampling_callback=me.sampling) as c:
         with anyio.fail_after(20):
-            if era == "modern":
-                with pytest.raises(MCPError) as raised:
-                    await c.call_tool("ask__greet", {})
-                assert raised.value.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
-                assert "elicitation" in raised.value.error.message
-            else:
-                result = await c.call_tool("ask__greet", {})
-                assert result.is_error, result
-                assert "did not declare the form elicitation" in text(result), text(result)
+            result = await c.call_tool("ask__greet", {})
+    assert result.is_error, result
+    assert "did not declare the form elicitation" in text(result), text(result)
     assert me.asked == []
 
 
