@@ -37,7 +37,13 @@ upstream's request gets an error response (``INVALID_REQUEST``, as the SDK's own
 without the capability), and the upstream decides what its call does without the answer (the
 caller hears its result). A 2026-07-28 upstream's ``input_required`` for it ends the caller's
 ``tools/call`` with ``MISSING_REQUIRED_CLIENT_CAPABILITY`` naming what is required, as that upstream
-answers a client that did not declare it.
+answers a client that did not declare it. (A 2026-07-28 upstream is told on each proxied request what
+its caller declared, see :mod:`skilldeck.host._on_behalf`, so it mostly does not ask: it answers
+``-32021`` itself, which reaches a 2026-07-28 caller as it came.)
+
+A 2026-07-28 retry whose ``inputResponses`` is not an object (``null`` included), or holds an answer
+that is no valid result, is refused as the protocol refuses malformed params: ``-32602``, HTTP 400
+(:func:`checked_input_responses`).
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from mcp_types import (
     FormElicitationCapability,
     InputRequest,
     InputResponse,
+    InputResponses,
     ListRootsResult,
     LoggingLevel,
     LoggingMessageNotificationParams,
@@ -82,7 +89,7 @@ from mcp_types import (
     UrlElicitationCapability,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from skilldeck.errors import GateRefused
 
@@ -107,10 +114,12 @@ __all__ = [
     "Waiting",
     "call_relay",
     "capability_error",
+    "checked_input_responses",
     "forward_log_level",
     "legacy_asker",
     "missing_capability",
     "parse_answer",
+    "parse_input_responses",
 ]
 
 MAX_INPUT_RESPONSES = 32
@@ -121,6 +130,8 @@ PARKED_TTL_SECONDS = 300.0
 """How long a held call waits for its caller's next round before the upstream is told no answer came."""
 WITHDRAW_WITHIN = 2.0
 """Seconds the notice withdrawing a question from a caller whose call ended may take to send."""
+
+_INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """The protocol's log levels, most verbose first."""
@@ -274,13 +285,53 @@ def call_relay(ctx: ServerRequestContext[Any, Any]) -> CallRelay:
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return CallRelay(capabilities=capabilities, ask=legacy_asker(ctx))
     params: Any = ctx.params if isinstance(ctx.params, dict) else {}
-    responses = params.get("inputResponses")
+    responses = checked_input_responses(params)
     state = params.get("requestState")
-    if responses is not None and (not isinstance(responses, dict) or len(responses) > MAX_INPUT_RESPONSES):
-        raise GateRefused(f"inputResponses must be an object of at most {MAX_INPUT_RESPONSES} answers")
     if state is not None and not isinstance(state, str):  # pragma: no cover - the SDK's boundary rejects it first
         raise GateRefused("requestState must be the string an input_required result gave")
     return CallRelay(capabilities=capabilities, modern=True, input_responses=responses, request_state=state)
+
+
+def checked_input_responses(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A 2026-07-28 ``tools/call``'s ``inputResponses`` (``None`` when it carries none), checked as the protocol
+    checks a request's params: before anything else is decided about the call.
+
+    Raises:
+        MCPError: ``INVALID_PARAMS`` (HTTP 400) when ``inputResponses`` is present but is not an object
+            (``null`` included), or holds an answer that is no valid result of any input request.
+        GateRefused: more than :data:`MAX_INPUT_RESPONSES` answers (the gateway's own bound; a tool result
+            saying so, counted before any answer is parsed).
+    """
+    if "inputResponses" not in params:
+        return None
+    responses = params["inputResponses"]
+    if not isinstance(responses, dict):
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message="inputResponses must be an object mapping each input request's key to its answer; "
+            "leave it out on a first call",
+        )
+    if len(responses) > MAX_INPUT_RESPONSES:
+        raise GateRefused(f"inputResponses must be an object of at most {MAX_INPUT_RESPONSES} answers")
+    parse_input_responses(responses)
+    return responses
+
+
+def parse_input_responses(responses: Mapping[str, Any]) -> InputResponses:
+    """``inputResponses`` as the protocol's typed answers.
+
+    Raises:
+        MCPError: ``INVALID_PARAMS``, naming the first answer that is no valid result of any input request.
+    """
+    try:
+        return _INPUT_RESPONSES.validate_python(responses, by_name=False)
+    except ValidationError as exc:
+        where = next((error["loc"][0] for error in exc.errors() if error["loc"]), "?")
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"inputResponses[{where!r}] is not a valid answer (a sampling, elicitation or roots result); "
+            "send the result the input request asked for",
+        ) from None
 
 
 def parse_answer(request: InputRequest, raw: Any) -> InputResponse:

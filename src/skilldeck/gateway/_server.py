@@ -9,7 +9,8 @@ and ``tools/call``:
   connection (the base revision forbids it): loaded schemas travel in the ``load`` result.
 * ``tools/call``: a meta-tool is answered by the service; any other name (a pinned or injected
   tool) goes through the same gate as ``call``. A refusal is a tool result with ``isError`` and
-  a reason, and nothing is sent upstream.
+  a reason, and nothing is sent upstream. A pinned tool's ``Mcp-Param-*`` headers are checked by
+  the SDK's own validator, as it checks its own tools' (see :func:`create_gateway`).
 
 After a ``load`` that added tools, a legacy session is sent ``notifications/tools/list_changed``
 (``tools.listChanged`` is declared in its ``initialize`` reply).
@@ -233,6 +234,23 @@ class GatewayMiddleware:
         scope = "public" if routed is None else "private"
         return {"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": scope}
 
+    def listed_input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of the pinned tool the gateway lists as ``name`` (``label__tool``), else ``None``.
+
+        What the SDK's streamable HTTP transport checks a 2026-07-28 ``tools/call``'s ``Mcp-Param-*``
+        headers against (see :func:`create_gateway`). Only pinned tools: they are what a 2026-07-28
+        client lists, so what its SDK mirrors into headers. A tool it loaded is called through ``call``
+        (or by a name it never listed), so no client sends headers for it; checking them would refuse
+        every conforming call.
+        """
+        for label, tool in self.service.pinned:
+            if tool_function_name(label, tool) == name:
+                for listed in self.service.host.tools(label):
+                    if listed.name == tool:
+                        schema = listed.tool.get("inputSchema")
+                        return schema if isinstance(schema, Mapping) else None
+        return None
+
     @staticmethod
     def injected(label: str, name: str, upstream: Any) -> dict[str, Any]:
         """An upstream tool as the gateway lists it: ``label__tool``, schema and annotations unchanged."""
@@ -396,7 +414,29 @@ def create_gateway(
         auth=auth,
         request_state_security=request_state_security(request_state_keys, request_state_codec),
     )
+    _check_param_headers(server, middleware)
     return server, middleware
+
+
+def _check_param_headers(server: MCPServer[Any], middleware: GatewayMiddleware) -> None:
+    """Have the SDK check ``Mcp-Param-*`` headers of a call to a pinned tool as it checks its own tools'.
+
+    The SDK's 2026-07-28 transport validates a ``tools/call``'s ``Mcp-Param-*`` headers against the
+    tool's ``x-mcp-header`` annotations (a missing, extra, mismatched or malformed Base64 value is
+    ``-32020`` with HTTP 400, before any handler runs), looking the schema up with the low-level
+    server's ``get_tool_input_schema``. ``MCPServer`` points that at its own tool manager, which knows
+    none of the tools the gateway's middleware answers; this looks up the pinned tools first. The
+    SDK's validator does the checking. (``MCPServer`` offers no public way to set the lookup, so its
+    low-level server is reached directly.)
+    """
+    lowlevel = server._lowlevel_server
+    own = lowlevel.get_tool_input_schema
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        schema = middleware.listed_input_schema(name)
+        return schema if schema is not None or own is None else own(name)
+
+    lowlevel.get_tool_input_schema = input_schema
 
 
 def pinned_pairs(values: Iterable[str]) -> list[tuple[str, str]]:

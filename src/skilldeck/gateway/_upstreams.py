@@ -23,27 +23,37 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     ErrorData,
     InputRequest,
     InputRequiredResult,
     InputResponse,
-    InputResponses,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter, ValidationError
 
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused
 from skilldeck.gateway._port import Progress, ToolCall, Unavailable, down, tool_id
-from skilldeck.gateway._relay import CALLING, CallRelay, LogSink, ParkedCall, ParkedCalls, Waiting, capability_error
+from skilldeck.gateway._relay import (
+    CALLING,
+    CallRelay,
+    LogSink,
+    ParkedCall,
+    ParkedCalls,
+    Waiting,
+    capability_error,
+    parse_input_responses,
+)
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._connect import Connected
+from skilldeck.host._on_behalf import on_behalf_of
 from skilldeck.host._registry import SkillRecord
 from skilldeck.select._snapshot import CatalogSnapshot
 from skilldeck.skill._tags import DESCRIPTIVE_KEYS, neutralise_in
@@ -54,7 +64,6 @@ SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
 ORIGIN_META = "dev.skilldeck/server"
 """``_meta`` key of a proxied result naming the label of the upstream that produced it."""
-_INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 
 
 class CallLog(Protocol):
@@ -166,16 +175,24 @@ class HostUpstreams:
             self._listening = True
         meta = cast(RequestParamsMeta, {LOG_LEVEL_META_KEY: call.log_level}) if log and call.log_level else None
         sent = _Sent(call.client, label, tool, call.arguments, connected, call.progress, log, meta)
-        relaying = relay is not None and self.host.server_requests
-        if relaying and relay is not None and relay.modern:
+        if relay is None or not self.host.server_requests:
+            return await self._plain(sent, None)
+        with on_behalf_of(relay.capabilities):  # the upstream hears what the caller declared, not the host
+            if not relay.modern:
+                return await self._plain(sent, relay)
             if connected.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 return await self._parked_round(sent, relay)
             return await self._input_required_round(sent, relay)
-        waiting = Waiting(log, relay if relaying else None)
+
+    async def _plain(self, call: _Sent, relay: CallRelay | None) -> dict[str, Any]:
+        """The call as one upstream request: the upstream's questions, if any, put to a 2025-11-25 caller
+        while it waits (or refused, with no ``relay``)."""
+        label, tool, connected = call.label, call.tool, call.connected
+        waiting = Waiting(call.log, relay)
         try:
             with self._waiting(label, waiting):
                 result = await connected.client.call_tool(
-                    tool, call.arguments, progress_callback=call.progress, meta=meta
+                    tool, call.arguments, progress_callback=call.progress, meta=call.meta
                 )
         except Exception as exc:  # the upstream failed or timed out: the model hears why
             return self._failed(call.client, label, tool, connected.explain(exc))
@@ -216,14 +233,7 @@ class HostUpstreams:
 
     async def _input_required_round(self, call: _Sent, relay: CallRelay) -> dict[str, Any]:
         """A 2026-07-28 caller on a 2026-07-28 upstream: its questions and ``requestState`` pass through."""
-        responses = None
-        if relay.input_responses is not None:
-            try:
-                responses = _INPUT_RESPONSES.validate_python(relay.input_responses, by_name=False)
-            except ValidationError:
-                raise GateRefused(
-                    "inputResponses holds an answer that is not a valid result; nothing was sent"
-                ) from None
+        responses = None if relay.input_responses is None else parse_input_responses(relay.input_responses)
         connected = call.connected
         try:
             with self._waiting(call.label, Waiting(call.log, relay)):
@@ -237,6 +247,11 @@ class HostUpstreams:
                     allow_input_required=True,
                 )
         except Exception as exc:
+            if isinstance(exc, MCPError) and exc.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+                # the caller did not declare what the tool needs: its error as the upstream answered it (the
+                # capabilities it requires; HTTP 400), as the caller would have had it directly
+                self.log.record("call", call.client, tool=call.id, error=exc.error.message)
+                raise
             return self._failed(call.client, call.label, call.tool, connected.explain(exc))
         if isinstance(result, InputRequiredResult):
             refused = capability_error(result.input_requests or {}, relay.capabilities)

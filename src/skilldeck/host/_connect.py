@@ -14,7 +14,8 @@ legacy ``notifications/*/list_changed`` reach :mod:`skilldeck.host._watch`.
 With ``server_requests=True`` (the gateway) every session also declares the ``sampling``,
 ``elicitation`` and ``roots`` client capabilities, and hands each such request a server sends (with
 its label) to :attr:`Connections.server_request_handler`; while no handler is set, each is refused
-with an error response.
+with an error response. A 2026-07-28 request sent on behalf of a client declares that client's
+capabilities instead (:mod:`skilldeck.host._on_behalf`).
 
 With ``restart`` (a :class:`~skilldeck.host._backoff.Backoff`; the gateway sets it) each server is
 supervised: a stdio server whose process exits (the guard reports its exit code) is started again,
@@ -81,6 +82,7 @@ from skilldeck.host import _stdio_guard as stdio_guard
 from skilldeck.host._backoff import Backoff, RetrySchedule
 from skilldeck.host._config import HttpServer, InProcessServer, ServerSpec, StdioServer
 from skilldeck.host._credentials import CredentialStore, default_store
+from skilldeck.host._on_behalf import declare_on_behalf
 from skilldeck.host._wire import SkillsWire, declared_skills_settings
 
 __all__ = [
@@ -948,6 +950,8 @@ class Connections(Unwinding):
                         auth=self._auth(spec),
                     )
                     async with client:
+                        if self.server_requests:  # a proxied call declares its caller's capabilities
+                            declare_on_behalf(client.session)
                         settings = declared_skills_settings(client)
                         connected = Connected(spec, client, SkillsWire(client), settings)
                         self.connected[label] = connected

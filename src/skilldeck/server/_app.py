@@ -33,6 +33,7 @@ from skilldeck.server._dynamic import DynamicSkill
 from skilldeck.server._extension import SkillsExtension
 from skilldeck.server._health import PROBE_PATHS, Readiness, always_ready, with_probes
 from skilldeck.server._request_ids import answer_invalid_ids
+from skilldeck.server._resumable import RETRY_MS, ResumableStreams, resume_per_session
 from skilldeck.server._sessions import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -442,6 +443,10 @@ async def run_http(
     which relays such messages, does not). ``subscriptions/listen`` and a legacy session's GET
     stream stay SSE either way, so change notifications are unaffected.
 
+    A legacy session's SSE streams are resumable: each opens with an event id and a ``retry`` hint,
+    and a client whose stream dropped reconnects with ``Last-Event-ID`` and is sent what it missed,
+    from its own session's events only (kept within bounds: :mod:`skilldeck.server._resumable`).
+
     ``GET /healthz`` and ``GET /readyz`` are answered beside ``path`` for balancers and orchestrators
     (:mod:`skilldeck.server._health`); ``readiness`` says what ``/readyz`` answers. A ``console``
     answers ``/console`` (:mod:`skilldeck.serving._console`); its live streams end when the server stops.
@@ -463,7 +468,9 @@ async def run_http(
         max_sessions=max_sessions,
         session_idle_timeout=session_idle_timeout,
         json_response=json_response,
+        retry_interval=RETRY_MS,
     )
+    resume_per_session(server.session_manager, ResumableStreams())
     evict_idle_when_full(server.session_manager)
     served: ASGIApp = answer_invalid_ids(answer_unknown_sessions(app, server.session_manager))
     if console is not None:

@@ -1,0 +1,221 @@
+"""Resumable SSE streams for legacy (2025-11-25) sessions: a bounded event store kept per session.
+
+With an event store the SDK's streamable HTTP transport opens each SSE stream with a *priming*
+event (an id, no data, and a ``retry`` hint of :data:`RETRY_MS`), gives every message on it an
+event id, and keeps the messages; a client whose stream dropped (a proxy's idle timeout, a
+network change, a server that closes a stream to have the client poll) reconnects with ``GET`` and
+``Last-Event-ID`` and is sent what it missed, then the rest of the stream. Without one, a dropped
+stream loses the response to the request it carried.
+
+:class:`ResumableStreams` keeps the events of every session, bounded three ways, the oldest out
+first: :data:`MAX_EVENTS_PER_STREAM` events per stream, :data:`MAX_STREAMS` streams, and
+:data:`MAX_BYTES` bytes of messages in all. A stream whose events the bounds dropped cannot be
+resumed past the gap: the client is sent nothing (rather than a stream with a hole in it) and has to
+repeat its request.
+
+The SDK's ``EventStore`` interface names no session: a transport holds one store, and the
+session manager hands every transport the same. So each session gets a store of its own
+(:meth:`ResumableStreams.for_session`, a :class:`SessionEvents`) over the shared bounds, and a
+``Last-Event-ID`` is looked up among its own session's streams only: another session's event id
+(guessed or stolen) replays nothing. :func:`resume_per_session` gives each new session its store as
+the manager admits it. 2026-07-28 requests are not sessions and are not resumable (the protocol
+dropped resumption); they are untouched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import JSONRPCMessage
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_EVENTS_PER_STREAM",
+    "MAX_STREAMS",
+    "RETRY_MS",
+    "ResumableStreams",
+    "SessionEvents",
+    "resume_per_session",
+]
+
+logger = logging.getLogger(__name__)
+
+RETRY_MS = 2_000
+"""The ``retry`` hint of each priming event: how long a client waits before it reconnects a dropped stream."""
+MAX_EVENTS_PER_STREAM = 128
+"""Events one stream keeps (a request's progress, log messages and questions, then its response)."""
+MAX_STREAMS = 4_096
+"""Streams kept over every session (each request's, and each session's GET stream)."""
+MAX_BYTES = 32 * 1024 * 1024
+"""Bytes of JSON-RPC messages kept over every stream."""
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One SSE stream's kept events: ``(index, message, size)``, oldest first; indexes count from 0 without gaps."""
+
+    number: int
+    session: int
+    stream_id: StreamId
+    events: deque[tuple[int, JSONRPCMessage | None, int]] = field(default_factory=deque)
+    next_index: int = 0
+
+    @property
+    def first_index(self) -> int:
+        return self.events[0][0] if self.events else self.next_index
+
+
+class ResumableStreams:
+    """The events of every session's SSE streams, under one set of bounds (see the module docs).
+
+    Args:
+        max_events_per_stream: events one stream keeps; its oldest goes first.
+        max_streams: streams kept in all; the stream opened longest ago goes first.
+        max_bytes: bytes of messages kept in all; the oldest event of any stream goes first.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_events_per_stream: int = MAX_EVENTS_PER_STREAM,
+        max_streams: int = MAX_STREAMS,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
+        for name, value in (
+            ("max_events_per_stream", max_events_per_stream),
+            ("max_streams", max_streams),
+            ("max_bytes", max_bytes),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.max_events_per_stream = max_events_per_stream
+        self.max_streams = max_streams
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        """Bytes of messages kept now."""
+        self._streams: OrderedDict[int, _Stream] = OrderedDict()
+        """Every kept stream by number, the oldest first."""
+        self._by_session: dict[tuple[int, StreamId], int] = {}
+        """A session's stream id to its stream's number."""
+        self._order: OrderedDict[tuple[int, int], None] = OrderedDict()
+        """Every kept event as ``(stream number, index)``, the oldest first."""
+        self._stream_numbers = itertools.count(1)
+        self._session_numbers = itertools.count(1)
+
+    def for_session(self) -> SessionEvents:
+        """A new session's own store: its events are kept here, and only its own are replayed to it."""
+        return SessionEvents(self, next(self._session_numbers))
+
+    @property
+    def streams(self) -> int:
+        """Streams kept now."""
+        return len(self._streams)
+
+    @property
+    def events(self) -> int:
+        """Events kept now (priming events included)."""
+        return len(self._order)
+
+    # -- what a session's store does ---------------------------------------------------------------
+
+    def store(self, session: int, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        number = self._by_session.get((session, stream_id))
+        stream = self._streams.get(number) if number is not None else None
+        if stream is None:
+            while len(self._streams) >= self.max_streams:
+                self._drop_stream(next(iter(self._streams.values())))
+            stream = _Stream(next(self._stream_numbers), session, stream_id)
+            self._streams[stream.number] = stream
+            self._by_session[(session, stream_id)] = stream.number
+        index = stream.next_index
+        stream.next_index += 1
+        size = 0 if message is None else len(message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+        stream.events.append((index, message, size))
+        self._order[(stream.number, index)] = None
+        self.bytes += size
+        if len(stream.events) > self.max_events_per_stream:
+            self._drop_oldest_of(stream)
+        while self.bytes > self.max_bytes:
+            number, _ = next(iter(self._order))
+            self._drop_oldest_of(self._streams[number])
+        return f"{stream.number}-{index}"
+
+    async def replay(self, session: int, last_event_id: EventId, send: EventCallback) -> StreamId | None:
+        stream, index = self._find(session, last_event_id)
+        if stream is None:
+            return None
+        if index + 1 < stream.first_index:
+            logger.info(
+                "cannot resume stream %s after event %s: the events after it were dropped (kept: %d streams, %d bytes)",
+                stream.stream_id,
+                last_event_id,
+                len(self._streams),
+                self.bytes,
+            )
+            return None
+        missed = [(i, message) for i, message, _ in stream.events if i > index and message is not None]
+        for i, message in missed:
+            await send(EventMessage(message, f"{stream.number}-{i}"))
+        return stream.stream_id
+
+    def _find(self, session: int, event_id: EventId) -> tuple[_Stream | None, int]:
+        number, _, index = event_id.partition("-")
+        if not (number.isdigit() and index.isdigit()):
+            return None, 0
+        stream = self._streams.get(int(number))
+        if stream is None or stream.session != session or int(index) >= stream.next_index:
+            return None, 0  # not one of this session's events (or no longer kept)
+        return stream, int(index)
+
+    # -- bounds --------------------------------------------------------------------------------------
+
+    def _drop_oldest_of(self, stream: _Stream) -> None:
+        index, _, size = stream.events.popleft()
+        del self._order[(stream.number, index)]
+        self.bytes -= size
+
+    def _drop_stream(self, stream: _Stream) -> None:
+        while stream.events:
+            self._drop_oldest_of(stream)
+        del self._streams[stream.number]
+        del self._by_session[(stream.session, stream.stream_id)]
+
+
+class SessionEvents(EventStore):
+    """One session's event store (the SDK's ``EventStore``), over the shared :class:`ResumableStreams`."""
+
+    def __init__(self, streams: ResumableStreams, session: int) -> None:
+        self.streams = streams
+        self.session = session
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        return self.streams.store(self.session, stream_id, message)
+
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+        return await self.streams.replay(self.session, last_event_id, send_callback)
+
+
+def resume_per_session(manager: StreamableHTTPSessionManager, streams: ResumableStreams) -> None:
+    """Give each session ``manager`` admits from now on a store of its own over ``streams``.
+
+    Call it once, after ``streamable_http_app()`` built the manager (with ``retry_interval`` set) and
+    before it serves. The manager hands each new transport its ``event_store`` attribute; the SDK has
+    no hook per session, so its admission step (``_admit_session``, called under its session-creation
+    lock, as :func:`~skilldeck.server._sessions.evict_idle_when_full` also wraps it) sets that
+    attribute to a fresh :class:`SessionEvents` just before.
+    """
+    if manager.stateless:
+        return
+    admit = manager._admit_session
+
+    def admit_with_own_store(requestor: Any) -> Any:
+        manager.event_store = streams.for_session()
+        return admit(requestor)
+
+    manager._admit_session = admit_with_own_store  # type: ignore[method-assign]
