@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -24,6 +24,7 @@ from skilldeck.cli._exits import ExitCode, exit_for
 from skilldeck.cli._gateway import add_gateway_command
 from skilldeck.cli._host import add_host_commands
 from skilldeck.cli._login import add_login_commands
+from skilldeck.cli._metrics import MetricsListener, add_metrics_argument
 from skilldeck.cli._output import (
     JsonLinesConsole,
     StdoutConsole,
@@ -35,6 +36,9 @@ from skilldeck.cli._output import (
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
+
+if TYPE_CHECKING:
+    from skilldeck.serving._metrics import ServingMetrics
 
 __all__ = ["main"]
 
@@ -83,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
     add_http_arguments(serve)
+    add_metrics_argument(serve)
     serve.add_argument(
         "--sse-responses",
         action="store_true",
@@ -153,6 +158,11 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         request_state_codec=replicas.ring,
     )
     drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
+    listener, metrics = MetricsListener.from_args(args, _serving_metrics)
+    if metrics is not None:
+        metrics.instrument(server)
+        if replicas.bus is not None:
+            metrics.watch_bus(replicas.bus)
     if args.solon_talent:
         from skilldeck.server._talent import enable_talent
 
@@ -205,14 +215,16 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         )
         anyio.run(
             replicas.around,
-            lambda: serve_stdio(
-                server,
-                extension,
-                watch=args.watch,
-                on_reload=on_reload,
-                policy_path=args.policy,
-                on_policy_error=on_policy_error,
-                on_policy_applied=on_policy_applied,
+            lambda: listener.beside(
+                lambda: serve_stdio(
+                    server,
+                    extension,
+                    watch=args.watch,
+                    on_reload=on_reload,
+                    policy_path=args.policy,
+                    on_policy_error=on_policy_error,
+                    on_policy_applied=on_policy_applied,
+                )
             ),
         )
         return ExitCode.OK
@@ -233,27 +245,36 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     anyio.run(
         replicas.around,
-        lambda: serve_http(
-            server,
-            extension,
-            host=host,
-            port=port,
-            path=args.path,
-            watch=args.watch,
-            on_reload=on_reload,
-            on_ready=on_ready,
-            policy_path=args.policy,
-            on_policy_error=on_policy_error,
-            on_policy_applied=on_policy_applied,
-            max_sessions=args.max_sessions,
-            session_idle_timeout=args.session_idle_timeout,
-            json_response=not args.sse_responses,
-            limits=http_limits(args),
-            on_stopped=lambda report: err.print(f"skilldeck: {report.line()}", highlight=False),
+        lambda: listener.beside(
+            lambda: serve_http(
+                server,
+                extension,
+                host=host,
+                port=port,
+                path=args.path,
+                watch=args.watch,
+                on_reload=on_reload,
+                on_ready=on_ready,
+                policy_path=args.policy,
+                on_policy_error=on_policy_error,
+                on_policy_applied=on_policy_applied,
+                max_sessions=args.max_sessions,
+                session_idle_timeout=args.session_idle_timeout,
+                json_response=not args.sse_responses,
+                limits=listener.limits(http_limits(args)),
+                on_stopped=lambda report: err.print(f"skilldeck: {report.line()}", highlight=False),
+            ),
+            on_ready=lambda url: err.print(f"metrics at {url}", highlight=False),
         ),
         backend_options=event_loop_options(),  # uvloop where installed
     )
     return ExitCode.OK
+
+
+def _serving_metrics() -> ServingMetrics:
+    from skilldeck.serving._metrics import ServingMetrics  # prometheus_client is imported only with --metrics
+
+    return ServingMetrics()
 
 
 def _policy_view(extension: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -13,10 +13,14 @@ from rich.markup import escape
 from skilldeck.cli._arguments import add_http_arguments, http_limits, positive, seconds
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli._exits import ExitCode
+from skilldeck.cli._metrics import MetricsListener, add_metrics_argument
 from skilldeck.cli._output import bound_log_output, json_log_output, sdk_logs_in_one_line
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
+
+if TYPE_CHECKING:
+    from skilldeck.gateway._metrics import GatewayMetrics
 
 __all__ = ["add_gateway_command"]
 
@@ -49,6 +53,7 @@ def add_gateway_command(sub: Any) -> None:
         "--config", required=True, metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor, VS Code)"
     )
     add_http_arguments(gateway)
+    add_metrics_argument(gateway)
     gateway.add_argument(
         "--policy",
         metavar="FILE",
@@ -148,6 +153,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     for warning in serve_warnings(args, gateway=True):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
+    listener, metrics = MetricsListener.from_args(args, _gateway_metrics)
 
     def report(level: str, text: str) -> None:
         heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
@@ -166,7 +172,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
 
                 store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
                 shared = await stack.enter_async_context(store)
-            await serve(shared)
+            await listener.beside(
+                lambda: serve(shared), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
+            )
 
     code = ExitCode.OK
 
@@ -174,6 +182,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         nonlocal code
 
         def on_change(change: CatalogChange) -> None:
+            if metrics is not None:
+                metrics.changed(change)
             if "reconnected" in change.reasons and change.tools is not None:
                 skills = len([r for r in host.skills if r.label == change.label])
                 tools = len(change.tools)
@@ -218,6 +228,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 encoder=encoder,
                 cache_dir=vector_cache_dir(args) if encoder is not None else None,
             )
+            if metrics is not None:
+                metrics.observe(service)
             config = GatewayConfig(
                 service, specs, config_path=args.config, policy_path=args.policy, timeout=args.timeout, report=report
             )
@@ -238,6 +250,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 request_state_codec=replicas.ring,
             )
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
+            if metrics is not None:
+                metrics.instrument(server)
             skills, tools = len(host.skills), len(host.tools())
             up = len(specs) - len(host.failures)
 
@@ -259,7 +273,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 on_change=on_change,
                 max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
-                limits=http_limits(args),
+                limits=listener.limits(http_limits(args)),
                 config=config,
                 watch_config=args.watch_config,
                 on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
@@ -269,3 +283,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     with sdk_logs_in_one_line():
         anyio.run(main, backend_options=event_loop_options())
     return code
+
+
+def _gateway_metrics() -> GatewayMetrics:
+    from skilldeck.gateway._metrics import GatewayMetrics  # prometheus_client is imported only with --metrics
+
+    return GatewayMetrics()

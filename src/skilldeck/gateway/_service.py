@@ -51,6 +51,7 @@ from skilldeck.select._rank import Encoder, Scored
 from skilldeck.select._vectors import VectorCache
 from skilldeck.server._audience import allowed_tools
 from skilldeck.serving._audit import AuditLog
+from skilldeck.serving._counts import refusal_code
 from skilldeck.serving._policy import Caller, Policy, render_template
 from skilldeck.skill._tags import neutralise_in, neutralise_tags
 from skilldeck.skill._uri import is_text_mime_type, mime_type_for
@@ -409,7 +410,7 @@ class GatewayService:
                     if pair not in tools:
                         tools.append(pair)
             except SkilldeckError as exc:
-                refused.append({"id": shorten(card_id), "reason": str(exc)})
+                refused.append({"id": shorten(card_id), "reason": str(exc), "code": refusal_code(exc)})
         if self._shares(client):  # another replica may take this client's next request
             assert self.shared is not None
             await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
@@ -417,7 +418,7 @@ class GatewayService:
         result = {
             "skills": skills,
             "tools": [self._schema(index, label, name) for label, name in tools],
-            "refused": refused,
+            "refused": [{"id": r["id"], "reason": r["reason"]} for r in refused],
         }
         self.log.record(
             "load",
@@ -425,7 +426,7 @@ class GatewayService:
             ids=[shorten(str(i)) for i in ids][:20],
             skills=[s["id"] for s in skills],
             tools=[tool_id(*t) for t in tools],
-            refused=refused,
+            refused=refused,  # each with its code (the error's class, or needs_grant / policy), for metrics
             tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
             history_a_tokens=self.history_a_tokens(caller),
         )
@@ -459,21 +460,25 @@ class GatewayService:
             named, _ = skill_tools(card.server, record.entry.frontmatter, loaded.body, server_tools)
         kept = []
         for label, name in named:
-            reason = self._tool_refusal(record, label, name, allowed)
-            if reason is None:
+            refusal = self._tool_refusal(record, label, name, allowed)
+            if refusal is None:
                 kept.append((label, name))
             else:
-                refused.append({"id": tool_id(label, name), "reason": reason})
+                code, reason = refusal
+                refused.append({"id": tool_id(label, name), "reason": reason, "code": code})
         return loaded, kept
 
-    def _tool_refusal(self, record: SkillRecord, label: str, name: str, allowed: frozenset[str] | None) -> str | None:
+    def _tool_refusal(
+        self, record: SkillRecord, label: str, name: str, allowed: frozenset[str] | None
+    ) -> tuple[str, str] | None:
+        """Why a tool a skill names is not activated, as ``(code, reason)``; ``None`` when it is."""
         if label != record.label and (record.label, label) not in self.grants:
-            return (
+            return "needs_grant", (
                 f"the skill {record.label}/{record.name} names a tool of another server ({label!r}); "
                 f"the gateway activates it only with a grant (--grant {record.label}:{label})"
             )
         if allowed is not None and tool_id(label, name) not in allowed:
-            return f"{tool_id(label, name)} is not routed to you by the policy"
+            return "policy", f"{tool_id(label, name)} is not routed to you by the policy"
         return None
 
     def _tool(self, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
@@ -572,7 +577,8 @@ class GatewayService:
             down = self.down(prefix) if sep else None
             # an upstream not listed because it is down (since the start, say): say so
             error = refused if down is None else GateRefused(f"{down}; the call was not sent")
-            self.log.record("call", client, tool=shorten(name), refused=str(error))
+            code = "upstream_down" if error is not refused else refusal_code(refused)
+            self.log.record("call", client, tool=shorten(name), refused=str(error), reason=code)
             if error is refused:
                 raise
             raise error from None

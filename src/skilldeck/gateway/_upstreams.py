@@ -18,9 +18,10 @@ that produced it (:data:`ORIGIN_META`), and its prose cannot forge an origin tag
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from mcp_types import (
@@ -91,6 +92,8 @@ class _Sent:
     progress: Progress | None
     log: LogSink | None
     meta: RequestParamsMeta | None
+    started: float = field(default_factory=time.perf_counter)
+    """When the call was admitted (``time.perf_counter()``): its record says how long the upstream took."""
 
     @property
     def id(self) -> str:
@@ -178,8 +181,8 @@ class HostUpstreams:
                     tool, call.arguments, progress_callback=call.progress, meta=meta
                 )
         except Exception as exc:  # the upstream failed or timed out: the model hears why
-            return self._failed(call.client, label, tool, connected.explain(exc))
-        return self._result(call.client, label, tool, result)
+            return self._failed(call.client, label, tool, connected.explain(exc), sent.started)
+        return self._result(call.client, label, tool, result, sent.started)
 
     @contextmanager
     def _waiting(self, label: str, waiting: Waiting) -> Iterator[None]:
@@ -195,18 +198,20 @@ class HostUpstreams:
             if not calls:
                 self._in_flight.pop(label, None)
 
-    def _failed(self, client: str, label: str, tool: str, reason: str) -> dict[str, Any]:
-        self.log.record("call", client, tool=tool_id(label, tool), error=reason)
+    def _failed(self, client: str, label: str, tool: str, reason: str, started: float | None = None) -> dict[str, Any]:
+        self.log.record("call", client, tool=tool_id(label, tool), error=reason, **_took(started))
         return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
 
-    def _result(self, client: str, label: str, tool: str, result: Any) -> dict[str, Any]:
+    def _result(self, client: str, label: str, tool: str, result: Any, started: float | None = None) -> dict[str, Any]:
         # The upstream's response stamp names the upstream; the gateway's answer is stamped with its own.
         payload = with_origin(result.model_dump(by_alias=True, mode="json", exclude_none=True), label)
         # What the upstream answered enters the caller's model context: it cannot forge an origin tag.
         for key, keys in (("content", DESCRIPTIVE_KEYS), ("structuredContent", None)):
             if key in payload:
                 payload[key] = neutralise_in(payload[key], keys)
-        self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
+        self.log.record(
+            "call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")), **_took(started)
+        )
         return payload
 
     def _input_required(self, call: _Sent, requests: dict[str, Any], state: str | None) -> dict[str, Any]:
@@ -237,14 +242,14 @@ class HostUpstreams:
                     allow_input_required=True,
                 )
         except Exception as exc:
-            return self._failed(call.client, call.label, call.tool, connected.explain(exc))
+            return self._failed(call.client, call.label, call.tool, connected.explain(exc), call.started)
         if isinstance(result, InputRequiredResult):
             refused = capability_error(result.input_requests or {}, relay.capabilities)
             if refused is not None:
                 self.log.record("call", call.client, tool=call.id, error=refused.error.message)
                 raise refused
             return self._input_required(call, dict(result.input_requests or {}), result.request_state)
-        return self._result(call.client, call.label, call.tool, result)
+        return self._result(call.client, call.label, call.tool, result, call.started)
 
     async def _parked_round(self, call: _Sent, relay: CallRelay) -> dict[str, Any]:
         """A 2026-07-28 caller on a 2025-11-25 upstream: the upstream call runs held open between rounds."""
@@ -326,3 +331,8 @@ class HostUpstreams:
             else "no proxied call is waiting on this server"
         )
         return ErrorData(code=INVALID_REQUEST, message=f"{request.method} refused by the gateway: {why}")
+
+
+def _took(started: float | None) -> dict[str, float]:
+    """A call record's ``seconds`` (how long the upstream took, for metrics), when the start is known."""
+    return {} if started is None else {"seconds": round(time.perf_counter() - started, 6)}

@@ -456,7 +456,7 @@ async def run_http(
         session_idle_timeout=session_idle_timeout,
         json_response=json_response,
     )
-    evict_idle_when_full(server.session_manager)
+    evict_idle_when_full(server.session_manager, limits.counts)
     config = uvicorn.Config(
         quiet_disconnects(
             with_probes(answer_invalid_ids(answer_unknown_sessions(app, server.session_manager)), readiness)
