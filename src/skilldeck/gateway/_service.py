@@ -53,6 +53,7 @@ from skilldeck.server._audience import allowed_tools
 from skilldeck.serving._audit import AuditLog
 from skilldeck.serving._counts import refusal_code
 from skilldeck.serving._policy import Caller, Policy, render_template
+from skilldeck.serving._tracing import annotate, annotate_audit, traced
 from skilldeck.skill._tags import neutralise_in, neutralise_tags
 from skilldeck.skill._uri import is_text_mime_type, mime_type_for
 
@@ -154,6 +155,8 @@ class GatewayService:
         self.threshold = threshold
         self.log = log or DecisionLog(keep=10_000)
         self.audit = audit or AuditLog()
+        self.log.subscribe(annotate)  # each decision's fields on its span, while tracing (serving/_tracing.py)
+        self.audit.subscribe(annotate_audit)
         self.activations = ActivationTable(max_clients)
         self._indexes: OrderedDict[Any, _Index] = OrderedDict()
         self._calls = HostUpstreams(host, self.log) if upstreams is None else None
@@ -288,6 +291,7 @@ class GatewayService:
 
     # -- find --------------------------------------------------------------------------------------
 
+    @traced("find")
     def find(
         self, caller: Caller, client: str, query: str, limit: int | None = None, *, needs: Sequence[str] | None = None
     ) -> dict[str, Any]:
@@ -381,6 +385,7 @@ class GatewayService:
 
     # -- load --------------------------------------------------------------------------------------
 
+    @traced("load")
     async def load(self, caller: Caller, client: str, ids: Iterable[str]) -> dict[str, Any]:
         """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
         activation = self.activations.get(client)
@@ -595,6 +600,7 @@ class GatewayService:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
 
+    @traced("call")
     async def call(
         self,
         caller: Caller,

@@ -47,6 +47,7 @@ from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._connect import Connected
 from skilldeck.host._registry import SkillRecord
 from skilldeck.select._snapshot import CatalogSnapshot
+from skilldeck.serving._tracing import span
 from skilldeck.skill._tags import DESCRIPTIVE_KEYS, neutralise_in
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "CallLog", "HostUpstreams", "with_origin"]
@@ -142,7 +143,8 @@ class HostUpstreams:
         return frozenset(t.name for t in self.host.tools(label))
 
     async def load(self, record: SkillRecord) -> LoadedSkill:
-        return await self.host.load(record)
+        with span("verify_skill", {"skilldeck.upstream": record.label, "skilldeck.skill": record.name}):
+            return await self.host.load(record)  # fetched and checked against the listed digest
 
     def file_uri(self, loaded: LoadedSkill, path: str) -> str:
         return self.host.loader(loaded.label).listed(loaded, path)
