@@ -24,7 +24,7 @@ import pytest
 
 from skilldeck.serving._metrics import LATENCY_BUCKETS
 
-from ..server.helpers import POST_HEADERS, start_gateway, stop
+from ..server.helpers import POST_HEADERS, initialize_request, start_gateway, stop
 from .test_gateway_config import JOBS, write
 
 MODERN = "2026-07-28"
@@ -40,7 +40,9 @@ class Gateway:
         self.metrics = metrics
         self.ids = 0
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, extra_headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """One raw 2026-07-28 request; the JSON-RPC response (a result or an error)."""
         self.ids += 1
         meta = {
@@ -52,6 +54,7 @@ class Gateway:
         headers = {**POST_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
         if "name" in (params or {}):
             headers["Mcp-Name"] = str((params or {})["name"])
+        headers.update(extra_headers or {})
         request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -60,12 +63,40 @@ class Gateway:
                     text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
         except urllib.error.HTTPError as exc:
             text = exc.read().decode()
+            assert text, f"{method}: HTTP {exc.code} with no body"
         answer = json.loads(text)
         assert isinstance(answer, dict), answer
         return answer
 
-    def tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        answer = self.request("tools/call", {"name": name, "arguments": arguments})
+    def legacy_session(self) -> str:
+        """A legacy (2025-11-25) session opened with ``initialize`` (and ``notifications/initialized``); its id."""
+        request = urllib.request.Request(
+            self.url, data=json.dumps(initialize_request()).encode(), headers=POST_HEADERS, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            session = str(response.headers["mcp-session-id"])
+            response.read()
+        self.legacy(session, "notifications/initialized")
+        return session
+
+    def legacy(self, session: str, method: str) -> dict[str, Any]:
+        """One request (or, for ``notifications/...``, a notification) on a legacy session; the response."""
+        self.ids += 1
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if not method.startswith("notifications/"):
+            body["id"] = self.ids
+        headers = {**POST_HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read().decode()
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+        answer = json.loads(text) if text.strip() else {}
+        assert isinstance(answer, dict), answer
+        return answer
+
+    def tool(self, name: str, arguments: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
+        answer = self.request("tools/call", {"name": name, "arguments": arguments}, headers)
         assert "result" in answer, answer
         result = answer["result"]
         assert isinstance(result, dict)

@@ -137,6 +137,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     )
     from skilldeck.server._catalog import CatalogDiff
     from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     json_lines = args.log_format == "json"
     if json_lines:
@@ -157,7 +158,9 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         request_state_keys=replicas.state_keys,
         request_state_codec=replicas.ring,
     )
+    configure_from_environment("skilldeck")  # OTEL_* asking for traces installs a provider first
     drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
+    honour_http_trace_context(server)  # with a provider: a traceparent header continues the caller's trace
     listener, metrics = MetricsListener.from_args(args, _serving_metrics)
     if metrics is not None:
         metrics.instrument(server)

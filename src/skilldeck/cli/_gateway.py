@@ -136,6 +136,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.host._watch import CatalogChange
     from skilldeck.server._app import drop_idle_tracing, event_loop_options
     from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     specs = load_config(args.config, timeout=args.timeout)
     if not specs:
@@ -249,7 +250,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 request_state_keys=replicas.state_keys,
                 request_state_codec=replicas.ring,
             )
+            configure_from_environment("skilldeck-gateway")  # OTEL_* asking for traces installs a provider first
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
+            honour_http_trace_context(server)  # with a provider: a traceparent header continues the caller's trace
             if metrics is not None:
                 metrics.instrument(server)
             skills, tools = len(host.skills), len(host.tools())

@@ -22,13 +22,32 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
-from opentelemetry import trace
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
 
-__all__ = ["TRACER_NAME", "annotate", "annotate_audit", "span", "traced", "tracing"]
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = [
+    "TRACER_NAME",
+    "HttpTraceContext",
+    "annotate",
+    "annotate_audit",
+    "configure_from_environment",
+    "honour_http_trace_context",
+    "span",
+    "traced",
+    "tracing",
+]
+
+logger = logging.getLogger(__name__)
 
 TRACER_NAME: Final = "skilldeck"
 _tracer = trace.get_tracer(TRACER_NAME)
@@ -40,6 +59,84 @@ R = TypeVar("R")
 def tracing() -> bool:
     """Whether a tracer provider is installed (spans are recorded somewhere)."""
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def configure_from_environment(service_name: str) -> str | None:
+    """Install a tracer provider exporting as the standard ``OTEL_*`` variables say, when they ask for one.
+
+    Only when no provider is installed yet (``opentelemetry-instrument`` installs its own first, and
+    that one is kept), the OpenTelemetry SDK is installed (``skilldeck[otel]``), ``OTEL_SDK_DISABLED``
+    is not ``true``, and the variables name an exporter: ``OTEL_TRACES_EXPORTER`` (``otlp``,
+    ``console``; ``none`` turns tracing off) or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``). The exporter and the resource read every other ``OTEL_*``
+    variable themselves (headers, protocol, ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``);
+    ``service_name`` is the default service name. Returns the exporter installed, ``None`` when none was.
+    """
+    environ = os.environ
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if tracing() or environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or exporter == "none":
+        return None
+    if not exporter and endpoint:
+        exporter = "otlp"
+    if exporter not in ("otlp", "console"):
+        return None
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+    except ImportError:
+        logger.warning(
+            "OTEL_* asks for traces, but the OpenTelemetry SDK is not installed: pip install 'skilldeck[otel]'"
+        )
+        return None
+    chosen: SpanExporter
+    if exporter == "console":
+        chosen = ConsoleSpanExporter()
+    else:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found,unused-ignore]
+                OTLPSpanExporter,
+            )
+        except ImportError:
+            logger.warning(
+                "OTEL_* asks for OTLP traces, but the exporter is not installed: pip install 'skilldeck[otel]'"
+            )
+            return None
+        chosen = OTLPSpanExporter()
+    resource = Resource.create({} if "OTEL_SERVICE_NAME" in environ else {"service.name": service_name})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(chosen))
+    trace.set_tracer_provider(provider)  # flushed and shut down at exit
+    return exporter
+
+
+class HttpTraceContext:
+    """An MCP server middleware: a request's HTTP ``traceparent`` header is its trace context when its ``_meta`` has none.
+
+    The SDK's server span reads the context from ``_meta`` only; a client (or a proxy in front)
+    that sends the W3C header instead would start a new trace. Placed before the SDK's middleware,
+    this makes the header's context the current one, so the SDK's span, and the gateway's inside
+    it, continue the caller's trace. A ``traceparent`` in ``_meta`` wins (the SDK reads it first).
+    """
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        headers = getattr(ctx.request, "headers", None)
+        if headers is None or "traceparent" not in headers or not tracing():
+            return await call_next(ctx)
+        token = otel_context.attach(propagate.extract(headers))
+        try:
+            return await call_next(ctx)
+        finally:
+            otel_context.detach(token)
+
+
+def honour_http_trace_context(server: MCPServer[Any]) -> bool:
+    """Put :class:`HttpTraceContext` first on ``server`` when a tracer provider is installed; whether it was."""
+    if not tracing():
+        return False
+    server.middleware.insert(0, HttpTraceContext())
+    return True
 
 
 @contextmanager
