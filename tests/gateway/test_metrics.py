@@ -13,10 +13,12 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from skilldeck.serving._metrics import LATENCY_BUCKETS
 
 from ..server.helpers import POST_HEADERS, initialize_request, start_gateway, stop
 from .test_gateway_config import JOBS, write
+from .test_supervision import CRASHY
 
 MODERN = "2026-07-28"
 PROMETHEUS = shutil.which("prometheus") or next(
@@ -114,10 +117,10 @@ class Gateway:
         return samples
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    tmp = tmp_path_factory.mktemp("metrics")
-    config = write(tmp / "servers.json", {"mcpServers": {"jobs": JOBS}})
+@contextmanager
+def gateway_with_metrics(tmp: Path, servers: dict[str, Any]) -> Iterator[Gateway]:
+    """``skilldeck gateway --lexical --metrics 127.0.0.1:0`` in front of ``servers`` (an ``mcpServers`` table)."""
+    config = write(tmp / "servers.json", {"mcpServers": servers})
     log = tmp / "gateway.log"
     proc, found = start_gateway(config, log, "--lexical", "--metrics", "127.0.0.1:0")
     try:
@@ -126,6 +129,12 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         yield Gateway(found.group("url"), metrics.group(1))
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    with gateway_with_metrics(tmp_path_factory.mktemp("metrics"), {"jobs": JOBS}) as running:
+        yield running
 
 
 def scripted_session(gateway: Gateway) -> None:
@@ -179,7 +188,9 @@ def test_the_scripted_session_is_counted_by_outcome_and_reason(gateway: Gateway)
     assert grew("skilldeck_request_seconds_count", method="tools/call", era=MODERN) == 5
     assert value(after, "skilldeck_upstream_up", upstream="jobs") == 1
     assert value(after, "skilldeck_activations") == 1  # anonymous callers share one activation
-    assert value(after, "skilldeck_http_connections") >= 0
+    assert value(after, "skilldeck_indexes") == 1  # one audience, every upstream up
+    assert value(after, "skilldeck_index_vectors") == 0  # --lexical: no card vectors to encode
+    assert value(after, "skilldeck_upstream_restarts_total", upstream="jobs") == 0
 
 
 def test_a_flood_of_unknown_tools_and_methods_adds_no_series(gateway: Gateway) -> None:
@@ -307,3 +318,31 @@ def test_prometheus_scrapes_the_gateway_after_a_scripted_session(gateway: Gatewa
     assert 0 < float(p99["value"][1]) < 60, p99
     (up,) = query(prometheus, 'up{job="skilldeck"}')
     assert up["value"][1] == "1", up
+
+
+def test_an_upstream_lost_and_back_is_down_then_up_with_one_restart_and_its_change_time(tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    crashy = {"command": sys.executable, "args": ["-c", CRASHY, str(hold)]}
+    with gateway_with_metrics(tmp_path, {"crashy": crashy}) as gateway:
+        assert value(gateway.scrape(), "skilldeck_upstream_last_change_timestamp_seconds", upstream="crashy") == 0
+        gateway.tool("load", {"ids": ["crashy/crash"]})
+        hold.write_text("held down")  # it cannot start again until the file goes
+        started = time.time()
+        gateway.tool("call", {"tool": "crashy/crash", "arguments": {}})
+        down = poll(gateway, lambda s: value(s, "skilldeck_upstream_up", upstream="crashy") == 0, "down")
+        assert value(down, "skilldeck_upstream_restarts_total", upstream="crashy") == 0
+        hold.unlink()
+        back = poll(gateway, lambda s: value(s, "skilldeck_upstream_up", upstream="crashy") == 1, "back up")
+        back = poll(gateway, lambda s: value(s, "skilldeck_upstream_restarts_total", upstream="crashy") == 1, "counted")
+        assert value(back, "skilldeck_upstream_last_change_timestamp_seconds", upstream="crashy") >= started
+
+
+def poll(gateway: Gateway, holds: Any, what: str) -> dict[str, float]:
+    """Scrape until ``holds`` of the samples (60 s at most, for a loaded machine); the samples then."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        samples = gateway.scrape()
+        if holds(samples):
+            return samples
+        time.sleep(0.2)
+    pytest.fail(f"the upstream was not {what} within 60 s")

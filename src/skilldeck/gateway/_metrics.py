@@ -186,14 +186,7 @@ class GatewayMetrics(ServingMetrics):
         yield restarts
         yield changed
         yield gauge("skilldeck_activations", "clients whose loaded skills and tools are held", len(service.activations))
-        done = total = 0
-        for index in list(service._indexes.values()):
-            state = index.selector.ranker.indexing
-            done, total = done + state.done, total + state.total
+        held, done, total = service.index_progress()
         yield gauge("skilldeck_index_vectors_encoded", "card vectors of the selection indexes encoded", done)
         yield gauge("skilldeck_index_vectors", "card vectors the selection indexes need", total)
-        yield gauge(
-            "skilldeck_indexes",
-            "selection indexes held (one per audience and set of upstreams up)",
-            len(service._indexes),
-        )
+        yield gauge("skilldeck_indexes", "selection indexes held (one per audience and set of upstreams up)", held)

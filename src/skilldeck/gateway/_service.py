@@ -241,6 +241,12 @@ class GatewayService:
         self._indexes[key] = index
         return index
 
+    def index_progress(self) -> tuple[int, int, int]:
+        """The selection indexes held, and their card vectors encoded of those they need (for metrics)."""
+        indexes = list(self._indexes.values())
+        states = [index.selector.ranker.indexing for index in indexes]
+        return len(indexes), sum(s.done for s in states), sum(s.total for s in states)
+
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":
             record = self.upstreams.skill(card.server, card.uri or "")

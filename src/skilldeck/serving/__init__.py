@@ -6,7 +6,10 @@ One layer under both, so each thing is written once:
   its legacy connection, its activation key, its log level), worked out once per request;
 * :mod:`~skilldeck.serving._legacy` — the table of live legacy (2025-11-25) connections, one per process;
 * :mod:`~skilldeck.serving._policy` — who a caller is and what each skill shows and grants them;
-* :mod:`~skilldeck.serving._audit` — the trail of tool calls a policy decided.
+* :mod:`~skilldeck.serving._audit` — the trail of tool calls a policy decided;
+* :mod:`~skilldeck.serving._counts` — what the HTTP bounds hold and how often each acted;
+* :mod:`~skilldeck.serving._metrics` — Prometheus metrics of either server, served by ``--metrics``;
+* :mod:`~skilldeck.serving._tracing` — OpenTelemetry spans of the gateway's decisions (no-op without a provider).
 
 Nothing here imports :mod:`skilldeck.server` or :mod:`skilldeck.gateway`.
 """
