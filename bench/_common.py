@@ -53,6 +53,15 @@ def window_arguments(parser: argparse.ArgumentParser, *, duration: str, clients:
     parser.add_argument("--clients", type=int, nargs="+", default=clients, help=f"concurrent clients (default {shown})")
 
 
+def settle_windows(parser: argparse.ArgumentParser, args: argparse.Namespace, *, duration: float = 2.0) -> None:
+    """Fill in the defaults :func:`window_arguments` leaves open (``--quick`` or not), and refuse what cannot run."""
+    args.reps = args.reps or (1 if args.quick else 3)
+    args.duration = args.duration or (1.0 if args.quick else duration)
+    args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
+    if args.reps < 1 or args.duration <= 0 or args.warmup < 0 or min(args.clients) < 1 or max(args.clients) > 64:
+        parser.error("need reps >= 1, duration > 0, warmup >= 0 and 1 <= clients <= 64")
+
+
 def window_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The settings those arguments give, as the benchmarks' JSON records them (protocol versions too)."""
     return {

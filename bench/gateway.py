@@ -34,7 +34,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import platform
 import pstats
 import shlex
 import signal
@@ -51,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import server_throughput as st  # noqa: E402
-from _common import free_port, src_at, window_arguments, window_settings  # noqa: E402
+from _common import free_port, settle_windows, src_at, window_arguments, window_settings  # noqa: E402
 
 REPO = st.REPO
 DEFAULT_OUTPUT = HERE / "results" / "gateway.json"
@@ -159,6 +158,59 @@ def meets_targets(cell: dict[str, Any], kind: str = "gateway") -> bool:
     )
 
 
+def start_upstream(upstream: st.Target, log_dir: Path) -> tuple[str, Path]:
+    """Start the echo upstream on a free port; its URL and an ``mcpServers`` file naming it ``echo``."""
+    upstream.port = free_port(st.HOST)
+    upstream.command.append(str(upstream.port))
+    st._start(upstream, log_dir)
+    st._wait_ready(upstream)
+    url = f"http://{st.HOST}:{upstream.port}{st.PATH}"
+    config = log_dir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"echo": {"url": url}}}))
+    return url, config
+
+
+def report_head(
+    name: str,
+    argv: list[str] | None,
+    started: dt.datetime,
+    elapsed: float,
+    load_at_start: tuple[float, float, float] | None,
+    packages: list[str],
+) -> dict[str, Any]:
+    """What a result file says first: the benchmark, when, the command, how long, the machine, the versions."""
+    return {
+        "benchmark": name,
+        "date": started.isoformat(timespec="seconds"),
+        "command": shlex.join([f"bench/{name}.py", *(argv if argv is not None else sys.argv[1:])]),
+        "elapsed_s": round(elapsed, 1),
+        "machine": st.machine(load_at_start),
+        "versions": st._versions(sys.executable, packages),
+    }
+
+
+def rotated(kinds: list[str], shift: int) -> list[str]:
+    """``kinds`` starting ``shift`` places on: each repetition puts another one first."""
+    shift %= len(kinds)
+    return kinds[shift:] + kinds[:shift]
+
+
+async def measure(
+    target: st.Target, era: str, op: Any, clients: int, args: argparse.Namespace, session: Any
+) -> st.RepResult:
+    """One repetition of ``op`` on ``target`` with the run's windows, over raw HTTP."""
+    return await st.run_rep(target, era, op, clients, args.warmup, args.duration, "raw", session)
+
+
+def rep_line(result: st.RepResult) -> str:
+    """A repetition's figures, as the progress lines print them."""
+    return (
+        f"{result.rps:7.0f} req/s  p50 {result.p50_ms:6.3f} ms  server CPU {result.server_cpu_pct:3.0f}%  "
+        f"client CPU {result.client_cpu_pct:3.0f}%"
+        + (f"  errors {result.errors} ({result.first_error})" if result.errors else "")
+    )
+
+
 async def run_cells(
     upstream: st.Target, gateways: dict[str, st.Target], args: argparse.Namespace, say: Any
 ) -> list[dict[str, Any]]:
@@ -168,28 +220,13 @@ async def run_cells(
     cells = [Cell(era, clients) for era in args.eras for clients in args.clients]
     for rep in range(args.reps):
         for i, cell in enumerate(cells):
-            shift = (rep + i) % len(kinds)  # rotate who goes first
-            order = kinds[shift:] + kinds[:shift]
+            order = rotated(kinds, rep + i)  # rotate who goes first
             cell.order.append(order)
             for kind in order:
                 target, op, session = runs[kind]
-                result = await st.run_rep(
-                    target,
-                    cell.era,
-                    op,  # type: ignore[arg-type]
-                    cell.clients,
-                    args.warmup,
-                    args.duration,
-                    "raw",
-                    session,
-                )
+                result = await measure(target, cell.era, op, cell.clients, args, session)
                 cell.runs.setdefault(kind, []).append(result)
-                say(
-                    f"  rep {rep + 1} {cell.era} c={cell.clients:<2} {kind:<8} {result.rps:7.0f} req/s  "
-                    f"p50 {result.p50_ms:6.3f} ms  server CPU {result.server_cpu_pct:3.0f}%  "
-                    f"client CPU {result.client_cpu_pct:3.0f}%"
-                    + (f"  errors {result.errors} ({result.first_error})" if result.errors else "")
-                )
+                say(f"  rep {rep + 1} {cell.era} c={cell.clients:<2} {kind:<8} {rep_line(result)}")
     return [c.summary() for c in cells]
 
 
@@ -351,10 +388,24 @@ def breakdown(url: str, calls: int, pythonpath: Path | None = None) -> dict[str,
     return result
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
+def era_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The arguments of a benchmark over both eras (windows, clients, ``--eras``), described by ``doc``'s first line."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n", 1)[0] if doc else None)
     window_arguments(p, duration="2", clients=[1, 8])
     p.add_argument("--eras", nargs="+", choices=st.ERAS, default=list(st.ERAS), help="protocol versions to run")
+    return p
+
+
+def parse_windows(p: argparse.ArgumentParser, argv: list[str] | None, output: Path) -> argparse.Namespace:
+    """``argv`` parsed (with ``--output``, by default ``output``) and its windows settled."""
+    p.add_argument("--output", type=Path, default=output, help="JSON results path")
+    args = p.parse_args(argv)
+    settle_windows(p, args)
+    return args
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = era_parser(__doc__)
     p.add_argument("--profile", type=Path, metavar="FILE", help="run the gateway under cProfile, stats to FILE")
     p.add_argument(
         "--baseline",
@@ -363,14 +414,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--calls", type=int, default=300, help="sequential calls per breakdown figure (default 300)")
     p.add_argument("--breakdown", metavar="URL", help=argparse.SUPPRESS)  # the child process of breakdown()
-    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="JSON results path")
-    args = p.parse_args(argv)
-    args.reps = args.reps or (1 if args.quick else 3)
-    args.duration = args.duration or (1.0 if args.quick else 2.0)
-    args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 0.5)
-    if args.reps < 1 or args.duration <= 0 or args.warmup < 0 or min(args.clients) < 1 or max(args.clients) > 64:
-        p.error("need reps >= 1, duration > 0, warmup >= 0 and 1 <= clients <= 64")
-    return args
+    return parse_windows(p, argv, DEFAULT_OUTPUT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,13 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="skilldeck-bench-") as tmp:
         log_dir = Path(tmp)
         try:
-            upstream.port = free_port(st.HOST)
-            upstream.command.append(str(upstream.port))
-            st._start(upstream, log_dir)
-            st._wait_ready(upstream)
-            config = log_dir / "mcp.json"
-            url = f"http://{st.HOST}:{upstream.port}{st.PATH}"
-            config.write_text(json.dumps({"mcpServers": {"echo": {"url": url}}}))
+            url, config = start_upstream(upstream, log_dir)
             for kind, gateway in gateways.items():
                 gateway.port = free_port(st.HOST)
                 profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile and kind == "gateway" else []
@@ -449,19 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = all(meets_targets(c) for c in cells)
     baseline_ok = all(meets_targets(c, "baseline") for c in cells) if args.baseline else None
     report = {
-        "benchmark": "gateway",
-        "date": started.isoformat(timespec="seconds"),
-        "command": shlex.join(["bench/gateway.py", *(argv if argv is not None else sys.argv[1:])]),
-        "elapsed_s": round(elapsed, 1),
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "cpu_model": st._cpu_model(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "loadavg_at_start": load_at_start,
-            "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        },
-        "versions": st._versions(sys.executable, st.MAIN_PACKAGES),
+        **report_head("gateway", argv, started, elapsed, load_at_start, st.MAIN_PACKAGES),
         "settings": {
             **window_settings(args),
             "profiled": bool(args.profile),

@@ -884,6 +884,18 @@ def print_table(cells: list[dict[str, Any]], keys: list[str], labels: list[str],
     console.print(table)
 
 
+def machine(load_at_start: tuple[float, float, float] | None) -> dict[str, Any]:
+    """The machine a run measured on, as the gateway's and observability benchmarks' JSON records it."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "loadavg_at_start": load_at_start,
+        "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+
+
 def _cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -25,6 +25,7 @@ from skilldeck.cli._exits import ExitCode, exit_for
 from skilldeck.cli._gateway import add_gateway_command
 from skilldeck.cli._host import add_host_commands
 from skilldeck.cli._login import add_login_commands
+from skilldeck.cli._metrics import MetricsListener, add_metrics_argument
 from skilldeck.cli._output import (
     JsonLinesConsole,
     StdoutConsole,
@@ -36,6 +37,9 @@ from skilldeck.cli._output import (
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import add_select_commands
 from skilldeck.errors import SkilldeckError, UsageError
+
+if TYPE_CHECKING:
+    from skilldeck.serving._metrics import ServingMetrics
 
 __all__ = ["main"]
 
@@ -84,6 +88,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("paths", nargs="+", metavar="PATH", help="folders holding skills (each SKILL.md folder is one)")
     add_http_arguments(serve)
+    add_metrics_argument(serve)
     serve.add_argument(
         "--sse-responses",
         action="store_true",
@@ -134,6 +139,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     )
     from skilldeck.server._catalog import CatalogDiff
     from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     json_lines = args.log_format == "json"
     if json_lines:
@@ -155,7 +161,14 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         request_state_keys=replicas.state_keys,
         request_state_codec=replicas.ring,
     )
+    configure_from_environment("skilldeck")  # OTEL_* asking for traces installs a provider first
     drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
+    honour_http_trace_context(server)  # with a provider: a traceparent header continues the caller's trace
+    listener, metrics = MetricsListener.from_args(args, _serving_metrics)
+    if metrics is not None:
+        metrics.instrument(server)
+        if replicas.bus is not None:
+            metrics.watch_bus(replicas.bus)
     if args.solon_talent:
         from skilldeck.server._talent import enable_talent
 
@@ -208,14 +221,16 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         )
         anyio.run(
             replicas.around,
-            lambda: serve_stdio(
-                server,
-                extension,
-                watch=args.watch,
-                on_reload=on_reload,
-                policy_path=args.policy,
-                on_policy_error=on_policy_error,
-                on_policy_applied=on_policy_applied,
+            lambda: listener.beside(
+                lambda: serve_stdio(
+                    server,
+                    extension,
+                    watch=args.watch,
+                    on_reload=on_reload,
+                    policy_path=args.policy,
+                    on_policy_error=on_policy_error,
+                    on_policy_applied=on_policy_applied,
+                )
             ),
         )
         return ExitCode.OK
@@ -242,28 +257,37 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
 
     anyio.run(
         replicas.around,
-        lambda: serve_http(
-            server,
-            extension,
-            host=host,
-            port=port,
-            path=args.path,
-            watch=args.watch,
-            on_reload=on_reload,
-            on_ready=on_ready,
-            policy_path=args.policy,
-            on_policy_error=on_policy_error,
-            on_policy_applied=on_policy_applied,
-            max_sessions=args.max_sessions,
-            session_idle_timeout=args.session_idle_timeout,
-            json_response=not args.sse_responses,
-            limits=http_limits(args),
-            on_stopped=lambda report: err.print(f"skilldeck: {report.line()}", highlight=False),
-            console=console,
+        lambda: listener.beside(
+            lambda: serve_http(
+                server,
+                extension,
+                host=host,
+                port=port,
+                path=args.path,
+                watch=args.watch,
+                on_reload=on_reload,
+                on_ready=on_ready,
+                policy_path=args.policy,
+                on_policy_error=on_policy_error,
+                on_policy_applied=on_policy_applied,
+                max_sessions=args.max_sessions,
+                session_idle_timeout=args.session_idle_timeout,
+                json_response=not args.sse_responses,
+                limits=listener.limits(http_limits(args)),
+                on_stopped=lambda report: err.print(f"skilldeck: {report.line()}", highlight=False),
+                console=console,
+            ),
+            on_ready=lambda url: err.print(f"metrics at {url}", highlight=False),
         ),
         backend_options=event_loop_options(),  # uvloop where installed
     )
     return ExitCode.OK
+
+
+def _serving_metrics() -> ServingMetrics:
+    from skilldeck.serving._metrics import ServingMetrics  # prometheus_client is imported only with --metrics
+
+    return ServingMetrics()
 
 
 def _policy_view(extension: Any) -> str:

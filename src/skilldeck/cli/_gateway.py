@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -14,10 +14,14 @@ from skilldeck.cli._arguments import add_http_arguments, http_limits, positive, 
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode
+from skilldeck.cli._metrics import MetricsListener, add_metrics_argument
 from skilldeck.cli._output import bound_log_output, json_log_output, sdk_logs_in_one_line
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
+
+if TYPE_CHECKING:
+    from skilldeck.gateway._metrics import GatewayMetrics
 
 __all__ = ["add_gateway_command"]
 
@@ -50,6 +54,7 @@ def add_gateway_command(sub: Any) -> None:
         "--config", required=True, metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor, VS Code)"
     )
     add_http_arguments(gateway)
+    add_metrics_argument(gateway)
     gateway.add_argument(
         "--policy",
         metavar="FILE",
@@ -133,6 +138,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.host._watch import CatalogChange
     from skilldeck.server._app import drop_idle_tracing, event_loop_options
     from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     with_console = console_wanted(args)  # a flag that cannot work is said before anything is read
     specs = load_config(args.config, timeout=args.timeout)
@@ -151,6 +157,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     for warning in serve_warnings(args, gateway=True):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
+    listener, metrics = MetricsListener.from_args(args, _gateway_metrics)
 
     def report(level: str, text: str) -> None:
         heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
@@ -169,7 +176,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
 
                 store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
                 shared = await stack.enter_async_context(store)
-            await serve(shared)
+            await listener.beside(
+                lambda: serve(shared), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
+            )
 
     code = ExitCode.OK
 
@@ -177,6 +186,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         nonlocal code
 
         def on_change(change: CatalogChange) -> None:
+            if metrics is not None:
+                metrics.changed(change)
             if "reconnected" in change.reasons and change.tools is not None:
                 skills = len([r for r in host.skills if r.label == change.label])
                 tools = len(change.tools)
@@ -221,6 +232,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 encoder=encoder,
                 cache_dir=vector_cache_dir(args) if encoder is not None else None,
             )
+            if metrics is not None:
+                metrics.observe(service)
             config = GatewayConfig(
                 service, specs, config_path=args.config, policy_path=args.policy, timeout=args.timeout, report=report
             )
@@ -240,6 +253,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 request_state_keys=replicas.state_keys,
                 request_state_codec=replicas.ring,
             )
+            configure_from_environment("skilldeck-gateway")  # OTEL_* asking for traces installs a provider first
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
             console, on_upstream_change = None, on_change
             if with_console:
@@ -253,6 +267,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                     page.changed(change)
                     on_change(change)
 
+            honour_http_trace_context(server)  # with a provider: a traceparent header continues the caller's trace
+            if metrics is not None:
+                metrics.instrument(server)
             skills, tools = len(host.skills), len(host.tools())
             up = len(specs) - len(host.failures)
 
@@ -274,7 +291,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 on_change=on_upstream_change,
                 max_sessions=args.max_sessions,
                 session_idle_timeout=args.session_idle_timeout,
-                limits=http_limits(args),
+                limits=listener.limits(http_limits(args)),
                 config=config,
                 watch_config=args.watch_config,
                 on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
@@ -285,3 +302,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     with sdk_logs_in_one_line():
         anyio.run(main, backend_options=event_loop_options())
     return code
+
+
+def _gateway_metrics() -> GatewayMetrics:
+    from skilldeck.gateway._metrics import GatewayMetrics  # prometheus_client is imported only with --metrics
+
+    return GatewayMetrics()

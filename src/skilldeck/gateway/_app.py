@@ -38,6 +38,7 @@ from skilldeck.server._app import run_http
 from skilldeck.server._connections import DEFAULT_HTTP_LIMITS, HttpLimits
 from skilldeck.server._health import Readiness
 from skilldeck.serving._policy import Caller
+from skilldeck.serving._tracing import span
 
 if TYPE_CHECKING:
     from skilldeck.server._shutdown import ShutdownReport
@@ -59,6 +60,11 @@ def follow_upstreams(
     """
 
     async def changed(change: CatalogChange) -> None:
+        attributes = {"skilldeck.upstream": change.label, "skilldeck.reasons": sorted(change.reasons)}
+        with span("relist", attributes):
+            await follow(change)
+
+    async def follow(change: CatalogChange) -> None:
         if admit is not None and change.label and not await admit(change.label):
             removed = tuple(sorted(set(change.tools_added) | {str(t.get("name")) for t in change.tools or ()}))
             change = replace(change, reasons=change.reasons | {"removed"}, tools_removed=removed, tools=())

@@ -51,7 +51,9 @@ from skilldeck.select._rank import Encoder, Scored
 from skilldeck.select._vectors import VectorCache
 from skilldeck.server._audience import allowed_tools
 from skilldeck.serving._audit import AuditLog
+from skilldeck.serving._counts import refusal_code
 from skilldeck.serving._policy import Caller, Policy, render_template
+from skilldeck.serving._tracing import annotate, annotate_audit, traced
 from skilldeck.skill._tags import neutralise_in, neutralise_tags
 from skilldeck.skill._uri import is_text_mime_type, mime_type_for
 
@@ -156,6 +158,8 @@ class GatewayService:
         self.threshold = threshold
         self.log = log or DecisionLog(keep=10_000)
         self.audit = audit or AuditLog()
+        self.log.subscribe(annotate)  # each decision's fields on its span, while tracing (serving/_tracing.py)
+        self.audit.subscribe(annotate_audit)
         self.activations = ActivationTable(max_clients)
         self._indexes: OrderedDict[Any, _Index] = OrderedDict()
         self._calls = HostUpstreams(host, self.log) if upstreams is None else None
@@ -240,6 +244,12 @@ class GatewayService:
         self._indexes[key] = index
         return index
 
+    def index_progress(self) -> tuple[int, int, int]:
+        """The selection indexes held, and their card vectors encoded of those they need (for metrics)."""
+        indexes = list(self._indexes.values())
+        states = [index.selector.ranker.indexing for index in indexes]
+        return len(indexes), sum(s.done for s in states), sum(s.total for s in states)
+
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":
             record = self.upstreams.skill(card.server, card.uri or "")
@@ -290,6 +300,7 @@ class GatewayService:
 
     # -- find --------------------------------------------------------------------------------------
 
+    @traced("find")
     def find(
         self, caller: Caller, client: str, query: str, limit: int | None = None, *, needs: Sequence[str] | None = None
     ) -> dict[str, Any]:
@@ -383,6 +394,7 @@ class GatewayService:
 
     # -- load --------------------------------------------------------------------------------------
 
+    @traced("load")
     async def load(self, caller: Caller, client: str, ids: Iterable[str]) -> dict[str, Any]:
         """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
         activation = self.activations.get(client)
@@ -412,7 +424,7 @@ class GatewayService:
                     if pair not in tools:
                         tools.append(pair)
             except SkilldeckError as exc:
-                refused.append({"id": shorten(card_id), "reason": str(exc)})
+                refused.append({"id": shorten(card_id), "reason": str(exc), "code": refusal_code(exc)})
         if self._shares(client):  # another replica may take this client's next request
             assert self.shared is not None
             await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
@@ -420,7 +432,7 @@ class GatewayService:
         result = {
             "skills": skills,
             "tools": [self._schema(index, label, name) for label, name in tools],
-            "refused": refused,
+            "refused": [{"id": r["id"], "reason": r["reason"]} for r in refused],
         }
         self.log.record(
             "load",
@@ -428,7 +440,7 @@ class GatewayService:
             ids=[shorten(str(i)) for i in ids][:20],
             skills=[s["id"] for s in skills],
             tools=[tool_id(*t) for t in tools],
-            refused=refused,
+            refused=refused,  # each with its code (the error's class, or needs_grant / policy), for metrics
             tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
             history_a_tokens=self.history_a_tokens(caller),
         )
@@ -462,21 +474,25 @@ class GatewayService:
             named, _ = skill_tools(card.server, record.entry.frontmatter, loaded.body, server_tools)
         kept = []
         for label, name in named:
-            reason = self._tool_refusal(record, label, name, allowed)
-            if reason is None:
+            refusal = self._tool_refusal(record, label, name, allowed)
+            if refusal is None:
                 kept.append((label, name))
             else:
-                refused.append({"id": tool_id(label, name), "reason": reason})
+                code, reason = refusal
+                refused.append({"id": tool_id(label, name), "reason": reason, "code": code})
         return loaded, kept
 
-    def _tool_refusal(self, record: SkillRecord, label: str, name: str, allowed: frozenset[str] | None) -> str | None:
+    def _tool_refusal(
+        self, record: SkillRecord, label: str, name: str, allowed: frozenset[str] | None
+    ) -> tuple[str, str] | None:
+        """Why a tool a skill names is not activated, as ``(code, reason)``; ``None`` when it is."""
         if label != record.label and (record.label, label) not in self.grants:
-            return (
+            return "needs_grant", (
                 f"the skill {record.label}/{record.name} names a tool of another server ({label!r}); "
                 f"the gateway activates it only with a grant (--grant {record.label}:{label})"
             )
         if allowed is not None and tool_id(label, name) not in allowed:
-            return f"{tool_id(label, name)} is not routed to you by the policy"
+            return "policy", f"{tool_id(label, name)} is not routed to you by the policy"
         return None
 
     def _tool(self, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
@@ -575,7 +591,8 @@ class GatewayService:
             down = self.down(prefix) if sep else None
             # an upstream not listed because it is down (since the start, say): say so
             error = refused if down is None else GateRefused(f"{down}; the call was not sent")
-            self.log.record("call", client, tool=shorten(name), refused=str(error))
+            code = "upstream_down" if error is not refused else refusal_code(refused)
+            self.log.record("call", client, tool=shorten(name), refused=str(error), reason=code)
             if error is refused:
                 raise
             raise error from None
@@ -592,6 +609,7 @@ class GatewayService:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
 
+    @traced("call")
     async def call(
         self,
         caller: Caller,

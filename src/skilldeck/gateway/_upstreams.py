@@ -18,9 +18,10 @@ that produced it (:data:`ORIGIN_META`), and its prose cannot forge an origin tag
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from mcp.shared.exceptions import MCPError
@@ -56,6 +57,7 @@ from skilldeck.host._connect import Connected
 from skilldeck.host._on_behalf import on_behalf_of
 from skilldeck.host._registry import SkillRecord
 from skilldeck.select._snapshot import CatalogSnapshot
+from skilldeck.serving._tracing import span
 from skilldeck.skill._tags import DESCRIPTIVE_KEYS, neutralise_in
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "CallLog", "HostUpstreams", "with_origin"]
@@ -100,6 +102,8 @@ class _Sent:
     progress: Progress | None
     log: LogSink | None
     meta: RequestParamsMeta | None
+    started: float = field(default_factory=time.perf_counter)
+    """When the call was admitted (``time.perf_counter()``): its record says how long the upstream took."""
 
     @property
     def id(self) -> str:
@@ -148,7 +152,8 @@ class HostUpstreams:
         return frozenset(t.name for t in self.host.tools(label))
 
     async def load(self, record: SkillRecord) -> LoadedSkill:
-        return await self.host.load(record)
+        with span("verify_skill", {"skilldeck.upstream": record.label, "skilldeck.skill": record.name}):
+            return await self.host.load(record)  # fetched and checked against the listed digest
 
     def file_uri(self, loaded: LoadedSkill, path: str) -> str:
         return self.host.loader(loaded.label).listed(loaded, path)
@@ -195,8 +200,8 @@ class HostUpstreams:
                     tool, call.arguments, progress_callback=call.progress, meta=call.meta
                 )
         except Exception as exc:  # the upstream failed or timed out: the model hears why
-            return self._failed(call.client, label, tool, connected.explain(exc))
-        return self._result(call.client, label, tool, result)
+            return self._failed(call.client, label, tool, connected.explain(exc), call.started)
+        return self._result(call.client, label, tool, result, call.started)
 
     @contextmanager
     def _waiting(self, label: str, waiting: Waiting) -> Iterator[None]:
@@ -212,18 +217,20 @@ class HostUpstreams:
             if not calls:
                 self._in_flight.pop(label, None)
 
-    def _failed(self, client: str, label: str, tool: str, reason: str) -> dict[str, Any]:
-        self.log.record("call", client, tool=tool_id(label, tool), error=reason)
+    def _failed(self, client: str, label: str, tool: str, reason: str, started: float | None = None) -> dict[str, Any]:
+        self.log.record("call", client, tool=tool_id(label, tool), error=reason, **_took(started))
         return {"content": [{"type": "text", "text": f"[{label}] {tool} failed: {reason}"}], "isError": True}
 
-    def _result(self, client: str, label: str, tool: str, result: Any) -> dict[str, Any]:
+    def _result(self, client: str, label: str, tool: str, result: Any, started: float | None = None) -> dict[str, Any]:
         # The upstream's response stamp names the upstream; the gateway's answer is stamped with its own.
         payload = with_origin(result.model_dump(by_alias=True, mode="json", exclude_none=True), label)
         # What the upstream answered enters the caller's model context: it cannot forge an origin tag.
         for key, keys in (("content", DESCRIPTIVE_KEYS), ("structuredContent", None)):
             if key in payload:
                 payload[key] = neutralise_in(payload[key], keys)
-        self.log.record("call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")))
+        self.log.record(
+            "call", client, tool=tool_id(label, tool), isError=bool(payload.get("isError")), **_took(started)
+        )
         return payload
 
     def _input_required(self, call: _Sent, requests: dict[str, Any], state: str | None) -> dict[str, Any]:
@@ -252,14 +259,14 @@ class HostUpstreams:
                 # capabilities it requires; HTTP 400), as the caller would have had it directly
                 self.log.record("call", call.client, tool=call.id, error=exc.error.message)
                 raise
-            return self._failed(call.client, call.label, call.tool, connected.explain(exc))
+            return self._failed(call.client, call.label, call.tool, connected.explain(exc), call.started)
         if isinstance(result, InputRequiredResult):
             refused = capability_error(result.input_requests or {}, relay.capabilities)
             if refused is not None:
                 self.log.record("call", call.client, tool=call.id, error=refused.error.message)
                 raise refused
             return self._input_required(call, dict(result.input_requests or {}), result.request_state)
-        return self._result(call.client, call.label, call.tool, result)
+        return self._result(call.client, call.label, call.tool, result, call.started)
 
     async def _parked_round(self, call: _Sent, relay: CallRelay) -> dict[str, Any]:
         """A 2026-07-28 caller on a 2025-11-25 upstream: the upstream call runs held open between rounds."""
@@ -341,3 +348,8 @@ class HostUpstreams:
             else "no proxied call is waiting on this server"
         )
         return ErrorData(code=INVALID_REQUEST, message=f"{request.method} refused by the gateway: {why}")
+
+
+def _took(started: float | None) -> dict[str, float]:
+    """A call record's ``seconds`` (how long the upstream took, for metrics), when the start is known."""
+    return {} if started is None else {"seconds": round(time.perf_counter() - started, 6)}

@@ -471,7 +471,7 @@ async def run_http(
         retry_interval=RETRY_MS,
     )
     resume_per_session(server.session_manager, ResumableStreams())
-    evict_idle_when_full(server.session_manager)
+    evict_idle_when_full(server.session_manager, limits.counts)
     served: ASGIApp = answer_invalid_ids(answer_unknown_sessions(app, server.session_manager))
     if console is not None:
         from skilldeck.serving._console import with_console

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+
+from skilldeck.serving._counts import HttpCounts
 
 if TYPE_CHECKING:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -76,6 +78,8 @@ class HttpLimits:
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     probe_connections: int = DEFAULT_PROBE_CONNECTIONS
     stream_share: float = DEFAULT_STREAM_SHARE
+    counts: HttpCounts | None = field(default=None, compare=False)
+    """Where what the bounds hold and how often each acted is kept, for metrics (``--metrics``)."""
 
     @property
     def max_streams(self) -> int:
@@ -118,8 +122,9 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
 
     from skilldeck.server._health import probes_only
 
-    probing: set[HttpToolsProtocol] = set()  # the connections let in past the limit, for probes alone
-    streaming: set[HttpToolsProtocol] = set()  # the connections whose request is a stream being answered
+    counts = limits.counts if limits.counts is not None else HttpCounts()
+    probing: set[HttpToolsProtocol] = counts.probing  # the connections let in past the limit, for probes alone
+    streaming: set[HttpToolsProtocol] = counts.streaming  # the connections whose request is a stream being answered
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):
         _request_timer: asyncio.TimerHandle | None = None
@@ -130,6 +135,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            counts.connections = self.connections
             self._waiting_since = self.loop.time()
             if len(self.connections) - len(probing) > limits.max_connections and not self._make_room():
                 if len(probing) >= limits.probe_connections:
@@ -139,6 +145,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
                         limits.max_connections,
                         peer,
                     )
+                    counts.refused["connections"] += 1
                     transport.close()
                     return
                 probing.add(self)
@@ -161,6 +168,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
                 return False
             oldest = min(idle, key=lambda c: c._waiting_since)
             oldest._stop_request_timer()
+            counts.refused["idle_closed"] += 1
             logger.warning(
                 "%d HTTP connections are open (--max-connections): closed the one %.0fs without a request",
                 limits.max_connections,
@@ -180,6 +188,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
             if self in probing or not self._opens_stream():
                 super().on_headers_complete()
             elif len(streaming) >= limits.max_streams:
+                counts.refused["streams"] += 1
                 app, self.app = self.app, too_many_streams(limits.max_streams)
                 try:
                     super().on_headers_complete()
@@ -220,6 +229,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
         def _request_too_slow(self) -> None:
             self._request_timer = None
             if not self.transport.is_closing():
+                counts.refused["request_time"] += 1
                 logger.info("closed an HTTP connection that sent no complete request in %gs", limits.request_timeout)
                 self.transport.close()
 

@@ -39,6 +39,8 @@ from mcp_types import INVALID_REQUEST
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from skilldeck.serving._counts import HttpCounts
+
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
@@ -56,8 +58,10 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 """Seconds a legacy session may go without a request in flight (or an open GET stream) before it ends."""
 
 
-def evict_idle_when_full(manager: StreamableHTTPSessionManager) -> None:
+def evict_idle_when_full(manager: StreamableHTTPSessionManager, counts: HttpCounts | None = None) -> None:
     """Make ``manager`` end its least recently used idle session instead of refusing a new one at the limit.
+
+    Each session ended to make room is counted in ``counts`` (``sessions_evicted``), for metrics.
 
     Call it once, after ``streamable_http_app()`` built the manager and before it serves. Needs
     ``session_idle_timeout`` set (it is what tells idle sessions apart); without one, or in
@@ -69,8 +73,10 @@ def evict_idle_when_full(manager: StreamableHTTPSessionManager) -> None:
     limit = manager.max_sessions
 
     def admit_evicting(requestor: Any) -> StreamableHTTPServerTransport | None:
-        if len(manager._server_instances) >= limit and not _evict_least_recently_used(manager):
-            _evict_oldest_streaming(manager)
+        if len(manager._server_instances) >= limit:
+            evicted = _evict_least_recently_used(manager) or _evict_oldest_streaming(manager)
+            if evicted and counts is not None:
+                counts.refused["sessions_evicted"] += 1
         return admit(requestor)
 
     manager._admit_session = admit_evicting  # type: ignore[method-assign]

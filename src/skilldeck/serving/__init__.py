@@ -8,6 +8,9 @@ One layer under both, so each thing is written once:
 * :mod:`~skilldeck.serving._policy` — who a caller is and what each skill shows and grants them;
 * :mod:`~skilldeck.serving._audit` — the trail of tool calls a policy decided;
 * :mod:`~skilldeck.serving._console` — the ``--console`` page: each viewer's view, and decisions live.
+* :mod:`~skilldeck.serving._counts` — what the HTTP bounds hold and how often each acted;
+* :mod:`~skilldeck.serving._metrics` — Prometheus metrics of either server, served by ``--metrics``;
+* :mod:`~skilldeck.serving._tracing` — OpenTelemetry spans of the gateway's decisions (no-op without a provider).
 
 Nothing here imports :mod:`skilldeck.server` or :mod:`skilldeck.gateway`.
 """
