@@ -203,7 +203,8 @@ class Run:
 
     def failing(self) -> set[str]:
         """The ids of the checks that did not pass (``(run)`` when the run produced none)."""
-        return set(self.problems) | ({"(run)"} if self.error is not None or not self.succeeded else set())
+        empty = self.error is not None or (not self.succeeded and not self.problems)
+        return set(self.problems) | ({"(run)"} if empty else set())
 
 
 def npx_command() -> list[str]:
@@ -339,25 +340,42 @@ def _cell(run: Run) -> str:
     return f"**fail** ({len(run.failing())})"
 
 
+def _reasons(row: Row, entries: list[Entry], namings: list[str]) -> str:
+    """Why each check of ``row`` fails directly or differs: its checks and where, grouped by reason."""
+    found: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+    for check in sorted(row.runs["direct"].failing()):
+        entry = reason_for(entries, ["reference"], row.scenario, row.era, check)
+        checks, where = found.setdefault(entry.reason if entry else "UNLISTED", ({}, {}))
+        checks[check], where["directly"] = None, None
+    for naming in namings:
+        sections = ["gateway", *(["naming"] if naming == "label" else [])]
+        for check in sorted(row.differences(naming)):
+            entry = reason_for(entries, sections, row.scenario, row.era, check)
+            checks, where = found.setdefault(entry.reason if entry else "UNLISTED", ({}, {}))
+            checks[check], where[f"`{naming}`"] = None, None
+    return "<br>".join(
+        f"{', '.join(f'`{c}`' for c in checks)} ({', '.join(where)}): {reason}"
+        for reason, (checks, where) in found.items()
+    )
+
+
 def table(rows: list[Row], entries: list[Entry], namings: Iterable[str] = NAMINGS) -> str:
-    """The markdown table: one line per run, the reason of every check that fails directly or differs."""
+    """The markdown table: a line per scenario (its eras together where they agree), the reason of every
+    check that fails directly or differs through the gateway (with each ``--names``)."""
     namings = list(namings)
     head = ["scenario", "era", "direct", *(f"gateway `--names {n}`" for n in namings), "reason"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    merged: dict[tuple[str, ...], list[str]] = {}
     for row in rows:
-        reasons: list[str] = []
-        for check in sorted(row.runs["direct"].failing()):
-            entry = reason_for(entries, ["reference"], row.scenario, row.era, check)
-            reasons.append(f"direct `{check}`: {entry.reason if entry else 'UNLISTED'}")
-        for naming in namings:
-            for check in sorted(row.differences(naming)):
-                entry = reason_for(
-                    entries, ["gateway", *(["naming"] if naming == "label" else [])], row.scenario, row.era, check
-                )
-                why = entry.reason if entry else "UNLISTED"
-                reasons.append(f"`--names {naming}` `{check}`: {why}")
-        cells = [f"`{row.scenario}`", row.era, _cell(row.runs["direct"]), *(_cell(row.runs[n]) for n in namings)]
-        lines.append("| " + " | ".join([*cells, "<br>".join(dict.fromkeys(reasons))]) + " |")
+        cells = (
+            f"`{row.scenario}`",
+            _cell(row.runs["direct"]),
+            *(_cell(row.runs[n]) for n in namings),
+            _reasons(row, entries, namings),
+        )
+        merged.setdefault(cells, []).append(row.era)
+    for (scenario, *rest), eras in merged.items():
+        lines.append("| " + " | ".join([scenario, ", ".join(eras), *rest]) + " |")
     return "\n".join(lines)
 
 

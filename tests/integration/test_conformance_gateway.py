@@ -140,3 +140,22 @@ def test_server_scenario_through_the_gateway(urls: dict[str, str], tmp_path: Pat
     assert not problems, (
         f"{scenario} ({era}), listed in {EXPECTED.name}: every difference, with its reason\n" + "\n".join(problems)
     )
+
+
+def test_an_unlisted_difference_and_a_stale_entry_are_both_reported() -> None:
+    """The judgement itself, on made-up runs: what the test reports once a gateway fix lands, or a new difference."""
+    entries = [
+        Entry("gateway", "server-sse-polling@2025-11-25", "no event store"),
+        Entry("gateway", "caching@2026-07-28:sep-2549-ttl", "a made-up entry"),
+    ]
+    fixed = Run("server-sse-polling", OLD, "upstream", succeeded=3)
+    assert _judge(entries, {"gateway"}, fixed, fixed.failing()) == [
+        "upstream: entry 'server-sse-polling@2025-11-25' (gateway) no longer fails: remove it"
+    ]
+    new = Run("caching", NEW, "upstream", problems={"sep-2549-scope": "FAILURE: no cacheScope"}, succeeded=1)
+    assert _judge(entries, {"gateway"}, new, new.failing()) == [
+        "upstream: [sep-2549-scope] FAILURE: no cacheScope",
+        "upstream: entry 'caching@2026-07-28:sep-2549-ttl' (gateway) no longer fails: remove it",
+    ]
+    listed = Run("caching", NEW, "upstream", problems={"sep-2549-ttl": "FAILURE: no ttlMs"}, succeeded=1)
+    assert _judge(entries, {"gateway"}, listed, listed.failing()) == []

@@ -28,6 +28,10 @@ re-published skills) that answers, for every connected upstream that declares th
 * ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
   under its own names.
 
+With ``names="upstream"`` (``--names upstream``, see :mod:`skilldeck.gateway._names`) a prompt name,
+resource URI or template no other upstream lists is served under the upstream's own name instead,
+and a kept template's expansion is read from its upstream; the label forms are still accepted.
+
 The resource links and embedded resources of a prompt message and of a proxied tool result
 (:meth:`ForwardedUpstreams.tool_result`) name the gateway's URI of what the upstream named (an
 upstream's skill file: where it is re-published), so a client can read them through the gateway.
