@@ -162,3 +162,14 @@ def test_a_kept_template_routes_its_expansions_only() -> None:
     pattern = template_pattern("x://{+path}{?q}")
     assert pattern is not None
     assert pattern.fullmatch("x://a/b?q=1")
+
+
+def test_a_prompt_that_reads_as_another_prompts_label_form_is_not_kept() -> None:
+    names = UpstreamNames()
+    names.add("prompts", "docs", ["search", "intro"])
+    names.add("prompts", "web", ["docs__search", "intro"])
+    assert names.keeps_prompt("docs", "search")
+    assert not names.keeps_prompt("web", "docs__search")  # docs__search is docs's search in its label form
+    assert names.prompt_owner("docs__search") is None
+    assert names.prompt_owner("intro") is None  # listed by both
+    assert names.collisions() == ["prompt intro (docs, web)"]

@@ -110,9 +110,12 @@ class UpstreamNames:
     """URI template -> the labels listing it."""
     reserved_schemes: tuple[str, ...] = ("upstream://", "skill://")
     """URIs in these schemes are always the gateway's own form (they would read as the gateway's)."""
+    _prompts_of: dict[str, set[str]] | None = field(default=None, init=False, repr=False)
+    """Label -> its prompt names (made once, on the first question after an :meth:`add`)."""
 
     def add(self, kind: Literal["prompts", "resources", "templates"], label: str, keys: Iterable[str]) -> None:
         table = getattr(self, kind)
+        self._prompts_of = None
         for key in keys:
             table.setdefault(key, set()).add(label)
 
@@ -120,12 +123,13 @@ class UpstreamNames:
         """Whether ``label``'s prompt ``name`` is listed under its own name."""
         if self.prompts.get(name) != {label}:
             return False
-        listed: dict[str, set[str]] = {}
-        for prompt, labels in self.prompts.items():
-            for owner in labels:
-                listed.setdefault(owner, set()).add(prompt)
+        if self._prompts_of is None:
+            self._prompts_of = {}
+            for prompt, labels in self.prompts.items():
+                for owner in labels:
+                    self._prompts_of.setdefault(owner, set()).add(prompt)
         head, found, tail = name.partition("__")
-        return not (found and tail in listed.get(head, set()))
+        return not (found and tail in self._prompts_of.get(head, set()))
 
     def prompt_owner(self, name: str) -> str | None:
         """The label whose prompt is listed as ``name`` (its own name), or ``None``."""
