@@ -21,6 +21,7 @@ from mcp_types import CallToolResult, ServerNotification
 
 from skilldeck.gateway import META_OUTPUT_SCHEMAS, META_TOOLS, GatewayMiddleware, GatewayService, create_gateway
 from skilldeck.gateway._app import follow_upstreams
+from skilldeck.gateway._names import Naming
 from skilldeck.host import Host, HostWatcher, InProcessServer, ServerSpec
 from skilldeck.select._rank import Encoder
 from skilldeck.serving._policy import Policy
@@ -104,6 +105,7 @@ async def open_gateway(
     watch: bool = False,
     server_requests: bool = False,
     encoder: Encoder | Literal["default"] | None = None,
+    names: Naming = "label",
 ) -> AsyncIterator[Gateway]:
     """The gateway over in-process ``upstreams`` (label -> ``MCPServer`` or :class:`HostileServer`).
 
@@ -117,7 +119,7 @@ async def open_gateway(
         service = GatewayService(
             host, policy=policy, grants=grants, pinned=pinned, max_clients=max_clients, encoder=encoder
         )
-        server, middleware = create_gateway(service)
+        server, middleware = create_gateway(service, names=names)
         gateway = Gateway(host, service, server, middleware)
         if not watch:
             yield gateway

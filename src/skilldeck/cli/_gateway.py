@@ -70,6 +70,13 @@ def add_gateway_command(sub: Any) -> None:
         help="list this upstream tool to every client from the start (repeatable)",
     )
     gateway.add_argument(
+        "--names",
+        choices=("label", "upstream"),
+        default="label",
+        help="label (default): upstream tools and prompts as LABEL__NAME, resources as upstream://LABEL/URI; "
+        "upstream: their own names and URIs where no other upstream lists the same (the rest as with label)",
+    )
+    gateway.add_argument(
         "--grant",
         action="append",
         default=[],
@@ -125,6 +132,27 @@ def add_gateway_command(sub: Any) -> None:
     add_auth_arguments(gateway)
     add_console_argument(gateway, "the upstreams, the catalog, a search box running find, and decisions live")
     gateway.set_defaults(handler=run_gateway_command)
+
+
+async def upstream_names_lines(middleware: Any) -> list[str]:
+    """What ``--names upstream`` keeps, and each name that stays ``LABEL__NAME`` (or ``upstream://LABEL/URI``)."""
+    from skilldeck.gateway._meta import META
+    from skilldeck.gateway._names import tool_collisions
+
+    listed: dict[str, list[str]] = {}
+    for record in middleware.service.host.tools():
+        listed.setdefault(record.label, []).append(record.name)
+    collisions = tool_collisions(listed, META)
+    if middleware.forwarded is not None:
+        names = await middleware.forwarded.refresh_names()
+        collisions += names.collisions() if names is not None else []
+    if not collisions:
+        return ["names: the upstreams' own names (none collides)"]
+    return [
+        f"names: the upstreams' own names, but {len(collisions)} collide and keep the label form "
+        "(LABEL__NAME, upstream://LABEL/URI):",
+        *(f"  {c}" for c in collisions),
+    ]
 
 
 def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
@@ -252,8 +280,12 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 auth=auth,
                 request_state_keys=replicas.state_keys,
                 request_state_codec=replicas.ring,
+                names=args.names,
             )
             configure_from_environment("skilldeck-gateway")  # OTEL_* asking for traces installs a provider first
+            if args.names == "upstream":
+                for line in await upstream_names_lines(middleware):
+                    report("info", line)
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
             console, on_upstream_change = None, on_change
             if with_console:

@@ -4,6 +4,7 @@
 * :mod:`~skilldeck.gateway._activation` — what each client has loaded (pure);
 * :mod:`~skilldeck.gateway._service` — find, load, read, call over a connected host, per caller;
 * :mod:`~skilldeck.gateway._republish` — every upstream's skills, re-published under ``skill://LABEL/``;
+* :mod:`~skilldeck.gateway._names` — upstream names by label (``LABEL__NAME``) or kept where they do not collide;
 * :mod:`~skilldeck.gateway._server` — the ``MCPServer`` and middleware that put it on the wire;
 * :mod:`~skilldeck.gateway._app` — following upstream changes and serving stdio or HTTP;
 * :mod:`~skilldeck.gateway._metrics` — the gateway's Prometheus metrics (``--metrics``).

@@ -28,6 +28,10 @@ re-published skills) that answers, for every connected upstream that declares th
 * ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
   under its own names.
 
+With ``names="upstream"`` (``--names upstream``, see :mod:`skilldeck.gateway._names`) a prompt name,
+resource URI or template no other upstream lists is served under the upstream's own name instead,
+and a kept template's expansion is read from its upstream; the label forms are still accepted.
+
 The resource links and embedded resources of a prompt message and of a proxied tool result
 (:meth:`ForwardedUpstreams.tool_result`) name the gateway's URI of what the upstream named (an
 upstream's skill file: where it is re-published), so a client can read them through the gateway.
@@ -76,6 +80,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from skilldeck.errors import shorten
+from skilldeck.gateway._names import Naming, UpstreamNames
 from skilldeck.gateway._resource_listen import UpstreamResourceListen
 from skilldeck.gateway._service import GatewayService
 from skilldeck.gateway._upstreams import ORIGIN_META, with_origin
@@ -261,6 +266,8 @@ class ForwardedUpstreams:
         skills_republished: whether ``skill://`` is the re-published skills' (upstream ``skill://``
             resources are then left out).
         legacy: the process's table of live legacy connections (one is kept when omitted).
+        names: ``"label"`` (every name in its label form) or ``"upstream"`` (the upstreams' own names
+            where they do not collide; see :mod:`skilldeck.gateway._names`).
     """
 
     def __init__(
@@ -270,8 +277,13 @@ class ForwardedUpstreams:
         *,
         skills_republished: bool = True,
         legacy: LegacyConnections | None = None,
+        names: Naming = "label",
     ) -> None:
         self.service = service
+        self.names = names
+        self._snapshot: UpstreamNames | None = None
+        """Under ``--names upstream``: who lists what, as of :attr:`_snapshot_of` (rebuilt when that changes)."""
+        self._snapshot_of: tuple[tuple[str, int], ...] | None = None
         self.subscriptions = subscriptions
         self.skills_republished = skills_republished
         self.legacy = legacy if legacy is not None else LegacyConnections()
@@ -314,6 +326,65 @@ class ForwardedUpstreams:
             if declares(c, kind) and (kind != "prompts" or _prompts_forwarded(label))
         )
 
+    # -- names -------------------------------------------------------------------------------------
+
+    @property
+    def upstream_names(self) -> UpstreamNames | None:
+        """Under ``--names upstream``, the last snapshot of who lists what (see :meth:`refresh_names`)."""
+        return self._snapshot if self.names == "upstream" else None
+
+    async def refresh_names(self) -> UpstreamNames | None:
+        """Under ``--names upstream``: the snapshot of who lists what, rebuilt when the upstreams changed.
+
+        It lists every page (under the host's caps) of every connected upstream's prompts, resources
+        and templates; an upstream that fails is left out until the next rebuild.
+        """
+        if self.names != "upstream":
+            return None
+        sessions = self.service.host.sessions
+        key = tuple(sorted((label, id(connected)) for label, connected in sessions.items()))
+        if self._snapshot is not None and self._snapshot_of == key:
+            return self._snapshot
+        snapshot = UpstreamNames()
+        for label, connected in sorted(sessions.items()):
+            for method, capability, kind, field in (
+                ("prompts/list", "prompts", "prompts", "name"),
+                ("resources/list", "resources", "resources", "uri"),
+                ("resources/templates/list", "resources", "templates", "uri_template"),
+            ):
+                if not declares(connected, capability):
+                    continue
+                try:
+                    items = await self._every_page(connected, method)
+                except Exception as exc:  # one upstream's trouble must not hide the others
+                    logger.warning("%s of %r failed: %s", method, label, connected.explain(exc))
+                    continue
+                snapshot.add(kind, label, (str(getattr(item, field)) for item in items))  # type: ignore[arg-type]
+        self._snapshot, self._snapshot_of = snapshot, key
+        return snapshot
+
+    async def _every_page(self, connected: Connected, method: str) -> list[Any]:
+        items, cursor = await fetch_page(connected, method, None)
+        for _ in range(self.service.host.limits.max_pages - 1):
+            if not cursor or len(cursor) > MAX_CURSOR_CHARS:
+                break
+            more, cursor = await fetch_page(connected, method, cursor)
+            items += more
+        return items
+
+    def public_uri(self, label: str, uri: str) -> str:
+        """What clients of the gateway call ``label``'s resource ``uri``: as it is where it is kept, else
+        ``upstream://LABEL/URI``."""
+        names = self.upstream_names
+        if names is not None and (names.keeps_uri(label, uri) or names.uri_owner(uri) == label):
+            return uri
+        return gateway_uri(label, uri)
+
+    def _upstream_uri(self, uri: str) -> bool:
+        """Whether ``uri`` names an upstream's resource: ``upstream://LABEL/URI``, or a kept URI."""
+        names = self.upstream_names
+        return split_uri(uri) is not None or (names is not None and names.uri_owner(uri) is not None)
+
     # -- the hook ----------------------------------------------------------------------------------
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -333,9 +404,10 @@ class ForwardedUpstreams:
     async def _answer(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method, version = ctx.method, ctx.protocol_version
         params: dict[str, Any] = dict(ctx.params) if isinstance(ctx.params, dict) else {}
+        await self.refresh_names()
         if method == "resources/read":
             uri = params.get("uri")
-            if not isinstance(uri, str) or split_uri(uri) is None:
+            if not isinstance(uri, str) or not self._upstream_uri(uri):
                 return await call_next(ctx)  # not ours: the server's own resources (or its error)
         try:
             parse_client_request(method, version, params or None)
@@ -417,11 +489,13 @@ class ForwardedUpstreams:
     def _entry(self, caller: Caller, label: str, key: str, item: Any) -> dict[str, Any] | None:
         """One upstream entry as the gateway lists it to ``caller``, or ``None`` when it is not theirs to see."""
         entry: dict[str, Any] = item.model_dump(by_alias=True, mode="json", exclude_none=True)
+        names = self.upstream_names
         if key == "prompts":
             name = entry.get("name")
             if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not self.admits(caller, label, name):
                 return None
-            entry["name"] = prompt_name(label, name)
+            if names is None or not names.keeps_prompt(label, name):
+                entry["name"] = prompt_name(label, name)
         else:
             field = "uri" if key == "resources" else "uriTemplate"
             uri = entry.get(field)
@@ -429,13 +503,16 @@ class ForwardedUpstreams:
                 return None
             if self.skills_republished and uri.startswith(_SKILL_PREFIX):
                 return None  # re-published, verified, as skill://LABEL/...
-            entry[field] = gateway_uri(label, uri)
+            if names is None or not names.keeps_uri(label, uri, template=key != "resources"):
+                entry[field] = gateway_uri(label, uri)
         return with_origin(entry, label)
 
     # -- prompts -----------------------------------------------------------------------------------
 
     def _prompt(self, caller: Caller, name: str) -> tuple[Connected, str]:
-        split = split_prompt_name(name)
+        names = self.upstream_names
+        owner = names.prompt_owner(name) if names is not None else None
+        split = (owner, name) if owner is not None else split_prompt_name(name)
         if split is None or len(split[1]) > MAX_NAME_CHARS:
             raise _invalid(f"unknown prompt {shorten(name)!r}: prompts are named LABEL__NAME, as prompts/list shows")
         label, upstream = split
@@ -477,7 +554,7 @@ class ForwardedUpstreams:
         """
         if self.skills_republished and uri.startswith(_SKILL_PREFIX) and "/" not in label:
             return f"{_SKILL_PREFIX}{label}/{uri[len(_SKILL_PREFIX) :]}"
-        return gateway_uri(label, uri)
+        return self.public_uri(label, uri)
 
     def tool_result(self, result: dict[str, Any]) -> dict[str, Any]:
         """A proxied ``tools/call`` result whose resource links and embedded resources name the gateway's URIs.
@@ -503,6 +580,10 @@ class ForwardedUpstreams:
 
     def _resource(self, caller: Caller, uri: str) -> tuple[Connected, str]:
         split = split_uri(uri) if len(uri) <= MAX_URI_CHARS else None
+        names = self.upstream_names
+        if split is None and names is not None and len(uri) <= MAX_URI_CHARS:
+            owner = names.uri_owner(uri)
+            split = (owner, uri) if owner is not None else None
         if split is None:
             raise _invalid(f"unknown resource {shorten(uri)!r}: upstream resources are upstream://LABEL/URI")
         label, upstream = split
@@ -518,7 +599,9 @@ class ForwardedUpstreams:
         result = await self._upstream(connected, connected.client.read_resource(upstream, cache_mode="bypass"))
         out = with_origin(_dump(result), connected.label)
         out["contents"] = [
-            {**c, "uri": gateway_uri(connected.label, c["uri"])} if isinstance(c.get("uri"), str) else c
+            {**c, "uri": uri if c["uri"] == upstream else self.public_uri(connected.label, c["uri"])}
+            if isinstance(c.get("uri"), str)
+            else c
             for c in out.get("contents", [])
         ]
         out["cacheScope"], out["ttlMs"] = "private", 0
@@ -744,6 +827,7 @@ class ForwardedUpstreams:
         without subscriptions, or over the limits is not honored, and its updates never reach the
         stream even while another client subscribes to it.
         """
+        await self.refresh_names()
         params = ctx.params if isinstance(ctx.params, dict) else {}
         notifications = params.get("notifications")
         listed = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
@@ -756,7 +840,7 @@ class ForwardedUpstreams:
         failed = {id(target) for target, _ in refused}
         subscribed = {uri: target for uri, target in targets.items() if id(target) not in failed}
         held = list(subscribed.values())
-        kept = [uri for uri in uris if not isinstance(uri, str) or split_uri(uri) is None or uri in subscribed]
+        kept = [uri for uri in uris if not isinstance(uri, str) or not self._upstream_uri(uri) or uri in subscribed]
         if len(kept) != len(uris):
             ctx = replace(ctx, params=_narrowed(params, kept))
         try:
@@ -770,7 +854,7 @@ class ForwardedUpstreams:
         """The upstream resource of each gateway URI of a listen filter that ``caller`` may subscribe to."""
         targets: dict[str, tuple[Connected, str]] = {}
         for uri in uris:
-            if not isinstance(uri, str) or split_uri(uri) is None:
+            if not isinstance(uri, str) or not self._upstream_uri(uri):
                 continue  # not an upstream's: the gateway's own (re-published skills), or invalid
             try:
                 targets[uri] = self._subscribable(caller, uri)
@@ -801,11 +885,11 @@ class ForwardedUpstreams:
         """
         told: set[Any] = set()
         sessions = dict(self.legacy.items())
-        uri = gateway_uri(label, upstream)
+        uri = self.public_uri(label, upstream)
         for (owner, subscribed), subscribers in list(self._subscribers.items()):
             if owner != label or not _within(upstream, subscribed):
                 continue
-            await self.subscriptions.publish(ResourceUpdated(uri=gateway_uri(label, subscribed)))
+            await self.subscriptions.publish(ResourceUpdated(uri=self.public_uri(label, subscribed)))
             for subscriber in list(subscribers):
                 session = sessions.get(subscriber) if isinstance(subscriber, int) else None
                 if session is not None and subscriber not in told:
@@ -817,6 +901,8 @@ class ForwardedUpstreams:
     async def relay_change(self, reasons: Iterable[str]) -> None:
         """An upstream said its prompts or resources changed: tell every client (both eras)."""
         reasons = frozenset(reasons)
+        if {"prompts", "resources"} & reasons:
+            self._snapshot = None  # rebuilt on next use
         if "prompts" in reasons:
             await self.subscriptions.publish(PromptsListChanged())
         if "resources" in reasons:

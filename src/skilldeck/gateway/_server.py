@@ -5,7 +5,8 @@ and ``tools/call``:
 
 * ``tools/list``: the four meta-tools, the ``--pin``\\ ned tools, and — on a 2025-11-25 session
   only — the tools that session loaded (*progressive injection*, named ``label__tool`` with the
-  upstream schema and annotations unchanged). On 2026-07-28 the list never varies per
+  upstream schema and annotations unchanged; under ``names="upstream"`` a tool no other upstream
+  lists keeps its own name, see :mod:`skilldeck.gateway._names`). On 2026-07-28 the list never varies per
   connection (the base revision forbids it): loaded schemas travel in the ``load`` result.
 * ``tools/call``: a meta-tool is answered by the service; any other name (a pinned or injected
   tool) goes through the same gate as ``call``. A refusal is a tool result with ``isError`` and
@@ -52,6 +53,7 @@ from skilldeck.gateway._meta import (
     ReadSkillFileArguments,
     ReadSkillFileResult,
 )
+from skilldeck.gateway._names import Naming, kept_tool_names
 from skilldeck.gateway._relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway._republish import RepublishedSkills
 from skilldeck.gateway._service import GatewayService, tool_id
@@ -142,7 +144,8 @@ class GatewayMiddleware:
     """Answers ``tools/list`` and ``tools/call`` for the gateway (see the module docs).
 
     ``legacy`` is the process's one table of live legacy connections (:func:`create_gateway` shares it
-    with the forwarded upstreams and the re-published skills); one is made when omitted.
+    with the forwarded upstreams and the re-published skills); one is made when omitted. ``names``
+    is how upstream tools are listed (see :mod:`skilldeck.gateway._names`).
     """
 
     def __init__(
@@ -150,8 +153,10 @@ class GatewayMiddleware:
         service: GatewayService,
         subscriptions: SubscriptionBus | None = None,
         legacy: LegacyConnections | None = None,
+        names: Naming = "label",
     ) -> None:
         self.service = service
+        self.names = names
         self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
         self.skills: RepublishedSkills | None = None
@@ -223,19 +228,21 @@ class GatewayMiddleware:
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
         registry_tools = {(t.label, t.name): t.tool for t in self.service.host.tools()}
+        kept = self.kept_tools() if self.names == "upstream" else frozenset()
         for label, name in shown:
             upstream = registry_tools.get((label, name))
             if upstream is None or (label, name) in listed:
                 continue
             listed.add((label, name))
-            tools.append(self.injected(label, name, upstream))
+            tools.append(self.injected(label, name, upstream, keep=name in kept))
         # Without a policy, the same list for every 2026-07-28 caller (meta-tools and pins): any cache may
         # keep it a while. Under a policy, the pins shown depend on the caller's token: no shared cache.
         scope = "public" if routed is None else "private"
         return {"resultType": "complete", "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": scope}
 
     def listed_input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of the pinned tool the gateway lists as ``name`` (``label__tool``), else ``None``.
+        """The input schema of the pinned tool the gateway lists as ``name`` (``label__tool``, or the
+        upstream's own name where ``names="upstream"`` keeps it), else ``None``.
 
         What the SDK's streamable HTTP transport checks a 2026-07-28 ``tools/call``'s ``Mcp-Param-*``
         headers against (see :func:`create_gateway`). Only pinned tools: they are what a 2026-07-28
@@ -243,19 +250,27 @@ class GatewayMiddleware:
         (or by a name it never listed), so no client sends headers for it; checking them would refuse
         every conforming call.
         """
+        kept = self.kept_tools() if self.names == "upstream" else frozenset()
         for label, tool in self.service.pinned:
-            if tool_function_name(label, tool) == name:
+            if (tool if tool in kept else tool_function_name(label, tool)) == name:
                 for listed in self.service.host.tools(label):
                     if listed.name == tool:
                         schema = listed.tool.get("inputSchema")
                         return schema if isinstance(schema, Mapping) else None
         return None
+    def kept_tools(self) -> frozenset[str]:
+        """The upstream tool names listed as they are under ``names="upstream"`` (see :mod:`skilldeck.gateway._names`)."""
+        listed: dict[str, list[str]] = {}
+        for record in self.service.host.tools():
+            listed.setdefault(record.label, []).append(record.name)
+        return kept_tool_names(listed, META)
 
     @staticmethod
-    def injected(label: str, name: str, upstream: Any) -> dict[str, Any]:
-        """An upstream tool as the gateway lists it: ``label__tool``, schema and annotations unchanged."""
+    def injected(label: str, name: str, upstream: Any, *, keep: bool = False) -> dict[str, Any]:
+        """An upstream tool as the gateway lists it: ``label__tool`` (its own name with ``keep``), schema and
+        annotations unchanged."""
         tool = dict(upstream)
-        tool["name"] = tool_function_name(label, name)
+        tool["name"] = name if keep else tool_function_name(label, name)
         description = str(tool.get("description") or "")
         tool["description"] = f"[{label}] {description}".strip()
         return cast(dict[str, Any], neutralise_in(tool))  # the upstream's prose cannot forge an origin tag
@@ -319,7 +334,10 @@ class GatewayMiddleware:
             relay=call_relay(ctx),
             **_log_relay(ctx, who),
         )
-        return result if self.forwarded is None else self.forwarded.tool_result(result)
+        if self.forwarded is None:
+            return result
+        await self.forwarded.refresh_names()  # the links of the result name what clients read
+        return self.forwarded.tool_result(result)
 
     async def _announce(self, session: ServerSession) -> None:
         try:
@@ -384,6 +402,7 @@ def create_gateway(
     republish_skills: bool = True,
     request_state_keys: Sequence[str | bytes] | None = None,
     request_state_codec: RequestStateCodec | None = None,
+    names: Naming = "label",
 ) -> tuple[MCPServer[Any], GatewayMiddleware]:
     """An ``MCPServer`` serving the gateway's meta-tools over ``service``; returns it and its middleware.
 
@@ -393,14 +412,18 @@ def create_gateway(
     resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
     :mod:`skilldeck.gateway._forward`).
     ``request_state_keys`` and ``request_state_codec`` are as for :func:`skilldeck.server._app.create_server`
-    (replicas share them).
+    (replicas share them). ``names`` is how upstream tools, prompts and resources are named: ``"label"``
+    (``LABEL__NAME``, ``upstream://LABEL/URI``) or ``"upstream"`` (their own names where they do not
+    collide, see :mod:`skilldeck.gateway._names`).
     """
     legacy = LegacyConnections()  # the process's one table of legacy connections, shared by all three
     skills = RepublishedSkills(service, subscriptions=subscriptions, legacy=legacy) if republish_skills else None
-    middleware = GatewayMiddleware(service, skills.subscriptions if skills is not None else subscriptions, legacy)
+    middleware = GatewayMiddleware(
+        service, skills.subscriptions if skills is not None else subscriptions, legacy, names=names
+    )
     middleware.skills = skills
     forwarded = middleware.forwarded = ForwardedUpstreams(
-        service, middleware.subscriptions, skills_republished=skills is not None, legacy=legacy
+        service, middleware.subscriptions, skills_republished=skills is not None, legacy=legacy, names=names
     )
     server: MCPServer[Any] = MCPServer(
         name,
