@@ -258,6 +258,7 @@ class GatewayMiddleware:
                         schema = listed.tool.get("inputSchema")
                         return schema if isinstance(schema, Mapping) else None
         return None
+
     def kept_tools(self) -> frozenset[str]:
         """The upstream tool names listed as they are under ``names="upstream"`` (see :mod:`skilldeck.gateway._names`)."""
         listed: dict[str, list[str]] = {}
