@@ -37,6 +37,7 @@ PURE = [
     "select/_gate.py",
     "gateway/_meta.py",
     "gateway/_activation.py",
+    "learning/_ledger.py",
 ]
 
 

@@ -26,10 +26,10 @@ from typing import Any, Final
 
 import anyio
 
-from skilldeck.errors import GateRefused, ServeError
+from skilldeck.errors import GateRefused
 from skilldeck.gateway._activation import SharedActivation
 from skilldeck.gateway._meta import MAX_ID_CHARS
-from skilldeck.server._redis_bus import redacted_url
+from skilldeck.server._redis_bus import close_redis, connect_redis
 
 __all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "RedisActivationStore"]
 
@@ -104,27 +104,14 @@ class RedisActivationStore:
         self._redis: Any = None
 
     async def __aenter__(self) -> RedisActivationStore:
-        import redis.asyncio as aioredis
-
-        self._redis = aioredis.Redis.from_url(self.url, socket_connect_timeout=self.timeout)
-        try:
-            with anyio.fail_after(self.timeout * 2):
-                await self._redis.ping()
-        except Exception as exc:
-            await self._redis.aclose()
-            self._redis = None
-            raise ServeError(
-                f"cannot reach Redis at {redacted_url(self.url)} for shared activations: {exc}; start Redis or fix --redis"
-            ) from None
+        self._redis = await connect_redis(self.url, self.timeout, "shared activations", "start Redis or fix --redis")
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._redis is not None:
-            with anyio.CancelScope(shield=True):
-                await self._redis.aclose()
-            self._redis = None
+        await close_redis(self._redis)
+        self._redis = None
 
     def _keys(self, key: str) -> tuple[str, str, str]:
         member = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]

@@ -41,7 +41,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, TypeVar
@@ -293,6 +293,8 @@ class Selector:
         lexical_calibration: how a lexical ranking is judged when an encoder is given but its card
             vectors are not ready (the shipped lexical model by default).
         cache: a vector cache to use instead of one on ``cache_dir`` (see :class:`~skilldeck.select._rank.Ranker`).
+        history: past questions that led to a successful use of a card, by :attr:`Card.key`
+            (a usage ledger's, see :mod:`skilldeck.learning`).
     """
 
     def __init__(
@@ -313,6 +315,7 @@ class Selector:
         background: bool = False,
         lexical_calibration: Calibration | None = None,
         cache: VectorCache | None = None,
+        history: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -325,6 +328,7 @@ class Selector:
             cache_dir=cache_dir,
             background=background,
             cache=cache,
+            history=history,
         )
         self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
         self.calibration = calibration or default_calibration(encoder is not None)
@@ -336,6 +340,10 @@ class Selector:
         self.max_tools_per_server = max_tools_per_server
         self.max_capabilities = max_capabilities
         self.limit = limit
+
+    def set_history(self, history: Mapping[str, Sequence[str]]) -> None:
+        """Replace the past questions by card key the ranking reads (the cards are not indexed again)."""
+        self.ranker.history = history
 
     def decide(self, query: str | Sequence[str]) -> Decision:
         """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons.

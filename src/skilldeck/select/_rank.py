@@ -125,6 +125,7 @@ class Ranker:
             catalog, so each encodes only the cards that changed).
         steps: the ranking's replaceable steps (:class:`RankSteps`; the default is the shipped one
             of each; the benchmark's ablation passes its variants).
+        history: past questions that led to a successful use of a card, by :attr:`Card.key`.
     """
 
     def __init__(
@@ -140,8 +141,11 @@ class Ranker:
         background: bool = False,
         cache: VectorCache | None = None,
         steps: RankSteps | None = None,
+        history: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         config = config or RankConfig()
+        self.history: Mapping[str, Sequence[str]] = history or {}
+        """Past questions by card key (see the ``history`` argument)."""
         if semantic_weight is not None:
             config = replace(config, semantic_weight=semantic_weight)
         self.config = config

@@ -74,6 +74,8 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_SETTLE",
     "RedisSubscriptionBus",
+    "close_redis",
+    "connect_redis",
     "encode_event",
     "redacted_url",
     "shared_state_key",
@@ -385,6 +387,31 @@ def redacted_url(url: str) -> str:
         return url
     user = credentials.partition(":")[0]
     return f"{scheme}://{user}:***@{host}"
+
+
+async def connect_redis(url: str, wait: float, purpose: str, fix: str) -> Any:
+    """A ``redis.asyncio`` client on ``url`` (connect timeout ``wait``) that answered a ping within ``2 * wait`` seconds.
+
+    Raises:
+        ServeError: Redis cannot be reached; the message says it was for ``purpose`` and to ``fix`` it.
+    """
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=wait)
+    try:
+        with anyio.fail_after(wait * 2):
+            await client.ping()
+    except Exception as exc:
+        await client.aclose()
+        raise ServeError(f"cannot reach Redis at {redacted_url(url)} for {purpose}: {exc}; {fix}") from None
+    return client
+
+
+async def close_redis(client: Any) -> None:
+    """Close a client of :func:`connect_redis`, even while the task closing it is being cancelled."""
+    if client is not None:
+        with anyio.CancelScope(shield=True):
+            await client.aclose()
 
 
 async def shared_state_key(url: str, key: str, *, wait: float = 5.0) -> str:
