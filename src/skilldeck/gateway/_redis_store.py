@@ -21,7 +21,6 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Final
 
 import anyio
@@ -29,7 +28,7 @@ import anyio
 from skilldeck.errors import GateRefused
 from skilldeck.gateway._activation import SharedActivation
 from skilldeck.gateway._meta import MAX_ID_CHARS
-from skilldeck.server._redis_bus import close_redis, connect_redis
+from skilldeck.server._redis_bus import RedisConnection
 
 __all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "RedisActivationStore"]
 
@@ -70,7 +69,7 @@ return found
 """
 
 
-class RedisActivationStore:
+class RedisActivationStore(RedisConnection):
     """The :class:`~skilldeck.gateway._activation.ActivationStore` of gateway replicas (see the module docs).
 
     Args:
@@ -82,6 +81,8 @@ class RedisActivationStore:
         max_entries: skills and tools in one record.
         timeout: seconds one operation may take before it counts as failed.
     """
+
+    purpose = "shared activations"
 
     def __init__(
         self,
@@ -101,16 +102,6 @@ class RedisActivationStore:
         self.max_clients = max_clients
         self.max_entries = max_entries
         self.timeout = timeout
-        self._redis: Any = None
-
-    async def __aenter__(self) -> RedisActivationStore:
-        self._redis = await connect_redis(self.url, self.timeout, "shared activations", "start Redis or fix --redis")
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await close_redis(self._redis)
         self._redis = None
 
     def _keys(self, key: str) -> tuple[str, str, str]:

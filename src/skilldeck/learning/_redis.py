@@ -18,13 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any
 
 import anyio
 
 from skilldeck.learning._ledger import Change, LedgerLimits, Use
-from skilldeck.server._redis_bus import close_redis, connect_redis, redacted_url
+from skilldeck.server._redis_bus import RedisConnection, redacted_url
 
 __all__ = ["RedisLedgerStore"]
 
@@ -75,7 +74,7 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-class RedisLedgerStore:
+class RedisLedgerStore(RedisConnection):
     """The :class:`~skilldeck.learning._stores.LedgerStore` of gateway replicas (see the module docs).
 
     Args:
@@ -85,6 +84,9 @@ class RedisLedgerStore:
         limits: the ledger's bounds, to check what is read back against.
         timeout: seconds one operation may take.
     """
+
+    purpose = "the usage ledger"
+    fix = "start Redis, fix --redis, or pass --no-learning"
 
     def __init__(
         self,
@@ -98,23 +100,11 @@ class RedisLedgerStore:
         self.prefix = prefix
         self.limits = limits or LedgerLimits()
         self.timeout = timeout
-        self._redis: Any = None
+        self._redis = None
 
     @property
     def where(self) -> str:
         return f"{redacted_url(self.url)} (keys {self.prefix}:*)"
-
-    async def __aenter__(self) -> RedisLedgerStore:
-        self._redis = await connect_redis(
-            self.url, self.timeout, "the usage ledger", "start Redis, fix --redis, or pass --no-learning"
-        )
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await close_redis(self._redis)
-        self._redis = None
 
     def _keys(self, audience: str) -> tuple[list[str], str]:
         member = hashlib.sha256(audience.encode("utf-8", "surrogatepass")).hexdigest()[:40]

@@ -49,7 +49,7 @@ import logging
 import math
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import anyio
 import anyio.abc
@@ -73,8 +73,8 @@ __all__ = [
     "MAX_GATHERED",
     "MAX_MESSAGE_BYTES",
     "MAX_SETTLE",
+    "RedisConnection",
     "RedisSubscriptionBus",
-    "close_redis",
     "connect_redis",
     "encode_event",
     "redacted_url",
@@ -407,11 +407,30 @@ async def connect_redis(url: str, wait: float, purpose: str, fix: str) -> Any:
     return client
 
 
-async def close_redis(client: Any) -> None:
-    """Close a client of :func:`connect_redis`, even while the task closing it is being cancelled."""
-    if client is not None:
-        with anyio.CancelScope(shield=True):
-            await client.aclose()
+class RedisConnection:
+    """A Redis client opened by ``async with`` (:func:`connect_redis`) and closed on exit.
+
+    A subclass sets ``url`` and ``timeout``, and names what it is for (``purpose``) and what to do
+    when Redis cannot be reached (``fix``): the :class:`~skilldeck.errors.ServeError` says both.
+    """
+
+    purpose: ClassVar[str] = "shared state"
+    fix: ClassVar[str] = "start Redis or fix --redis"
+    url: str
+    timeout: float
+    _redis: Any = None
+
+    async def __aenter__(self) -> Self:
+        self._redis = await connect_redis(self.url, self.timeout, self.purpose, self.fix)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._redis is not None:
+            with anyio.CancelScope(shield=True):
+                await self._redis.aclose()
+            self._redis = None
 
 
 async def shared_state_key(url: str, key: str, *, wait: float = 5.0) -> str:
