@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 
 @pytest.fixture(scope="module")
-def redis_url(load_bench: Callable[[str], ModuleType], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def redis(load_bench: Callable[[str], ModuleType], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The running ``redis-server`` (``.url``; ``.kill()`` and ``.start()`` again on the same port)."""
     bench = load_bench("replicas.py")
     try:
         bench.executable("redis-server")
     except bench.Missing as exc:
         pytest.skip(str(exc))
-    with bench.running_redis(tmp_path_factory.mktemp("ledger-redis")) as redis:
-        yield redis.url
+    with bench.running_redis(tmp_path_factory.mktemp("ledger-redis")) as running:
+        yield running
+
+
+@pytest.fixture
+def redis_url(redis: Any) -> str:
+    return str(redis.url)

@@ -9,25 +9,19 @@ audience (and of no other) read it.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skilldeck.agents import SkillSession
 from skilldeck.errors import GateRefused
-from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.host import Host, HttpServer, ServerSpec
-from skilldeck.learning import Learner, SqliteLedgerStore, Use
+from skilldeck.learning import SqliteLedgerStore
 from skilldeck.serving._policy import Caller, Policy
 
-from ..gateway.gateway_clients_support import Gateway, client, refusal
-from ..host.hostile_http import serving_in_thread
-from .usage_upstream import usage_server
+from ..gateway.gateway_clients_support import client, refusal
+from .learning_support import Learning, gateway_learning_in
 
 pytestmark = pytest.mark.anyio
 
@@ -35,39 +29,16 @@ WEATHER = "weather forecast for Paris tomorrow"
 TOOLS = ("up/forecast", "up/convert", "up/archive", "up/clock")
 
 
-@dataclass
-class Learning:
-    gateway: Gateway
-    store: SqliteLedgerStore
-
-    @property
-    def service(self) -> GatewayService:
-        return self.gateway.service
-
-    async def uses(self, audience: str = "") -> list[Use]:
-        return (await self.store.load(audience))[1]
-
-    def history(self, caller: Caller | None = None) -> Any:
-        """What the caller's ranker was given to read (the ranker's ``history`` argument)."""
-        return self.service.index_for(caller or Caller()).selector.ranker.history
-
-
 @asynccontextmanager
 async def learning_gateway(
     tmp_path: Path, *, policy: Policy | None = None, pinned: Iterable[tuple[str, str]] = ()
 ) -> AsyncIterator[Learning]:
-    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    with serving_in_thread(app) as url:
-        async with Host([ServerSpec("up", HttpServer(url), timeout=30)]) as host:
-            store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
-            ticks = itertools.count(1_000)
-            learner = Learner(store, clock=lambda: float(next(ticks)))
-            service = GatewayService(host, encoder=None, policy=policy, pinned=pinned, learning=learner)
-            server, middleware = create_gateway(service)
-            try:
-                yield Learning(Gateway(host, service, server, middleware), store)
-            finally:
-                store.close()
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    try:
+        async with gateway_learning_in(store, policy=policy, pinned=pinned) as learning:
+            yield learning
+    finally:
+        store.close()
 
 
 async def test_find_load_and_a_successful_call_record_the_question_once(tmp_path: Path) -> None:

@@ -1,0 +1,94 @@
+"""Through ``skilldeck gateway`` processes: the ledger survives a restart (SQLite), ``--no-learning`` keeps nothing.
+
+A real gateway process over HTTP on loopback in front of :mod:`usage_upstream` over stdio, a real
+SDK client, ``$SKILLDECK_HOME`` of the test's own, and ``skilldeck history`` reading what was kept.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp_types import RequestParamsMeta
+
+from skilldeck.cli import main
+
+from ..server.helpers import start_gateway, stop
+
+pytestmark = pytest.mark.anyio
+
+UPSTREAM = Path(__file__).resolve().parent / "usage_upstream.py"
+MODERN = "2026-07-28"
+WEATHER = "weather forecast for Paris tomorrow"
+
+
+def gateway_config(tmp_path: Path) -> Path:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"up": {"command": sys.executable, "args": [str(UPSTREAM)]}}}))
+    return config
+
+
+async def use(url: str, conversation: str, question: str, card: str, tool: str, arguments: dict[str, Any]) -> None:
+    """find → load → call through the gateway at ``url``, in one conversation; each step must succeed."""
+    meta = cast(RequestParamsMeta, {"dev.skilldeck/conversation": conversation})
+    async with Client(url, mode=MODERN, cache=None) as client:
+        found = await client.call_tool("find", {"query": question}, meta=meta)
+        assert card in [c["id"] for c in found.structured_content["cards"]], found
+        loaded = await client.call_tool("load", {"ids": [card]}, meta=meta)
+        assert not loaded.is_error, loaded
+        called = await client.call_tool("call", {"tool": tool, "arguments": arguments}, meta=meta)
+        assert not called.is_error, called
+
+
+async def history(capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``skilldeck history`` prints (on a thread: the command runs an event loop of its own)."""
+    assert await anyio.to_thread.run_sync(main, ["history"]) == 0
+    return capsys.readouterr().out
+
+
+async def test_what_a_gateway_learned_is_kept_across_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
+    config = gateway_config(tmp_path)
+    proc, started = start_gateway(config, tmp_path / "first.log", "--lexical")
+    try:
+        await use(started["url"], "c1", WEATHER, "up/forecast", "up/forecast", {"city": "Paris"})
+    finally:
+        stop(proc)
+    assert (tmp_path / "home" / "ledger.sqlite3").exists()
+    assert "up/forecast" in await history(capsys)
+    proc, started = start_gateway(config, tmp_path / "second.log", "--lexical")
+    try:  # the restarted gateway reads the ledger in, keeps the cards still listed, and adds to it
+        await use(
+            started["url"],
+            "c2",
+            "convert 10 dollars to euros",
+            "up/convert",
+            "up/convert",
+            {"amount": 10, "currency": "EUR"},
+        )
+    finally:
+        stop(proc)
+    shown = await history(capsys)
+    assert WEATHER in shown
+    assert "convert 10 dollars to euros" in shown
+    assert "audience (no tenant): 2 questions on 2 cards" in shown
+
+
+async def test_no_learning_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
+    proc, started = start_gateway(gateway_config(tmp_path), tmp_path / "gateway.log", "--lexical", "--no-learning")
+    try:
+        await use(started["url"], "c1", WEATHER, "up/forecast", "up/forecast", {"city": "Paris"})
+    finally:
+        stop(proc)
+    assert not (tmp_path / "home" / "ledger.sqlite3").exists()  # the gateway never opened it
+    assert "is empty" in await history(capsys)
