@@ -6,7 +6,6 @@ import itertools
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.host import Host, HttpServer, ServerSpec
@@ -30,9 +29,10 @@ class Learning:
     async def uses(self, audience: str = "") -> list[Use]:
         return (await self.store.load(audience))[1]
 
-    def history(self, caller: Caller | None = None) -> Any:
-        """What the caller's ranker was given to read (the ranker's ``history`` argument)."""
-        return self.service.index_for(caller or Caller()).selector.ranker.history
+    def history(self, caller: Caller | None = None) -> dict[str, list[str]]:
+        """The past questions the caller's ranker reads now, by card key."""
+        ranker = self.service.index_for(caller or Caller()).selector.ranker
+        return {ranker.cards[i].key: list(asked) for i, asked in ranker.history.questions.items()}
 
 
 @asynccontextmanager

@@ -41,7 +41,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, TypeVar
@@ -50,6 +50,7 @@ import numpy as np
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.select._cards import Card, CardSet
+from skilldeck.select._history import History
 from skilldeck.select._rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit, tokens
 from skilldeck.select._vectors import VectorCache
 
@@ -60,6 +61,7 @@ MAX_NEEDS = 8
 
 __all__ = [
     "FEATURES",
+    "HISTORY_FEATURES",
     "MAX_NEEDS",
     "Calibration",
     "Decision",
@@ -88,6 +90,9 @@ FEATURES = (
 )
 LEXICAL_FEATURES = FEATURES[:4]
 """What the lexical calibration reads (the encoder's features are absent without one)."""
+HISTORY_FEATURES = ("history_lexical", "history_semantic")
+"""What a card's past questions added to its BM25 (``log(1 + lift)``) and to its cosine, when the
+ranker reads a usage history (absent without one; a calibration that does not weigh them ignores them)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,9 @@ def unit_features(unit: Unit) -> dict[str, float]:
         value = getattr(unit, name)
         if value is not None:
             feats[name] = float(value)
+    if unit.history_lexical > 0 or unit.history_semantic is not None:  # a ranker with a usage history
+        feats["history_lexical"] = math.log1p(unit.history_lexical)
+        feats["history_semantic"] = unit.history_semantic or 0.0
     return feats
 
 
@@ -195,6 +203,9 @@ class Decision:
     """Which ranking answered: ``"semantic"`` (the encoder's views fused in) or ``"lexical"``."""
     indexing: IndexingState | None = None
     """With an encoder whose card vectors are not all ready yet (encoded in the background): how far they are."""
+    history: int = 0
+    """How many past questions of the card chosen (or, abstaining, of the best candidate) the question
+    matched (:mod:`skilldeck.select._history`): 0 without a usage history."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -221,6 +232,8 @@ class Decision:
         if self.needs:
             out["needs"] = self.needs
         out["ranker"] = self.ranker
+        if self.history > 0:
+            out["history"] = self.history
         if self.indexing is not None:
             out["indexing"] = self.indexing.to_json()
         return out
@@ -293,8 +306,8 @@ class Selector:
         lexical_calibration: how a lexical ranking is judged when an encoder is given but its card
             vectors are not ready (the shipped lexical model by default).
         cache: a vector cache to use instead of one on ``cache_dir`` (see :class:`~skilldeck.select._rank.Ranker`).
-        history: past questions that led to a successful use of a card, by :attr:`Card.key`
-            (a usage ledger's, see :mod:`skilldeck.learning`).
+        history: each card's past questions, by :attr:`~skilldeck.select._cards.Card.key` (a usage
+            ledger's, :mod:`skilldeck.select._history`); replace it later with :meth:`set_history`.
     """
 
     def __init__(
@@ -315,7 +328,7 @@ class Selector:
         background: bool = False,
         lexical_calibration: Calibration | None = None,
         cache: VectorCache | None = None,
-        history: Mapping[str, Sequence[str]] | None = None,
+        history: History | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -341,9 +354,10 @@ class Selector:
         self.max_capabilities = max_capabilities
         self.limit = limit
 
-    def set_history(self, history: Mapping[str, Sequence[str]]) -> None:
-        """Replace the past questions by card key the ranking reads (the cards are not indexed again)."""
-        self.ranker.history = history
+    def set_history(self, history: History) -> None:
+        """Rank with ``history`` (each card's past questions, by key) from the next decision on: only the
+        history is indexed again (:meth:`~skilldeck.select._rank.Ranker.set_history`); thread-safe."""
+        self.ranker.set_history(history)
 
     def decide(self, query: str | Sequence[str]) -> Decision:
         """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons.
@@ -396,6 +410,7 @@ class Selector:
             needs=own + implied,
             ranker=decisions[0].ranker,
             indexing=decisions[0].indexing,
+            history=judged.history,
         )
 
     def _first_choices(self, decisions: list[Decision]) -> tuple[list[Card], list[tuple[str, str]], Decision | None]:
@@ -473,6 +488,7 @@ class Selector:
                 ranked=ranking.scored,
                 features=feats,
                 servers=ranking.servers,
+                history=unit.history,
             )
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
@@ -508,6 +524,7 @@ class Selector:
             features=feats,
             servers=ranking.servers,
             jobs=jobs,
+            history=unit.history,
         )
 
     def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:
