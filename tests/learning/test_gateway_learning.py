@@ -1,7 +1,15 @@
-"""Through ``skilldeck gateway`` processes: the ledger survives a restart (SQLite), ``--no-learning`` keeps nothing.
+"""Through ``skilldeck gateway`` processes: past uses rank new questions better, across a restart
+(SQLite) and on a second replica (Redis); ``--no-learning`` keeps nothing.
 
 A real gateway process over HTTP on loopback in front of :mod:`usage_upstream` over stdio, a real
-SDK client, ``$SKILLDECK_HOME`` of the test's own, and ``skilldeck history`` reading what was kept.
+SDK client, ``$SKILLDECK_HOME`` of the test's own, a real ``redis-server``, and ``skilldeck history``
+reading what was kept. The gateways rank lexically (``--lexical``: no encoder to load per process).
+
+The catalog: ``up/events`` (what is on in a city this Saturday, in Paris or elsewhere) shares two
+words with "umbrella for the rain in Paris on Saturday?", ``up/forecast`` (weather, temperature and
+rain) one, so before learning events is first. Three past questions about umbrellas that led to a
+successful forecast call make forecast first: its own evidence ("rain") is real, and history may
+lift a card by at most its own evidence plus a quarter of the best card's.
 """
 
 from __future__ import annotations
@@ -43,6 +51,28 @@ async def use(url: str, conversation: str, question: str, card: str, tool: str, 
         assert not loaded.is_error, loaded
         called = await client.call_tool("call", {"tool": tool, "arguments": arguments}, meta=meta)
         assert not called.is_error, called
+
+
+PAST = (
+    "do I need an umbrella in Lyon today",
+    "should I take an umbrella to Nice on Saturday",
+    "umbrella or not in Lille this weekend",
+)
+NEW = "umbrella for the rain in Paris on Saturday?"
+
+
+async def first_card(url: str, question: str) -> tuple[str, int]:
+    """The id of the card ``find`` puts first for ``question``, and how many past questions it matched
+    (holding two of its terms: of :data:`PAST`, only the one with "umbrella" and "Saturday" for :data:`NEW`)."""
+    async with Client(url, mode=MODERN, cache=None) as client:
+        found = await client.call_tool("find", {"query": question})
+    return found.structured_content["cards"][0]["id"], found.structured_content.get("history", 0)
+
+
+async def teach(url: str) -> None:
+    """Each past question: find, load the forecast, call it (each in a conversation of its own)."""
+    for i, question in enumerate(PAST):
+        await use(url, f"past-{i}", question, "up/forecast", "up/forecast", {"city": "Lyon"})
 
 
 async def history(capsys: pytest.CaptureFixture[str]) -> str:
@@ -92,3 +122,43 @@ async def test_no_learning_keeps_nothing(
         stop(proc)
     assert not (tmp_path / "home" / "ledger.sqlite3").exists()  # the gateway never opened it
     assert "is empty" in await history(capsys)
+
+
+async def test_past_uses_rank_a_new_question_better_and_a_restart_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
+    config = gateway_config(tmp_path)
+    proc, started = start_gateway(config, tmp_path / "first.log", "--lexical")
+    try:
+        assert await first_card(started["url"], NEW) == ("up/events", 0)
+        await teach(started["url"])
+        assert await first_card(started["url"], NEW) == ("up/forecast", 1)
+    finally:
+        stop(proc)
+    proc, started = start_gateway(config, tmp_path / "second.log", "--lexical")
+    try:
+        assert await first_card(started["url"], NEW) == ("up/forecast", 1)
+    finally:
+        stop(proc)
+
+
+async def test_a_second_replica_ranks_with_what_the_first_learned(
+    tmp_path: Path, redis: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = gateway_config(tmp_path)
+    flags = ("--lexical", "--redis", redis.url, "--name", "learning-replicas")
+    first, started_first = start_gateway(config, tmp_path / "first.log", *flags)
+    try:
+        second, started_second = start_gateway(config, tmp_path / "second.log", *flags)
+        try:
+            assert await first_card(started_second["url"], NEW) == ("up/events", 0)
+            await teach(started_first["url"])
+            assert await first_card(started_second["url"], NEW) == ("up/forecast", 1)
+        finally:
+            stop(second)
+    finally:
+        stop(first)
+    argv = ["history", "--redis", redis.url, "--name", "learning-replicas"]
+    assert await anyio.to_thread.run_sync(main, argv) == 0
+    assert "audience (no tenant): 3 questions on 1 card" in capsys.readouterr().out

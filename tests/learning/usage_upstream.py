@@ -1,4 +1,4 @@
-"""A small upstream for the learning tests: four tools, one that always fails, served for real.
+"""A small upstream for the learning tests: five tools, one that always fails, served for real.
 
 ``python usage_upstream.py`` serves it on stdin/stdout; the tests in process serve
 :func:`usage_server` over streamable HTTP on loopback.
@@ -19,6 +19,11 @@ def usage_server() -> MCPServer[Any]:
     def forecast(city: str) -> str:
         """Weather forecast for a city: temperature and rain for the next days."""
         return f"{city}: 18C, light rain"
+
+    @server.tool()
+    def events(city: str) -> str:
+        """What is on in a city this Saturday and Sunday: concerts, markets and shows, in Paris or elsewhere."""
+        return f"{city}: a market on Saturday"
 
     @server.tool()
     def convert(amount: float, currency: str) -> str:

@@ -419,6 +419,8 @@ class GatewayService:
         }
         if low_confidence:
             result["low_confidence"] = True
+        if decision.history:  # past questions of the card chosen that this question matched
+            result["history"] = decision.history
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [
