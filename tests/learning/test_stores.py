@@ -96,3 +96,16 @@ async def test_redis_entries_not_written_by_a_gateway_are_left_out(redis_url: st
         keys, _ = store._keys("")
         await store._redis.hset(keys[0], mapping={"not json": "x", '["up/weather","forged"]': '["eve","soon"]'})
         assert (await store.load(""))[1] == [use("honest")]
+
+
+async def test_a_learner_holds_at_most_its_audiences_and_reads_an_evicted_one_again(tmp_path: Path) -> None:
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    learner = Learner(store, clock=lambda: 1.0, max_audiences=2)
+    for audience in ("acme", "globex", "initech"):
+        assert await learner.record(audience, f"question of {audience}", "up/weather", "alice")
+    assert sorted(learner._ledgers) == ["globex", "initech"]  # two held: acme, the least recent, went
+    assert learner.questions("acme") == {}  # not held: nothing read until it is refreshed
+    assert await learner.refresh("acme")
+    assert learner.questions("acme") == {"up/weather": ["question of acme"]}
+    assert sorted(learner._ledgers) == ["acme", "initech"]
+    store.close()

@@ -53,6 +53,7 @@ from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._registry import SkillRecord
 from skilldeck.learning._learner import Learner
 from skilldeck.learning._ledger import history_by_key
+from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select._decide import Decision, Selector, indexing_note
 from skilldeck.select._gate import ToolGate
@@ -160,6 +161,8 @@ class GatewayService:
         self._generation = 0
         """Raised by every :meth:`reindex`: each ledger audience is pruned of vanished cards once per generation."""
         self._pruned: dict[str, int] = {}
+        self.history_updates = HistoryUpdates()
+        """Where rankers take each new history: on a thread of its own, never on a request's path."""
         self.shared = shared
         self.policy = policy
         self.grants = frozenset(grants)
@@ -254,16 +257,9 @@ class GatewayService:
             ids.setdefault(self.card_id(card), card)
         # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
         # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
-        audience = self.ledger_audience(caller)
-        selector = Selector(
-            cards,
-            encoder=self.encoder,
-            threshold=self.threshold,
-            background=True,
-            cache=self.vectors,
-            history=self._history(audience, ids),
-        )
-        index = _Index(cards, selector, ids, ledger_audience=audience)
+        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
+        index = _Index(cards, selector, ids, ledger_audience=self.ledger_audience(caller))
+        self._give_history(index, fresh=True)
         if len(self._indexes) >= MAX_SELECTORS:
             self._indexes.popitem(last=False)[1].selector.ranker.close()
         self._indexes[key] = index
@@ -277,10 +273,22 @@ class GatewayService:
             return None
         return history_by_key(self.learning.questions(audience), {i: card.key for i, card in ids.items()})
 
+    def _give_history(self, index: _Index, *, fresh: bool = False) -> None:
+        """Have the index's ranker read its audience's past questions (indexed on a thread: see :attr:`history_updates`).
+
+        ``fresh``: the ranker was just built (it has no history yet, so an empty one is not handed over)."""
+        history = self._history(index.ledger_audience, index.ids)
+        if history is not None and (history or not fresh):
+            self.history_updates.submit(index.selector, history)
+
     def _history_changed(self, audience: str) -> None:
         for index in self._indexes.values():
             if index.ledger_audience == audience:
-                index.selector.set_history(self._history(audience, index.ids) or {})
+                self._give_history(index)
+
+    def history_settled(self, timeout: float | None = None) -> bool:
+        """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
+        return self.history_updates.wait(timeout)
 
     def _listed(self) -> Callable[[str], bool]:
         """Whether a card id is listed now (a card of an upstream that is down counts as listed)."""

@@ -11,6 +11,7 @@ version it was computed on, reading the audience again and retrying when another
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from skilldeck.learning._ledger import Change, Ledger, LedgerLimits
@@ -18,6 +19,8 @@ from skilldeck.learning._stores import LedgerStore
 
 __all__ = ["Learner"]
 
+MAX_AUDIENCES = 32
+"""Audiences whose ledgers are held in memory at once (the least recently used is read again when needed)."""
 RETRIES = 5
 """Times a change is computed again when another writer changed the audience first."""
 
@@ -29,15 +32,24 @@ class Learner:
         store: where every audience's uses are kept.
         limits: the bounds of each audience's ledger.
         clock: the time of each use, in seconds since the epoch.
+        max_audiences: audiences held in memory at once (least recently used out first).
     """
 
     def __init__(
-        self, store: LedgerStore, *, limits: LedgerLimits | None = None, clock: Callable[[], float] = time.time
+        self,
+        store: LedgerStore,
+        *,
+        limits: LedgerLimits | None = None,
+        clock: Callable[[], float] = time.time,
+        max_audiences: int = MAX_AUDIENCES,
     ) -> None:
+        if max_audiences < 1:
+            raise ValueError("max_audiences must be at least 1")
         self.store = store
         self.limits = limits or LedgerLimits()
         self.clock = clock
-        self._ledgers: dict[str, tuple[int, Ledger]] = {}
+        self.max_audiences = max_audiences
+        self._ledgers: OrderedDict[str, tuple[int, Ledger]] = OrderedDict()
 
     def questions(self, audience: str) -> dict[str, list[str]]:
         """Per card id, the audience's past questions as last read (newest first; none too old)."""
@@ -48,9 +60,13 @@ class Learner:
         """Read the audience in again if its version moved since it was read; whether it did."""
         found = self._ledgers.get(audience)
         if found is not None and found[0] == await self.store.version(audience):
+            self._ledgers.move_to_end(audience)
             return False
         version, uses = await self.store.load(audience)
         self._ledgers[audience] = (version, Ledger(uses, self.limits))
+        self._ledgers.move_to_end(audience)
+        while len(self._ledgers) > self.max_audiences:
+            self._ledgers.popitem(last=False)
         return True
 
     async def record(self, audience: str, question: str, card: str, caller: str) -> bool:

@@ -128,6 +128,8 @@ class Ledger:
     def __init__(self, uses: Iterable[Use] = (), limits: LedgerLimits | None = None) -> None:
         self.limits = limits or LedgerLimits()
         self._cards: dict[str, dict[str, Use]] = {}
+        self._read: dict[str, tuple[float, list[str]]] = {}
+        """Per card, its oldest use's time and its questions newest first, made again only when the card changed."""
         self._bytes = 0
         self._count = 0
         for use in uses:
@@ -155,8 +157,13 @@ class Ledger:
         oldest = now - self.limits.max_age
         found: dict[str, list[str]] = {}
         for card, entries in self._cards.items():
-            kept = [u.question for u in sorted(entries.values(), key=lambda u: u.at, reverse=True) if u.at >= oldest]
-            if kept:
+            read = self._read.get(card)
+            if read is None:
+                ordered = sorted(entries.values(), key=lambda u: u.at, reverse=True)
+                read = self._read[card] = (ordered[-1].at, [u.question for u in ordered])
+            if read[0] >= oldest:
+                found[card] = read[1]
+            elif kept := [u.question for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]:
                 found[card] = kept
         return found
 
@@ -196,6 +203,7 @@ class Ledger:
         return change
 
     def _put(self, use: Use) -> None:
+        self._read.pop(use.card, None)
         entries = self._cards.setdefault(use.card, {})
         if use.question in entries:
             self._drop(entries[use.question])
@@ -208,6 +216,7 @@ class Ledger:
         entries = self._cards.get(use.card)
         if entries is None or entries.pop(use.question, None) is None:
             return
+        self._read.pop(use.card, None)
         if not entries:
             del self._cards[use.card]
         self._count -= 1
