@@ -149,3 +149,24 @@ async def test_a_cleared_ledger_reaches_the_running_gateways_rankers(tmp_path: P
         other.close()
         await c.call_tool("find", {"query": "anything"})  # each find reads a moved version in
         assert learning.history() == {}
+
+
+async def test_a_flood_by_one_caller_holds_at_most_half_of_a_card_and_stays_in_its_tenant(tmp_path: Path) -> None:
+    bob = Caller(subject="bob", tenant="acme", authenticated=True)
+    mallory = Caller(subject="mallory", tenant="acme", authenticated=True)
+    carol = Caller(subject="carol", tenant="globex", authenticated=True)
+    async with learning_gateway(tmp_path, policy=EVERY_TOOL) as learning:
+        honest = SkillSession(learning.service, caller=bob)
+        honest.find(WEATHER)
+        await honest.load(["up/forecast"])
+        await honest.call("up/forecast", {"city": "Paris"})
+        flood = SkillSession(learning.service, caller=mallory)
+        for i in range(100):  # crafted questions, each a real find → load → call of the forecast
+            flood.find(f"weather forecast crafted question {i}")
+            await flood.load(["up/forecast"])
+            assert not (await flood.call("up/forecast", {"city": "Paris"})).get("isError")
+        kept = await learning.uses("acme")
+        assert sorted(u.caller for u in kept) == ["bob", "mallory"]  # one each: mallory's newest replaced its own
+        assert next(u.question for u in kept if u.caller == "mallory") == "weather forecast crafted question 99"
+        assert await learning.uses("globex") == []
+        assert learning.history(carol) == {}
