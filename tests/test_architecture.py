@@ -102,6 +102,16 @@ def test_the_public_api_resolves() -> None:
         assert getattr(skilldeck, name) is not None, name
 
 
+def test_learning_sits_below_the_gateway() -> None:
+    """The usage ledger is the gateway's and SkillSession's, and imports neither (nor the host or the CLI)."""
+    for path in (SRC / "learning").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.gateway", "skilldeck.host", "skilldeck.cli", "skilldeck.agents")), (
+                path,
+                name,
+            )
+
+
 def test_server_never_imports_host_or_cli() -> None:
     for path in (SRC / "server").glob("*.py"):
         for name in imported_modules(path):

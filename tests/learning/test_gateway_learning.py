@@ -15,6 +15,7 @@ lift a card by at most its own evidence plus a quarter of the best card's.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +27,7 @@ from mcp_types import RequestParamsMeta
 
 from skilldeck.cli import main
 
-from ..server.helpers import start_gateway, stop
+from ..server.helpers import CLI, cli_env, start_gateway, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -173,3 +174,17 @@ async def test_a_second_replica_ranks_with_what_the_first_learned(
     argv = ["history", "--redis", redis.url, "--name", "learning-replicas"]
     assert await anyio.to_thread.run_sync(main, argv) == 0
     assert "audience (no tenant): 3 questions on 1 card" in capsys.readouterr().out
+
+
+def test_check_never_opens_the_ledger(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [*CLI, "gateway", "--config", str(gateway_config(tmp_path)), "--check", "--lexical"],
+        env=cli_env(SKILLDECK_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "anyone (no policy): up: 0 skills, 5 tools" in done.stdout
+    assert not (home / "ledger.sqlite3").exists()

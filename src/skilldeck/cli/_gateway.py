@@ -172,7 +172,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
                 shared = await stack.enter_async_context(store)
             learning = None
-            if not args.no_learning:
+            if not args.no_learning and not args.check:  # --check records nothing: it answers no client
                 learning = Learner(await stack.enter_async_context(ledger_store(replicas.redis_url, args.name)))
             await serve(shared, learning)
 
