@@ -134,6 +134,7 @@ async def test_no_learning_keeps_nothing(
         stop(proc)
     assert not (tmp_path / "home" / "ledger.sqlite3").exists()  # the gateway never opened it
     assert "is empty" in await history(capsys)
+    assert not (tmp_path / "home" / "ledger.sqlite3").exists()  # nor did reading it
 
 
 async def test_past_uses_rank_a_new_question_better_and_a_restart_keeps_them(

@@ -67,3 +67,14 @@ def test_an_audience_or_card_that_does_not_exist_is_an_error_with_a_suggestion(
     assert "'up/convert'" in capsys.readouterr().err
     assert main(["history"]) == 0
     assert "weather forecast for Paris" in capsys.readouterr().out  # nothing was cleared
+
+
+def test_no_ledger_yet_reads_as_empty_and_is_not_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "fresh"))
+    assert main(["history"]) == 0
+    assert f"the usage ledger at {tmp_path / 'fresh' / LEDGER_FILE} is empty" in capsys.readouterr().out
+    assert main(["history", "--audience", "acme"]) == 1
+    assert "holds no audience 'acme'; audiences: none" in capsys.readouterr().err
+    assert not (tmp_path / "fresh").exists()

@@ -22,8 +22,9 @@ __all__ = ["add_history_command", "ledger_store"]
 
 
 @asynccontextmanager
-async def ledger_store(redis_url: str | None, name: str) -> AsyncIterator[LedgerStore]:
-    """The gateway's ledger: in Redis under ``skilldeck:NAME:ledger`` with ``--redis``, else ``$SKILLDECK_HOME/ledger.sqlite3``."""
+async def ledger_store(redis_url: str | None, name: str, *, create: bool = True) -> AsyncIterator[LedgerStore]:
+    """The gateway's ledger: in Redis under ``skilldeck:NAME:ledger`` with ``--redis``, else ``$SKILLDECK_HOME/ledger.sqlite3``
+    (``create=False``: a file that does not exist reads as empty and is not created)."""
     if redis_url is not None:
         from skilldeck.learning import RedisLedgerStore
 
@@ -33,7 +34,7 @@ async def ledger_store(redis_url: str | None, name: str) -> AsyncIterator[Ledger
     from skilldeck.host._credentials import skilldeck_home
     from skilldeck.learning import SqliteLedgerStore
 
-    store = SqliteLedgerStore(skilldeck_home() / LEDGER_FILE)
+    store = SqliteLedgerStore(skilldeck_home() / LEDGER_FILE, create=create)
     try:
         yield store
     finally:
@@ -68,7 +69,7 @@ def _line(use: Use) -> str:
 
 
 async def _run(args: argparse.Namespace, out: Console) -> None:
-    async with ledger_store(args.redis, args.name) as store:
+    async with ledger_store(args.redis, args.name, create=False) as store:
         audiences = await store.audiences()
         if args.audience is not None and args.audience not in audiences:
             listed = ", ".join(_audience_name(a) for a in audiences) or "none"

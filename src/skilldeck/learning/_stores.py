@@ -75,16 +75,20 @@ class SqliteLedgerStore:
     Args:
         path: the file (its folder is created, mode 0700).
         timeout: seconds a writer waits for another process's write to finish.
+        create: create the file when there is none; ``False``: a missing file reads as an empty
+            ledger and nothing is written to disk (for a reader such as ``skilldeck history``).
 
     Raises:
         ConfigError: the file cannot be opened as a ledger.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 5.0, create: bool = True) -> None:
         self.path = Path(path)
+        where: str | Path = self.path if create or self.path.exists() else ":memory:"
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            if where != ":memory:":
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._db = sqlite3.connect(where, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             # in WAL mode a commit is durable at the next checkpoint and the file never corrupt: a power
             # cut may lose the last uses, never the ledger (6 ms to under 1 ms a recorded use, measured)
