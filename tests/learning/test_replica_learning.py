@@ -68,5 +68,8 @@ async def test_a_redis_that_went_away_fails_no_call(redis: Any, caplog: pytest.L
             redis.start()
         assert not called.is_error, called
         assert again.structured_content["cards"] == found.structured_content["cards"]
+        assert await learning.uses() == []  # the use that could not be written is not believed written
+        await c.call_tool("find", {"query": "anything"})  # Redis is back: the audience is read again
+        assert learning.history() == {}
         assert "the usage ledger at redis://127.0.0.1" in caplog.text
         assert "cannot be written" in caplog.text

@@ -84,7 +84,11 @@ class Learner:
             change = change_of(ledger)  # the ledger in memory has the change already
             if not change:
                 return False
-            applied = await self.store.apply(audience, change, version)
+            try:
+                applied = await self.store.apply(audience, change, version)
+            except BaseException:
+                self._ledgers.pop(audience, None)  # the change is in memory, maybe not in the store: read it again
+                raise
             if applied is not None:
                 self._ledgers[audience] = (applied, ledger)
                 return True
