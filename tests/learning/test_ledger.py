@@ -60,6 +60,13 @@ def test_one_caller_holds_at_most_half_of_a_card_once_another_taught_it() -> Non
     assert len(callers) == 4, callers
 
 
+def test_a_card_that_keeps_one_question_keeps_the_newest_whoever_asked_it() -> None:
+    ledger = Ledger(limits=LedgerLimits(per_card=1))
+    ledger.add("honest", CARD, "bob", 0.0)
+    ledger.add("newer", CARD, "mallory", 1.0)
+    assert ledger.questions(now=1.0) == {CARD: ["newer"]}
+
+
 def test_a_caller_alone_on_a_card_teaches_it_fully() -> None:
     ledger = Ledger()
     teach(ledger, "", 25)  # the default identity of a desktop's stdio gateway

@@ -99,7 +99,7 @@ def balanced(uses: Iterable[Use], per_card: int) -> list[Use]:
     then a caller over half of the result gives up its oldest entries until it holds half.
     """
     ordered = sorted(uses, key=lambda u: u.at, reverse=True)
-    if len({u.caller for u in ordered}) <= 1:
+    if per_card < 2 or len({u.caller for u in ordered}) <= 1:  # one question cannot be shared: the newest
         return ordered[:per_card]
     taken: list[Use] = []
     counts: dict[str, int] = {}
