@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import threading
+from importlib import resources
+from typing import Any
 
 import numpy as np
+import pytest
 
-from skilldeck.select import CardSet, Ranker, Selector
+from skilldeck.select import CardSet, Ranker, Selector, build_cards, parse_snapshot
+from skilldeck.select._encoders import load_encoder
 from skilldeck.select._history import HistoryIndex, cap
+from skilldeck.select._rank import semantic_text
 from skilldeck.select._vectors import VectorCache
 
 
@@ -134,3 +140,46 @@ def test_an_empty_history_index_scores_nothing() -> None:
     assert empty.size == 0
     assert empty.card_scores({"x": 1.0}).tolist() == [0.0, 0.0, 0.0]
     assert empty.matched(0, ("x",)) == 0
+
+
+# -- poisoning, with the default encoder on LiveMCPBench's 70 servers ---------------------------------
+
+POISON_QUESTIONS = [
+    "What will the weather be like in Berlin tomorrow?",
+    "Find the latest papers on retrieval augmented generation on arXiv",
+    "Convert /root/word/report.docx to PDF",
+    "What is the current stock price of NVIDIA?",
+    "Search Wikipedia for the history of the Eiffel Tower",
+    "Create a mind map of the chapters of my thesis",
+]
+
+
+@pytest.fixture(scope="module")
+def livemcpbench() -> tuple[CardSet, Any, np.ndarray]:
+    snapshot = resources.files("skilldeck.demo") / "data" / "livemcpbench-snapshot.json"
+    cards = build_cards(parse_snapshot(json.loads(snapshot.read_text(encoding="utf-8"))))
+    encoder = load_encoder("minilm")
+    return cards, encoder, encoder.encode([semantic_text(c) for c in cards.cards])
+
+
+def test_a_flood_of_crafted_uses_moves_an_unrelated_card_no_further_than_the_measured_bound(
+    livemcpbench: tuple[CardSet, Any, np.ndarray],
+) -> None:
+    """One caller teaches a card its own text shares nothing with (no term, the lowest cosine) 20
+    crafted uses of the question (the ledger's most per card): the card never comes first and its
+    server stays out of the first five (bench/selection/learning.py measures the same on every
+    LiveMCPBench task: best place after the flood 6th, never first)."""
+    cards, encoder, vectors = livemcpbench
+    selector = Selector(cards, encoder=encoder, vectors=vectors)
+    for question in POISON_QUESTIONS:
+        selector.set_history({})
+        before = selector.ranker.rank(question, limit=None)
+        cos = vectors @ encoder.encode([question])[0]
+        shared = {s.card.key for s in before.scored if s.lexical > 0}
+        unrelated = [i for i, c in enumerate(cards.cards) if c.key not in shared]
+        target = cards.cards[min(unrelated, key=lambda i: float(cos[i]))]
+        selector.set_history({target.key: [question] + [f"{question} ({n})" for n in range(19)]})
+        after = selector.ranker.rank(question, limit=None)
+        assert after.scored[0].card.key != target.key, question
+        assert target.server not in [label for label, _ in after.servers[:5]], question
+        assert after.servers[0][0] == before.servers[0][0], question  # the honest first server keeps its place

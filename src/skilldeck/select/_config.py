@@ -33,7 +33,7 @@ class RankConfig:
     fused_server_weight: float = 0.98
     """With an encoder: a card's score = this share of its server's fused score (in [0, 1]) + the rest of its
     own, so servers come out in fused order and each server's cards by their own score (chosen on half A)."""
-    history_weight: float = 1.0
+    history_weight: float = 0.5
     """BM25F weight of a card's past questions (a field of their own, scored on its own index; see
     :mod:`skilldeck.select._history`), added to the card's own score."""
     history_server_weight: float = 0.5

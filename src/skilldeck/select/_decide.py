@@ -308,6 +308,9 @@ class Selector:
         cache: a vector cache to use instead of one on ``cache_dir`` (see :class:`~skilldeck.select._rank.Ranker`).
         history: each card's past questions, by :attr:`~skilldeck.select._cards.Card.key` (a usage
             ledger's, :mod:`skilldeck.select._history`); replace it later with :meth:`set_history`.
+        history_calibration: how a semantic ranking that read a usage history is judged (``None``, the
+            default: by ``calibration``, as any other -- a refit with history in place was measured and not
+            better, see ``bench/selection/learning.py``).
     """
 
     def __init__(
@@ -329,6 +332,7 @@ class Selector:
         lexical_calibration: Calibration | None = None,
         cache: VectorCache | None = None,
         history: History | None = None,
+        history_calibration: Calibration | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -346,6 +350,9 @@ class Selector:
         self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
+        self._threshold_given = threshold is not None
+        self.history_calibration = history_calibration
+        """How a semantic ranking that read a usage history is judged (``None``: as any other)."""
         # a job of a multi-job question is ranked lexically (only the whole question is encoded), so
         # with an encoder it is judged by the lexical model, which reads what a job has
         self.job_calibration = job_calibration or (default_calibration(False) if encoder is not None else None)
@@ -460,12 +467,24 @@ class Selector:
 
     def threshold_for(self, decision: Decision) -> float:
         """The threshold ``decision`` was judged against (the lexical model's while card vectors are encoded)."""
-        return self._threshold(decision.ranker == "semantic")
+        return self._threshold(decision.ranker == "semantic", bool(self.ranker.history))
 
-    def _threshold(self, semantic: bool) -> float:
+    def _threshold(self, semantic: bool, history: bool = False) -> float:
         if not semantic and self.lexical_calibration is not None:
             return self.lexical_calibration.threshold
+        if semantic and history and self.history_calibration is not None and not self._threshold_given:
+            return self.history_calibration.threshold
         return self.threshold
+
+    def _calibration_for(self, ranking: Ranking) -> tuple[Calibration, float]:
+        """The model and threshold a ranking is judged by: the lexical model while card vectors are
+        encoded, the history-aware one for a semantic ranking that read a usage history."""
+        threshold = self._threshold(ranking.semantic, ranking.history > 0)
+        if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
+            return self.lexical_calibration, threshold
+        if ranking.semantic and ranking.history > 0 and self.history_calibration is not None:
+            return self.history_calibration, threshold
+        return self.calibration, threshold
 
     def _judge(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
@@ -474,9 +493,7 @@ class Selector:
             )
         unit = ranking.units[0]
         feats = unit_features(unit) | implied_features(ranking.implied_units)
-        calibration, threshold = self.calibration, self._threshold(ranking.semantic)
-        if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
-            calibration = self.lexical_calibration
+        calibration, threshold = self._calibration_for(ranking)
         confidence = calibration.confidence(feats)
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)

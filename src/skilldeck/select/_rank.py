@@ -298,8 +298,7 @@ class Ranker:
             self._history = HistoryIndex.build(
                 history,
                 self._keys,
-                self._card_server.tolist(),
-                len(self.server_labels),
+                self._card_server,
                 config=self.config,
                 background=self._history_frequencies[0],
                 server_background=self._history_frequencies[1],
@@ -469,7 +468,7 @@ class Ranker:
         if history is not None and history.vectors is not None:
             # the lead of a card's past questions' cosine over its own, capped by its own cosine
             c = self.config
-            lead = c.history_semantic_weight * np.maximum(history.cosines(qvec) - card_cos, 0.0)
+            lead = c.history_semantic_weight * history.lead(qvec, card_cos)
             sem_history = cap(lead, np.clip(card_cos, 0.0, 1.0), c.history_cap_ratio, c.history_cap_floor)
             card_cos = card_cos + sem_history
         views = np.stack(
@@ -544,6 +543,7 @@ class Ranker:
             implied_units=[unit for unit in map(self.need_unit, (need for need, _ in needs)) if unit is not None],
             semantic=qvecs is not None,
             indexing=self.indexing,
+            history=history.size,
         )
 
     def _query_vectors(self, question: str, jobs: list[str], implied: bool) -> np.ndarray:

@@ -129,3 +129,5 @@ class Ranking:
     """Whether the encoder's views were fused (``False``: lexical, e.g. while card vectors are encoded)."""
     indexing: IndexingState | None = None
     """How far the ranker's card vectors were when it ranked."""
+    history: int = 0
+    """How many past questions (of every card) the ranking read: 0 without a usage history."""
