@@ -170,3 +170,12 @@ async def test_a_flood_by_one_caller_holds_at_most_half_of_a_card_and_stays_in_i
         assert next(u.question for u in kept if u.caller == "mallory") == "weather forecast crafted question 99"
         assert await learning.uses("globex") == []
         assert learning.history(carol) == {}
+
+
+async def test_a_legacy_clients_call_of_the_injected_tool_records_the_question_once(tmp_path: Path) -> None:
+    async with learning_gateway(tmp_path) as learning, client(learning.gateway, "legacy") as c:
+        await c.call_tool("find", {"query": WEATHER})
+        await c.call_tool("load", {"ids": ["up/forecast"]})
+        called = await c.call_tool("up__forecast", {"city": "Paris"})  # listed to this session by the load
+        assert not called.is_error, called
+        assert [(u.question, u.card) for u in await learning.uses()] == [(WEATHER, "up/forecast")]
