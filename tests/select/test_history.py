@@ -183,3 +183,14 @@ def test_a_flood_of_crafted_uses_moves_an_unrelated_card_no_further_than_the_mea
         assert after.scored[0].card.key != target.key, question
         assert target.server not in [label for label, _ in after.servers[:5]], question
         assert after.servers[0][0] == before.servers[0][0], question  # the honest first server keeps its place
+
+
+def test_the_confidence_reads_a_cards_own_evidence_and_apart_what_history_added(cardset: CardSet) -> None:
+    question = "What is the weather forecast for the city of Porto?"
+    plain = Selector(cardset).decide(question)
+    learned = Selector(cardset, history={key(cardset, "weather", "get_forecast"): PAST}).decide(question)
+    assert plain.chosen[0].name == learned.chosen[0].name == "get_forecast"
+    for name in ("lexical", "server_lexical", "idf_coverage", "terms"):
+        assert learned.features[name] == pytest.approx(plain.features[name]), name
+    assert "history_lexical" not in plain.features
+    assert learned.features["history_lexical"] >= 0.0

@@ -344,14 +344,15 @@ class Ranker:
         terms = self.query_terms(text)
         card_raw = self.steps.card_scores(self.index.cards, self.index.card_bags, terms)
         server_raw = self.index.servers.scores(terms)
-        card_history = None
+        card_history = server_history = None
         if history:  # past questions: a field of their own, capped by the card's (server's) own evidence
             c = self.config
             ratio, floor = c.history_cap_ratio, c.history_cap_floor
             card_history = cap(c.history_weight * history.card_scores(terms), card_raw, ratio, floor)
             server_lift = c.history_server_weight * history.server_scores(terms, len(self.server_labels))
             card_raw = card_raw + card_history
-            server_raw = server_raw + cap(server_lift, server_raw, ratio, floor)
+            server_history = cap(server_lift, server_raw, ratio, floor)
+            server_raw = server_raw + server_history
         server_lex = self.steps.server_lexical(server_raw, card_raw, self.groups)
         card = card_raw / card_raw.max() if card_raw.max() > 0 else card_raw
         server = server_lex / server_lex.max() if server_lex.max() > 0 else server_lex
@@ -373,6 +374,7 @@ class Ranker:
             server_sem,
             self._idf_coverage(own, server),
             card_history=card_history,
+            server_history=server_history,
         )
         return card, server, evidence
 
@@ -420,7 +422,7 @@ class Ranker:
             card=card,
             server=self.server_labels[sid],
             lexical=lexical,
-            server_lexical=float(ev.server_raw[sid]),
+            server_lexical=float(ev.server_raw[sid] - (0.0 if ev.server_history is None else ev.server_history[sid])),
             coverage=len(matched) / len(ev.terms) if ev.terms else 0.0,
             idf_coverage=ev.idf_coverage,
             matched=matched,

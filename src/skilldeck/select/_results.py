@@ -104,6 +104,8 @@ class Evidence:
     label_sem: np.ndarray | None = None
     card_history: np.ndarray | None = None
     """Per card: what its past questions added to ``card_raw`` (``None`` without a history)."""
+    server_history: np.ndarray | None = None
+    """Per server: what its cards' past questions added to ``server_raw`` (``None`` without a history)."""
     sem_history: np.ndarray | None = None
     """Per card: what its past questions added to ``card_sem`` (``None`` without a history's vectors)."""
 
