@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
 
-from skilldeck.select import Selector
+from skilldeck.select import History, Selector
 
 __all__ = ["HistoryUpdates"]
 
 logger = logging.getLogger(__name__)
-
-History = Mapping[str, Sequence[str]]
-"""Each card's past questions, by card key (what :meth:`~skilldeck.select.Selector.set_history` takes)."""
 
 
 class HistoryUpdates:
