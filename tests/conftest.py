@@ -64,7 +64,13 @@ def load_tool() -> Callable[[str], ModuleType]:
 
 @pytest.fixture(autouse=True)
 def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Commands that keep state (approvals, caches, card vectors) keep it in a temporary home, never the user's."""
+    """Commands that keep state (approvals, caches, card vectors) keep it in a temporary home, never the user's.
+
+    The caches are shared by the tests of a worker; the usage ledger is not: every test starts with
+    none, so what one test's gateway learned never ranks another's questions."""
     if "SKILLDECK_HOME" not in os.environ:
-        monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path_factory.getbasetemp() / "skilldeck-home"))
+        home = tmp_path_factory.getbasetemp() / "skilldeck-home"
+        monkeypatch.setenv("SKILLDECK_HOME", str(home))
+        for learned in home.glob("ledger.sqlite3*"):
+            learned.unlink()
     monkeypatch.setenv("SKILLDECK_KEYRING", "0")  # OAuth tokens a test stores go to that home, never to a keyring

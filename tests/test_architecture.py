@@ -37,6 +37,7 @@ PURE = [
     "select/_gate.py",
     "gateway/_meta.py",
     "gateway/_activation.py",
+    "learning/_ledger.py",
 ]
 
 
@@ -99,6 +100,16 @@ def test_the_public_api_resolves() -> None:
 
     for name in skilldeck.__all__:
         assert getattr(skilldeck, name) is not None, name
+
+
+def test_learning_sits_below_the_gateway() -> None:
+    """The usage ledger is the gateway's and SkillSession's, and imports neither (nor the host or the CLI)."""
+    for path in (SRC / "learning").glob("*.py"):
+        for name in imported_modules(path):
+            assert not name.startswith(("skilldeck.gateway", "skilldeck.host", "skilldeck.cli", "skilldeck.agents")), (
+                path,
+                name,
+            )
 
 
 def test_server_never_imports_host_or_cli() -> None:

@@ -9,7 +9,14 @@ import pytest
 import skilldeck
 import skilldeck.errors
 
-PACKAGES = ["skilldeck.skill", "skilldeck.server", "skilldeck.host", "skilldeck.select", "skilldeck.gateway"]
+PACKAGES = [
+    "skilldeck.skill",
+    "skilldeck.server",
+    "skilldeck.host",
+    "skilldeck.select",
+    "skilldeck.gateway",
+    "skilldeck.learning",
+]
 
 
 @pytest.mark.parametrize("name", ["skilldeck", "skilldeck.errors", *PACKAGES])
@@ -55,6 +62,7 @@ PUBLIC_MODULES = {
     "skilldeck.errors",
     "skilldeck.gateway",
     "skilldeck.host",
+    "skilldeck.learning",
     "skilldeck.select",
     "skilldeck.server",
     "skilldeck.serving",

@@ -8,6 +8,11 @@ the policy, the decision log), one activation per session. An adapter turns its
 methods into the framework's tools and :meth:`SkillSession.active_tools` into the tools the model
 is shown on the next turn.
 
+With a usage ledger on the service (``GatewayService(host, learning=Learner(store))``, see
+:mod:`skilldeck.learning`), a question whose :meth:`SkillSession.find` showed a card that the session
+then loaded and whose tool it called successfully is recorded for that card; :meth:`SkillSession.load`
+reads in what other sessions or processes recorded meanwhile.
+
 ::
 
     async with Host(load_config("mcp.json")) as host:

@@ -23,6 +23,7 @@ from skilldeck.cli._authoring import add_authoring_commands
 from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode, exit_for
 from skilldeck.cli._gateway import add_gateway_command
+from skilldeck.cli._history import add_history_command
 from skilldeck.cli._host import add_host_commands
 from skilldeck.cli._login import add_login_commands
 from skilldeck.cli._metrics import MetricsListener, add_metrics_argument
@@ -114,6 +115,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
+    add_history_command(sub)
     add_login_commands(sub)
     add_authoring_commands(sub)
     return parser

@@ -14,8 +14,9 @@ from skilldeck.cli._arguments import add_http_arguments, http_limits, positive, 
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode
+from skilldeck.cli._history import ledger_store
 from skilldeck.cli._metrics import MetricsListener, add_metrics_argument
-from skilldeck.cli._output import bound_log_output, json_log_output, sdk_logs_in_one_line
+from skilldeck.cli._output import bound_log_output, counted, json_log_output, sdk_logs_in_one_line
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
@@ -37,10 +38,6 @@ def _pair(flag: str, sep: str) -> Any:
         return left, right
 
     return parse
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def add_gateway_command(sub: Any) -> None:
@@ -128,6 +125,13 @@ def add_gateway_command(sub: Any) -> None:
         metavar="N",
         help="over HTTP, GET /readyz answers ready while at least N upstreams are up (default 1)",
     )
+    gateway.add_argument(
+        "--no-learning",
+        action="store_true",
+        help="record no usage: by default a question whose find led to a load and a successful call is kept "
+        "for that card (question, card, caller subject, time) in $SKILLDECK_HOME/ledger.sqlite3, or in Redis "
+        "with --redis, and ranks it better next time (see `skilldeck history`)",
+    )
     add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
     add_console_argument(gateway, "the upstreams, the catalog, a search box running find, and decisions live")
@@ -164,6 +168,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.host import Host, load_config
     from skilldeck.host._backoff import Backoff
     from skilldeck.host._watch import CatalogChange
+    from skilldeck.learning import Learner
     from skilldeck.server._app import drop_idle_tracing, event_loop_options
     from skilldeck.serving._policy import load_policy
     from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
@@ -204,13 +209,16 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
 
                 store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
                 shared = await stack.enter_async_context(store)
+            learning = None
+            if not args.no_learning and not args.check:  # --check records nothing: it answers no client
+                learning = Learner(await stack.enter_async_context(ledger_store(replicas.redis_url, args.name)))
             await listener.beside(
-                lambda: serve(shared), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
+                lambda: serve(shared, learning), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
             )
 
     code = ExitCode.OK
 
-    async def serve(shared: Any) -> None:
+    async def serve(shared: Any, learning: Any) -> None:
         nonlocal code
 
         def on_change(change: CatalogChange) -> None:
@@ -219,7 +227,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             if "reconnected" in change.reasons and change.tools is not None:
                 skills = len([r for r in host.skills if r.label == change.label])
                 tools = len(change.tools)
-                what = _count(tools, "tool") + (f", {_count(skills, 'skill')}" if skills else "")
+                what = counted(tools, "tool") + (f", {counted(skills, 'skill')}" if skills else "")
                 err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
                 return
             if {"down", "reconnected", "removed"} & change.reasons:  # told when it happened (a transition, a reload)
@@ -259,6 +267,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 shared=shared,
                 encoder=encoder,
                 cache_dir=vector_cache_dir(args) if encoder is not None else None,
+                learning=learning,
             )
             if metrics is not None:
                 metrics.observe(service)

@@ -32,6 +32,7 @@ __all__ = [
     "LogRateLimit",
     "StdoutConsole",
     "bound_log_output",
+    "counted",
     "json_log_output",
     "sdk_logs_in_one_line",
     "stdout_closed",
@@ -268,3 +269,8 @@ def json_log_output() -> int:
     for handler in handlers:
         handler.setFormatter(JsonLogFormatter())
     return len(handlers)
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 tool"``, ``"2 tools"``: ``n`` and ``noun``, plural unless ``n`` is 1."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -12,11 +12,18 @@ client loaded on one replica (skill ids with the digest of the verified ``SKILL.
 tools) is written there, and the replica that takes the client's next request reads it back into
 its own table. A store holds ids and digests, never content: a replica serves a skill's bytes only
 after it loaded and verified them itself.
+
+An activation also follows the path a question takes, for the usage ledger
+(:mod:`skilldeck.learning`): the last :data:`FINDS_KEPT` questions and the cards each was shown
+(:meth:`Activation.found`), the cards loaded after a question that showed them and the tools each
+activated (:meth:`Activation.loaded`), and, when a call of one of those tools succeeded, the
+question and card it completes (:meth:`Activation.succeeded`, once per load). That path lives in
+this process only: a client that finds, loads and calls through different replicas teaches nothing.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,6 +31,7 @@ from typing import Any, Protocol
 from skilldeck.serving._clients import MAX_CONVERSATION_CHARS, client_key, per_connection
 
 __all__ = [
+    "FINDS_KEPT",
     "MAX_CONVERSATION_CHARS",
     "Activation",
     "ActivationStore",
@@ -34,6 +42,12 @@ __all__ = [
 ]
 
 
+FINDS_KEPT = 8
+"""Questions an activation remembers (with the cards each was shown) for the usage ledger."""
+PENDING_KEPT = 64
+"""Loaded cards an activation follows until one of their tools is called (oldest forgotten first)."""
+
+
 @dataclass
 class Activation:
     """One client's loaded skills (id -> the loaded skill) and active tools (``(label, tool)``)."""
@@ -41,6 +55,31 @@ class Activation:
     skills: dict[str, Any] = field(default_factory=dict)
     tools: dict[tuple[str, str], None] = field(default_factory=dict)
     """Insertion-ordered set: injected tools are listed in the order they were loaded."""
+    questions: deque[tuple[str, frozenset[str]]] = field(default_factory=lambda: deque(maxlen=FINDS_KEPT))
+    """The last questions found, each with the ids of the cards it was shown, newest last."""
+    pending: OrderedDict[str, tuple[str, frozenset[tuple[str, str]]]] = field(default_factory=OrderedDict)
+    """Card id -> the question that showed it before it was loaded, and the tools the load activated."""
+
+    def found(self, question: str, cards: list[str]) -> None:
+        """``find`` showed ``cards`` for ``question``."""
+        self.questions.append((question, frozenset(cards)))
+
+    def loaded(self, card: str, tools: list[tuple[str, str]]) -> None:
+        """``card`` was loaded, activating ``tools``: followed if a recent question showed it."""
+        question = next((q for q, shown in reversed(self.questions) if card in shown), None)
+        if question is None or not tools:
+            return
+        self.pending.pop(card, None)
+        self.pending[card] = (question, frozenset(tools))
+        while len(self.pending) > PENDING_KEPT:
+            self.pending.popitem(last=False)
+
+    def succeeded(self, tool: tuple[str, str]) -> list[tuple[str, str]]:
+        """A call of ``tool`` succeeded: the ``(question, card)`` pairs it completes (each once)."""
+        done = [(question, card) for card, (question, tools) in self.pending.items() if tool in tools]
+        for _, card in done:
+            del self.pending[card]
+        return done
 
     def activate(self, tools: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Add ``tools``; returns those that were not active before."""

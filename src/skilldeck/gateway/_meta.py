@@ -268,6 +268,9 @@ class FindResult(TypedDict):
     low_confidence: NotRequired[bool]
     indexing: NotRequired[Indexing]
     unavailable: NotRequired[list[Unavailable]]
+    history: NotRequired[
+        Annotated[int, Field(description="past questions of the first card that led to its successful use and match")]
+    ]
 
 
 class LoadedSkill(TypedDict):

@@ -21,15 +21,14 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Final
 
 import anyio
 
-from skilldeck.errors import GateRefused, ServeError
+from skilldeck.errors import GateRefused
 from skilldeck.gateway._activation import SharedActivation
 from skilldeck.gateway._meta import MAX_ID_CHARS
-from skilldeck.server._redis_bus import redacted_url
+from skilldeck.server._redis_bus import RedisConnection
 
 __all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "RedisActivationStore"]
 
@@ -70,7 +69,7 @@ return found
 """
 
 
-class RedisActivationStore:
+class RedisActivationStore(RedisConnection):
     """The :class:`~skilldeck.gateway._activation.ActivationStore` of gateway replicas (see the module docs).
 
     Args:
@@ -82,6 +81,8 @@ class RedisActivationStore:
         max_entries: skills and tools in one record.
         timeout: seconds one operation may take before it counts as failed.
     """
+
+    purpose = "shared activations"
 
     def __init__(
         self,
@@ -101,30 +102,7 @@ class RedisActivationStore:
         self.max_clients = max_clients
         self.max_entries = max_entries
         self.timeout = timeout
-        self._redis: Any = None
-
-    async def __aenter__(self) -> RedisActivationStore:
-        import redis.asyncio as aioredis
-
-        self._redis = aioredis.Redis.from_url(self.url, socket_connect_timeout=self.timeout)
-        try:
-            with anyio.fail_after(self.timeout * 2):
-                await self._redis.ping()
-        except Exception as exc:
-            await self._redis.aclose()
-            self._redis = None
-            raise ServeError(
-                f"cannot reach Redis at {redacted_url(self.url)} for shared activations: {exc}; start Redis or fix --redis"
-            ) from None
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._redis is not None:
-            with anyio.CancelScope(shield=True):
-                await self._redis.aclose()
-            self._redis = None
+        self._redis = None
 
     def _keys(self, key: str) -> tuple[str, str, str]:
         member = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]

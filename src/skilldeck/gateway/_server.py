@@ -297,6 +297,7 @@ class GatewayMiddleware:
 
     async def _find(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
         find: FindArguments = args
+        await self.service.refresh_history(who.caller)  # another replica's uses, a cleared ledger
         found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
         return _ok(found, _find_text(found))
 

@@ -21,6 +21,14 @@ Per client (an :class:`~skilldeck.gateway._activation.Activation`) the service r
 loaded: only those tools pass the gate. A skill may name tools of another server
 (``metadata["dev.skilldeck/tools"]: "files/read_file"``); such a tool is activated only when the
 host grants that skill's server the other label (``grants``), never implied by the skill itself.
+
+With a usage ledger (``learning``, see :mod:`skilldeck.learning`), a question whose ``find`` showed
+a card that the same client then loaded, and whose load was followed by a call of one of that
+card's tools that came back complete and without ``isError``, is recorded for that card, per
+audience (the policy's tenant; one audience without a policy); every ranker of that audience then
+reads the card's past questions (:meth:`~skilldeck.select.Selector.set_history`). A refused call,
+a failed one, a load alone or a call of another card's tool records nothing, and a ledger that
+cannot be reached never fails a request (it is logged).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -43,6 +51,9 @@ from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._registry import SkillRecord
+from skilldeck.learning._learner import Learner
+from skilldeck.learning._ledger import history_by_key
+from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select._decide import Decision, Selector, indexing_note
 from skilldeck.select._gate import ToolGate
@@ -96,6 +107,8 @@ class _Index:
     """The listing's gate (validators built once per schema); each call checks a view with the client's tools."""
     allowed: frozenset[str] | None = None
     """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
+    ledger_audience: str = ""
+    """The usage ledger's audience whose past questions this index ranks with."""
 
 
 def _digest(loaded: LoadedSkill) -> str:
@@ -127,6 +140,8 @@ class GatewayService:
             ``None``: this process's table alone.
         upstreams: the port the decisions reach the upstreams through; by default
             :class:`~skilldeck.gateway._upstreams.HostUpstreams` over ``host``.
+        learning: the usage ledger successful uses are recorded in and ranked with (see the module
+            docs); ``None``: nothing is learned.
     """
 
     def __init__(
@@ -144,8 +159,15 @@ class GatewayService:
         max_clients: int = 4_096,
         shared: ActivationStore | None = None,
         upstreams: Upstreams | None = None,
+        learning: Learner | None = None,
     ) -> None:
         self.host = host
+        self.learning = learning
+        self._generation = 0
+        """Raised by every :meth:`reindex`: each ledger audience is pruned of vanished cards once per generation."""
+        self._pruned: dict[str, int] = {}
+        self.history_updates = HistoryUpdates()
+        """Where rankers take each new history: on a thread of its own, never on a request's path."""
         self.shared = shared
         self.policy = policy
         self.grants = frozenset(grants)
@@ -196,6 +218,7 @@ class GatewayService:
         for index in self._indexes.values():
             index.selector.ranker.close()  # stop encoding vectors for a catalog that changed
         self._indexes.clear()
+        self._generation += 1
         if label is None:
             return False
         keep = frozenset(tools) if tools is not None else self.upstreams.tool_names(label)
@@ -206,6 +229,10 @@ class GatewayService:
 
     def _audience(self, caller: Caller) -> Any:
         return None if self.policy is None else caller.audience
+
+    def ledger_audience(self, caller: Caller) -> str:
+        """The usage ledger's audience of ``caller``: the policy's tenant (``""`` for none, and without a policy)."""
+        return "" if self.policy is None else caller.tenant or ""
 
     def _key(self, caller: Caller) -> Any:
         """What an index is cached under: the caller's audience and the upstreams down at the time."""
@@ -238,7 +265,8 @@ class GatewayService:
         # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
         # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
         selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
-        index = _Index(cards, selector, ids)
+        index = _Index(cards, selector, ids, ledger_audience=self.ledger_audience(caller))
+        self._give_history(index, fresh=True)
         if len(self._indexes) >= MAX_SELECTORS:
             self._indexes.popitem(last=False)[1].selector.ranker.close()
         self._indexes[key] = index
@@ -249,6 +277,71 @@ class GatewayService:
         indexes = list(self._indexes.values())
         states = [index.selector.ranker.indexing for index in indexes]
         return len(indexes), sum(s.done for s in states), sum(s.total for s in states)
+
+    # -- the usage ledger --------------------------------------------------------------------------
+
+    def _history(self, audience: str, ids: Mapping[str, Card]) -> dict[str, list[str]] | None:
+        """The audience's past questions by card key, for the cards of ``ids``; ``None`` without a ledger."""
+        if self.learning is None:
+            return None
+        return history_by_key(self.learning.questions(audience), {i: card.key for i, card in ids.items()})
+
+    def _give_history(self, index: _Index, *, fresh: bool = False) -> None:
+        """Have the index's ranker read its audience's past questions (indexed on a thread: see :attr:`history_updates`).
+
+        ``fresh``: the ranker was just built (it has no history yet, so an empty one is not handed over)."""
+        history = self._history(index.ledger_audience, index.ids)
+        if history is not None and (history or not fresh):
+            self.history_updates.submit(index.selector, history)
+
+    def _history_changed(self, audience: str) -> None:
+        for index in self._indexes.values():
+            if index.ledger_audience == audience:
+                self._give_history(index)
+
+    def history_settled(self, timeout: float | None = None) -> bool:
+        """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
+        return self.history_updates.wait(timeout)
+
+    def _listed(self) -> Callable[[str], bool]:
+        """Whether a card id is listed now (a card of an upstream that is down counts as listed)."""
+        ids = frozenset(self.card_id(card) for card in build_cards(self.upstreams.snapshot()).cards)
+        failures = frozenset(self.upstreams.failures)
+        return lambda card: card in ids or card.partition("/")[0] in failures
+
+    async def refresh_history(self, caller: Caller) -> None:
+        """Read in the caller's audience of the usage ledger if it changed elsewhere (another replica,
+        ``skilldeck history --clear``), and drop the uses of cards gone since the catalog was last indexed."""
+        if self.learning is None:
+            return
+        audience = self.ledger_audience(caller)
+        try:
+            changed = await self.learning.refresh(audience)
+            if self._pruned.get(audience) != self._generation:
+                self._pruned[audience] = self._generation
+                changed |= await self.learning.prune(audience, self._listed())
+        except Exception as exc:  # learning never fails a request
+            logger.warning("the usage ledger at %s cannot be read: %s", self.learning.store.where, exc)
+            return
+        if changed:
+            self._history_changed(audience)
+
+    async def _learn(self, caller: Caller, client: str, tool: tuple[str, str]) -> None:
+        """A call of ``tool`` succeeded: record the questions whose find and load it completes."""
+        activation = self.activations.peek(client)
+        if self.learning is None or activation is None:
+            return
+        audience = self.ledger_audience(caller)
+        who = caller.subject or caller.client_id or ""
+        for question, card in activation.succeeded(tool):
+            try:
+                changed = await self.learning.record(audience, question, card, who)
+            except Exception as exc:  # learning never fails a call
+                logger.warning("the usage ledger at %s cannot be written: %s", self.learning.store.where, exc)
+                return
+            self.log.record("learned", client, card=card, recorded=changed)
+            if changed:
+                self._history_changed(audience)
 
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":
@@ -348,6 +441,8 @@ class GatewayService:
         }
         if low_confidence:
             result["low_confidence"] = True
+        if decision.history:  # past questions of the card chosen that this question matched
+            result["history"] = decision.history
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [
@@ -356,6 +451,8 @@ class GatewayService:
         ]
         if unavailable:
             result["unavailable"] = unavailable
+        if self.learning is not None:
+            self.activations.get(client).found(query, [str(c["id"]) for c in cards])
         self.log.record(
             "find",
             client,
@@ -397,6 +494,7 @@ class GatewayService:
     @traced("load")
     async def load(self, caller: Caller, client: str, ids: Iterable[str]) -> dict[str, Any]:
         """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
+        await self.refresh_history(caller)
         activation = self.activations.get(client)
         index = self.index_for(caller)
         allowed = self.tools_for(caller)
@@ -419,10 +517,12 @@ class GatewayService:
                         }
                     )
                     tools.extend(t for t in named if t not in tools)
+                    activation.loaded(card_id, named)
                 else:
                     pair = self._tool(index, card_id, allowed)
                     if pair not in tools:
                         tools.append(pair)
+                    activation.loaded(card_id, [pair])
             except SkilldeckError as exc:
                 refused.append({"id": shorten(card_id), "reason": str(exc), "code": refusal_code(exc)})
         if self._shares(client):  # another replica may take this client's next request
@@ -645,6 +745,9 @@ class GatewayService:
             if shared is not None:
                 self.activations.get(client).activate(shared.tools)
         label, tool = self.check_call(caller, client, name, arguments)
-        return await self.upstreams.call_tool(
+        result = await self.upstreams.call_tool(
             ToolCall(client, label, tool, dict(arguments or {}), progress, log, log_level, relay)
         )
+        if result.get("resultType", "complete") == "complete" and not result.get("isError"):
+            await self._learn(caller, client, (label, tool))
+        return result

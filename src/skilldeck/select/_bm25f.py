@@ -34,9 +34,6 @@ class BM25Index:
         b: float,
         background: tuple[int, Mapping[str, int]] | None = None,
     ) -> None:
-        self.n = len(docs)
-        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
-        avg = float(lengths.mean()) if self.n and lengths.mean() > 0 else 1.0
         vocab: dict[str, int] = {}
         rows: list[int] = []
         cols: list[int] = []
@@ -46,18 +43,54 @@ class BM25Index:
                 rows.append(i)
                 cols.append(vocab.setdefault(term, len(vocab)))
                 tfs.append(count)
+        bg = None
+        if background is not None:
+            bg_n, bg_df = background
+            terms = sorted(vocab, key=vocab.__getitem__)
+            bg = (bg_n, np.array([bg_df.get(t, 0) for t in terms], dtype=np.float64))
+        self._index(
+            np.array(rows, dtype=np.int32), np.array(cols, dtype=np.int32), np.array(tfs, dtype=np.float64),
+            len(docs), vocab, k1, b, bg,
+        )  # fmt: skip
+
+    @classmethod
+    def from_postings(
+        cls,
+        postings: tuple[np.ndarray, np.ndarray, np.ndarray],
+        n_docs: int,
+        vocab: dict[str, int],
+        k1: float,
+        b: float,
+        background: tuple[int, np.ndarray] | None = None,
+    ) -> BM25Index:
+        """The index of ``n_docs`` documents given as (document, term id, weighted count) postings, each
+        (document, term) once; ``vocab``: term -> id (ids no posting uses are allowed); ``background``:
+        (documents, per term id their document frequency) added for IDF."""
+        index = cls.__new__(cls)
+        index._index(*postings, n_docs, vocab, k1, b, background)
+        return index
+
+    def _index(
+        self,
+        r: np.ndarray,
+        c: np.ndarray,
+        tf: np.ndarray,
+        n_docs: int,
+        vocab: dict[str, int],
+        k1: float,
+        b: float,
+        background: tuple[int, np.ndarray] | None,
+    ) -> None:
+        self.n = n_docs
         self.vocab = vocab
-        r = np.array(rows, dtype=np.int32)
-        c = np.array(cols, dtype=np.int32)
-        tf = np.array(tfs, dtype=np.float64)
+        lengths = np.bincount(r, weights=tf, minlength=n_docs).astype(np.float64)
+        avg = float(lengths.mean()) if self.n and lengths.mean() > 0 else 1.0
         df = np.bincount(c, minlength=len(vocab)).astype(np.float64)
         self.document_frequencies = df
         n = float(self.n)
         if background is not None:
-            bg_n, bg_df = background
-            terms = sorted(vocab, key=vocab.__getitem__)
-            df = df + np.array([bg_df.get(t, 0) for t in terms], dtype=np.float64)
-            n += bg_n
+            df = df + background[1][: len(vocab)]
+            n += background[0]
         self.idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
         norm = k1 * (1.0 - b + b * lengths[r] / avg) if len(r) else np.zeros(0)
         w = self.idf[c] * tf * (k1 + 1.0) / (tf + norm) if len(r) else np.zeros(0)

@@ -33,3 +33,15 @@ class RankConfig:
     fused_server_weight: float = 0.98
     """With an encoder: a card's score = this share of its server's fused score (in [0, 1]) + the rest of its
     own, so servers come out in fused order and each server's cards by their own score (chosen on half A)."""
+    history_weight: float = 0.5
+    """BM25F weight of a card's past questions (a field of their own, scored on its own index; see
+    :mod:`skilldeck.select._history`), added to the card's own score."""
+    history_server_weight: float = 0.5
+    """Weight of a server's past questions (every past question of its cards) added to its own score."""
+    history_semantic_weight: float = 1.0
+    """With an encoder: how much of the lead of a card's past-question cosine over its own cosine lifts it."""
+    history_cap_ratio: float = 1.0
+    """History lifts a card (or a server) by at most this many times its own evidence for the question ..."""
+    history_cap_floor: float = 0.25
+    """... plus this share of the best own evidence of any card (server): so a card whose own text shares
+    nothing with the question is lifted by history to at most this share of the best real match."""

@@ -50,6 +50,7 @@ import numpy as np
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.select._cards import Card, CardSet
+from skilldeck.select._history import History
 from skilldeck.select._rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit, tokens
 from skilldeck.select._vectors import VectorCache
 
@@ -60,6 +61,7 @@ MAX_NEEDS = 8
 
 __all__ = [
     "FEATURES",
+    "HISTORY_FEATURES",
     "MAX_NEEDS",
     "Calibration",
     "Decision",
@@ -88,6 +90,9 @@ FEATURES = (
 )
 LEXICAL_FEATURES = FEATURES[:4]
 """What the lexical calibration reads (the encoder's features are absent without one)."""
+HISTORY_FEATURES = ("history_lexical", "history_semantic")
+"""What a card's past questions added to its BM25 (``log(1 + lift)``) and to its cosine, when the
+ranker reads a usage history (absent without one; a calibration that does not weigh them ignores them)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,9 @@ def unit_features(unit: Unit) -> dict[str, float]:
         value = getattr(unit, name)
         if value is not None:
             feats[name] = float(value)
+    if unit.history_lexical > 0 or unit.history_semantic is not None:  # a ranker with a usage history
+        feats["history_lexical"] = math.log1p(unit.history_lexical)
+        feats["history_semantic"] = unit.history_semantic or 0.0
     return feats
 
 
@@ -195,6 +203,9 @@ class Decision:
     """Which ranking answered: ``"semantic"`` (the encoder's views fused in) or ``"lexical"``."""
     indexing: IndexingState | None = None
     """With an encoder whose card vectors are not all ready yet (encoded in the background): how far they are."""
+    history: int = 0
+    """How many past questions of the card chosen (or, abstaining, of the best candidate) the question
+    matched (:mod:`skilldeck.select._history`): 0 without a usage history."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -221,6 +232,8 @@ class Decision:
         if self.needs:
             out["needs"] = self.needs
         out["ranker"] = self.ranker
+        if self.history > 0:
+            out["history"] = self.history
         if self.indexing is not None:
             out["indexing"] = self.indexing.to_json()
         return out
@@ -293,6 +306,11 @@ class Selector:
         lexical_calibration: how a lexical ranking is judged when an encoder is given but its card
             vectors are not ready (the shipped lexical model by default).
         cache: a vector cache to use instead of one on ``cache_dir`` (see :class:`~skilldeck.select._rank.Ranker`).
+        history: each card's past questions, by :attr:`~skilldeck.select._cards.Card.key` (a usage
+            ledger's, :mod:`skilldeck.select._history`); replace it later with :meth:`set_history`.
+        history_calibration: how a semantic ranking that read a usage history is judged (``None``, the
+            default: by ``calibration``, as any other -- a refit with history in place was measured and not
+            better, see ``bench/selection/learning.py``).
     """
 
     def __init__(
@@ -313,6 +331,8 @@ class Selector:
         background: bool = False,
         lexical_calibration: Calibration | None = None,
         cache: VectorCache | None = None,
+        history: History | None = None,
+        history_calibration: Calibration | None = None,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -325,10 +345,14 @@ class Selector:
             cache_dir=cache_dir,
             background=background,
             cache=cache,
+            history=history,
         )
         self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
         self.calibration = calibration or default_calibration(encoder is not None)
         self.threshold = self.calibration.threshold if threshold is None else threshold
+        self._threshold_given = threshold is not None
+        self.history_calibration = history_calibration
+        """How a semantic ranking that read a usage history is judged (``None``: as any other)."""
         # a job of a multi-job question is ranked lexically (only the whole question is encoded), so
         # with an encoder it is judged by the lexical model, which reads what a job has
         self.job_calibration = job_calibration or (default_calibration(False) if encoder is not None else None)
@@ -336,6 +360,11 @@ class Selector:
         self.max_tools_per_server = max_tools_per_server
         self.max_capabilities = max_capabilities
         self.limit = limit
+
+    def set_history(self, history: History) -> None:
+        """Rank with ``history`` (each card's past questions, by key) from the next decision on: only the
+        history is indexed again (:meth:`~skilldeck.select._rank.Ranker.set_history`); thread-safe."""
+        self.ranker.set_history(history)
 
     def decide(self, query: str | Sequence[str]) -> Decision:
         """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons.
@@ -388,6 +417,7 @@ class Selector:
             needs=own + implied,
             ranker=decisions[0].ranker,
             indexing=decisions[0].indexing,
+            history=judged.history,
         )
 
     def _first_choices(self, decisions: list[Decision]) -> tuple[list[Card], list[tuple[str, str]], Decision | None]:
@@ -437,12 +467,24 @@ class Selector:
 
     def threshold_for(self, decision: Decision) -> float:
         """The threshold ``decision`` was judged against (the lexical model's while card vectors are encoded)."""
-        return self._threshold(decision.ranker == "semantic")
+        return self._threshold(decision.ranker == "semantic", bool(self.ranker.history))
 
-    def _threshold(self, semantic: bool) -> float:
+    def _threshold(self, semantic: bool, history: bool = False) -> float:
         if not semantic and self.lexical_calibration is not None:
             return self.lexical_calibration.threshold
+        if semantic and history and self.history_calibration is not None and not self._threshold_given:
+            return self.history_calibration.threshold
         return self.threshold
+
+    def _calibration_for(self, ranking: Ranking) -> tuple[Calibration, float]:
+        """The model and threshold a ranking is judged by: the lexical model while card vectors are
+        encoded, the history-aware one for a semantic ranking that read a usage history."""
+        threshold = self._threshold(ranking.semantic, ranking.history > 0)
+        if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
+            return self.lexical_calibration, threshold
+        if ranking.semantic and ranking.history > 0 and self.history_calibration is not None:
+            return self.history_calibration, threshold
+        return self.calibration, threshold
 
     def _judge(self, query: str, ranking: Ranking) -> Decision:
         if not ranking.scored:
@@ -451,9 +493,7 @@ class Selector:
             )
         unit = ranking.units[0]
         feats = unit_features(unit) | implied_features(ranking.implied_units)
-        calibration, threshold = self.calibration, self._threshold(ranking.semantic)
-        if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
-            calibration = self.lexical_calibration
+        calibration, threshold = self._calibration_for(ranking)
         confidence = calibration.confidence(feats)
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)
@@ -465,6 +505,7 @@ class Selector:
                 ranked=ranking.scored,
                 features=feats,
                 servers=ranking.servers,
+                history=unit.history,
             )
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
@@ -500,6 +541,7 @@ class Selector:
             features=feats,
             servers=ranking.servers,
             jobs=jobs,
+            history=unit.history,
         )
 
     def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:

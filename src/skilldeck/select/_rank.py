@@ -57,6 +57,7 @@ import numpy as np
 from skilldeck.select._bm25f import Background, BM25Index, CatalogIndex
 from skilldeck.select._cards import Card
 from skilldeck.select._config import RankConfig
+from skilldeck.select._history import History, HistoryIndex, cap
 from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, implied_needs, split_jobs
 from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
 from skilldeck.select._steps import VIEWS, Fusion, RankSteps, SemanticVectors, ServerGroups
@@ -74,6 +75,8 @@ __all__ = [
     "Encoder",
     "Evidence",
     "Fusion",
+    "History",
+    "HistoryIndex",
     "IndexingState",
     "RankConfig",
     "RankSteps",
@@ -125,6 +128,8 @@ class Ranker:
             catalog, so each encodes only the cards that changed).
         steps: the ranking's replaceable steps (:class:`RankSteps`; the default is the shipped one
             of each; the benchmark's ablation passes its variants).
+        history: each card's past questions, by :attr:`~skilldeck.select._cards.Card.key`
+            (:mod:`skilldeck.select._history`); replace it later with :meth:`set_history`.
     """
 
     def __init__(
@@ -140,6 +145,7 @@ class Ranker:
         background: bool = False,
         cache: VectorCache | None = None,
         steps: RankSteps | None = None,
+        history: History | None = None,
     ) -> None:
         config = config or RankConfig()
         if semantic_weight is not None:
@@ -179,8 +185,13 @@ class Ranker:
         """How far the card vectors are (see :meth:`wait`); ``total`` 0 without an encoder."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._keys = {card.key: i for i, card in enumerate(self.cards)}
+        self._history = HistoryIndex.empty(len(self.cards))
+        self._history_lock = threading.Lock()  # one writer at a time; a ranking reads the index it started with
         if encoder is not None and self.cards:
             self._start_vectors(vectors, schemas, background)
+        if history:
+            self.set_history(history)
 
     def _start_vectors(
         self, vectors: np.ndarray | None, schemas: Mapping[str, Mapping[str, Mapping[str, Any]]], background: bool
@@ -270,6 +281,39 @@ class Ranker:
         """Stop encoding card vectors in the background after the chunk under way (the ranking stays lexical)."""
         self._stop.set()
 
+    # -- history --------------------------------------------------------------------------------
+
+    @property
+    def history(self) -> HistoryIndex:
+        """The usage history the rankings read now (empty without one)."""
+        return self._history
+
+    def set_history(self, history: History) -> None:
+        """Read ``history`` (each card's past questions, by key) from the next ranking on.
+
+        Only the history's own indexes are built (the catalog's are kept) and only past questions
+        not indexed before are encoded (through the vector cache, by content): cheap enough to call
+        after every recorded use. Thread-safe: a ranking under way keeps the history it started with."""
+        with self._history_lock:
+            self._history = HistoryIndex.build(
+                history,
+                self._keys,
+                self._card_server,
+                config=self.config,
+                background=self._history_frequencies[0],
+                server_background=self._history_frequencies[1],
+                previous=self._history,
+                encode=self._encode if self.encoder is not None else None,
+            )
+            self._best_for_need = {}  # a need's best server may change with the history
+
+    @functools.cached_property
+    def _history_frequencies(self) -> tuple[tuple[int, Mapping[str, int]], tuple[int, Mapping[str, int]]]:
+        """Document frequencies for the past-question fields' IDF (cards, servers): the catalog's own
+        documents' and the shipped background's, so a word common in tool prose stays cheap there too."""
+        background = self.steps.background()
+        return _frequencies(self.index.cards, background, 0), _frequencies(self.index.servers, background, 1)
+
     def _encode(self, texts: list[str]) -> np.ndarray:
         assert self.encoder is not None
         if self.cache is not None:
@@ -290,7 +334,9 @@ class Ranker:
         """Every term of a server's document."""
         return self.index.server_terms[self.server_labels.index(label)]
 
-    def _unit(self, text: str, qvec: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, Evidence]:
+    def _unit(
+        self, text: str, qvec: np.ndarray | None, history: HistoryIndex | None = None
+    ) -> tuple[np.ndarray, np.ndarray, Evidence]:
         """Score one query unit: (card scores, server scores), both in [0, 1], and its raw evidence.
 
         With ``qvec`` (a unit of its own vector, which the shipped steps never encode) each score
@@ -298,6 +344,15 @@ class Ranker:
         terms = self.query_terms(text)
         card_raw = self.steps.card_scores(self.index.cards, self.index.card_bags, terms)
         server_raw = self.index.servers.scores(terms)
+        card_history = server_history = None
+        if history:  # past questions: a field of their own, capped by the card's (server's) own evidence
+            c = self.config
+            ratio, floor = c.history_cap_ratio, c.history_cap_floor
+            card_history = cap(c.history_weight * history.card_scores(terms), card_raw, ratio, floor)
+            server_lift = c.history_server_weight * history.server_scores(terms, len(self.server_labels))
+            card_raw = card_raw + card_history
+            server_history = cap(server_lift, server_raw, ratio, floor)
+            server_raw = server_raw + server_history
         server_lex = self.steps.server_lexical(server_raw, card_raw, self.groups)
         card = card_raw / card_raw.max() if card_raw.max() > 0 else card_raw
         server = server_lex / server_lex.max() if server_lex.max() > 0 else server_lex
@@ -310,7 +365,17 @@ class Ranker:
             mix, share = self.steps.mix, self.semantic_weight
             card, server = mix(card, card_sem, share), mix(server, server_sem, share)
         own = tuple(t for t, w in terms.items() if w >= 1.0)
-        evidence = Evidence(text, own, card_raw, server_raw, card_sem, server_sem, self._idf_coverage(own, server))
+        evidence = Evidence(
+            text,
+            own,
+            card_raw,
+            server_raw,
+            card_sem,
+            server_sem,
+            self._idf_coverage(own, server),
+            card_history=card_history,
+            server_history=server_history,
+        )
         return card, server, evidence
 
     def _idf_coverage(self, own: tuple[str, ...], server: np.ndarray) -> float:
@@ -327,18 +392,21 @@ class Ranker:
         total = sum(idf)
         return sum(w for t, w in zip(own, idf, strict=True) if t in held) / total if total > 0 else 0.0
 
-    def _anchored(self, ev: Evidence, card: int) -> Unit:
+    def _anchored(self, ev: Evidence, card: int, history: HistoryIndex | None = None) -> Unit:
         """What a query unit found, told about one card (the one chosen) and that card's server.
 
         A skill's lexical and semantic strength is at least that of the best tool it names, as in
         the ranking (where it inherits that tool's score)."""
         named = self._named.get(card)
-        lexical = float(ev.card_raw[card])
-        semantic = None if ev.card_sem is None else float(ev.card_sem[card])
+        # the card's own evidence, and apart what its past questions added
+        card_raw = ev.card_raw if ev.card_history is None else ev.card_raw - ev.card_history
+        card_sem = ev.card_sem if ev.card_sem is None or ev.sem_history is None else ev.card_sem - ev.sem_history
+        lexical = float(card_raw[card])
+        semantic = None if card_sem is None else float(card_sem[card])
         if named is not None:
-            lexical = max(lexical, float(ev.card_raw[named].max()))
-            if ev.card_sem is not None and semantic is not None:
-                semantic = max(semantic, float(ev.card_sem[named].max()))
+            lexical = max(lexical, float(card_raw[named].max()))
+            if card_sem is not None and semantic is not None:
+                semantic = max(semantic, float(card_sem[named].max()))
         sid = int(self._card_server[card])
         server_terms = self.index.server_terms[sid]
         matched = tuple(t for t in ev.terms if t in server_terms)
@@ -354,7 +422,7 @@ class Ranker:
             card=card,
             server=self.server_labels[sid],
             lexical=lexical,
-            server_lexical=float(ev.server_raw[sid]),
+            server_lexical=float(ev.server_raw[sid] - (0.0 if ev.server_history is None else ev.server_history[sid])),
             coverage=len(matched) / len(ev.terms) if ev.terms else 0.0,
             idf_coverage=ev.idf_coverage,
             matched=matched,
@@ -364,18 +432,33 @@ class Ranker:
             fused_margin=margin,
             agreement=agreement,
             label_semantic=None if ev.label_sem is None else float(ev.label_sem[sid]),
+            history_lexical=0.0 if ev.card_history is None else float(ev.card_history[card]),
+            history_semantic=None if ev.sem_history is None else float(ev.sem_history[card]),
+            history=history.matched(card, ev.terms) if history else 0,
         )
 
     def _fusion(
-        self, mixed: np.ndarray, card: np.ndarray, ev: Evidence, qvec: np.ndarray, vectors: SemanticVectors
+        self,
+        mixed: np.ndarray,
+        card: np.ndarray,
+        ev: Evidence,
+        qvec: np.ndarray,
+        vectors: SemanticVectors,
+        history: HistoryIndex | None = None,
     ) -> tuple[np.ndarray, Evidence]:
         """Card scores from the five fused server views (module docstring), and the evidence told about
         them, as the steps fuse them (:meth:`RankSteps.fuse`; the shipped steps: one pass for ``qvec``)."""
-        run = functools.partial(self._fuse_views, mixed, card, ev, vectors)
+        run = functools.partial(self._fuse_views, mixed, card, ev, vectors, history)
         return self.steps.fuse(Fusion(mixed, ev, vectors, self.groups, run), qvec)
 
     def _fuse_views(
-        self, mixed: np.ndarray, card: np.ndarray, ev: Evidence, vectors: SemanticVectors, qvec: np.ndarray
+        self,
+        mixed: np.ndarray,
+        card: np.ndarray,
+        ev: Evidence,
+        vectors: SemanticVectors,
+        history: HistoryIndex | None,
+        qvec: np.ndarray,
     ) -> tuple[np.ndarray, Evidence]:
         """One pass of :meth:`_fusion` for the query vector ``qvec``.
 
@@ -383,6 +466,13 @@ class Ranker:
         question's own lexical card scores in [0, 1]."""
         steps = self.steps
         card_cos, centroid_cos, label_cos = steps.cosines(vectors, self.groups, qvec)
+        sem_history = None
+        if history is not None and history.vectors is not None:
+            # the lead of a card's past questions' cosine over its own, capped by its own cosine
+            c = self.config
+            lead = c.history_semantic_weight * history.lead(qvec, card_cos)
+            sem_history = cap(lead, np.clip(card_cos, 0.0, 1.0), c.history_cap_ratio, c.history_cap_floor)
+            card_cos = card_cos + sem_history
         views = np.stack(
             [
                 self.groups.per_server_max(mixed),
@@ -407,6 +497,7 @@ class Ranker:
             fused=fused,
             view_top=views.argmax(axis=1),
             label_sem=label_cos,
+            sem_history=sem_history,
         )
         return out, evidence
 
@@ -426,13 +517,14 @@ class Ranker:
         if not self.cards:
             return Ranking(question, [], [])
         vectors = self.vectors  # read once: vectors finished in the background join at the next ranking
+        history = self._history  # read once: a history swapped in meanwhile joins at the next ranking
         qvecs = (
             self._query_vectors(question, jobs, implied) if self.encoder is not None and vectors is not None else None
         )
-        card, server, evidence = self._unit(question, None)  # lexical; the encoder's views are fused below
-        mixed, jobs_found = self._mix_jobs(card, server, jobs, qvecs)
+        card, server, evidence = self._unit(question, None, history)  # lexical; the encoder's views are fused below
+        mixed, jobs_found = self._mix_jobs(card, server, jobs, qvecs, history)
         if qvecs is not None and vectors is not None:
-            mixed, evidence = self._fusion(mixed, card, evidence, qvecs[0], vectors)
+            mixed, evidence = self._fusion(mixed, card, evidence, qvecs[0], vectors, history)
         peak = mixed.max()
         if peak > 0:
             mixed = mixed / peak
@@ -448,11 +540,12 @@ class Ranker:
             question=question,
             scored=scored,
             servers=servers,
-            units=[self._anchored(evidence, top_card), *jobs_found],
+            units=[self._anchored(evidence, top_card, history), *jobs_found],
             implied=needs,
             implied_units=[unit for unit in map(self.need_unit, (need for need, _ in needs)) if unit is not None],
             semantic=qvecs is not None,
             indexing=self.indexing,
+            history=history.size,
         )
 
     def _query_vectors(self, question: str, jobs: list[str], implied: bool) -> np.ndarray:
@@ -472,7 +565,12 @@ class Ranker:
         return vectors[: len(texts)]
 
     def _mix_jobs(
-        self, card: np.ndarray, server: np.ndarray, jobs: list[str], qvecs: np.ndarray | None
+        self,
+        card: np.ndarray,
+        server: np.ndarray,
+        jobs: list[str],
+        qvecs: np.ndarray | None,
+        history: HistoryIndex | None = None,
     ) -> tuple[np.ndarray, list[Unit]]:
         """The lexical card ranking: each card's score mixed with its server's, each job's ranking merged
         in (:meth:`RankSteps.merge_job`), skills lifted by the tools they name; and what each job found."""
@@ -480,9 +578,9 @@ class Ranker:
         mixed = (1 - server_mix) * card + server_mix * server[self._card_server]
         found: list[Unit] = []
         for j, job in enumerate(jobs):
-            jc, js, job_evidence = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1])
+            jc, js, job_evidence = self._unit(job, None if qvecs is None or len(qvecs) < 2 else qvecs[j + 1], history)
             jm = (1 - server_mix) * jc + server_mix * js[self._card_server]
-            found.append(self._anchored(job_evidence, int(np.argmax(jm))))  # told about the job's best card
+            found.append(self._anchored(job_evidence, int(np.argmax(jm)), history))  # told about the job's best card
             if jm.max() > 0:
                 self.steps.merge_job(mixed, jm, len(jobs))
         self._inherit_named(mixed)
@@ -574,6 +672,15 @@ class Ranker:
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
         """Cards scored for ``question``, best first (all of them unless ``limit``)."""
         return self.rank(question, limit=limit).scored
+
+
+def _frequencies(index: BM25Index, background: Background | None, which: int) -> tuple[int, Mapping[str, int]]:
+    """An index's own document frequencies with a background's (``which``: 0 cards, 1 servers) added."""
+    n, df = (0, {}) if background is None else background[which]
+    merged = dict(df)
+    for term, i in index.vocab.items():
+        merged[term] = merged.get(term, 0) + int(index.document_frequencies[i])
+    return n + index.n, merged
 
 
 def _skills_inherit(cards: Sequence[Card]) -> list[tuple[int, np.ndarray]]:

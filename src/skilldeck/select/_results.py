@@ -78,6 +78,12 @@ class Unit:
     """Share of the five views that rank that card's server first."""
     label_semantic: float | None = None
     """Cosine similarity of that card's server's ``label: description`` text."""
+    history_lexical: float = 0.0
+    """What that card's past questions added to its raw BM25 (after the cap; 0 without a history)."""
+    history_semantic: float | None = None
+    """What they added to its cosine (after the cap; ``None`` without a history's vectors)."""
+    history: int = 0
+    """How many of that card's past questions the unit matched (:meth:`~skilldeck.select._history.HistoryIndex.matched`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,12 @@ class Evidence:
     view_top: np.ndarray | None = None
     """Per view: the index of the server it ranks first."""
     label_sem: np.ndarray | None = None
+    card_history: np.ndarray | None = None
+    """Per card: what its past questions added to ``card_raw`` (``None`` without a history)."""
+    server_history: np.ndarray | None = None
+    """Per server: what its cards' past questions added to ``server_raw`` (``None`` without a history)."""
+    sem_history: np.ndarray | None = None
+    """Per card: what its past questions added to ``card_sem`` (``None`` without a history's vectors)."""
 
 
 @dataclass
@@ -119,3 +131,5 @@ class Ranking:
     """Whether the encoder's views were fused (``False``: lexical, e.g. while card vectors are encoded)."""
     indexing: IndexingState | None = None
     """How far the ranker's card vectors were when it ranked."""
+    history: int = 0
+    """How many past questions (of every card) the ranking read: 0 without a usage history."""

@@ -49,7 +49,7 @@ import logging
 import math
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import anyio
 import anyio.abc
@@ -73,7 +73,9 @@ __all__ = [
     "MAX_GATHERED",
     "MAX_MESSAGE_BYTES",
     "MAX_SETTLE",
+    "RedisConnection",
     "RedisSubscriptionBus",
+    "connect_redis",
     "encode_event",
     "redacted_url",
     "shared_state_key",
@@ -385,6 +387,50 @@ def redacted_url(url: str) -> str:
         return url
     user = credentials.partition(":")[0]
     return f"{scheme}://{user}:***@{host}"
+
+
+async def connect_redis(url: str, wait: float, purpose: str, fix: str) -> Any:
+    """A ``redis.asyncio`` client on ``url`` (connect timeout ``wait``) that answered a ping within ``2 * wait`` seconds.
+
+    Raises:
+        ServeError: Redis cannot be reached; the message says it was for ``purpose`` and to ``fix`` it.
+    """
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=wait)
+    try:
+        with anyio.fail_after(wait * 2):
+            await client.ping()
+    except Exception as exc:
+        await client.aclose()
+        raise ServeError(f"cannot reach Redis at {redacted_url(url)} for {purpose}: {exc}; {fix}") from None
+    return client
+
+
+class RedisConnection:
+    """A Redis client opened by ``async with`` (:func:`connect_redis`) and closed on exit.
+
+    A subclass sets ``url`` and ``timeout``, and names what it is for (``purpose``) and what to do
+    when Redis cannot be reached (``fix``): the :class:`~skilldeck.errors.ServeError` says both.
+    """
+
+    purpose: ClassVar[str] = "shared state"
+    fix: ClassVar[str] = "start Redis or fix --redis"
+    url: str
+    timeout: float
+    _redis: Any = None
+
+    async def __aenter__(self) -> Self:
+        self._redis = await connect_redis(self.url, self.timeout, self.purpose, self.fix)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._redis is not None:
+            with anyio.CancelScope(shield=True):
+                await self._redis.aclose()
+            self._redis = None
 
 
 async def shared_state_key(url: str, key: str, *, wait: float = 5.0) -> str:

@@ -1,0 +1,33 @@
+"""Selection that learns from use: the usage ledger, its bounds and where it is kept.
+
+When a question's ``find`` led, in one client's activation, to a ``load`` of a card and then to a
+``call`` of one of that card's tools that came back without ``isError`` and was not refused, the
+gateway (and :class:`~skilldeck.agents.SkillSession`) records the question for that card, per
+audience (the policy's tenant; one audience without a policy). What is stored: the question text,
+the card's id, the caller's subject and the time. The ranker reads a card's past questions
+(:meth:`skilldeck.select.Selector.set_history`).
+
+- :class:`Ledger` (pure): one audience's uses and their bounds (:class:`LedgerLimits`): 20
+  questions per card, newest kept, no caller over half of a card's questions once another caller
+  taught it, uses older than 180 days dropped, a size cap per audience.
+- :class:`SqliteLedgerStore`: the default store, ``$SKILLDECK_HOME/ledger.sqlite3``.
+- :class:`RedisLedgerStore`: the store gateway replicas share (``--redis``).
+- :class:`Learner`: a process's view of the ledger, kept in step with its store.
+"""
+
+from skilldeck.learning._learner import Learner
+from skilldeck.learning._ledger import Change, Ledger, LedgerLimits, Use
+from skilldeck.learning._redis import RedisLedgerStore
+from skilldeck.learning._stores import LEDGER_FILE, LedgerStore, SqliteLedgerStore
+
+__all__ = [
+    "LEDGER_FILE",
+    "Change",
+    "Learner",
+    "Ledger",
+    "LedgerLimits",
+    "LedgerStore",
+    "RedisLedgerStore",
+    "SqliteLedgerStore",
+    "Use",
+]

@@ -1,0 +1,96 @@
+"""A process's view of the usage ledger: each audience's uses in memory, kept in step with its store.
+
+:class:`Learner` holds a :class:`~skilldeck.learning._ledger.Ledger` per audience it has met,
+read from a :class:`~skilldeck.learning._stores.LedgerStore`, and the version it read. Before a
+decision reads an audience's questions the owner calls :meth:`Learner.refresh` (one version read:
+another replica's use, or ``skilldeck history --clear``, is read in when the version moved);
+:meth:`Learner.record` computes a change on the ledger in memory and has the store apply it on the
+version it was computed on, reading the audience again and retrying when another writer came first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from skilldeck.learning._ledger import Change, Ledger, LedgerLimits
+from skilldeck.learning._stores import LedgerStore
+
+__all__ = ["Learner"]
+
+MAX_AUDIENCES = 32
+"""Audiences whose ledgers are held in memory at once (the least recently used is read again when needed)."""
+RETRIES = 5
+"""Times a change is computed again when another writer changed the audience first."""
+
+
+class Learner:
+    """Each audience's ledger in memory, in step with ``store`` (see the module docs).
+
+    Args:
+        store: where every audience's uses are kept.
+        limits: the bounds of each audience's ledger.
+        clock: the time of each use, in seconds since the epoch.
+        max_audiences: audiences held in memory at once (least recently used out first).
+    """
+
+    def __init__(
+        self,
+        store: LedgerStore,
+        *,
+        limits: LedgerLimits | None = None,
+        clock: Callable[[], float] = time.time,
+        max_audiences: int = MAX_AUDIENCES,
+    ) -> None:
+        if max_audiences < 1:
+            raise ValueError("max_audiences must be at least 1")
+        self.store = store
+        self.limits = limits or LedgerLimits()
+        self.clock = clock
+        self.max_audiences = max_audiences
+        self._ledgers: OrderedDict[str, tuple[int, Ledger]] = OrderedDict()
+
+    def questions(self, audience: str) -> dict[str, list[str]]:
+        """Per card id, the audience's past questions as last read (newest first; none too old)."""
+        found = self._ledgers.get(audience)
+        return found[1].questions(self.clock()) if found is not None else {}
+
+    async def refresh(self, audience: str) -> bool:
+        """Read the audience in again if its version moved since it was read; whether it did."""
+        found = self._ledgers.get(audience)
+        if found is not None and found[0] == await self.store.version(audience):
+            self._ledgers.move_to_end(audience)
+            return False
+        version, uses = await self.store.load(audience)
+        self._ledgers[audience] = (version, Ledger(uses, self.limits))
+        self._ledgers.move_to_end(audience)
+        while len(self._ledgers) > self.max_audiences:
+            self._ledgers.popitem(last=False)
+        return True
+
+    async def record(self, audience: str, question: str, card: str, caller: str) -> bool:
+        """Record one use; whether the ledger changed (a caller over its share of the card changes nothing)."""
+        return await self._change(audience, lambda ledger: ledger.add(question, card, caller, self.clock()))
+
+    async def prune(self, audience: str, listed: Callable[[str], bool]) -> bool:
+        """Drop the audience's uses of cards ``listed`` says are gone (and those too old); whether any went."""
+        return await self._change(audience, lambda ledger: ledger.prune(listed, self.clock()))
+
+    async def _change(self, audience: str, change_of: Callable[[Ledger], Change]) -> bool:
+        for _ in range(RETRIES):
+            await self.refresh(audience)
+            version, ledger = self._ledgers[audience]
+            change = change_of(ledger)  # the ledger in memory has the change already
+            if not change:
+                return False
+            try:
+                applied = await self.store.apply(audience, change, version)
+            except BaseException:
+                self._ledgers.pop(audience, None)  # the change is in memory, maybe not in the store: read it again
+                raise
+            if applied is not None:
+                self._ledgers[audience] = (applied, ledger)
+                return True
+            del self._ledgers[audience]  # another writer came first: read the audience again
+        return False

@@ -1,0 +1,247 @@
+"""The usage ledger of one audience: which questions led to a successful use of which card. Pure.
+
+A :class:`Use` is one question whose ``find`` led, in one client's activation, to a ``load`` of a
+card and then to a ``call`` of one of that card's tools that came back without ``isError`` (the
+gateway decides that; see :mod:`skilldeck.learning`). A :class:`Ledger` holds one audience's uses
+and keeps them bounded (:class:`LedgerLimits`):
+
+* per card, at most ``per_card`` questions (newest kept; an exact repeat of a question replaces
+  the older entry, so it counts once);
+* one caller's share of a card's questions is at most half once another caller has taught that
+  card too (a caller alone on a card, such as a desktop's only user, teaches it fully);
+* uses older than ``max_age`` seconds are dropped;
+* per audience at most ``max_entries`` uses and ``max_bytes`` of text (oldest dropped first), and a
+  question is cut to ``max_question_chars``;
+* uses of a card that is no longer listed are dropped when the catalog is indexed again
+  (:meth:`Ledger.prune`).
+
+Every change is returned as a :class:`Change` (uses written, uses removed) that a store applies,
+so the same rules hold in memory, in SQLite and in Redis. Nothing here does I/O or reads a clock:
+the time of every operation is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["Change", "Ledger", "LedgerLimits", "Use", "balanced", "history_by_key", "normalise_question"]
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class LedgerLimits:
+    """How much one audience's ledger holds (see the module docs)."""
+
+    per_card: int = 20
+    """Questions kept per card (newest first)."""
+    max_question_chars: int = 500
+    """A longer question is cut to this many characters."""
+    max_entries: int = 250_000
+    """Uses kept per audience (enough for 20 questions on each of 10,000 cards, and more)."""
+    max_bytes: int = 32 * 1024 * 1024
+    """UTF-8 bytes of question, card and caller text kept per audience."""
+    max_age: float = 180 * DAY
+    """Seconds after which a use is forgotten."""
+
+    def __post_init__(self) -> None:
+        for name in ("per_card", "max_question_chars", "max_entries", "max_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"LedgerLimits.{name} must be at least 1")
+        if self.max_age <= 0:
+            raise ValueError("LedgerLimits.max_age must be a positive number of seconds")
+
+
+@dataclass(frozen=True)
+class Use:
+    """One question that led to a successful use of a card."""
+
+    question: str
+    card: str
+    """The card's id as ``find`` shows it (``LABEL/NAME``)."""
+    caller: str
+    """Who asked: the verified token's subject (or client id); ``""`` for the default identity."""
+    at: float
+    """When, in seconds since the epoch."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two uses the same entry: the card and the exact question."""
+        return self.card, self.question
+
+    @property
+    def size(self) -> int:
+        """The bytes this use counts against the audience's ``max_bytes``."""
+        return len(self.question.encode()) + len(self.card.encode()) + len(self.caller.encode())
+
+
+@dataclass
+class Change:
+    """What one operation wrote and removed: a store applies it as one transaction."""
+
+    written: list[Use] = field(default_factory=list)
+    removed: list[Use] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.written or self.removed)
+
+
+def normalise_question(text: str, limits: LedgerLimits) -> str:
+    """``text`` as the ledger keeps it: whitespace runs as one space, at most ``max_question_chars``."""
+    return " ".join(text.split())[: limits.max_question_chars].strip()
+
+
+def balanced(uses: Iterable[Use], per_card: int) -> list[Use]:
+    """At most ``per_card`` of one card's ``uses``, newest first, no caller over half once several taught it.
+
+    Newest first, a use is taken while its caller holds at most half (rounded up) of what is taken;
+    then a caller over half of the result gives up its oldest entries until it holds half.
+    """
+    ordered = sorted(uses, key=lambda u: u.at, reverse=True)
+    if per_card < 2 or len({u.caller for u in ordered}) <= 1:  # one question cannot be shared: the newest
+        return ordered[:per_card]
+    taken: list[Use] = []
+    counts: dict[str, int] = {}
+    for use in ordered:
+        if len(taken) >= per_card:
+            break
+        mine = counts.get(use.caller, 0) + 1
+        if mine <= (len(taken) + 2) // 2:  # at most half of the taken, this one included, rounded up
+            taken.append(use)
+            counts[use.caller] = mine
+    top, most = max(counts.items(), key=lambda item: item[1])
+    excess = most - (len(taken) - most)
+    if excess > 0:
+        for use in reversed(list(taken)):
+            if excess == 0:
+                break
+            if use.caller == top:
+                taken.remove(use)
+                excess -= 1
+    return taken
+
+
+class Ledger:
+    """One audience's uses, bounded (see the module docs). Build it from a store's uses; apply its changes there."""
+
+    def __init__(self, uses: Iterable[Use] = (), limits: LedgerLimits | None = None) -> None:
+        self.limits = limits or LedgerLimits()
+        self._cards: dict[str, dict[str, Use]] = {}
+        self._read: dict[str, tuple[float, list[str]]] = {}
+        """Per card, its oldest use's time and its questions newest first, made again only when the card changed."""
+        self._bytes = 0
+        self._count = 0
+        for use in uses:
+            self._put(use)
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def size(self) -> int:
+        """The bytes this audience's uses count against ``max_bytes``."""
+        return self._bytes
+
+    def uses(self, card: str | None = None) -> list[Use]:
+        """Every use (of ``card`` only, when given), newest first."""
+        cards = [self._cards.get(card, {})] if card is not None else self._cards.values()
+        return sorted((u for entries in cards for u in entries.values()), key=lambda u: u.at, reverse=True)
+
+    def cards(self) -> list[str]:
+        """The ids of the cards with at least one question."""
+        return sorted(self._cards)
+
+    def questions(self, now: float) -> dict[str, list[str]]:
+        """Per card id, its questions newest first, leaving out uses older than ``max_age`` at ``now``."""
+        oldest = now - self.limits.max_age
+        found: dict[str, list[str]] = {}
+        for card, entries in self._cards.items():
+            read = self._read.get(card)
+            if read is None:
+                ordered = sorted(entries.values(), key=lambda u: u.at, reverse=True)
+                read = self._read[card] = (ordered[-1].at, [u.question for u in ordered])
+            if read[0] >= oldest:
+                found[card] = read[1]
+            elif kept := [u.question for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]:
+                found[card] = kept
+        return found
+
+    def add(self, question: str, card: str, caller: str, now: float) -> Change:
+        """Record that ``question`` led to a successful use of ``card`` by ``caller`` at ``now``."""
+        text = normalise_question(question, self.limits)
+        if not text or not card:
+            return Change()
+        use = Use(text, card, caller, now)
+        change = Change()
+        old = self._cards.get(card, {})
+        candidates = [u for u in old.values() if u.question != text]
+        kept = balanced([*candidates, use], self.limits.per_card)
+        if use not in kept:  # the caller already holds its share of this card
+            return change
+        kept_keys = {u.question for u in kept}
+        for gone in [u for u in old.values() if u.question not in kept_keys]:
+            self._drop(gone)
+            change.removed.append(gone)
+        replaced = old.get(text)
+        if replaced is not None:
+            self._drop(replaced)
+        self._put(use)
+        change.written.append(use)
+        change.removed.extend(self._expire(now, card))
+        change.removed.extend(self._over_audience_bounds())
+        change.written = [u for u in change.written if u not in change.removed]
+        return change
+
+    def prune(self, listed: Callable[[str], bool], now: float) -> Change:
+        """Drop the uses of cards ``listed`` says are gone, and the uses older than ``max_age``."""
+        change = Change(removed=self._expire(now))
+        for card in [c for c in self._cards if not listed(c)]:
+            for use in list(self._cards[card].values()):
+                self._drop(use)
+                change.removed.append(use)
+        return change
+
+    def _put(self, use: Use) -> None:
+        self._read.pop(use.card, None)
+        entries = self._cards.setdefault(use.card, {})
+        if use.question in entries:
+            self._drop(entries[use.question])
+            entries = self._cards.setdefault(use.card, {})
+        entries[use.question] = use
+        self._count += 1
+        self._bytes += use.size
+
+    def _drop(self, use: Use) -> None:
+        entries = self._cards.get(use.card)
+        if entries is None or entries.pop(use.question, None) is None:
+            return
+        self._read.pop(use.card, None)
+        if not entries:
+            del self._cards[use.card]
+        self._count -= 1
+        self._bytes -= use.size
+
+    def _expire(self, now: float, card: str | None = None) -> list[Use]:
+        oldest = now - self.limits.max_age
+        cards = [self._cards.get(card, {})] if card is not None else list(self._cards.values())
+        gone = [u for entries in cards for u in entries.values() if u.at < oldest]
+        for use in gone:
+            self._drop(use)
+        return gone
+
+    def _over_audience_bounds(self) -> list[Use]:
+        if self._count <= self.limits.max_entries and self._bytes <= self.limits.max_bytes:
+            return []
+        gone = []
+        for use in sorted(self.uses(), key=lambda u: u.at):
+            if self._count <= self.limits.max_entries and self._bytes <= self.limits.max_bytes:
+                break
+            self._drop(use)
+            gone.append(use)
+        return gone
+
+
+def history_by_key(questions: Mapping[str, list[str]], keys: Mapping[str, str]) -> dict[str, list[str]]:
+    """``questions`` (by card id) keyed by what a ranker reads (``keys``: card id -> ``Card.key``) for the cards it has."""
+    return {keys[card]: asked for card, asked in questions.items() if card in keys}

@@ -1,0 +1,173 @@
+"""The usage ledger in Redis, shared by gateway replicas (``skilldeck gateway --redis``, ``skilldeck[redis]``).
+
+Every replica records the uses it sees here, and reads every audience's uses back when its
+version changed, so each replica learns from the uses of all. Per audience (named by a hash, so
+a tenant's length never reaches Redis):
+
+* ``<prefix>:uses:<audience hash>``: a hash, field ``["<card>","<question>"]`` -> ``["<caller>",<time>]``;
+* ``<prefix>:version:<audience hash>``: the audience's version, raised by every change;
+* ``<prefix>:audiences``: audience hash -> the audience's name (what ``skilldeck history`` lists).
+
+A change is one script run on the Redis server that applies it only when the audience is still at
+the version its writer read (see :mod:`skilldeck.learning._stores`). What is read back is checked:
+a field or value of the wrong shape or length is left out, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from skilldeck.learning._ledger import Change, LedgerLimits, Use
+from skilldeck.server._redis_bus import RedisConnection, redacted_url
+
+__all__ = ["RedisLedgerStore"]
+
+# KEYS: uses, version, audiences. ARGV: base version, removed count, audience hash, audience, removed..., field/value...
+_APPLY = """
+local v = tonumber(redis.call('GET', KEYS[2]) or '0')
+if v ~= tonumber(ARGV[1]) then return -1 end
+local n = tonumber(ARGV[2])
+for i = 5, 4 + n do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 5 + n, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if redis.call('HLEN', KEYS[1]) > 0 then
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+else
+  redis.call('HDEL', KEYS[3], ARGV[3])
+end
+return redis.call('INCR', KEYS[2])
+"""
+
+# KEYS: uses, version, audiences. ARGV: audience hash, cards... (none: all)
+_CLEAR = """
+local gone = 0
+if #ARGV == 1 then
+  gone = redis.call('HLEN', KEYS[1])
+  redis.call('DEL', KEYS[1])
+else
+  local fields = redis.call('HKEYS', KEYS[1])
+  local wanted = {}
+  for i = 2, #ARGV do wanted[ARGV[i]] = true end
+  for _, f in ipairs(fields) do
+    local ok, pair = pcall(cjson.decode, f)
+    if ok and type(pair) == 'table' and wanted[pair[1]] then
+      redis.call('HDEL', KEYS[1], f)
+      gone = gone + 1
+    end
+  end
+end
+if redis.call('HLEN', KEYS[1]) == 0 then redis.call('HDEL', KEYS[3], ARGV[1]) end
+redis.call('INCR', KEYS[2])
+return gone
+"""
+
+_LOAD = """
+return {redis.call('GET', KEYS[2]) or '0', redis.call('HGETALL', KEYS[1])}
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class RedisLedgerStore(RedisConnection):
+    """The :class:`~skilldeck.learning._stores.LedgerStore` of gateway replicas (see the module docs).
+
+    Args:
+        url: a ``redis://`` (or ``rediss://``, ``unix://``) URL.
+        prefix: the namespace of this gateway's keys (``skilldeck:<name>:ledger``): replicas of one
+            gateway share it.
+        limits: the ledger's bounds, to check what is read back against.
+        timeout: seconds one operation may take.
+    """
+
+    purpose = "the usage ledger"
+    fix = "start Redis, fix --redis, or pass --no-learning"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "skilldeck:gateway:ledger",
+        limits: LedgerLimits | None = None,
+        timeout: float = 2.0,
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.limits = limits or LedgerLimits()
+        self.timeout = timeout
+        self._redis = None
+
+    @property
+    def where(self) -> str:
+        return f"{redacted_url(self.url)} (keys {self.prefix}:*)"
+
+    def _keys(self, audience: str) -> tuple[list[str], str]:
+        member = hashlib.sha256(audience.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        keys = [f"{self.prefix}:uses:{member}", f"{self.prefix}:version:{member}", f"{self.prefix}:audiences"]
+        return keys, member
+
+    async def _run(self, script: str, keys: list[str], args: Sequence[Any]) -> Any:
+        if self._redis is None:
+            raise RuntimeError("RedisLedgerStore used before `async with store:` started it")
+        with anyio.fail_after(self.timeout):
+            return await self._redis.eval(script, len(keys), *keys, *args)
+
+    async def version(self, audience: str) -> int:
+        if self._redis is None:
+            raise RuntimeError("RedisLedgerStore used before `async with store:` started it")
+        keys, _ = self._keys(audience)
+        with anyio.fail_after(self.timeout):
+            found = await self._redis.get(keys[1])
+        return int(found or 0)
+
+    def _use(self, field: str, value: str) -> Use | None:
+        """A use read back, or ``None`` when the entry is not one a gateway wrote."""
+        limit = self.limits.max_question_chars + 1_024
+        if len(field) > limit or len(value) > 1_024:
+            return None
+        try:
+            card, question = json.loads(field)
+            caller, at = json.loads(value)
+        except (ValueError, TypeError):
+            return None
+        if not all(isinstance(x, str) for x in (card, question, caller)) or not isinstance(at, int | float):
+            return None
+        return Use(question, card, caller, float(at))
+
+    async def load(self, audience: str) -> tuple[int, list[Use]]:
+        keys, _ = self._keys(audience)
+        version, found = await self._run(_LOAD, keys, [])
+        pairs = [_text(x) for x in found]
+        uses = [u for f, v in zip(pairs[0::2], pairs[1::2], strict=False) if (u := self._use(f, v)) is not None]
+        return int(_text(version)), uses
+
+    @staticmethod
+    def _field(use: Use) -> str:
+        return json.dumps([use.card, use.question], ensure_ascii=False, separators=(",", ":"))
+
+    async def apply(self, audience: str, change: Change, base: int) -> int | None:
+        keys, member = self._keys(audience)
+        args: list[Any] = [base, len(change.removed), member, audience]
+        args += [self._field(u) for u in change.removed]
+        for use in change.written:
+            args += [self._field(use), json.dumps([use.caller, use.at], ensure_ascii=False, separators=(",", ":"))]
+        version = int(await self._run(_APPLY, keys, args))
+        return None if version == -1 else version
+
+    async def audiences(self) -> list[str]:
+        if self._redis is None:
+            raise RuntimeError("RedisLedgerStore used before `async with store:` started it")
+        with anyio.fail_after(self.timeout):
+            found = await self._redis.hvals(f"{self.prefix}:audiences")
+        return sorted(_text(a) for a in found)
+
+    async def clear(self, audience: str, cards: Sequence[str] | None = None) -> int:
+        keys, member = self._keys(audience)
+        if cards is not None and not cards:
+            return 0
+        return int(await self._run(_CLEAR, keys, [member, *(cards or ())]))

@@ -1,0 +1,191 @@
+"""Through ``skilldeck gateway`` processes: past uses rank new questions better, across a restart
+(SQLite) and on a second replica (Redis); ``--no-learning`` keeps nothing.
+
+A real gateway process over HTTP on loopback in front of :mod:`usage_upstream` over stdio, a real
+SDK client, ``$SKILLDECK_HOME`` of the test's own, a real ``redis-server``, and ``skilldeck history``
+reading what was kept. The gateways rank lexically (``--lexical``: no encoder to load per process).
+
+The catalog: ``up/events`` (what is on in a city this Saturday, in Paris or elsewhere) shares two
+words with "umbrella for the rain in Paris on Saturday?", ``up/forecast`` (weather, temperature and
+rain) one, so before learning events is first. Three past questions about umbrellas that led to a
+successful forecast call make forecast first: its own evidence ("rain") is real, and history may
+lift a card by at most its own evidence plus a quarter of the best card's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp_types import RequestParamsMeta
+
+from skilldeck.cli import main
+
+from ..server.helpers import CLI, cli_env, start_gateway, stop
+
+pytestmark = pytest.mark.anyio
+
+UPSTREAM = Path(__file__).resolve().parent / "usage_upstream.py"
+MODERN = "2026-07-28"
+WEATHER = "weather forecast for Paris tomorrow"
+
+
+def gateway_config(tmp_path: Path) -> Path:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"up": {"command": sys.executable, "args": [str(UPSTREAM)]}}}))
+    return config
+
+
+async def use(url: str, conversation: str, question: str, card: str, tool: str, arguments: dict[str, Any]) -> None:
+    """find → load → call through the gateway at ``url``, in one conversation; each step must succeed."""
+    meta = cast(RequestParamsMeta, {"dev.skilldeck/conversation": conversation})
+    async with Client(url, mode=MODERN, cache=None) as client:
+        found = await client.call_tool("find", {"query": question}, meta=meta)
+        assert card in [c["id"] for c in found.structured_content["cards"]], found
+        loaded = await client.call_tool("load", {"ids": [card]}, meta=meta)
+        assert not loaded.is_error, loaded
+        called = await client.call_tool("call", {"tool": tool, "arguments": arguments}, meta=meta)
+        assert not called.is_error, called
+
+
+PAST = (
+    "do I need an umbrella in Lyon today",
+    "should I take an umbrella to Nice on Saturday",
+    "umbrella or not in Lille this weekend",
+)
+NEW = "umbrella for the rain in Paris on Saturday?"
+
+
+async def first_card(url: str, question: str) -> tuple[str, int]:
+    """The id of the card ``find`` puts first for ``question``, and how many past questions it matched
+    (holding two of its terms: of :data:`PAST`, only the one with "umbrella" and "Saturday" for :data:`NEW`)."""
+    async with Client(url, mode=MODERN, cache=None) as client:
+        found = await client.call_tool("find", {"query": question})
+    return found.structured_content["cards"][0]["id"], found.structured_content.get("history", 0)
+
+
+async def first_card_once_learned(url: str, question: str, attempts: int = 50) -> tuple[str, int]:
+    """:func:`first_card` once the gateway's rankers took the history (indexed on a thread of their own
+    after the last recorded use): the first answer that read a past question, else the last of ``attempts``."""
+    for _ in range(attempts):
+        found = await first_card(url, question)
+        if found[1]:
+            return found
+        await anyio.sleep(0.1)
+    return found
+
+
+async def teach(url: str) -> None:
+    """Each past question: find, load the forecast, call it (each in a conversation of its own)."""
+    for i, question in enumerate(PAST):
+        await use(url, f"past-{i}", question, "up/forecast", "up/forecast", {"city": "Lyon"})
+
+
+async def history(capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``skilldeck history`` prints (on a thread: the command runs an event loop of its own)."""
+    assert await anyio.to_thread.run_sync(main, ["history"]) == 0
+    return capsys.readouterr().out
+
+
+async def test_what_a_gateway_learned_is_kept_across_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
+    config = gateway_config(tmp_path)
+    proc, started = start_gateway(config, tmp_path / "first.log", "--lexical")
+    try:
+        await use(started["url"], "c1", WEATHER, "up/forecast", "up/forecast", {"city": "Paris"})
+    finally:
+        stop(proc)
+    assert (tmp_path / "home" / "ledger.sqlite3").exists()
+    assert "up/forecast" in await history(capsys)
+    proc, started = start_gateway(config, tmp_path / "second.log", "--lexical")
+    try:  # the restarted gateway reads the ledger in, keeps the cards still listed, and adds to it
+        await use(
+            started["url"],
+            "c2",
+            "convert 10 dollars to euros",
+            "up/convert",
+            "up/convert",
+            {"amount": 10, "currency": "EUR"},
+        )
+    finally:
+        stop(proc)
+    shown = await history(capsys)
+    assert WEATHER in shown
+    assert "convert 10 dollars to euros" in shown
+    assert "audience (no tenant): 2 questions on 2 cards" in shown
+
+
+async def test_no_learning_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
+    proc, started = start_gateway(gateway_config(tmp_path), tmp_path / "gateway.log", "--lexical", "--no-learning")
+    try:
+        await use(started["url"], "c1", WEATHER, "up/forecast", "up/forecast", {"city": "Paris"})
+    finally:
+        stop(proc)
+    assert not (tmp_path / "home" / "ledger.sqlite3").exists()  # the gateway never opened it
+    assert "is empty" in await history(capsys)
+    assert not (tmp_path / "home" / "ledger.sqlite3").exists()  # nor did reading it
+
+
+async def test_past_uses_rank_a_new_question_better_and_a_restart_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
+    config = gateway_config(tmp_path)
+    proc, started = start_gateway(config, tmp_path / "first.log", "--lexical")
+    try:
+        assert await first_card(started["url"], NEW) == ("up/events", 0)
+        await teach(started["url"])
+        assert await first_card_once_learned(started["url"], NEW) == ("up/forecast", 1)
+    finally:
+        stop(proc)
+    proc, started = start_gateway(config, tmp_path / "second.log", "--lexical")
+    try:
+        assert await first_card_once_learned(started["url"], NEW) == ("up/forecast", 1)
+    finally:
+        stop(proc)
+
+
+async def test_a_second_replica_ranks_with_what_the_first_learned(
+    tmp_path: Path, redis: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = gateway_config(tmp_path)
+    flags = ("--lexical", "--redis", redis.url, "--name", "learning-replicas")
+    first, started_first = start_gateway(config, tmp_path / "first.log", *flags)
+    try:
+        second, started_second = start_gateway(config, tmp_path / "second.log", *flags)
+        try:
+            assert await first_card(started_second["url"], NEW) == ("up/events", 0)
+            await teach(started_first["url"])
+            assert await first_card_once_learned(started_second["url"], NEW) == ("up/forecast", 1)
+        finally:
+            stop(second)
+    finally:
+        stop(first)
+    argv = ["history", "--redis", redis.url, "--name", "learning-replicas"]
+    assert await anyio.to_thread.run_sync(main, argv) == 0
+    assert "audience (no tenant): 3 questions on 1 card" in capsys.readouterr().out
+
+
+def test_check_never_opens_the_ledger(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [*CLI, "gateway", "--config", str(gateway_config(tmp_path)), "--check", "--lexical"],
+        env=cli_env(SKILLDECK_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "anyone (no policy): up: 0 skills, 5 tools" in done.stdout
+    assert not (home / "ledger.sqlite3").exists()

@@ -1,0 +1,131 @@
+"""The usage ledger's rules, in memory: per-card and per-audience bounds, repeats, shares, age, pruning."""
+
+from __future__ import annotations
+
+import pytest
+
+from skilldeck.learning import Ledger, LedgerLimits
+from skilldeck.learning._ledger import DAY
+
+CARD = "up/weather"
+
+
+def teach(ledger: Ledger, caller: str, count: int, *, card: str = CARD, start: float = 0.0, word: str = "q") -> None:
+    for i in range(count):
+        ledger.add(f"{word} {caller} {i}", card, caller, start + i)
+
+
+@pytest.mark.parametrize("per_card", [1, 5, 20])
+def test_a_card_keeps_its_newest_n_questions_at_n_and_n_plus_one(per_card: int) -> None:
+    ledger = Ledger(limits=LedgerLimits(per_card=per_card))
+    teach(ledger, "alice", per_card)
+    assert len(ledger.uses(CARD)) == per_card
+    change = ledger.add("the newest question", CARD, "alice", 1_000.0)
+    assert [u.question for u in change.written] == ["the newest question"]
+    assert [u.question for u in change.removed] == ["q alice 0"]  # the oldest made room
+    questions = ledger.questions(now=1_000.0)[CARD]
+    assert len(questions) == per_card
+    assert questions[0] == "the newest question"
+
+
+def test_an_exact_repeat_counts_once_and_is_the_newest() -> None:
+    ledger = Ledger()
+    ledger.add("weather in Paris", CARD, "alice", 1.0)
+    ledger.add("other question", CARD, "alice", 2.0)
+    ledger.add("  weather   in Paris ", CARD, "bob", 3.0)  # the same text once whitespace is folded
+    assert ledger.questions(now=3.0)[CARD] == ["weather in Paris", "other question"]
+    assert [u.caller for u in ledger.uses(CARD)] == ["bob", "alice"]
+
+
+def test_a_question_is_cut_to_its_length_cap() -> None:
+    limits = LedgerLimits(max_question_chars=10)
+    ledger = Ledger(limits=limits)
+    ledger.add("x" * 10, CARD, "alice", 1.0)
+    ledger.add("y" * 11, CARD, "alice", 2.0)
+    assert ledger.questions(now=2.0)[CARD] == ["y" * 10, "x" * 10]
+
+
+def test_one_caller_holds_at_most_half_of_a_card_once_another_taught_it() -> None:
+    ledger = Ledger()
+    ledger.add("weather tomorrow in Lyon", CARD, "bob", 0.0)
+    teach(ledger, "mallory", 100, start=1.0, word="crafted")  # a flood after one honest use
+    callers = [u.caller for u in ledger.uses(CARD)]
+    assert callers.count("mallory") == 1, callers
+    assert callers.count("bob") == 1, callers
+    # a third caller's use lets mallory hold one more: half of four
+    ledger.add("rain in Nantes", CARD, "carol", 200.0)
+    teach(ledger, "mallory", 10, start=201.0, word="again")
+    callers = [u.caller for u in ledger.uses(CARD)]
+    assert callers.count("mallory") == 2, callers
+    assert len(callers) == 4, callers
+
+
+def test_a_card_that_keeps_one_question_keeps_the_newest_whoever_asked_it() -> None:
+    ledger = Ledger(limits=LedgerLimits(per_card=1))
+    ledger.add("honest", CARD, "bob", 0.0)
+    ledger.add("newer", CARD, "mallory", 1.0)
+    assert ledger.questions(now=1.0) == {CARD: ["newer"]}
+
+
+def test_a_caller_alone_on_a_card_teaches_it_fully() -> None:
+    ledger = Ledger()
+    teach(ledger, "", 25)  # the default identity of a desktop's stdio gateway
+    assert len(ledger.questions(now=25.0)[CARD]) == 20
+
+
+def test_the_share_bound_is_per_card() -> None:
+    ledger = Ledger()
+    ledger.add("honest", CARD, "bob", 0.0)
+    teach(ledger, "mallory", 10, start=1.0)
+    teach(ledger, "mallory", 10, start=1.0, card="up/other")
+    assert len(ledger.uses(CARD)) == 2
+    assert len(ledger.uses("up/other")) == 10
+
+
+def test_uses_older_than_the_max_age_are_not_read_and_are_dropped() -> None:
+    ledger = Ledger(limits=LedgerLimits(max_age=30 * DAY))
+    ledger.add("old", CARD, "alice", 0.0)
+    ledger.add("recent", CARD, "alice", 20 * DAY)
+    assert ledger.questions(now=30 * DAY)[CARD] == ["recent", "old"]  # at the age: still read
+    assert ledger.questions(now=30 * DAY + 1)[CARD] == ["recent"]
+    change = ledger.prune(lambda card: True, now=30 * DAY + 1)
+    assert [u.question for u in change.removed] == ["old"]
+    assert len(ledger) == 1
+
+
+def test_an_audience_keeps_at_most_its_entry_cap_oldest_out_first() -> None:
+    ledger = Ledger(limits=LedgerLimits(max_entries=3))
+    for i in range(3):
+        ledger.add(f"q{i}", f"up/card{i}", "alice", float(i))
+    assert len(ledger) == 3
+    change = ledger.add("q3", "up/card3", "alice", 3.0)
+    assert [u.question for u in change.removed] == ["q0"]
+    assert len(ledger) == 3
+    assert ledger.cards() == ["up/card1", "up/card2", "up/card3"]
+
+
+def test_an_audience_keeps_at_most_its_byte_cap() -> None:
+    one = len(b"q0") + len(b"up/c0") + len(b"alice")
+    ledger = Ledger(limits=LedgerLimits(max_bytes=2 * one))
+    ledger.add("q0", "up/c0", "alice", 0.0)
+    ledger.add("q1", "up/c1", "alice", 1.0)
+    assert ledger.size == 2 * one
+    ledger.add("q2", "up/c2", "alice", 2.0)
+    assert ledger.size == 2 * one
+    assert ledger.cards() == ["up/c1", "up/c2"]
+
+
+def test_prune_drops_the_uses_of_cards_no_longer_listed() -> None:
+    ledger = Ledger()
+    ledger.add("weather", CARD, "alice", 0.0)
+    ledger.add("convert", "up/currency", "alice", 0.0)
+    change = ledger.prune(lambda card: card != "up/currency", now=1.0)
+    assert [u.card for u in change.removed] == ["up/currency"]
+    assert ledger.cards() == [CARD]
+
+
+def test_limits_that_hold_nothing_are_refused() -> None:
+    with pytest.raises(ValueError, match="per_card must be at least 1"):
+        LedgerLimits(per_card=0)
+    with pytest.raises(ValueError, match="max_age must be a positive"):
+        LedgerLimits(max_age=0)

@@ -1,0 +1,196 @@
+"""The ranker reads a usage history: each card's past questions, lexically and semantically, capped."""
+
+from __future__ import annotations
+
+import json
+import threading
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import pytest
+
+from skilldeck.select import CardSet, Ranker, Selector, build_cards, parse_snapshot
+from skilldeck.select._encoders import load_encoder
+from skilldeck.select._history import HistoryIndex, cap
+from skilldeck.select._rank import semantic_text
+from skilldeck.select._vectors import VectorCache
+
+
+class CountingEncoder:
+    """Deterministic vectors from a hash of the text's words (a shared word pulls texts together)."""
+
+    name = "counting"
+    fingerprint = "counting-history-v1"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts):
+        self.seen.extend(texts)
+        rows = []
+        for t in texts:
+            v = np.zeros(32, dtype=np.float32)
+            for w in t.lower().split():
+                v += np.random.default_rng(sum(map(ord, w))).standard_normal(32).astype(np.float32)
+            rows.append(v / (np.linalg.norm(v) or 1.0))
+        return np.stack(rows) if rows else np.zeros((0, 32), dtype=np.float32)
+
+
+def key(cardset: CardSet, server: str, name: str) -> str:
+    return next(c.key for c in cardset.cards if c.server == server and c.name == name)
+
+
+def top(selector: Selector, question: str) -> str:
+    d = selector.decide(question)
+    return f"{d.ranked[0].card.server}/{d.ranked[0].card.name}"
+
+
+# the forecast card holds "city" and "region" only; the route card holds "walking route": past
+# questions that led to the forecast teach it the rest
+QUESTION = "umbrella for my walking route through the city region"
+PAST = [
+    "Do I need an umbrella on my walking route in Porto tomorrow?",
+    "Will I need an umbrella on the cycling route this weekend?",
+]
+
+
+def test_past_questions_lift_the_card_they_led_to(cardset: CardSet) -> None:
+    before = Selector(cardset)
+    assert top(before, QUESTION) != "weather/get_forecast"
+    after = Selector(cardset, history={key(cardset, "weather", "get_forecast"): PAST})
+    d = after.decide(QUESTION)
+    assert f"{d.ranked[0].card.server}/{d.ranked[0].card.name}" == "weather/get_forecast"
+    assert d.history == 2
+    assert d.to_json()["history"] == 2
+    assert "history" not in before.decide(QUESTION).to_json()
+
+
+def test_set_history_swaps_in_a_new_history_without_reindexing_the_catalog(cardset: CardSet) -> None:
+    encoder = CountingEncoder()
+    selector = Selector(cardset, encoder=encoder, cache=VectorCache(None))
+    index, vectors = selector.ranker.index, selector.ranker.vectors
+    encoder.seen.clear()
+    forecast = key(cardset, "weather", "get_forecast")
+    selector.set_history({forecast: PAST})
+    assert selector.ranker.index is index  # the catalog's indexes are kept
+    assert selector.ranker.vectors is vectors
+    assert sorted(encoder.seen) == sorted(PAST)  # only the past questions are encoded
+    assert selector.ranker.history.size == 2
+    encoder.seen.clear()
+    alerts = key(cardset, "weather", "get_alerts")
+    selector.set_history({forecast: PAST, alerts: ["Any storm warnings for the coast?"]})
+    assert encoder.seen == ["Any storm warnings for the coast?"]  # an unchanged card's vector is reused
+    selector.set_history({})
+    assert not selector.ranker.history
+    assert selector.decide(QUESTION).history == 0
+
+
+def test_keys_of_cards_not_in_the_catalog_and_empty_questions_are_ignored(cardset: CardSet) -> None:
+    ranker = Ranker(cardset.cards, history={"tool:gone:nothing": ["anything"], key(cardset, "pdf", "merge_pdfs"): [""]})
+    assert not ranker.history
+
+
+def test_a_history_lift_is_capped_by_the_cards_own_evidence() -> None:
+    own = np.array([4.0, 1.0, 0.0])
+    lift = np.array([10.0, 10.0, 10.0])
+    capped = cap(lift, own, ratio=1.0, floor=0.25)
+    assert capped.tolist() == [5.0, 2.0, 1.0]  # 1 x own + 0.25 x the best own
+    assert cap(np.array([-1.0]), np.array([0.0]), 1.0, 0.25).tolist() == [0.0]
+
+
+def test_a_flood_on_an_unrelated_card_does_not_overtake_a_card_with_real_evidence(cardset: CardSet) -> None:
+    question = "What is the stock price of AAPL?"
+    honest = Selector(cardset)
+    assert top(honest, question) == "stocks/get_stock_price"
+    crafted = [f"what is the stock price of AAPL today {i}" for i in range(20)]
+    poisoned = Selector(cardset, history={key(cardset, "pdf", "merge_pdfs"): crafted})
+    d = poisoned.decide(question)
+    assert f"{d.ranked[0].card.server}/{d.ranked[0].card.name}" == "stocks/get_stock_price"
+    scores = {f"{s.card.server}/{s.card.name}": s.score for s in d.ranked}
+    # the unrelated card's lift is bounded by the cap floor: at most a quarter of the best real match
+    assert scores["pdf/merge_pdfs"] <= 0.5 * scores["stocks/get_stock_price"]
+
+
+def test_set_history_is_safe_while_rankings_run(cardset: CardSet) -> None:
+    selector = Selector(cardset)
+    forecast = key(cardset, "weather", "get_forecast")
+    errors: list[BaseException] = []
+
+    def rank() -> None:
+        try:
+            for _ in range(30):
+                selector.decide(QUESTION)
+        except BaseException as exc:  # pragma: no cover - what the test looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=rank) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for i in range(30):
+        selector.set_history({forecast: PAST[: 1 + i % 2]})
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_an_empty_history_index_scores_nothing() -> None:
+    empty = HistoryIndex.empty(3)
+    assert not empty
+    assert empty.size == 0
+    assert empty.card_scores({"x": 1.0}).tolist() == [0.0, 0.0, 0.0]
+    assert empty.matched(0, ("x",)) == 0
+
+
+# -- poisoning, with the default encoder on LiveMCPBench's 70 servers ---------------------------------
+
+POISON_QUESTIONS = [
+    "What will the weather be like in Berlin tomorrow?",
+    "Find the latest papers on retrieval augmented generation on arXiv",
+    "Convert /root/word/report.docx to PDF",
+    "What is the current stock price of NVIDIA?",
+    "Search Wikipedia for the history of the Eiffel Tower",
+    "Create a mind map of the chapters of my thesis",
+]
+
+
+@pytest.fixture(scope="module")
+def livemcpbench() -> tuple[CardSet, Any, np.ndarray]:
+    snapshot = resources.files("skilldeck.demo") / "data" / "livemcpbench-snapshot.json"
+    cards = build_cards(parse_snapshot(json.loads(snapshot.read_text(encoding="utf-8"))))
+    encoder = load_encoder("minilm")
+    return cards, encoder, encoder.encode([semantic_text(c) for c in cards.cards])
+
+
+def test_a_flood_of_crafted_uses_moves_an_unrelated_card_no_further_than_the_measured_bound(
+    livemcpbench: tuple[CardSet, Any, np.ndarray],
+) -> None:
+    """One caller teaches a card its own text shares nothing with (no term, the lowest cosine) 20
+    crafted uses of the question (the ledger's most per card): the card never comes first and its
+    server stays out of the first five (bench/selection/learning.py measures the same on every
+    LiveMCPBench task: best place after the flood 6th, never first)."""
+    cards, encoder, vectors = livemcpbench
+    selector = Selector(cards, encoder=encoder, vectors=vectors)
+    for question in POISON_QUESTIONS:
+        selector.set_history({})
+        before = selector.ranker.rank(question, limit=None)
+        cos = vectors @ encoder.encode([question])[0]
+        shared = {s.card.key for s in before.scored if s.lexical > 0}
+        unrelated = [i for i, c in enumerate(cards.cards) if c.key not in shared]
+        target = cards.cards[min(unrelated, key=lambda i: float(cos[i]))]
+        selector.set_history({target.key: [question] + [f"{question} ({n})" for n in range(19)]})
+        after = selector.ranker.rank(question, limit=None)
+        assert after.scored[0].card.key != target.key, question
+        assert target.server not in [label for label, _ in after.servers[:5]], question
+        assert after.servers[0][0] == before.servers[0][0], question  # the honest first server keeps its place
+
+
+def test_the_confidence_reads_a_cards_own_evidence_and_apart_what_history_added(cardset: CardSet) -> None:
+    question = "What is the weather forecast for the city of Porto?"
+    plain = Selector(cardset).decide(question)
+    learned = Selector(cardset, history={key(cardset, "weather", "get_forecast"): PAST}).decide(question)
+    assert plain.chosen[0].name == learned.chosen[0].name == "get_forecast"
+    for name in ("lexical", "server_lexical", "idf_coverage", "terms"):
+        assert learned.features[name] == pytest.approx(plain.features[name]), name
+    assert "history_lexical" not in plain.features
+    assert learned.features["history_lexical"] >= 0.0
