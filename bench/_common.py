@@ -1,8 +1,8 @@
 """Helpers the benchmarks share: a free port, stopping a child, throughput window options, ``src/`` at a revision.
 
 The scripts import it by name (``from _common import ...``): run as ``python bench/NAME.py`` their own folder
-is already on ``sys.path``; the ones the tests load by path, or that live in a subfolder, put ``bench/`` there
-first.
+is already on ``sys.path``; the ones the tests load by path append ``bench/`` to it (last, so that ``bench/agents.py``
+never shadows the OpenAI Agents SDK's ``agents`` in a test process), and the ones in a subfolder put it first.
 """
 
 from __future__ import annotations

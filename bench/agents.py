@@ -33,7 +33,7 @@ from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.select._project import count_tokens, history_a
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE))  # appended: bench/agents.py never shadows the agents package
 
 from gateway_agent import catalog, minimal_arguments, upstream_server  # noqa: E402
 

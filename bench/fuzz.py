@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))  # the tests load this file by path
+sys.path.append(str(REPO / "bench"))  # the tests load this file by path (appended: never shadows a package)
 
 from _common import stop  # noqa: E402
 

@@ -57,7 +57,7 @@ from skilldeck.select import CardSet, Selector
 from skilldeck.serving._policy import Caller
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE))  # appended: bench/agents.py never shadows the agents package
 sys.path.insert(0, str(HERE / "selection"))
 
 from livemcpbench import Task  # noqa: E402

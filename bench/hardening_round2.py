@@ -79,7 +79,7 @@ LISTENING = re.compile(r" at (http://[\d.]+:\d+)/")
 HOST = "127.0.0.1"
 
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO / "bench"))  # appended: never shadows a package
 
 import hardening as round1  # noqa: E402
 import replicas  # noqa: E402

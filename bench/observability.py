@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE))  # appended: bench/agents.py never shadows the agents package
 
 import gateway as gw  # noqa: E402
 import server_throughput as st  # noqa: E402

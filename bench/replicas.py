@@ -48,7 +48,7 @@ from types import ModuleType
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))  # the tests load this file by path
+sys.path.append(str(REPO / "bench"))  # the tests load this file by path (appended: never shadows a package)
 
 from _common import free_port, stop  # noqa: E402
 

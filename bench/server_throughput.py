@@ -70,7 +70,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # appended: bench/agents.py never shadows the agents package
 
 from _common import free_port, stop, window_arguments, window_settings  # noqa: E402
 

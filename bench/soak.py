@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE))  # appended: bench/agents.py never shadows the agents package
 
 import server_throughput as st  # noqa: E402
 from _common import free_port  # noqa: E402
