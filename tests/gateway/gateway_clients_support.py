@@ -143,10 +143,13 @@ def check_structured(tool: str, result: CallToolResult) -> dict[str, Any]:
     return structured
 
 
-def refusal(result: CallToolResult) -> str:
-    """The text of a refused call (``isError`` with a reason); fails when the call was not refused."""
-    assert result.is_error, f"expected a refusal, got {result}"
-    return " ".join(getattr(c, "text", "") for c in result.content)
+def refusal(result: CallToolResult, reason: str) -> str:
+    """The text of a call refused for ``reason`` (a stable phrase of it); fails when the call was not
+    refused, or was refused for another reason (another check refused first: the test missed its guard)."""
+    assert result.is_error, f"expected a refusal ({reason!r}), got {result}"
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    assert reason in text, f"refused, but not for {reason!r}: {text}"
+    return text
 
 
 class Heard:

@@ -111,6 +111,7 @@ def talent_shop() -> Any:
 
 
 ASK = "Order A001: please look it up."
+NOT_AVAILABLE = "Tool 'cancel_order' is not available to this caller"
 
 
 @pytest.mark.anyio
@@ -142,6 +143,7 @@ async def test_a_solon_client_gets_the_policy_for_its_token(mode: str) -> None:
             with pytest.raises(MCPError) as refused:
                 await alice.call_tool("cancel_order", {"order_id": "A001"})
             assert refused.value.error.code == -32602
+            assert refused.value.error.message == NOT_AVAILABLE
 
         async with connect(url, ADMIN_B, mode) as bob:
             talent = await SolonTalentClient.attach(bob)
@@ -173,7 +175,7 @@ async def test_prompt_attributes_narrow_and_never_widen() -> None:
             assert await talent.activate(other) is None
             assert await talent.get_instruction(other) == ""
             assert await talent._call("getToolsMcp", other) == "[]"
-            with pytest.raises(MCPError):
+            with pytest.raises(MCPError, match=NOT_AVAILABLE):
                 await alice.call_tool("cancel_order", {"order_id": "A001"})
         async with connect(url, CAROL, "auto") as carol:
             talent = await SolonTalentClient.attach(carol)
@@ -274,7 +276,7 @@ async def test_stdio_answers_for_the_default_identity(tmp_path: Path) -> None:
         assert sorted(activated[1]) == ["issue_refund", "lookup_order"]
         assert await talent.activate(solon_prompt_json(ASK, tenant_id="globex")) is None
         await client.call_tool("lookup_order", {"order_id": "A1"})
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError, match=NOT_AVAILABLE):
             await client.call_tool("cancel_order", {"order_id": "A1"})
     assert ran.read_text().split() == ["lookup_order"]
 
