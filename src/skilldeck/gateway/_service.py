@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from skilldeck._records import JsonLinesLog
-from skilldeck.errors import GateRefused, SkilldeckError, shorten
+from skilldeck.errors import GateRefused, SkilldeckError, ToolNotListed, shorten
 from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, per_connection
 from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
@@ -64,6 +64,8 @@ MAX_SELECTORS = 32
 DEFAULT_ENCODER: Literal["default"] = "default"
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
+NOT_GRANTED = "not granted by any admitted skill"
+"""The audit's reason for a call of a tool the policy does not route to the caller (hidden from it or not)."""
 PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
 """Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
 than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
@@ -91,6 +93,10 @@ class _Index:
     """The listing's gate (validators built once per schema); each call checks a view with the client's tools."""
     allowed: frozenset[str] | None = None
     """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
+    listing: Mapping[str, Mapping[str, Any]] | None = None
+    """Under a policy, every tool the upstreams list, hidden ones included: what a refusal is resolved against."""
+    listing_gate: ToolGate | None = None
+    """A gate over :attr:`listing`, built at the first refused call (it only names the tool a call meant)."""
 
 
 def _digest(loaded: LoadedSkill) -> str:
@@ -223,7 +229,9 @@ class GatewayService:
         down = key[1]
         if down:
             cards = CardSet([c for c in cards.cards if c.server not in down], cards.tools, cards.not_offered)
+        listing = None
         if self.policy is not None:
+            listing = cards.tools
             cards = self._admitted_cards(cards, caller)
         ids: dict[str, Card] = {}
         for card in cards.cards:
@@ -231,7 +239,7 @@ class GatewayService:
         # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
         # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
         selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
-        index = _Index(cards, selector, ids)
+        index = _Index(cards, selector, ids, listing=listing)
         if len(self._indexes) >= MAX_SELECTORS:
             self._indexes.popitem(last=False)[1].selector.ranker.close()
         self._indexes[key] = index
@@ -573,6 +581,9 @@ class GatewayService:
             # an upstream not listed because it is down (since the start, say): say so
             error = refused if down is None else GateRefused(f"{down}; the call was not sent")
             self.log.record("call", client, tool=shorten(name), refused=str(error))
+            hidden = self._hidden_tool(caller, index, name) if isinstance(refused, ToolNotListed) else None
+            if hidden is not None:  # the policy hid it from this caller's listing: a policy decision too
+                self.audit.record(caller, hidden, allowed=False, reason=NOT_GRANTED)
             if error is refused:
                 raise
             raise error from None
@@ -580,14 +591,31 @@ class GatewayService:
         if allowed is not None:
             granted = tool_id(label, tool) in allowed
             self.audit.record(
-                caller,
-                tool_id(label, tool),
-                allowed=granted,
-                reason="granted" if granted else "not granted by any admitted skill",
+                caller, tool_id(label, tool), allowed=granted, reason="granted" if granted else NOT_GRANTED
             )
             if not granted:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
+
+    def _hidden_tool(self, caller: Caller, index: _Index, name: str) -> str | None:
+        """``LABEL/TOOL`` when ``name`` is an upstream tool the policy hides from ``caller``, else ``None``.
+
+        The caller's gate lists only what the policy routes to it, so such a call is refused there as
+        not listed, and the caller is told no more than that (a hidden tool is not disclosed); the
+        audit still records it as what it is, a policy decision.
+        """
+        allowed = self.tools_for(caller)
+        if allowed is None or index.listing is None:
+            return None
+        if index.listing_gate is None:
+            index.listing_gate = ToolGate(index.listing)
+        try:
+            label, tool = index.listing_gate.resolve(name)
+        except GateRefused:
+            return None
+        if tool not in index.listing.get(label, {}) or tool_id(label, tool) in allowed:
+            return None
+        return tool_id(label, tool)
 
     async def call(
         self,
