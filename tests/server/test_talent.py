@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from mcp import Client, StdioServerParameters
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
@@ -34,7 +35,7 @@ from skilldeck.server._talent import (
     parse_prompt_json,
     routing_value,
 )
-from skilldeck.serving._policy import Caller
+from skilldeck.serving._policy import Caller, Policy, parse_policy
 
 from .test_context_aware_http import ADMIN_B, PACK, POLICY_FILE, USER_A, build_shop, connect, serving
 
@@ -97,8 +98,8 @@ class SolonTalentClient:
         return await self.get_instruction(prompt_json), await self.get_tools(prompt_json)
 
 
-def talent_shop() -> Any:
-    shop = build_shop()
+def talent_shop(policy: Policy | None = None) -> Any:
+    shop = build_shop(policy)
     shop.verifier.tokens[CAROL] = AccessToken(
         token=CAROL,
         client_id="support-app",
@@ -185,6 +186,39 @@ async def test_prompt_attributes_narrow_and_never_widen() -> None:
             assert as_user is not None
             assert sorted(both[1]) == ["cancel_order", "issue_refund", "lookup_order"]
             assert sorted(as_user[1]) == ["issue_refund", "lookup_order"]  # a held role picks the narrower route
+    assert shop.calls == []
+
+
+GLOBEX_VALUES = "        set: {support_email: desk@globex.test, refund_limit: 5000}\n"
+ADMIN_VALUES = "      - when: {roles: [admin]}\n        set: {refund_limit: any amount}\n"
+
+
+def role_worded_policy() -> Policy:
+    """The fixture's policy, with the orders instruction worded for administrators too (the fixture's
+    variables vary by tenant alone, so an instruction rendered for the wrong role read the same)."""
+    text = POLICY_FILE.read_text()
+    assert text.count(GLOBEX_VALUES) == 1
+    return parse_policy(yaml.safe_load(text.replace(GLOBEX_VALUES, GLOBEX_VALUES + ADMIN_VALUES)))
+
+
+@pytest.mark.anyio
+async def test_the_instruction_is_rendered_for_a_role_the_token_holds_never_for_a_forged_one() -> None:
+    shop = talent_shop(role_worded_policy())
+    async with serving(shop) as url:
+        async with connect(url, USER_A, "auto") as alice:
+            talent = await SolonTalentClient.attach(alice)
+            for role in ("admin", "owner", None):  # not held by her token: the hint is ignored
+                attrs = {"tenant_id": "acme"} | ({"user_role": role} if role else {})
+                instruction = await talent.get_instruction(solon_prompt_json(ASK, **attrs))
+                assert "refunds up to 100." in instruction, (role, instruction)
+        async with connect(url, CAROL, "legacy") as carol:
+            talent = await SolonTalentClient.attach(carol)
+            as_both = await talent.get_instruction(solon_prompt_json(ASK, tenant_id="acme"))
+            assert "refunds up to any amount." in as_both, as_both
+            as_admin = await talent.get_instruction(solon_prompt_json(ASK, tenant_id="acme", user_role="admin"))
+            assert "refunds up to any amount." in as_admin, as_admin
+            as_user = await talent.get_instruction(solon_prompt_json(ASK, tenant_id="acme", user_role="user"))
+            assert "refunds up to 100." in as_user, as_user  # a held role narrows the wording as it narrows tools
     assert shop.calls == []
 
 
