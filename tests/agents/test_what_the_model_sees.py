@@ -34,7 +34,7 @@ from skilldeck.agents.pydantic_ai import SkillToolset
 from skilldeck.errors import GateRefused
 from skilldeck.serving._policy import Caller, load_policy
 
-from ..gateway.gateway_clients_support import Gateway, ToolSkill, open_gateway, recording_upstream, tool_calls
+from ..gateway.gateway_clients_support import Gateway, east_upstream, open_gateway, tool_calls, west_upstream
 from ..host.hostile import HostileServer
 
 pytestmark = pytest.mark.anyio
@@ -49,32 +49,6 @@ POLICY = "default_identity: {subject: intern, roles: [user]}\nskills:\n" + "".jo
 )
 ADMIN = Caller(subject="root", roles=frozenset({"admin"}))
 NOT_ACTIVE = "is not in the active skill's tools"
-
-
-def east_upstream() -> HostileServer:
-    def search(query: str) -> str:
-        """Search the east archive."""
-        return f"east found {query}"
-
-    def purge() -> str:
-        """Delete the east archive."""
-        return "east purged"
-
-    skill = ToolSkill("east-search", "search", "Search the east archive for old letters.")
-    return recording_upstream("east", skill, tools=[search, purge])
-
-
-def west_upstream() -> HostileServer:
-    def search(query: str, region: str) -> str:
-        """Search the west archive in one region."""
-        return f"west found {query} in {region}"
-
-    def purge() -> str:
-        """Delete the west archive."""
-        return "west purged"
-
-    skill = ToolSkill("west-search", "search", "Search the west archive by region.")
-    return recording_upstream("west", skill, tools=[search, purge])
 
 
 @asynccontextmanager

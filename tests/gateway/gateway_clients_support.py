@@ -84,6 +84,36 @@ def files_upstream() -> HostileServer:
     return recording_upstream("files", tools=[read_file, write_file])
 
 
+def east_upstream() -> HostileServer:
+    """``east``: the ``east-search`` skill (naming ``search``), the tools ``search(query)`` and ``purge``."""
+
+    def search(query: str) -> str:
+        """Search the east archive."""
+        return f"east found {query}"
+
+    def purge() -> str:
+        """Delete the east archive."""
+        return "east purged"
+
+    skill = ToolSkill("east-search", "search", "Search the east archive for old letters.")
+    return recording_upstream("east", skill, tools=[search, purge])
+
+
+def west_upstream() -> HostileServer:
+    """``west``: as ``east``, its ``search`` taking a ``region`` too (a schema from the wrong server shows)."""
+
+    def search(query: str, region: str) -> str:
+        """Search the west archive in one region."""
+        return f"west found {query} in {region}"
+
+    def purge() -> str:
+        """Delete the west archive."""
+        return "west purged"
+
+    skill = ToolSkill("west-search", "search", "Search the west archive by region.")
+    return recording_upstream("west", skill, tools=[search, purge])
+
+
 @dataclass
 class Gateway:
     host: Host

@@ -19,17 +19,20 @@ from skilldeck.gateway._meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
 from skilldeck.gateway._server import CONVERSATION_META_KEY
 from skilldeck.host._wire import SkillsWire
 from skilldeck.serving._policy import load_policy
+from skilldeck.skill._manifest import digest_of
 
 from .gateway_clients_support import (
     ToolSkill,
     check_structured,
     client,
+    east_upstream,
     files_upstream,
     jobs_upstream,
     open_gateway,
     recording_upstream,
     refusal,
     tool_calls,
+    west_upstream,
 )
 
 pytestmark = pytest.mark.anyio
@@ -94,6 +97,30 @@ async def test_guessed_names_are_refused(guess: str, reason: str) -> None:
             refusal(await c.call_tool(guess, {}), reason)
         assert tool_calls(jobs) == []
         assert tool_calls(files) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_one_tool_name_on_two_servers_is_the_loaded_ones_and_refused_when_both_are(era: str) -> None:
+    """``east`` and ``west`` both list ``search``: a bare name goes to the one server whose skill was loaded,
+    a qualified name to its own server, and once both are loaded the bare name is refused, never guessed."""
+    east, west = east_upstream(), west_upstream()
+    async with open_gateway({"east": east, "west": west}) as gw, client(gw, era) as c:
+        check_structured("load", await c.call_tool("load", {"ids": ["west/west-search"]}))
+        bare = {"tool": "search", "arguments": {"query": "maps", "region": "south"}}
+        assert text_of(await c.call_tool("call", bare)) == "west found maps in south"
+        refusal(await c.call_tool("call", {"tool": "east/search", "arguments": {"query": "x"}}), NOT_ACTIVE)
+        refusal(await c.call_tool("east__search", {"query": "x"}), NOT_ACTIVE)
+        check_structured("load", await c.call_tool("load", {"ids": ["east/east-search"]}))
+        refusal(await c.call_tool("call", bare), "'search' is listed by several servers (east, west)")
+        assert text_of(await c.call_tool("east__search", {"query": "letters"})) == "east found letters"
+        assert text_of(await c.call_tool("call", {**bare, "tool": "west/search"})) == "west found maps in south"
+    assert [c["arguments"] for c in tool_calls(west)] == [{"query": "maps", "region": "south"}] * 2
+    assert [c["arguments"] for c in tool_calls(east)] == [{"query": "letters"}]
+
+
+def text_of(result: Any) -> str:
+    assert not result.is_error, result
+    return " ".join(getattr(c, "text", "") for c in result.content)
 
 
 async def test_a_tool_of_another_label_named_by_a_skill_needs_a_grant() -> None:
@@ -164,6 +191,30 @@ async def test_a_skill_whose_bytes_changed_after_listing_is_refused_and_activate
         refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}), NOT_ACTIVE)
         refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}), NOT_ACTIVE)
         assert tool_calls(jobs) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_skill_changed_upstream_is_loaded_as_it_is_now_not_from_the_bytes_verified_before(era: str) -> None:
+    """The upstream re-lists ``job-search`` with a new ``SKILL.md`` of the same size (a new digest): the next load
+    verifies and serves the new bytes; nothing held from the first load stands in for them."""
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
+        first = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        assert "# job-search" in first["skills"][0]["content"], first
+        uri = "skill://job-search/SKILL.md"
+        jobs.files[uri] = jobs.files[uri].replace(b"# job-search", b"# JOB-SEARCH")
+        (entry,) = jobs.entries
+        entry["resources"][0] = {"uri": uri, "digest": digest_of(jobs.files[uri]), "size": len(jobs.files[uri])}
+        await gw.host.relist("jobs")
+        gw.service.reindex("jobs")
+        again = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        content = again["skills"][0]["content"]
+        assert "# JOB-SEARCH" in content, again
+        assert "# job-search" not in content, again
+        read = check_structured(
+            "read_skill_file", await c.call_tool("read_skill_file", {"skill": "jobs/job-search", "path": "SKILL.md"})
+        )
+        assert "# JOB-SEARCH" in read["text"], read
 
 
 ROUTES_NONE = """\
