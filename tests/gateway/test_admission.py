@@ -165,11 +165,17 @@ async def test_a_skill_admitted_to_admins_is_hidden_from_a_user_by_id_by_label_r
             ids = await card_ids(alice, "search job postings and summarise meeting notes")
             assert not set(HIDDEN) & ids, ids
             assert "files/file-help" in ids, ids  # what is admitted to her is found
+            for skill in HIDDEN:  # what Bob loaded is his: before she loads anything, and after
+                text = refusal(
+                    await alice.call_tool("read_skill_file", {"skill": skill, "path": "SKILL.md"}),
+                    "is not a loaded skill",
+                )
+                assert "(loaded: none)" in text, text
             result = await alice.call_tool("load", {"ids": list(HIDDEN)})
             assert "Refused jobs/job-search: no card has the id" in refusal(result, "no card has the id")
             assert isinstance(result.structured_content, dict)
             assert [r["id"] for r in result.structured_content["refused"]] == list(HIDDEN)
-            for skill in HIDDEN:  # what Bob loaded is his: she cannot read it through his activation
+            for skill in HIDDEN:
                 text = refusal(
                     await alice.call_tool("read_skill_file", {"skill": skill, "path": "SKILL.md"}),
                     "is not a loaded skill",
@@ -218,6 +224,8 @@ async def test_a_call_of_a_tool_the_policy_hides_is_an_audited_policy_refusal(tm
                     f"never listed a tool named {name.partition('/')[2]!r}",
                 )
             refusal(await alice.call_tool("files__write_file", {"path": "a", "content": "b"}), "never listed")
+            bare = {"tool": "write_file", "arguments": {"path": "a", "content": "b"}}  # by the bare name
+            refusal(await alice.call_tool("call", bare), "no server lists a tool named 'write_file'")
             refusal(await alice.call_tool("call", {"tool": "files/no_such_tool", "arguments": {}}), "never listed")
             assert not (await alice.call_tool("files__read_file", {"path": "a"})).is_error
     records = [(r["subject"], r["tool"], r["decision"], r["reason"]) for r in gw.service.audit.records]
@@ -225,6 +233,7 @@ async def test_a_call_of_a_tool_the_policy_hides_is_an_audited_policy_refusal(tm
         ("bob", "files/write_file", "allowed", "granted"),
         ("alice", "files/write_file", "refused", NOT_GRANTED),
         ("alice", "jobs/delete_job", "refused", NOT_GRANTED),
+        ("alice", "files/write_file", "refused", NOT_GRANTED),
         ("alice", "files/write_file", "refused", NOT_GRANTED),
         ("alice", "files/read_file", "allowed", "granted"),
     ], records  # a tool no upstream lists is no policy decision: not audited
