@@ -87,6 +87,7 @@ T_EXTENSION = "tests/server/test_extension.py"
 T_GW_SECURITY = "tests/gateway/test_security.py"
 T_GW_REPUBLISH = "tests/gateway/test_republish.py"
 T_GW_ADMISSION = "tests/gateway/test_admission.py"
+T_GW_ADMISSION_CLI = "tests/gateway/test_admission_cli.py"
 T_MODEL_SEES = "tests/agents/test_what_the_model_sees.py"
 T_RELAY = "tests/gateway/test_relay_requests.py"
 T_TALENT = "tests/server/test_talent.py"
@@ -717,6 +718,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                if True:\n",
         f"{T_GW_ADMISSION}::test_a_skill_admitted_to_admins_is_hidden_from_a_user_by_id_by_label_rule_and_by_uri",
         "find and load offer upstream skills the policy does not admit to the caller",
+    ),
+    _m(
+        "gw-skill-admitted-for-default-identity",
+        "gateway/_service.py",
+        "        return rule is None or rule.admits(caller)\n",
+        "        return rule is None or rule.admits(self.policy.default_identity)\n",
+        T_GW_ADMISSION_CLI,
+        "a skill is admitted as if the policy's default identity asked, whoever's token it is",
     ),
     _m(
         "gw-tools-for-another-audience",
