@@ -27,10 +27,10 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.shared.exceptions import MCPError
 
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway._service import NOT_GRANTED
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.host._wire import SkillsWire
 from skilldeck.server._app import run_http
+from skilldeck.serving._audit import NOT_GRANTED
 from skilldeck.serving._policy import load_policy
 
 from ..host.hostile import HostileServer

@@ -50,7 +50,7 @@ from skilldeck.select._project import count_tokens, history_a
 from skilldeck.select._rank import Encoder, Scored
 from skilldeck.select._vectors import VectorCache
 from skilldeck.server._audience import allowed_tools
-from skilldeck.serving._audit import AuditLog
+from skilldeck.serving._audit import GRANTED, NOT_GRANTED, AuditLog
 from skilldeck.serving._policy import Caller, Policy, render_template
 from skilldeck.skill._tags import neutralise_in, neutralise_tags
 from skilldeck.skill._uri import is_text_mime_type, mime_type_for
@@ -64,8 +64,6 @@ MAX_SELECTORS = 32
 DEFAULT_ENCODER: Literal["default"] = "default"
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
-NOT_GRANTED = "not granted by any admitted skill"
-"""The audit's reason for a call of a tool the policy does not route to the caller (hidden from it or not)."""
 PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
 """Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
 than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
@@ -590,9 +588,7 @@ class GatewayService:
         allowed = self.tools_for(caller)
         if allowed is not None:
             granted = tool_id(label, tool) in allowed
-            self.audit.record(
-                caller, tool_id(label, tool), allowed=granted, reason="granted" if granted else NOT_GRANTED
-            )
+            self.audit.record(caller, tool_id(label, tool), allowed=granted, reason=GRANTED if granted else NOT_GRANTED)
             if not granted:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
