@@ -85,6 +85,36 @@ def files_upstream() -> HostileServer:
     return recording_upstream("files", tools=[read_file, write_file])
 
 
+def east_upstream() -> HostileServer:
+    """``east``: the ``east-search`` skill (naming ``search``), the tools ``search(query)`` and ``purge``."""
+
+    def search(query: str) -> str:
+        """Search the east archive."""
+        return f"east found {query}"
+
+    def purge() -> str:
+        """Delete the east archive."""
+        return "east purged"
+
+    skill = ToolSkill("east-search", "search", "Search the east archive for old letters.")
+    return recording_upstream("east", skill, tools=[search, purge])
+
+
+def west_upstream() -> HostileServer:
+    """``west``: as ``east``, its ``search`` taking a ``region`` too (a schema from the wrong server shows)."""
+
+    def search(query: str, region: str) -> str:
+        """Search the west archive in one region."""
+        return f"west found {query} in {region}"
+
+    def purge() -> str:
+        """Delete the west archive."""
+        return "west purged"
+
+    skill = ToolSkill("west-search", "search", "Search the west archive by region.")
+    return recording_upstream("west", skill, tools=[search, purge])
+
+
 @dataclass
 class Gateway:
     host: Host
@@ -145,10 +175,13 @@ def check_structured(tool: str, result: CallToolResult) -> dict[str, Any]:
     return structured
 
 
-def refusal(result: CallToolResult) -> str:
-    """The text of a refused call (``isError`` with a reason); fails when the call was not refused."""
-    assert result.is_error, f"expected a refusal, got {result}"
-    return " ".join(getattr(c, "text", "") for c in result.content)
+def refusal(result: CallToolResult, reason: str) -> str:
+    """The text of a call refused for ``reason`` (a stable phrase of it); fails when the call was not
+    refused, or was refused for another reason (another check refused first: the test missed its guard)."""
+    assert result.is_error, f"expected a refusal ({reason!r}), got {result}"
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    assert reason in text, f"refused, but not for {reason!r}: {text}"
+    return text
 
 
 class Heard:

@@ -21,10 +21,12 @@ from mcp_types import (
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
+    CreateMessageResultWithTools,
     ListRootsRequest,
     ListRootsResult,
     SamplingMessage,
     TextContent,
+    Tool,
 )
 from pydantic import BaseModel
 
@@ -133,6 +135,17 @@ class Asker:
                 tg.start_soon(withdrawn)
                 found = await ask_directly(ctx, ListRootsRequest(), ListRootsResult)
             return ",".join(str(r.uri) for r in found.roots)
+
+        @self.server.tool()
+        async def plan(topic: str, ctx: Context) -> str:
+            """Samples with a tool the model may call: needs ``sampling.tools``, not only ``sampling`` (2025-11-25 only)."""
+            text = TextContent(type="text", text=f"plan {topic}")
+            lookup = Tool(name="lookup", input_schema={"type": "object"})
+            params = CreateMessageRequestParams(
+                messages=[SamplingMessage(role="user", content=text)], max_tokens=20, tools=[lookup]
+            )
+            sampled = await ask_directly(ctx, CreateMessageRequest(params=params), CreateMessageResultWithTools)
+            return f"planned: {sampled.content.text}"
 
         @self.server.tool()
         async def chatty(tag: str, ctx: Context) -> str:

@@ -48,7 +48,9 @@ async def test_routed_tools_are_kept_per_audience_and_recomputed_after_a_reindex
                 if caller is admin:
                     assert not (await service.call(caller, "a", "jobs/search_jobs", args)).get("isError")
                 else:
-                    with pytest.raises(GateRefused):  # not routed: not even listed for this audience
+                    with pytest.raises(
+                        GateRefused, match="never listed a tool named 'search_jobs'"
+                    ):  # not routed: not listed
                         await service.call(caller, "r", "jobs/search_jobs", args)
         assert len(tool_calls(jobs)) == 2
         # the skill that routes the tool is gone from the catalog: after the reindex nobody is routed it
@@ -57,7 +59,7 @@ async def test_routed_tools_are_kept_per_audience_and_recomputed_after_a_reindex
         registry.remove_server("jobs")
         registry.set_tools("jobs", tools)  # the tools stay listed; only the skill routing them is gone
         service.reindex()
-        with pytest.raises(GateRefused):  # not routed: not even listed for this audience
+        with pytest.raises(GateRefused, match="never listed a tool named 'search_jobs'"):  # not routed: not listed
             await service.call(admin, "a", "jobs/search_jobs", args)
         assert len(tool_calls(jobs)) == 2
 

@@ -28,19 +28,32 @@ from mcp_types import (
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     CallToolResult,
+    ClientCapabilities,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
     CreateMessageResult,
+    ElicitationCapability,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
     ElicitResult,
     EmptyResult,
+    FormElicitationCapability,
     ListRootsResult,
     ListToolsResult,
     Root,
+    SamplingCapability,
+    SamplingMessage,
+    SamplingToolsCapability,
     TextContent,
     Tool,
+    ToolChoice,
+    UrlElicitationCapability,
 )
 
 import skilldeck
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway._relay import MAX_INPUT_RESPONSES
+from skilldeck.gateway._relay import MAX_INPUT_RESPONSES, missing_capability
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
 
 from ..host.hostile_http import serving_in_thread
@@ -67,6 +80,7 @@ PINS = [
     ("ask", "wait"),
     ("ask", "impatient"),
     ("ask", "second_thoughts"),
+    ("ask", "plan"),
 ]
 UPSTREAM_SCRIPT = Path(__file__).with_name("relay_upstream.py")
 
@@ -234,6 +248,66 @@ async def test_a_client_without_the_capability_is_refused_not_hung(down: str, up
                     assert capability in text(result).partition("did not declare the")[2], text(result)
         # the gateway still serves
         assert not (await c.call_tool("find", {"query": "greet"})).is_error
+
+
+@pytest.mark.parametrize("up", ["legacy", "legacy-http"])
+async def test_sampling_with_tools_reaches_only_a_client_that_declared_sampling_tools(up: str) -> None:
+    """Two clients declare ``sampling``, one of them ``sampling.tools`` too: a sampling request that offers the
+    model a tool reaches only that one; the other's call is refused naming the capability, and it is never asked."""
+    plain, tooled = Downstream("pia"), Downstream("tom")
+    with_tools = SamplingCapability(tools=SamplingToolsCapability())
+    async with (
+        opened(Asker(), up) as gw,
+        client(gw, "legacy", sampling_capabilities=SamplingCapability(), **plain.callbacks()) as p,
+        client(gw, "legacy", sampling_capabilities=with_tools, **tooled.callbacks()) as t,
+    ):
+        with anyio.fail_after(20):
+            refused = await p.call_tool("ask__plan", {"topic": "x"})
+            assert refused.is_error, refused
+            assert "did not declare the sampling.tools capability" in text(refused), text(refused)
+            assert text(await t.call_tool("ask__plan", {"topic": "y"})) == "planned: by tom"
+            assert text(await p.call_tool("ask__write", {"topic": "z"})) == "sampled: by pia"  # plain sampling still
+    assert plain.asked == ["sampling: write about z"]
+    assert tooled.asked == ["sampling: plan y"]
+
+
+def test_each_question_needs_the_sub_capability_it_uses() -> None:
+    """URL elicitation is not form elicitation, and sampling with tools (or a tool choice) is not sampling."""
+    form, url = (
+        ElicitationCapability(form=FormElicitationCapability()),
+        ElicitationCapability(url=UrlElicitationCapability()),
+    )
+    ask_url = ElicitRequest(params=ElicitRequestURLParams(message="m", url="https://x.test/", elicitation_id="e"))
+    ask_form = ElicitRequest(
+        params=ElicitRequestFormParams(message="m", requested_schema={"type": "object", "properties": {}})
+    )
+    message = [SamplingMessage(role="user", content=TextContent(type="text", text="t"))]
+    plain = CreateMessageRequest(params=CreateMessageRequestParams(messages=message, max_tokens=5))
+    chosen = CreateMessageRequest(
+        params=CreateMessageRequestParams(messages=message, max_tokens=5, tool_choice=ToolChoice(mode="none"))
+    )
+    offered = CreateMessageRequest(
+        params=CreateMessageRequestParams(
+            messages=message, max_tokens=5, tools=[Tool(name="t", input_schema={"type": "object"})]
+        )
+    )
+    sampling, with_tools = SamplingCapability(), SamplingCapability(tools=SamplingToolsCapability())
+
+    def missing(request: Any, capabilities: ClientCapabilities) -> str | None:
+        found = missing_capability(request, capabilities)
+        return None if found is None else found[0]
+
+    assert missing(ask_url, ClientCapabilities(elicitation=form)) == "url elicitation"
+    assert missing(ask_url, ClientCapabilities(elicitation=ElicitationCapability())) == "url elicitation"
+    assert missing(ask_url, ClientCapabilities(elicitation=url)) is None
+    assert missing(ask_form, ClientCapabilities(elicitation=url)) == "form elicitation"
+    assert missing(ask_form, ClientCapabilities(elicitation=ElicitationCapability())) is None  # the bare form
+    assert missing(ask_form, ClientCapabilities(elicitation=form)) is None
+    assert missing(plain, ClientCapabilities(sampling=sampling)) is None
+    for request in (chosen, offered):
+        assert missing(request, ClientCapabilities(sampling=sampling)) == "sampling.tools"
+        assert missing(request, ClientCapabilities(sampling=with_tools)) is None
+        assert missing(request, ClientCapabilities(elicitation=form)) == "sampling.tools"
 
 
 @pytest.mark.parametrize("up", ["modern", "legacy-http"])

@@ -19,22 +19,27 @@ from skilldeck.gateway._meta import MAX_ID_CHARS, MAX_LOAD_IDS, MAX_QUERY_CHARS
 from skilldeck.gateway._server import CONVERSATION_META_KEY
 from skilldeck.host._wire import SkillsWire
 from skilldeck.serving._policy import load_policy
+from skilldeck.skill._manifest import digest_of
 
 from .gateway_clients_support import (
     ToolSkill,
     check_structured,
     client,
+    east_upstream,
     files_upstream,
     jobs_upstream,
     open_gateway,
     recording_upstream,
     refusal,
     tool_calls,
+    west_upstream,
 )
 
 pytestmark = pytest.mark.anyio
 
 ERAS = ["modern", "legacy"]
+NOT_ACTIVE = "is not in the active skill's tools"
+BAD_ARGUMENTS = "do not match its input schema"
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -42,18 +47,21 @@ async def test_a_tool_never_activated_is_refused_by_call_and_by_injected_name(er
     jobs, files = jobs_upstream(), files_upstream()
     async with open_gateway({"jobs": jobs, "files": files}) as gw, client(gw, era) as c:
         for name in ("jobs/search_jobs", "files/read_file"):
-            text = refusal(await c.call_tool("call", {"tool": name, "arguments": {"query": "x", "path": "a"}}))
+            text = refusal(
+                await c.call_tool("call", {"tool": name, "arguments": {"query": "x", "path": "a"}}), NOT_ACTIVE
+            )
             assert "active tools: none" in text, text
-        text = refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}))
-        assert "not in the active" in text, text
+        text = refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}), NOT_ACTIVE)
         assert "active tools: none" in text, text
-        refusal(await c.call_tool("files__read_file", {"path": "notes.txt"}))
+        refusal(await c.call_tool("files__read_file", {"path": "notes.txt"}), NOT_ACTIVE)
         # loading the skill activates exactly its tool: its neighbour stays refused, both ways
         loaded = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
         assert [t["name"] for t in loaded["tools"]] == ["jobs/search_jobs"], loaded
-        text = refusal(await c.call_tool("call", {"tool": "jobs/delete_job", "arguments": {"job_id": "J-1"}}))
+        text = refusal(
+            await c.call_tool("call", {"tool": "jobs/delete_job", "arguments": {"job_id": "J-1"}}), NOT_ACTIVE
+        )
         assert "active tools: jobs/search_jobs" in text, text
-        refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}))
+        refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}), NOT_ACTIVE)
         assert tool_calls(jobs) == []
         assert tool_calls(files) == []
         result = await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}})
@@ -61,31 +69,58 @@ async def test_a_tool_never_activated_is_refused_by_call_and_by_injected_name(er
         assert [p["name"] for p in tool_calls(jobs)] == ["search_jobs"]
 
 
+NO_SERVER = "no server lists a tool named"
+
+
 @pytest.mark.parametrize(
-    "guess",
+    ("guess", "reason"),
     [
-        "search_jobs",  # the bare name of an inactive tool
-        "jobs/delete_job",
-        "jobs__delete_job",
-        "jobs.delete_job",
-        "jobs/nuke_everything",  # never listed
-        "jobs__nuke_everything",
-        "files__read_file",
-        "files/../jobs/delete_job",
-        "Jobs__Delete_Job",
-        "jobs__search_jobs/../delete_job",
-        "call",  # a meta-tool's name, through call
+        ("search_jobs", NOT_ACTIVE),  # the bare name of an inactive tool
+        ("jobs/delete_job", NOT_ACTIVE),
+        ("jobs__delete_job", NOT_ACTIVE),
+        ("jobs.delete_job", NO_SERVER),
+        ("jobs/nuke_everything", "'jobs' never listed a tool named 'nuke_everything'"),  # never listed
+        ("jobs__nuke_everything", "'jobs' never listed a tool named 'nuke_everything'"),
+        ("files__read_file", NOT_ACTIVE),
+        ("files/../jobs/delete_job", "'files' never listed a tool named '../jobs/delete_job'"),
+        ("Jobs__Delete_Job", NO_SERVER),
+        ("jobs__search_jobs/../delete_job", "'jobs' never listed a tool named 'search_jobs/../delete_job'"),
+        ("call", NO_SERVER),  # a meta-tool's name, through call
     ],
 )
-async def test_guessed_names_are_refused(guess: str) -> None:
+async def test_guessed_names_are_refused(guess: str, reason: str) -> None:
     jobs, files = jobs_upstream(), files_upstream()
     async with open_gateway({"jobs": jobs, "files": files}) as gw, client(gw, "legacy") as c:
         await c.call_tool("load", {"ids": ["files/write_file"]})  # something is active, not what is guessed
-        refusal(await c.call_tool("call", {"tool": guess, "arguments": {}}))
+        refusal(await c.call_tool("call", {"tool": guess, "arguments": {}}), reason)
         if "/" not in guess and guess not in ("call",):
-            refusal(await c.call_tool(guess, {}))
+            refusal(await c.call_tool(guess, {}), reason)
         assert tool_calls(jobs) == []
         assert tool_calls(files) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_one_tool_name_on_two_servers_is_the_loaded_ones_and_refused_when_both_are(era: str) -> None:
+    """``east`` and ``west`` both list ``search``: a bare name goes to the one server whose skill was loaded,
+    a qualified name to its own server, and once both are loaded the bare name is refused, never guessed."""
+    east, west = east_upstream(), west_upstream()
+    async with open_gateway({"east": east, "west": west}) as gw, client(gw, era) as c:
+        check_structured("load", await c.call_tool("load", {"ids": ["west/west-search"]}))
+        bare = {"tool": "search", "arguments": {"query": "maps", "region": "south"}}
+        assert text_of(await c.call_tool("call", bare)) == "west found maps in south"
+        refusal(await c.call_tool("call", {"tool": "east/search", "arguments": {"query": "x"}}), NOT_ACTIVE)
+        refusal(await c.call_tool("east__search", {"query": "x"}), NOT_ACTIVE)
+        check_structured("load", await c.call_tool("load", {"ids": ["east/east-search"]}))
+        refusal(await c.call_tool("call", bare), "'search' is listed by several servers (east, west)")
+        assert text_of(await c.call_tool("east__search", {"query": "letters"})) == "east found letters"
+        assert text_of(await c.call_tool("call", {**bare, "tool": "west/search"})) == "west found maps in south"
+    assert [c["arguments"] for c in tool_calls(west)] == [{"query": "maps", "region": "south"}] * 2
+    assert [c["arguments"] for c in tool_calls(east)] == [{"query": "letters"}]
+
+
+def text_of(result: Any) -> str:
+    assert not result.is_error, result
+    return " ".join(getattr(c, "text", "") for c in result.content)
 
 
 async def test_a_tool_of_another_label_named_by_a_skill_needs_a_grant() -> None:
@@ -103,8 +138,8 @@ async def test_a_tool_of_another_label_named_by_a_skill_needs_a_grant() -> None:
         (refused,) = loaded["refused"]
         assert refused["id"] == "files/read_file", refused
         assert "--grant reports:files" in refused["reason"], refused
-        refusal(await c.call_tool("call", {"tool": "files/read_file", "arguments": {"path": "notes.txt"}}))
-        refusal(await c.call_tool("files__read_file", {"path": "notes.txt"}))
+        refusal(await c.call_tool("call", {"tool": "files/read_file", "arguments": {"path": "notes.txt"}}), NOT_ACTIVE)
+        refusal(await c.call_tool("files__read_file", {"path": "notes.txt"}), NOT_ACTIVE)
         assert tool_calls(ups["files"]) == []
 
     ups = upstreams()
@@ -130,9 +165,8 @@ async def test_arguments_failing_the_upstream_schema_are_refused(era: str, argum
     jobs = jobs_upstream()
     async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
         await c.call_tool("load", {"ids": ["jobs/job-search"]})
-        text = refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": arguments}))
-        assert "do not match its input schema" in text, text
-        refusal(await c.call_tool("jobs__search_jobs", arguments))
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": arguments}), BAD_ARGUMENTS)
+        refusal(await c.call_tool("jobs__search_jobs", arguments), BAD_ARGUMENTS)
         assert tool_calls(jobs) == []
 
 
@@ -146,7 +180,7 @@ async def test_a_skill_whose_bytes_changed_after_listing_is_refused_and_activate
         uri = "skill://job-search/SKILL.md"
         jobs.files[uri] = jobs.files[uri].replace(b"city", b"town")
         result = await c.call_tool("load", {"ids": ["jobs/job-search"]})
-        refusal(result)  # nothing loaded: an error result
+        refusal(result, "Refused jobs/job-search: ")  # nothing loaded: an error result
         loaded = result.structured_content
         assert isinstance(loaded, dict)
         assert loaded["skills"] == [], loaded
@@ -154,9 +188,33 @@ async def test_a_skill_whose_bytes_changed_after_listing_is_refused_and_activate
         (refused,) = loaded["refused"]
         assert refused["id"] == "jobs/job-search", refused
         assert "digest" in refused["reason"].lower(), refused
-        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
-        refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}))
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}), NOT_ACTIVE)
+        refusal(await c.call_tool("jobs__delete_job", {"job_id": "J-1"}), NOT_ACTIVE)
         assert tool_calls(jobs) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_skill_changed_upstream_is_loaded_as_it_is_now_not_from_the_bytes_verified_before(era: str) -> None:
+    """The upstream re-lists ``job-search`` with a new ``SKILL.md`` of the same size (a new digest): the next load
+    verifies and serves the new bytes; nothing held from the first load stands in for them."""
+    jobs = jobs_upstream()
+    async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
+        first = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        assert "# job-search" in first["skills"][0]["content"], first
+        uri = "skill://job-search/SKILL.md"
+        jobs.files[uri] = jobs.files[uri].replace(b"# job-search", b"# JOB-SEARCH")
+        (entry,) = jobs.entries
+        entry["resources"][0] = {"uri": uri, "digest": digest_of(jobs.files[uri]), "size": len(jobs.files[uri])}
+        await gw.host.relist("jobs")
+        gw.service.reindex("jobs")
+        again = check_structured("load", await c.call_tool("load", {"ids": ["jobs/job-search"]}))
+        content = again["skills"][0]["content"]
+        assert "# JOB-SEARCH" in content, again
+        assert "# job-search" not in content, again
+        read = check_structured(
+            "read_skill_file", await c.call_tool("read_skill_file", {"skill": "jobs/job-search", "path": "SKILL.md"})
+        )
+        assert "# JOB-SEARCH" in read["text"], read
 
 
 ROUTES_NONE = """\
@@ -197,10 +255,14 @@ async def test_a_caller_whose_policy_routes_none_is_refused(era: str, tmp_path: 
         assert [i for i, _ in reasons] == ["jobs/search_jobs", "jobs/search_jobs"], reasons
         assert "not routed to you" in reasons[0][1], reasons
         assert "no card has the id" in reasons[1][1], reasons
-        text = refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
-        assert "search_jobs" in text, text
-        refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}))
-        refusal(await c.call_tool("call", {"tool": "files/write_file", "arguments": {"path": "a", "content": "b"}}))
+        # hidden by the policy, so not in this caller's listing: refused as never listed (nothing disclosed)
+        hidden = "never listed a tool named 'search_jobs'"
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}), hidden)
+        refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}), hidden)
+        refusal(
+            await c.call_tool("call", {"tool": "files/write_file", "arguments": {"path": "a", "content": "b"}}),
+            "never listed a tool named 'write_file'",
+        )
         assert tool_calls(jobs) == []
         assert tool_calls(files) == []
         # what the policy does route (a public tool) still works
@@ -216,9 +278,14 @@ async def test_one_legacy_session_never_sees_another_sessions_activation() -> No
         await first.call_tool("load", {"ids": ["jobs/job-search"]})
         assert "jobs__search_jobs" in [t.name for t in (await first.list_tools()).tools]
         assert "jobs__search_jobs" not in [t.name for t in (await second.list_tools()).tools]
-        refusal(await second.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
-        refusal(await second.call_tool("jobs__search_jobs", {"query": "python"}))
-        refusal(await second.call_tool("read_skill_file", {"skill": "jobs/job-search", "path": "SKILL.md"}))
+        refusal(
+            await second.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}), NOT_ACTIVE
+        )
+        refusal(await second.call_tool("jobs__search_jobs", {"query": "python"}), NOT_ACTIVE)
+        refusal(
+            await second.call_tool("read_skill_file", {"skill": "jobs/job-search", "path": "SKILL.md"}),
+            "'jobs/job-search' is not a loaded skill",
+        )
         assert tool_calls(jobs) == []
         assert not (await first.call_tool("jobs__search_jobs", {"query": "python"})).is_error
         assert len(tool_calls(jobs)) == 1
@@ -230,9 +297,11 @@ async def test_modern_callers_with_different_conversations_never_share_activatio
     async with open_gateway({"jobs": jobs}) as gw, client(gw, "modern") as c:
         await c.call_tool("load", {"ids": ["jobs/job-search"]}, meta=one)
         call = {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}
-        refusal(await c.call_tool("call", call, meta=two))
-        refusal(await c.call_tool("call", call))  # no conversation id: the caller's shared state, also empty
-        refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}, meta=two))
+        refusal(await c.call_tool("call", call, meta=two), NOT_ACTIVE)
+        refusal(
+            await c.call_tool("call", call), NOT_ACTIVE
+        )  # no conversation id: the caller's shared state, also empty
+        refusal(await c.call_tool("jobs__search_jobs", {"query": "python"}, meta=two), NOT_ACTIVE)
         assert tool_calls(jobs) == []
         assert not (await c.call_tool("call", call, meta=one)).is_error
         assert len(tool_calls(jobs)) == 1
@@ -245,13 +314,13 @@ async def test_modern_callers_with_different_conversations_never_share_activatio
 async def test_bounds_on_find_and_load_inputs(era: str) -> None:
     jobs = jobs_upstream()
     async with open_gateway({"jobs": jobs}) as gw, client(gw, era) as c:
-        text = refusal(await c.call_tool("find", {"query": "x" * (MAX_QUERY_CHARS + 1)}))
-        assert "at most 2,000 characters" in text, text
+        refusal(await c.call_tool("find", {"query": "x" * (MAX_QUERY_CHARS + 1)}), "at most 2,000 characters")
         check_structured("find", await c.call_tool("find", {"query": "jobs " * (MAX_QUERY_CHARS // 5)}))
-        text = refusal(await c.call_tool("load", {"ids": [f"jobs/tool-{i}" for i in range(MAX_LOAD_IDS + 1)]}))
-        assert "1 to 20 card ids" in text, text
-        refusal(await c.call_tool("find", {"query": "jobs", "limit": 51}))
-        refusal(await c.call_tool("find", {"query": "jobs", "limit": True}))
+        refusal(
+            await c.call_tool("load", {"ids": [f"jobs/tool-{i}" for i in range(MAX_LOAD_IDS + 1)]}), "1 to 20 card ids"
+        )
+        refusal(await c.call_tool("find", {"query": "jobs", "limit": 51}), "limit must be a whole number from 1 to 50")
+        refusal(await c.call_tool("find", {"query": "jobs", "limit": True}), "limit must be a whole number")
         assert gw.service.activations.peek("local|anonymous") is None or not gw.service.activations.values()[0].tools
 
 
@@ -265,11 +334,10 @@ async def test_over_long_ids_and_tool_names_are_refused_without_being_echoed(era
             await c.call_tool("call", {"tool": long_id, "arguments": {}}),
             await c.call_tool("read_skill_file", {"skill": long_id, "path": "SKILL.md"}),
         ):
-            text = refusal(result)
-            assert f"at most {MAX_ID_CHARS} characters" in text, text
+            text = refusal(result, f"at most {MAX_ID_CHARS} characters")
             assert long_id not in text
         # the over-long request loaded nothing, not even its valid id
-        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}))
+        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "python"}}), NOT_ACTIVE)
         assert tool_calls(jobs) == []
 
 
@@ -280,14 +348,16 @@ async def test_an_over_long_conversation_id_is_refused_not_merged_into_shared_st
         too_long = {CONVERSATION_META_KEY: "c" * (MAX_CONVERSATION_CHARS + 1)}
         for bad in (too_long, {CONVERSATION_META_KEY: 42}, {CONVERSATION_META_KEY: "a\nb"}):
             text = refusal(
-                await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}, meta=bad)
+                await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}, meta=bad),
+                f"1 to {MAX_CONVERSATION_CHARS}",
             )
             assert CONVERSATION_META_KEY in text, text
-            assert f"1 to {MAX_CONVERSATION_CHARS}" in text, text
-            refusal(await c.call_tool("find", {"query": "jobs"}, meta=bad))
+            refusal(await c.call_tool("find", {"query": "jobs"}, meta=bad), f"1 to {MAX_CONVERSATION_CHARS}")
         assert tool_calls(jobs) == []
         ok = {CONVERSATION_META_KEY: "c" * MAX_CONVERSATION_CHARS}
-        refusal(await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}, meta=ok))
+        refusal(
+            await c.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}, meta=ok), NOT_ACTIVE
+        )
         assert tool_calls(jobs) == []
 
 
@@ -306,7 +376,7 @@ async def test_more_clients_than_max_clients_evicts_the_least_recently_used() ->
         assert len(gw.service.activations) == 2
         assert not (await c.call_tool("call", call, meta=conv("a"))).is_error
         assert not (await c.call_tool("call", call, meta=conv("c"))).is_error
-        text = refusal(await c.call_tool("call", call, meta=conv("b")))
+        text = refusal(await c.call_tool("call", call, meta=conv("b")), NOT_ACTIVE)
         assert "active tools: none" in text, text
         assert len(tool_calls(jobs)) == 3
 
@@ -331,7 +401,9 @@ async def test_legacy_connections_held_are_bounded_and_the_oldest_goes_with_its_
                 await third.call_tool("find", {"query": "python jobs"})
                 assert len(gw.middleware.legacy) == 2
                 # the first connection was forgotten with what it loaded: its call is refused, nothing sent
-                text = refusal(await first.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}))
+                text = refusal(
+                    await first.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}}), NOT_ACTIVE
+                )
                 assert "active tools: none" in text, text
     assert tool_calls(jobs) == []
 
@@ -383,8 +455,7 @@ async def test_a_label_rule_hides_that_upstreams_skills_from_callers_it_does_not
 async def test_load_that_loads_nothing_is_an_error_result_and_one_known_id_is_not(era: str) -> None:
     async with open_gateway({"jobs": jobs_upstream()}) as gw, client(gw, era) as c:
         result = await c.call_tool("load", {"ids": ["jobs/no-such-skill", "nowhere/at-all"]})
-        text = refusal(result)  # isError: a model notices it loaded nothing
-        assert "Refused jobs/no-such-skill: " in text, text
+        text = refusal(result, "Refused jobs/no-such-skill: ")  # isError: a model notices it loaded nothing
         assert "Refused nowhere/at-all: " in text, text
         assert isinstance(result.structured_content, dict)
         assert [r["id"] for r in result.structured_content["refused"]] == ["jobs/no-such-skill", "nowhere/at-all"]

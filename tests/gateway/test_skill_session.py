@@ -31,7 +31,7 @@ async def test_a_session_finds_loads_and_calls_and_sees_only_what_it_loaded() ->
         # another session's activation is its own: the same call is refused there, nothing sent
         with pytest.raises(GateRefused, match="active tools: none"):
             await other.call("jobs/search_jobs", {"query": "python"})
-        with pytest.raises(GateRefused):
+        with pytest.raises(GateRefused, match="jobs/delete_job is not in the active skill's tools"):
             await session.call("jobs/delete_job", {"job_id": "J-1"})
     assert [c["name"] for c in tool_calls(jobs)] == ["search_jobs"]
 

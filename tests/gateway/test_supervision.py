@@ -130,8 +130,9 @@ async def found(c: Client) -> dict[str, Any]:
 async def refused_at_once(c: Client, tool: str, label: str) -> str:
     """A call of ``tool`` refused without waiting on the upstream (its timeout is 60 s; this allows 10)."""
     with anyio.fail_after(10):
-        text = refusal(await c.call_tool("call", {"tool": tool, "arguments": {"query": "python"}}))
-    assert f"'{label}' is down" in text, text
+        text = refusal(
+            await c.call_tool("call", {"tool": tool, "arguments": {"query": "python"}}), f"'{label}' is down"
+        )
     assert "the call was not sent" in text, text
     assert "retried in" in text or "being retried now" in text, text
     return text

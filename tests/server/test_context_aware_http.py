@@ -329,8 +329,9 @@ async def test_meta_hints_never_widen_permissions(mode: str, version: str) -> No
         assert await listed_uris(wire, FORGED_META) == [ORDERS, STYLE]
         assert await tool_names(alice, FORGED_META) == {"lookup_order", "issue_refund", "ping"}
         await expect_invalid(wire.request, "skills/get", {"uri": ESCALATION, "_meta": FORGED_META})
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError) as hidden:
             await alice.read_resource(ESCALATION, meta=FORGED_META)
+        assert hidden.value.error.code == -32602, hidden.value.error  # as for a skill that is not there
         # The `_meta` did arrive: the locale hint (presentation only) changed the wording...
         style = await alice.read_resource(STYLE, meta=FORGED_META)
         text = style.contents[0].text  # type: ignore[union-attr]

@@ -588,3 +588,17 @@ async def test_long_uris_are_echoed_cut_to_200_characters(examples_dir: Path, mo
                 assert len(error.data["uri"]) == 200
                 assert error.data["uri"].endswith("\u2026")
     assert len(ext.audit.refused()[-1]["tool"]) == 200  # kept as short in the audit log
+
+
+@pytest.mark.anyio
+async def test_a_kept_reply_is_served_only_in_the_era_it_was_built_for(examples_dir: Path) -> None:
+    """The server keeps each skills/list page it built; a page shaped for one protocol version (2026-07-28
+    names the server in ``_meta``, 2025-11-25 does not) never answers the other."""
+    server, _ = create_server(examples_dir, page_size=3)
+    server_info = "io.modelcontextprotocol/serverInfo"
+    for mode in ["legacy", "auto", "legacy", "auto"]:  # each era asks after the other's page was kept
+        async with connect(server, mode) as wire:
+            first = await wire.request("skills/list", {})
+            second = await wire.request("skills/list", {"cursor": first["nextCursor"]})
+            for page in (first, second):
+                assert (server_info in page["_meta"]) is (mode == "auto"), (mode, page["_meta"])

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from mcp import Client, StdioServerParameters
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
@@ -34,7 +35,7 @@ from skilldeck.server._talent import (
     parse_prompt_json,
     routing_value,
 )
-from skilldeck.serving._policy import Caller
+from skilldeck.serving._policy import Caller, Policy, parse_policy
 
 from .test_context_aware_http import ADMIN_B, PACK, POLICY_FILE, USER_A, build_shop, connect, serving
 
@@ -97,8 +98,8 @@ class SolonTalentClient:
         return await self.get_instruction(prompt_json), await self.get_tools(prompt_json)
 
 
-def talent_shop() -> Any:
-    shop = build_shop()
+def talent_shop(policy: Policy | None = None) -> Any:
+    shop = build_shop(policy)
     shop.verifier.tokens[CAROL] = AccessToken(
         token=CAROL,
         client_id="support-app",
@@ -111,6 +112,7 @@ def talent_shop() -> Any:
 
 
 ASK = "Order A001: please look it up."
+NOT_AVAILABLE = "Tool 'cancel_order' is not available to this caller"
 
 
 @pytest.mark.anyio
@@ -142,6 +144,7 @@ async def test_a_solon_client_gets_the_policy_for_its_token(mode: str) -> None:
             with pytest.raises(MCPError) as refused:
                 await alice.call_tool("cancel_order", {"order_id": "A001"})
             assert refused.value.error.code == -32602
+            assert refused.value.error.message == NOT_AVAILABLE
 
         async with connect(url, ADMIN_B, mode) as bob:
             talent = await SolonTalentClient.attach(bob)
@@ -173,7 +176,7 @@ async def test_prompt_attributes_narrow_and_never_widen() -> None:
             assert await talent.activate(other) is None
             assert await talent.get_instruction(other) == ""
             assert await talent._call("getToolsMcp", other) == "[]"
-            with pytest.raises(MCPError):
+            with pytest.raises(MCPError, match=NOT_AVAILABLE):
                 await alice.call_tool("cancel_order", {"order_id": "A001"})
         async with connect(url, CAROL, "auto") as carol:
             talent = await SolonTalentClient.attach(carol)
@@ -183,6 +186,39 @@ async def test_prompt_attributes_narrow_and_never_widen() -> None:
             assert as_user is not None
             assert sorted(both[1]) == ["cancel_order", "issue_refund", "lookup_order"]
             assert sorted(as_user[1]) == ["issue_refund", "lookup_order"]  # a held role picks the narrower route
+    assert shop.calls == []
+
+
+GLOBEX_VALUES = "        set: {support_email: desk@globex.test, refund_limit: 5000}\n"
+ADMIN_VALUES = "      - when: {roles: [admin]}\n        set: {refund_limit: any amount}\n"
+
+
+def role_worded_policy() -> Policy:
+    """The fixture's policy, with the orders instruction worded for administrators too (the fixture's
+    variables vary by tenant alone, so an instruction rendered for the wrong role read the same)."""
+    text = POLICY_FILE.read_text()
+    assert text.count(GLOBEX_VALUES) == 1
+    return parse_policy(yaml.safe_load(text.replace(GLOBEX_VALUES, GLOBEX_VALUES + ADMIN_VALUES)))
+
+
+@pytest.mark.anyio
+async def test_the_instruction_is_rendered_for_a_role_the_token_holds_never_for_a_forged_one() -> None:
+    shop = talent_shop(role_worded_policy())
+    async with serving(shop) as url:
+        async with connect(url, USER_A, "auto") as alice:
+            talent = await SolonTalentClient.attach(alice)
+            for role in ("admin", "owner", None):  # not held by her token: the hint is ignored
+                attrs = {"tenant_id": "acme"} | ({"user_role": role} if role else {})
+                instruction = await talent.get_instruction(solon_prompt_json(ASK, **attrs))
+                assert "refunds up to 100." in instruction, (role, instruction)
+        async with connect(url, CAROL, "legacy") as carol:
+            talent = await SolonTalentClient.attach(carol)
+            as_both = await talent.get_instruction(solon_prompt_json(ASK, tenant_id="acme"))
+            assert "refunds up to any amount." in as_both, as_both
+            as_admin = await talent.get_instruction(solon_prompt_json(ASK, tenant_id="acme", user_role="admin"))
+            assert "refunds up to any amount." in as_admin, as_admin
+            as_user = await talent.get_instruction(solon_prompt_json(ASK, tenant_id="acme", user_role="user"))
+            assert "refunds up to 100." in as_user, as_user  # a held role narrows the wording as it narrows tools
     assert shop.calls == []
 
 
@@ -274,7 +310,7 @@ async def test_stdio_answers_for_the_default_identity(tmp_path: Path) -> None:
         assert sorted(activated[1]) == ["issue_refund", "lookup_order"]
         assert await talent.activate(solon_prompt_json(ASK, tenant_id="globex")) is None
         await client.call_tool("lookup_order", {"order_id": "A1"})
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError, match=NOT_AVAILABLE):
             await client.call_tool("cancel_order", {"order_id": "A1"})
     assert ran.read_text().split() == ["lookup_order"]
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from skilldeck._records import JsonLinesLog
-from skilldeck.errors import GateRefused, SkilldeckError, shorten
+from skilldeck.errors import GateRefused, SkilldeckError, ToolNotListed, shorten
 from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, per_connection
 from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
@@ -61,7 +61,7 @@ from skilldeck.select._project import count_tokens, history_a
 from skilldeck.select._rank import Encoder, Scored
 from skilldeck.select._vectors import VectorCache
 from skilldeck.server._audience import allowed_tools
-from skilldeck.serving._audit import AuditLog
+from skilldeck.serving._audit import GRANTED, NOT_GRANTED, AuditLog
 from skilldeck.serving._counts import refusal_code
 from skilldeck.serving._policy import Caller, Policy, render_template
 from skilldeck.serving._tracing import annotate, annotate_audit, traced
@@ -109,6 +109,10 @@ class _Index:
     """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
     ledger_audience: str = ""
     """The usage ledger's audience whose past questions this index ranks with."""
+    listing: Mapping[str, Mapping[str, Any]] | None = None
+    """Under a policy, every tool the upstreams list, hidden ones included: what a refusal is resolved against."""
+    listing_gate: ToolGate | None = None
+    """A gate over :attr:`listing`, built at the first refused call (it only names the tool a call meant)."""
 
 
 def _digest(loaded: LoadedSkill) -> str:
@@ -257,7 +261,9 @@ class GatewayService:
         down = key[1]
         if down:
             cards = CardSet([c for c in cards.cards if c.server not in down], cards.tools, cards.not_offered)
+        listing = None
         if self.policy is not None:
+            listing = cards.tools
             cards = self._admitted_cards(cards, caller)
         ids: dict[str, Card] = {}
         for card in cards.cards:
@@ -265,7 +271,7 @@ class GatewayService:
         # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
         # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
         selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
-        index = _Index(cards, selector, ids, ledger_audience=self.ledger_audience(caller))
+        index = _Index(cards, selector, ids, ledger_audience=self.ledger_audience(caller), listing=listing)
         self._give_history(index, fresh=True)
         if len(self._indexes) >= MAX_SELECTORS:
             self._indexes.popitem(last=False)[1].selector.ranker.close()
@@ -693,21 +699,39 @@ class GatewayService:
             error = refused if down is None else GateRefused(f"{down}; the call was not sent")
             code = "upstream_down" if error is not refused else refusal_code(refused)
             self.log.record("call", client, tool=shorten(name), refused=str(error), reason=code)
+            hidden = self._hidden_tool(caller, index, name) if isinstance(refused, ToolNotListed) else None
+            if hidden is not None:  # the policy hid it from this caller's listing: a policy decision too
+                self.audit.record(caller, hidden, allowed=False, reason=NOT_GRANTED)
             if error is refused:
                 raise
             raise error from None
         allowed = self.tools_for(caller)
         if allowed is not None:
             granted = tool_id(label, tool) in allowed
-            self.audit.record(
-                caller,
-                tool_id(label, tool),
-                allowed=granted,
-                reason="granted" if granted else "not granted by any admitted skill",
-            )
+            self.audit.record(caller, tool_id(label, tool), allowed=granted, reason=GRANTED if granted else NOT_GRANTED)
             if not granted:
                 raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
         return label, tool
+
+    def _hidden_tool(self, caller: Caller, index: _Index, name: str) -> str | None:
+        """``LABEL/TOOL`` when ``name`` is an upstream tool the policy hides from ``caller``, else ``None``.
+
+        The caller's gate lists only what the policy routes to it, so such a call is refused there as
+        not listed, and the caller is told no more than that (a hidden tool is not disclosed); the
+        audit still records it as what it is, a policy decision.
+        """
+        allowed = self.tools_for(caller)
+        if allowed is None or index.listing is None:
+            return None
+        if index.listing_gate is None:
+            index.listing_gate = ToolGate(index.listing)
+        try:
+            label, tool = index.listing_gate.resolve(name)
+        except GateRefused:
+            return None
+        if tool not in index.listing.get(label, {}) or tool_id(label, tool) in allowed:
+            return None
+        return tool_id(label, tool)
 
     @traced("call")
     async def call(

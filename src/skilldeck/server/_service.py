@@ -24,7 +24,7 @@ from skilldeck.server._audience import allowed_tools, catalog_for
 from skilldeck.server._catalog import Catalog, CatalogDiff
 from skilldeck.server._dynamic import DynamicSkill, SkillRequest
 from skilldeck.server._remote import RemoteSource
-from skilldeck.serving._audit import AuditLog
+from skilldeck.serving._audit import GRANTED, NOT_GRANTED, AuditLog
 from skilldeck.serving._policy import Caller, Policy, caller_for
 from skilldeck.skill._pack import DirectorySource, SkillFile, load_all
 from skilldeck.skill._uri import SKILL_MD, file_uri, mime_type_for
@@ -194,9 +194,9 @@ class SkillService:
             return True
         if name not in allowed:
             # Kept cut short like an echo: refused names come from anyone, and the log keeps 10,000 records.
-            self.audit.record(caller, shorten(name), allowed=False, reason="not granted by any admitted skill")
+            self.audit.record(caller, shorten(name), allowed=False, reason=NOT_GRANTED)
             return False
-        self.audit.record(caller, name, allowed=True, reason="granted")
+        self.audit.record(caller, name, allowed=True, reason=GRANTED)
         return True
 
     def cache_fields(self) -> dict[str, Any]:

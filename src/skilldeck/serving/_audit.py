@@ -1,4 +1,9 @@
-"""The audit trail of tool calls decided by a policy: who, which tool, allowed or refused, and why."""
+"""The audit trail of tool calls decided by a policy: who, which tool, allowed or refused, and why.
+
+A call of a tool the policy does not route to the caller is recorded as refused with
+:data:`NOT_GRANTED`, whichever check stopped it first (on a gateway, a tool the policy hides is
+not even in the caller's listing, so the gate refuses it; the refusal is still the policy's).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,12 @@ from typing import Any
 from skilldeck._records import JsonLinesLog
 from skilldeck.serving._policy import Caller
 
-__all__ = ["AuditLog"]
+__all__ = ["GRANTED", "NOT_GRANTED", "AuditLog"]
+
+GRANTED = "granted"
+"""The reason recorded for a call the policy routes to the caller."""
+NOT_GRANTED = "not granted by any admitted skill"
+"""The reason recorded for a call of a tool the policy does not route to the caller."""
 
 
 class AuditLog(JsonLinesLog):
