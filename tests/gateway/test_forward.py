@@ -560,6 +560,12 @@ async def test_an_update_of_a_sub_resource_reaches_the_subscribers_of_the_resour
             assert event == ResourceUpdated(uri=uri)
 
 
+HELD = 3_600.0
+"""The host's read timeout in front of ``SlowSubscribable``: longer than any test takes. Its requests are held
+until the test releases them, all at once; with 30 s, on a loaded machine the first of the gateway's 1,024 held
+subscriptions timed out before the last was sent, freed its place and failed the test at teardown."""
+
+
 class SlowSubscribable(Subscribable):
     """``Subscribable`` whose subscriptions are all held until ``release`` is set: every request is in flight at once."""
 
@@ -591,7 +597,7 @@ async def _subscribe_at_once(
         for i, c in enumerate(clients):
             for n in range(per_client):
                 tg.start_soon(one, c, "upstream://subs/note://x" if shared else f"upstream://subs/note://{i}-{n}")
-        with anyio.fail_after(30):
+        with anyio.fail_after(HELD):  # a guard against a hang only: counted below, not timed
             # every request was answered (refused at once) or reached the upstream (held there)
             while len(upstream.subscribed) + len(refusals) < len(clients) * per_client:
                 await anyio.sleep(0.01)
@@ -602,7 +608,7 @@ async def _subscribe_at_once(
 async def test_concurrent_subscriptions_of_one_client_stop_at_its_limit() -> None:
     """Requests still waiting on the upstream count against the per-client limit: it is not overshot."""
     upstream = SlowSubscribable()
-    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=HELD)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with Client(server, mode="legacy", cache=None) as c:
             refusals = await _subscribe_at_once([c], MAX_CLIENT_SUBSCRIPTIONS + 3, upstream)
@@ -615,7 +621,7 @@ async def test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_lim
     """Requests still waiting on the upstream count against the gateway-wide limit: it is not overshot."""
     upstream = SlowSubscribable()
     clients = MAX_SUBSCRIPTIONS // MAX_CLIENT_SUBSCRIPTIONS + 1
-    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=HELD)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with contextlib.AsyncExitStack() as stack:
             opened = [
@@ -630,7 +636,7 @@ async def test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_lim
 async def test_concurrent_subscribers_of_one_resource_stop_at_its_limit() -> None:
     """Requests still waiting on the upstream count against the per-resource limit: it is not overshot."""
     upstream = SlowSubscribable()
-    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=HELD)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with contextlib.AsyncExitStack() as stack:
             opened = [
