@@ -1,17 +1,26 @@
 """Hand-made mutations of skilldeck's security- and correctness-critical code, each run against its tests.
 
 Every mutation is an exact ``(file, old snippet, new snippet)``: a flipped comparison, a dropped
-check, a swapped order, an off-by-one on a limit, a prefix test without its ``/``. The script copies
-``src``, ``tests``, ``examples`` and ``pyproject.toml`` to a temporary folder, checks that the tests
-pass there unchanged, then applies one mutation at a time (the old snippet must occur exactly once,
-else the mutation is reported as stale with the file named), runs the tests named for it against
-the copy, and restores the file. A mutation is *caught* when those tests fail. The working tree is
-never modified: the copy is imported through ``PYTHONPATH``, which comes before the editable install.
+check, a swapped order, an off-by-one on a limit, a prefix test without its ``/``. Each worker
+(``--jobs``, 2 by default) copies ``src``, ``tests``, ``examples`` and ``pyproject.toml`` to a temporary
+folder and makes a venv of its own with that copy installed editable, once; the tests must pass there
+unchanged. Then the workers take one mutation at a time (the old snippet must occur exactly once, else
+the mutation is reported as stale with the file named), apply it to their copy, run the tests named for
+it with the venv's Python, and restore the file. A mutation is *caught* when those tests fail. The
+working tree is never modified.
+
+The copy is reached through the venv, not ``PYTHONPATH``: a stdio server the SDK spawns (the gateway's
+upstreams, the host's servers) gets only a few environment variables (``PATH``, ``HOME``...), so with
+``PYTHONPATH`` it imported the working tree's code and a mutation only such a server runs read as
+survived. Every such server is started with ``sys.executable``, which is the venv's Python: it imports
+the copy. The venv sees the tool's own environment's packages (the test extra), and only the copy of
+skilldeck: the working tree's editable install is left out.
 
     .venv/bin/python tools/mutation.py                 # every mutation; 3-8 minutes on 2 cores
     .venv/bin/python tools/mutation.py --only gate-split-any-name sources-early-stop
     .venv/bin/python tools/mutation.py --check         # only check that every snippet still applies
     .venv/bin/python tools/mutation.py --list
+    .venv/bin/python tools/mutation.py --jobs 1        # one worker (one copy, one venv)
     .venv/bin/python tools/mutation.py --tests-from REV --output tools/results/mutation-REV.json
 
 Results go to ``tools/results/mutation.json`` (``--output`` to change). ``--tests-from`` runs an
@@ -32,10 +41,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from queue import Queue
 
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("src", "tests", "examples", "pyproject.toml")
@@ -731,12 +743,26 @@ class Outcome:
     failed: list[str]
 
 
-def _pytest(copy: Path, targets: list[str], timeout: float) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+@dataclass(frozen=True)
+class Worker:
+    """One worker's copy of the repository and the venv that imports it."""
+
+    copy: Path
+    python: Path
+    """The venv's Python: ``sys.executable`` of the tests, and so of every server they spawn."""
+
+
+def _pytest(worker: Worker, targets: list[str], timeout: float) -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env |= {
+        "PATH": f"{worker.python.parent}{os.pathsep}{env.get('PATH', '')}",
+        "VIRTUAL_ENV": str(worker.python.parent.parent),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *PYTEST_ARGS, *targets],
-            cwd=copy,
+            [str(worker.python), "-m", "pytest", *PYTEST_ARGS, *targets],
+            cwd=worker.copy,
             env=env,
             capture_output=True,
             text=True,
@@ -761,16 +787,50 @@ def _make_copy(where: Path) -> Path:
             shutil.copytree(source, copy / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(source, copy / name)
+    return copy
+
+
+def _make_venv(where: Path, copy: Path) -> Path:
+    """A venv at ``where/venv`` with ``copy`` installed editable over the packages this script runs with;
+    its Python.
+
+    ``venv --without-pip`` takes a second where ``pip install -e`` would build a wheel each time: the
+    editable install is a ``.pth`` naming ``copy/src``, and a second line puts this environment's
+    site-packages after it (as a plain path: its own ``.pth`` files, among them the working tree's
+    editable install, are not read). Checked with the environment the SDK gives a spawned server.
+    """
+    venv = where / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    python = venv / ("Scripts" if os.name == "nt" else "bin") / Path(base).name
+    if not python.exists():
+        python = python.with_name("python")
+    query = "import sysconfig, json; print(json.dumps(sysconfig.get_paths()))"
+    ours = json.loads(subprocess.run([sys.executable, "-c", query], capture_output=True, text=True, check=True).stdout)
+    theirs = json.loads(subprocess.run([python, "-c", query], capture_output=True, text=True, check=True).stdout)
+    lines = [str(copy / "src"), *dict.fromkeys([ours["purelib"], ours["platlib"]])]
+    Path(theirs["purelib"], "_skilldeck_mutation_copy.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # what a server the SDK spawns sees: the venv's Python, a few variables, no PYTHONPATH
+    bare = {k: os.environ[k] for k in ("PATH", "HOME", "SYSTEMROOT") if k in os.environ}
     probe = subprocess.run(
-        [sys.executable, "-c", "import skilldeck; print(skilldeck.__file__)"],
-        env={**os.environ, "PYTHONPATH": str(copy / "src")},
+        [python, "-c", "import skilldeck, mcp; print(skilldeck.__file__)"],
+        env=bare,
+        cwd=where,
         capture_output=True,
         text=True,
         check=True,
     )
     if not probe.stdout.strip().startswith(str(copy)):
-        raise SystemExit(f"the copy is not what gets imported ({probe.stdout.strip()}); is PYTHONPATH ignored?")
-    return copy
+        raise SystemExit(f"the worker's venv imports {probe.stdout.strip()}, not its copy in {copy}")
+    return python
+
+
+def _make_worker(where: Path, tests_from: str | None) -> Worker:
+    where.mkdir()
+    copy = _make_copy(where)
+    if tests_from:
+        _old_tests(copy, tests_from)
+    return Worker(copy, _make_venv(where, copy))
 
 
 def _old_tests(copy: Path, revision: str) -> None:
@@ -795,47 +855,71 @@ def _targets(copy: Path, mutation: Mutation) -> list[str]:
     return found
 
 
+def _one(worker: Worker, mutation: Mutation, timeout: float) -> tuple[Outcome, str]:
+    """Apply ``mutation`` to the worker's copy, run its tests, restore the file."""
+    path = worker.copy / mutation.file
+    original = path.read_text(encoding="utf-8")
+    path.write_text(mutate(original, mutation), encoding="utf-8")
+    started = time.perf_counter()
+    try:
+        code, output = _pytest(worker, _targets(worker.copy, mutation), timeout)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    status = "caught" if code == 1 else "survived" if code == 0 else "error"
+    if status == "survived" and mutation.equivalent:
+        status = "equivalent"
+    outcome = Outcome(
+        mutation.id,
+        mutation.file,
+        mutation.what,
+        _targets(worker.copy, mutation),
+        status,
+        round(time.perf_counter() - started, 1),
+        _failed(output),
+    )
+    return outcome, output
+
+
 def run(
-    mutations: list[Mutation], timeout: float, verbose: bool, tests_from: str | None = None
+    mutations: list[Mutation], timeout: float, verbose: bool, tests_from: str | None = None, jobs: int = 1
 ) -> tuple[list[Outcome], float]:
     with tempfile.TemporaryDirectory(prefix="skilldeck-mutation-") as tmp:
-        copy = _make_copy(Path(tmp))
-        if tests_from:
-            _old_tests(copy, tests_from)
-        targets = sorted({t for m in mutations for t in _targets(copy, m)})
+        jobs = max(1, min(jobs, len(mutations)))
+        with ThreadPoolExecutor(jobs) as pool:
+            workers = list(pool.map(lambda n: _make_worker(Path(tmp) / f"worker{n}", tests_from), range(jobs)))
+        targets = sorted({t for m in mutations for t in _targets(workers[0].copy, m)})
         started = time.perf_counter()
-        code, output = _pytest(copy, targets, timeout * 4)
+        code, output = _pytest(workers[0], targets, timeout * 4)
         baseline = time.perf_counter() - started
         if code != 0:
             print(output[-4000:], file=sys.stderr)
             raise SystemExit("the tests fail on the unmutated code; fix that first")
-        print(f"baseline: {len(targets)} test targets pass unmutated ({baseline:.1f} s)")
-        outcomes = []
-        for n, mutation in enumerate(mutations, 1):
-            path = copy / mutation.file
-            original = path.read_text(encoding="utf-8")
-            path.write_text(mutate(original, mutation), encoding="utf-8")
-            started = time.perf_counter()
+        print(f"baseline: {len(targets)} test targets pass unmutated ({baseline:.1f} s); {jobs} workers")
+        free: Queue[Worker] = Queue()
+        for worker in workers:
+            free.put(worker)
+        done: list[Outcome] = []
+        lock = threading.Lock()
+
+        def job(mutation: Mutation) -> Outcome:
+            worker = free.get()
             try:
-                code, output = _pytest(copy, _targets(copy, mutation), timeout)
+                outcome, output = _one(worker, mutation, timeout)
             finally:
-                path.write_text(original, encoding="utf-8")
-            status = "caught" if code == 1 else "survived" if code == 0 else "error"
-            if status == "survived" and mutation.equivalent:
-                status = "equivalent"
-            outcome = Outcome(
-                mutation.id,
-                mutation.file,
-                mutation.what,
-                _targets(copy, mutation),
-                status,
-                round(time.perf_counter() - started, 1),
-                _failed(output),
-            )
-            outcomes.append(outcome)
-            print(f"[{n:2}/{len(mutations)}] {status:8} {mutation.id:40} {outcome.seconds:5.1f} s  {mutation.what}")
-            if status != "caught" and verbose:
-                print(output[-3000:])
+                free.put(worker)
+            with lock:
+                done.append(outcome)
+                print(
+                    f"[{len(done):3}/{len(mutations)}] {outcome.status:8} {mutation.id:40} "
+                    f"{outcome.seconds:5.1f} s  {mutation.what}",
+                    flush=True,
+                )
+                if outcome.status != "caught" and verbose:
+                    print(output[-3000:])
+            return outcome
+
+        with ThreadPoolExecutor(jobs) as pool:
+            outcomes = list(pool.map(job, mutations))  # in the list's order, whichever finished first
         return outcomes, baseline
 
 
@@ -851,6 +935,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutations")
     parser.add_argument("--check", action="store_true", help="only check that every mutation still applies")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="workers, each with its own copy and venv, running mutations side by side"
+    )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per mutation run (default 300)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"result JSON (default {RESULTS})")
     parser.add_argument("--verbose", action="store_true", help="print the test output of surviving mutations")
@@ -880,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [m for m in MUTATIONS if m.id in args.only]
 
     started = time.perf_counter()
-    outcomes, baseline = run(chosen, args.timeout, args.verbose, args.tests_from)
+    outcomes, baseline = run(chosen, args.timeout, args.verbose, args.tests_from, args.jobs)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("caught", "survived", "equivalent", "error")}
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -891,6 +978,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "load_average": list(os.getloadavg())},
         "tests_from": args.tests_from or "the working tree",
         "pytest_args": list(PYTEST_ARGS),
+        "jobs": args.jobs,
         "baseline_seconds": round(baseline, 1),
         "total_seconds": round(time.perf_counter() - started, 1),
         "summary": {"mutations": len(outcomes), **counts},
