@@ -456,6 +456,29 @@ def test_a_connection_that_sends_no_whole_request_in_time_is_closed(
         assert _answered(prompt).startswith(b"HTTP/1.1 ")
 
 
+def test_the_request_timer_starts_again_for_each_request_of_a_kept_alive_connection(
+    bounded_serve: tuple[str, int, Path],
+) -> None:
+    """A whole request answered, then the next one's head trickling in on the same connection: closed after
+    --request-timeout, as on a fresh connection (the timer stopped when the first request was whole; if the
+    second's first byte did not start it again, the trickle the timeout exists for held the connection)."""
+    host, port = bounded_serve[:2]
+    head = _post(host, port).partition(b"\r\n\r\n")[0]
+    with socket.create_connection((host, port)) as kept:
+        kept.sendall(_post(host, port))
+        assert _answered(kept).startswith(b"HTTP/1.1 ")  # answered (400: no session), and kept open
+        sent = 0
+        try:
+            for byte in head[:60]:  # 0.2 s a byte: 12 s for the 60, against a 1 s timeout
+                kept.sendall(bytes([byte]))
+                sent += 1
+                time.sleep(0.2)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert closed_within(kept, 10) is not None, "the second request's trickling head was held open"
+        assert sent < 60, f"all {sent} bytes were taken in, 0.2 s apart"
+
+
 @pytest.mark.parametrize("command", ["serve", "gateway"])
 def test_a_full_table_closes_the_connection_longest_without_a_request_not_the_new_one(
     tmp_path: Path, examples_dir: Path, command: str
