@@ -56,6 +56,7 @@ from skilldeck.gateway._forward import (
     MAX_SUBSCRIBERS,
     MAX_SUBSCRIPTIONS,
     MAX_URI_CHARS,
+    _encode_cursor,
     gateway_uri,
     prompt_name,
     split_prompt_name,
@@ -313,6 +314,30 @@ async def test_paging_stops_at_the_hosts_page_cap_and_goes_on_with_the_next_upst
                 with pytest.raises(MCPError) as refused:
                     await c.list_prompts(cursor=cursor)
                 assert refused.value.error.code == INVALID_PARAMS
+
+
+async def test_a_cursor_names_a_page_from_0_to_the_cap_and_a_negative_one_is_refused() -> None:
+    """The page count a gateway cursor carries is what stops paging at the host's cap: page 0 and the last page
+    under the cap are taken (the last one moves on to the next upstream), and a client that forges page -1
+    (or a page that is not a number) is refused, not paged past the cap without end."""
+    specs = [
+        ServerSpec("a", InProcessServer(docs_upstream("a")), timeout=10),
+        ServerSpec("0loop", InProcessServer(endless_upstream()), timeout=10),
+    ]
+    async with Host(specs, limits=ListingLimits(max_pages=3, max_entries=100)) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="legacy", cache=None) as c:
+            first = await c.list_resources(cursor=_encode_cursor("0loop", None, 0))
+            assert [r.uri for r in first.resources] == ["upstream://0loop/loop://0"]
+            assert first.next_cursor == _encode_cursor("0loop", "1", 1)
+            last = await c.list_resources(cursor=_encode_cursor("0loop", "2", 2))  # page 3 of at most 3
+            assert [r.uri for r in last.resources] == ["upstream://0loop/loop://2"]
+            assert last.next_cursor == _encode_cursor("a", None, 0)
+            for forged in (_encode_cursor("0loop", "2", -1), _encode_cursor("0loop", "2", True)):  # type: ignore[arg-type]
+                with pytest.raises(MCPError) as refused:
+                    await c.list_resources(cursor=forged)
+                assert refused.value.error.code == INVALID_PARAMS
+                assert "invalid cursor" in refused.value.error.message
 
 
 def empty_upstream(pages: int | None) -> tuple[Server, list[str | None]]:

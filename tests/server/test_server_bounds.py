@@ -260,6 +260,61 @@ async def test_a_full_table_of_streaming_sessions_ends_the_oldest_for_a_new_clie
                 assert len((await SkillsWire(c).list_skills())["skills"]) == 8
 
 
+async def call_hold(http: httpx2.AsyncClient, url: str, session: str | int) -> int:
+    """``tools/call hold`` in ``session``: the status once the server let it finish."""
+    reply = await http.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "hold", "arguments": {}}},
+        headers={**HEADERS, "mcp-session-id": str(session), "mcp-protocol-version": LEGACY},
+    )
+    return reply.status_code
+
+
+@pytest.mark.anyio
+async def test_a_full_table_of_busy_sessions_ends_none_of_them(examples_dir: Path) -> None:
+    """--max-sessions 2, both sessions serving a request (one of them a client with its GET stream open too):
+    a newcomer is answered 503, and neither request is cut, however long they have been in flight. Only an
+    idle session, or one whose only open request is its GET stream, is ever ended for a newcomer."""
+    server, ext = create_server(examples_dir)
+    entered: list[str] = []
+    release = anyio.Event()
+
+    @server.tool()
+    async def hold() -> str:
+        """Answers once the test lets it."""
+        entered.append("hold")
+        await release.wait()
+        return "done"
+
+    answered: list[object] = []
+    async with (
+        serving_http(server, ext, max_sessions=2) as url,
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(url, mode="legacy", cache=None) as streaming,
+    ):
+        assert len((await SkillsWire(streaming).list_skills())["skills"]) == 8  # its GET stream is open
+        raw = await open_idle_session(http, url)
+        assert isinstance(raw, str), raw
+
+        async def streaming_call() -> None:
+            answered.append((await streaming.call_tool("hold", {})).content[0].text)  # type: ignore[union-attr]
+
+        async def raw_call() -> None:
+            answered.append(await call_hold(http, url, raw))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(streaming_call)
+            tg.start_soon(raw_call)
+            with anyio.fail_after(30):
+                while len(entered) < 2:  # both requests are in flight
+                    await anyio.sleep(0.01)
+            assert await open_idle_session(http, url) == 503
+            release.set()
+        assert sorted(map(str, answered)) == ["200", "done"]
+        assert await ping(http, url, raw) == 200
+        assert len((await SkillsWire(streaming).list_skills())["skills"]) == 8
+
+
 @pytest.mark.anyio
 async def test_idle_legacy_sessions_expire(examples_dir: Path) -> None:
     server, ext = create_server(examples_dir)
@@ -314,14 +369,14 @@ _DROPPED = re.compile(r"\((\d+) more like this were dropped")
 @pytest.mark.parametrize("command", ["serve", "gateway"])
 def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, examples_dir: Path, command: str) -> None:
     """A flood of requests the server refuses (a wrong Host header: the SDK answers 421; bytes that are not HTTP:
-    uvicorn hangs up) prints at most a burst of lines of each kind, then one a second; the next line let through
-    after a pause says how many were dropped.
+    uvicorn hangs up) prints at most a burst of lines of each kind, then one a second; a line let through after
+    some were dropped says how many.
 
     Counted in the server's own log, not by the test's clock: every refused request is either a line or counted
     in a later line's "N more were dropped" (none lost, none printed twice), the first ``burst`` are printed
     whole, and the lines let through never outrun the refill (one a second) over the span of the server's own
-    time stamps (``--log-format json``). A test clock timing the flood undercounts the server's on a loaded
-    machine, where the flood's requests queue before the server logs them.
+    time stamps (``--log-format json``). How many of the flood are dropped depends on how fast it came, which a
+    loaded machine decides, so that is not asserted; the bound on what is printed is.
     """
     from skilldeck.cli._output import LogRateLimit
 
@@ -353,12 +408,10 @@ def test_what_refused_requests_make_the_server_log_is_bounded(tmp_path: Path, ex
         dropped = [int(m.group(1)) if (m := _DROPPED.search(r["message"])) else 0 for r in logged]
         assert len(logged) + sum(dropped) == flood + 1, (kind, len(logged), sum(dropped))
         assert dropped[:burst] == [0] * burst, (kind, dropped[: burst + 1])  # the burst is printed whole
-        assert dropped[-1] > 0, (kind, logged[-1])  # the line after the pause says how many were dropped
         when = [datetime.fromisoformat(r["time"]).timestamp() for r in logged]
         for n, at in enumerate(when, 1):  # the n-th line let through: at most burst + one a second since the first
             # + 1: a record's time stamp is taken just before the filter reads its clock, at millisecond precision
             assert n <= burst + (at - when[0]) / limiter.every + 1, (kind, n, round(at - when[0], 3))
-        assert len(logged) < flood // 2, (kind, len(logged))  # most of the flood was dropped
 
 
 @pytest.mark.parametrize("command", ["serve", "gateway"])
