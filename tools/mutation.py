@@ -766,8 +766,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "sessions-table-off-by-one",
         "server/_sessions.py",
-        "if len(manager._server_instances) >= limit and not _evict_least_recently_used(manager):",
-        "if len(manager._server_instances) > limit and not _evict_least_recently_used(manager):",
+        "if len(manager._server_instances) >= limit",
+        "if len(manager._server_instances) > limit",
         f"{T_BOUNDS}::test_a_full_session_table_evicts_the_least_recently_used_idle_session",
         "a full session table refuses (503) instead of evicting an idle session",
     ),
