@@ -6,7 +6,8 @@ check, a swapped order, an off-by-one on a limit, a prefix test without its ``/`
 folder and makes a venv of its own with that copy installed editable, once; the tests must pass there
 unchanged. Then the workers take one mutation at a time (the old snippet must occur exactly once, else
 the mutation is reported as stale with the file named), apply it to their copy, run the tests named for
-it with the venv's Python, and restore the file. A mutation is *caught* when those tests fail. The
+it with the venv's Python, and restore the file. A mutation is *caught* when those tests fail (a run over
+the time limit, the tool's or pytest-timeout's, counts as caught). The
 working tree is never modified.
 
 The copy is reached through the venv, not ``PYTHONPATH``: a stdio server the SDK spawns (the gateway's
@@ -947,7 +948,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "cli/_output.py",
         "        if state[0] < 1:\n            state[2] += 1\n",
         "        if state[0] < 1:\n",
-        "tests/server/test_server_bounds.py::test_what_refused_requests_make_the_server_log_is_bounded",
+        ("tests/test_cli_output.py", f"{T_BOUNDS}::test_what_refused_requests_make_the_server_log_is_bounded"),
         "log lines dropped by the rate limit are not counted (no line says how many)",
     ),
     _m(
@@ -955,7 +956,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "cli/_output.py",
         "state[0] + (now - state[1]) / self.every)",
         "state[0] + 2 * (now - state[1]) / self.every)",
-        "tests/server/test_server_bounds.py::test_what_refused_requests_make_the_server_log_is_bounded",
+        ("tests/test_cli_output.py", f"{T_BOUNDS}::test_what_refused_requests_make_the_server_log_is_bounded"),
         "the log rate limit lets two lines a second through, not one",
     ),
 )
@@ -1139,7 +1140,8 @@ def _one(worker: Worker, mutation: Mutation, timeout: float) -> tuple[Outcome, s
         code, output = _pytest(worker, _targets(worker.copy, mutation), timeout)
     finally:
         path.write_text(original, encoding="utf-8")
-    status = "caught" if code == 1 else "survived" if code == 0 else "error"
+    timed_out = "Failed: Timeout (>" in output  # pytest-timeout's, which may end pytest with an internal error
+    status = "caught" if code == 1 or (code != 0 and timed_out) else "survived" if code == 0 else "error"
     if status == "survived" and mutation.equivalent:
         status = "equivalent"
     outcome = Outcome(

@@ -591,6 +591,11 @@ until the test releases them, all at once; with 30 s, on a loaded machine the fi
 subscriptions timed out before the last was sent, freed its place and failed the test at teardown."""
 
 
+HANG = 240.0
+"""How long ``_subscribe_at_once`` waits for every request to be answered or held: under the suite's 300 s timeout,
+so a request that never arrives (a limit off by one left it queued) fails the test instead of hanging it."""
+
+
 class SlowSubscribable(Subscribable):
     """``Subscribable`` whose subscriptions are all held until ``release`` is set: every request is in flight at once."""
 
@@ -622,7 +627,7 @@ async def _subscribe_at_once(
         for i, c in enumerate(clients):
             for n in range(per_client):
                 tg.start_soon(one, c, "upstream://subs/note://x" if shared else f"upstream://subs/note://{i}-{n}")
-        with anyio.fail_after(HELD):  # a guard against a hang only: counted below, not timed
+        with anyio.fail_after(HANG):  # a guard against a hang only (a clean failure): counted, not timed
             # every request was answered (refused at once) or reached the upstream (held there)
             while len(upstream.subscribed) + len(refusals) < len(clients) * per_client:
                 await anyio.sleep(0.01)
