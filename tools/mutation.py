@@ -1,17 +1,27 @@
 """Hand-made mutations of skilldeck's security- and correctness-critical code, each run against its tests.
 
 Every mutation is an exact ``(file, old snippet, new snippet)``: a flipped comparison, a dropped
-check, a swapped order, an off-by-one on a limit, a prefix test without its ``/``. The script copies
-``src``, ``tests``, ``examples`` and ``pyproject.toml`` to a temporary folder, checks that the tests
-pass there unchanged, then applies one mutation at a time (the old snippet must occur exactly once,
-else the mutation is reported as stale with the file named), runs the tests named for it against
-the copy, and restores the file. A mutation is *caught* when those tests fail. The working tree is
-never modified: the copy is imported through ``PYTHONPATH``, which comes before the editable install.
+check, a swapped order, an off-by-one on a limit, a prefix test without its ``/``. Each worker
+(``--jobs``, 2 by default) copies ``src``, ``tests``, ``examples`` and ``pyproject.toml`` to a temporary
+folder and makes a venv of its own with that copy installed editable, once; the tests must pass there
+unchanged. Then the workers take one mutation at a time (the old snippet must occur exactly once, else
+the mutation is reported as stale with the file named), apply it to their copy, run the tests named for
+it with the venv's Python, and restore the file. A mutation is *caught* when those tests fail (a run over
+the time limit, the tool's or pytest-timeout's, counts as caught). The
+working tree is never modified.
+
+The copy is reached through the venv, not ``PYTHONPATH``: a stdio server the SDK spawns (the gateway's
+upstreams, the host's servers) gets only a few environment variables (``PATH``, ``HOME``...), so with
+``PYTHONPATH`` it imported the working tree's code and a mutation only such a server runs read as
+survived. Every such server is started with ``sys.executable``, which is the venv's Python: it imports
+the copy. The venv sees the tool's own environment's packages (the test extra), and only the copy of
+skilldeck: the working tree's editable install is left out.
 
     .venv/bin/python tools/mutation.py                 # every mutation; 3-8 minutes on 2 cores
     .venv/bin/python tools/mutation.py --only gate-split-any-name sources-early-stop
     .venv/bin/python tools/mutation.py --check         # only check that every snippet still applies
     .venv/bin/python tools/mutation.py --list
+    .venv/bin/python tools/mutation.py --jobs 1        # one worker (one copy, one venv)
     .venv/bin/python tools/mutation.py --tests-from REV --output tools/results/mutation-REV.json
 
 Results go to ``tools/results/mutation.json`` (``--output`` to change). ``--tests-from`` runs an
@@ -32,10 +42,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from queue import Queue
 
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("src", "tests", "examples", "pyproject.toml")
@@ -91,6 +104,12 @@ T_GW_ADMISSION_CLI = "tests/gateway/test_admission_cli.py"
 T_MODEL_SEES = "tests/agents/test_what_the_model_sees.py"
 T_RELAY = "tests/gateway/test_relay_requests.py"
 T_TALENT = "tests/server/test_talent.py"
+T_BOUNDS = "tests/server/test_server_bounds.py"
+T_JWKS = "tests/server/test_jwks.py"
+T_FAULTS = "tests/host/test_server_faults.py"
+T_META = "tests/gateway/test_meta_and_identity.py"
+T_FORWARD = "tests/gateway/test_forward.py"
+T_DECIDE = "tests/select/test_decide.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- gateway: what a downstream client may reach ---------------------------------------------------
@@ -1011,6 +1030,274 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{T_TALENT}::test_the_instruction_is_rendered_for_a_role_the_token_holds_never_for_a_forged_one",
         "a held user_role narrows the tools but the instruction is worded for all the token's roles",
     ),
+    # -- round 2: bounds and limits at the boundary ------------------------------------------------------
+    _m(
+        "conn-timer-not-restarted",
+        "server/_connections.py",
+        "            super().on_message_begin()\n            self._start_request_timer()\n",
+        "            super().on_message_begin()\n",
+        f"{T_BOUNDS}::test_the_request_timer_starts_again_for_each_request_of_a_kept_alive_connection",
+        "the second request of a kept-alive connection may trickle in for ever (its timer is not started again)",
+    ),
+    _m(
+        "conn-timer-runs-through-answer",
+        "server/_connections.py",
+        "            self._stop_request_timer()\n            self._busy = True\n",
+        "            self._busy = True\n",
+        f"{T_BOUNDS}::test_a_connection_that_sends_no_whole_request_in_time_is_closed",
+        "a whole request's timer keeps running: a kept-alive connection is closed between requests",
+    ),
+    _m(
+        "conn-table-off-by-one",
+        "server/_connections.py",
+        "if len(self.connections) - len(probing) > limits.max_connections and not self._make_room():",
+        "if len(self.connections) - len(probing) >= limits.max_connections and not self._make_room():",
+        f"{T_BOUNDS}::test_a_full_table_closes_the_connection_longest_without_a_request_not_the_new_one",
+        "the connection table makes room at N connections instead of N+1",
+    ),
+    _m(
+        "conn-room-from-busy",
+        "server/_connections.py",
+        "if c is not self and isinstance(c, BoundedHttpToolsProtocol) and not c._busy and c not in probing",
+        "if c is not self and isinstance(c, BoundedHttpToolsProtocol) and c not in probing",
+        f"{T_BOUNDS}::test_connections_busy_with_a_request_are_never_closed_for_a_new_one",
+        "a connection whose request is being answered is closed to make room for a new one",
+    ),
+    _m(
+        "conn-room-from-newest",
+        "server/_connections.py",
+        "oldest = min(idle, key=lambda c: c._waiting_since)",
+        "oldest = max(idle, key=lambda c: c._waiting_since)",
+        f"{T_BOUNDS}::test_a_full_table_closes_the_connection_longest_without_a_request_not_the_new_one",
+        "a full table closes the newest silent connection, not the one waiting longest",
+    ),
+    _m(
+        "conn-streams-off-by-one",
+        "server/_connections.py",
+        "elif len(streaming) >= limits.max_streams:",
+        "elif len(streaming) > limits.max_streams:",
+        f"{T_BOUNDS}::test_streams_hold_at_most_their_share_of_the_table",
+        "streams may hold one connection more than their share",
+    ),
+    _m(
+        "conn-probes-off-by-one",
+        "server/_connections.py",
+        "if len(probing) >= limits.probe_connections:",
+        "if len(probing) > limits.probe_connections:",
+        f"{T_BOUNDS}::test_connections_busy_with_a_request_are_never_closed_for_a_new_one",
+        "one connection more than the probes' places is let in past a full table",
+    ),
+    _m(
+        "sessions-evict-busy",
+        "server/_sessions.py",
+        "if scope is None or scope.cancel_called or not math.isfinite(scope.deadline):",
+        "if scope is None or scope.cancel_called:",
+        f"{T_BOUNDS}::test_a_full_table_of_busy_sessions_ends_none_of_them",
+        "a session serving a request is ended for a newcomer when the table is full",
+    ),
+    _m(
+        "sessions-evict-streaming-with-request",
+        "server/_sessions.py",
+        "if transport._requests_in_flight == 1 and GET_STREAM_KEY in transport._request_streams:",
+        "if GET_STREAM_KEY in transport._request_streams:",
+        f"{T_BOUNDS}::test_a_full_table_of_busy_sessions_ends_none_of_them",
+        "a session with its GET stream and a request in flight is ended as if it held only the stream",
+    ),
+    _m(
+        "sessions-table-off-by-one",
+        "server/_sessions.py",
+        "if len(manager._server_instances) >= limit",
+        "if len(manager._server_instances) > limit",
+        f"{T_BOUNDS}::test_a_full_session_table_evicts_the_least_recently_used_idle_session",
+        "a full session table refuses (503) instead of evicting an idle session",
+    ),
+    _m(
+        "jwks-encryption-key-kept",
+        "server/_jwks.py",
+        'k.public_key_use in ("sig", None)',
+        'k.public_key_use in ("sig", "enc", None)',
+        f"{T_JWKS}::test_beside_a_signing_key_an_encryption_key_is_left_out",
+        "a JWK marked use: enc verifies token signatures",
+    ),
+    _m(
+        "jwks-unmarked-key-dropped",
+        "server/_jwks.py",
+        'k.public_key_use in ("sig", None)',
+        'k.public_key_use == "sig"',
+        f"{T_JWKS}::test_beside_a_signing_key_an_encryption_key_is_left_out",
+        "a JWK without use (a signing key by the RFC's default) is dropped",
+    ),
+    _m(
+        "host-redirects-followed",
+        "host/_connect.py",
+        "follow_redirects=False, event_hooks",
+        "follow_redirects=True, event_hooks",
+        f"{T_FAULTS}::test_a_redirect_to_another_origin_is_not_followed",
+        "the host's HTTP client follows redirects",
+        equivalent="the SDK's transports send every MCP request with follow_redirects=False and follow only a "
+        "same-origin 307/308 themselves (mcp.shared._httpx_utils.stream_within_origin): the client's setting "
+        "is not consulted; the test shows a 307 to another origin is not followed either way",
+    ),
+    _m(
+        "budget-window-boundary",
+        "host/_loader.py",
+        "self._clock() - self._window_start >= self.budget_window:",
+        "self._clock() - self._window_start > self.budget_window:",
+        f"{T_LOADER}::test_a_budget_window_starts_the_budget_again_and_not_before",
+        "the budget starts again only after its window, not when exactly a window has passed",
+    ),
+    _m(
+        "budget-window-never",
+        "host/_loader.py",
+        "            self._window_start = self._clock()\n            self.used_bytes = 0\n",
+        "            self._window_start = self._clock()\n",
+        f"{T_LOADER}::test_a_budget_window_starts_the_budget_again_and_not_before",
+        "a new budget window does not start the budget again",
+    ),
+    _m(
+        "meta-find-limit-over",
+        "gateway/_meta.py",
+        "Field(ge=1, le=MAX_FIND_LIMIT,",
+        "Field(ge=1, le=MAX_FIND_LIMIT + 1,",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "find takes a limit one over MAX_FIND_LIMIT",
+    ),
+    _m(
+        "meta-find-limit-zero",
+        "gateway/_meta.py",
+        "Field(ge=1, le=MAX_FIND_LIMIT,",
+        "Field(ge=0, le=MAX_FIND_LIMIT,",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "find takes a limit of 0",
+    ),
+    _m(
+        "meta-load-ids-over",
+        "gateway/_meta.py",
+        "Field(min_length=1, max_length=MAX_LOAD_IDS,",
+        "Field(min_length=1, max_length=MAX_LOAD_IDS + 1,",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "load takes one id more than MAX_LOAD_IDS",
+    ),
+    _m(
+        "meta-id-chars-over",
+        "gateway/_meta.py",
+        "_Id = Annotated[str, Field(max_length=MAX_ID_CHARS)]",
+        "_Id = Annotated[str, Field(max_length=MAX_ID_CHARS + 1)]",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "an id one character over MAX_ID_CHARS is taken (load, read_skill_file, call)",
+    ),
+    _m(
+        "meta-id-chars-under",
+        "gateway/_meta.py",
+        "_Id = Annotated[str, Field(max_length=MAX_ID_CHARS)]",
+        "_Id = Annotated[str, Field(max_length=MAX_ID_CHARS - 1)]",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "an id of exactly MAX_ID_CHARS is refused",
+    ),
+    _m(
+        "meta-query-chars-over",
+        "gateway/_meta.py",
+        "_Text = Annotated[str, Field(max_length=MAX_QUERY_CHARS)",
+        "_Text = Annotated[str, Field(max_length=MAX_QUERY_CHARS + 1)",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "a query (or a need) one character over MAX_QUERY_CHARS is taken",
+    ),
+    _m(
+        "meta-path-chars-over",
+        "gateway/_meta.py",
+        "Field(max_length=MAX_PATH_CHARS,",
+        "Field(max_length=MAX_PATH_CHARS + 1,",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "read_skill_file takes a path one character over MAX_PATH_CHARS",
+    ),
+    _m(
+        "meta-needs-over",
+        "gateway/_meta.py",
+        "            max_length=MAX_NEEDS,\n",
+        "            max_length=MAX_NEEDS + 1,\n",
+        f"{T_META}::test_each_limit_takes_exactly_n_and_refuses_n_plus_one",
+        "find takes one need more than MAX_NEEDS",
+    ),
+    _m(
+        "cursor-negative-page",
+        "gateway/_forward.py",
+        "        and value[2] >= 0\n",
+        "",
+        f"{T_FORWARD}::test_a_cursor_names_a_page_from_0_to_the_cap_and_a_negative_one_is_refused",
+        "a forged cursor with a negative page pages past the host's cap",
+    ),
+    _m(
+        "cursor-bool-page",
+        "gateway/_forward.py",
+        "        and not isinstance(value[2], bool)\n",
+        "",
+        f"{T_FORWARD}::test_a_cursor_names_a_page_from_0_to_the_cap_and_a_negative_one_is_refused",
+        "a cursor whose page is true is taken for page 1",
+    ),
+    _m(
+        "page-cap-off-by-one",
+        "gateway/_forward.py",
+        "if next_cursor and page + 1 < limits.max_pages and len(next_cursor) <= MAX_CURSOR_CHARS:",
+        "if next_cursor and page < limits.max_pages and len(next_cursor) <= MAX_CURSOR_CHARS:",
+        f"{T_FORWARD}::test_a_cursor_names_a_page_from_0_to_the_cap_and_a_negative_one_is_refused",
+        "the gateway lists one upstream page more than the host's page cap",
+    ),
+    _m(
+        "subs-client-off-by-one",
+        "gateway/_forward.py",
+        "if held >= MAX_CLIENT_SUBSCRIPTIONS:",
+        "if held > MAX_CLIENT_SUBSCRIPTIONS:",
+        f"{T_FORWARD}::test_concurrent_subscriptions_of_one_client_stop_at_its_limit",
+        "a client may hold one resource subscription more than MAX_CLIENT_SUBSCRIPTIONS",
+    ),
+    _m(
+        "subs-gateway-off-by-one",
+        "gateway/_forward.py",
+        "elif not subscribers and gateway_wide >= MAX_SUBSCRIPTIONS:",
+        "elif not subscribers and gateway_wide > MAX_SUBSCRIPTIONS:",
+        f"{T_FORWARD}::test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_limit",
+        "the gateway holds one upstream subscription more than MAX_SUBSCRIPTIONS",
+    ),
+    _m(
+        "subs-resource-off-by-one",
+        "gateway/_forward.py",
+        "elif len(subscribers) >= MAX_SUBSCRIBERS:",
+        "elif len(subscribers) > MAX_SUBSCRIBERS:",
+        f"{T_FORWARD}::test_concurrent_subscribers_of_one_resource_stop_at_its_limit",
+        "one client more than MAX_SUBSCRIBERS subscribes to one resource",
+    ),
+    _m(
+        "threshold-at-abstains",
+        "select/_decide.py",
+        "        if confidence < threshold:\n",
+        "        if confidence <= threshold:\n",
+        f"{T_DECIDE}::test_a_confidence_exactly_at_the_threshold_chooses_and_just_below_abstains",
+        "a confidence exactly at the calibrated threshold abstains",
+    ),
+    _m(
+        "threshold-lexical-ignored",
+        "select/_decide.py",
+        "            return self.lexical_calibration.threshold\n",
+        "            return self.threshold\n",
+        f"{T_DECIDE}::test_a_confidence_exactly_at_the_threshold_chooses_and_just_below_abstains",
+        "a lexical ranking (card vectors not ready) is judged against the semantic threshold",
+    ),
+    _m(
+        "log-drops-uncounted",
+        "cli/_output.py",
+        "        if state[0] < 1:\n            state[2] += 1\n",
+        "        if state[0] < 1:\n",
+        ("tests/test_cli_output.py", f"{T_BOUNDS}::test_what_refused_requests_make_the_server_log_is_bounded"),
+        "log lines dropped by the rate limit are not counted (no line says how many)",
+    ),
+    _m(
+        "log-refill-doubled",
+        "cli/_output.py",
+        "state[0] + (now - state[1]) / self.every)",
+        "state[0] + 2 * (now - state[1]) / self.every)",
+        ("tests/test_cli_output.py", f"{T_BOUNDS}::test_what_refused_requests_make_the_server_log_is_bounded"),
+        "the log rate limit lets two lines a second through, not one",
+    ),
 )
 
 
@@ -1070,12 +1357,26 @@ class Outcome:
     failed: list[str]
 
 
-def _pytest(copy: Path, targets: list[str], timeout: float) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+@dataclass(frozen=True)
+class Worker:
+    """One worker's copy of the repository and the venv that imports it."""
+
+    copy: Path
+    python: Path
+    """The venv's Python: ``sys.executable`` of the tests, and so of every server they spawn."""
+
+
+def _pytest(worker: Worker, targets: list[str], timeout: float) -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env |= {
+        "PATH": f"{worker.python.parent}{os.pathsep}{env.get('PATH', '')}",
+        "VIRTUAL_ENV": str(worker.python.parent.parent),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *PYTEST_ARGS, *targets],
-            cwd=copy,
+            [str(worker.python), "-m", "pytest", *PYTEST_ARGS, *targets],
+            cwd=worker.copy,
             env=env,
             capture_output=True,
             text=True,
@@ -1100,16 +1401,50 @@ def _make_copy(where: Path) -> Path:
             shutil.copytree(source, copy / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(source, copy / name)
+    return copy
+
+
+def _make_venv(where: Path, copy: Path) -> Path:
+    """A venv at ``where/venv`` with ``copy`` installed editable over the packages this script runs with;
+    its Python.
+
+    ``venv --without-pip`` takes a second where ``pip install -e`` would build a wheel each time: the
+    editable install is a ``.pth`` naming ``copy/src``, and a second line puts this environment's
+    site-packages after it (as a plain path: its own ``.pth`` files, among them the working tree's
+    editable install, are not read). Checked with the environment the SDK gives a spawned server.
+    """
+    venv = where / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    python = venv / ("Scripts" if os.name == "nt" else "bin") / Path(base).name
+    if not python.exists():
+        python = python.with_name("python")
+    query = "import sysconfig, json; print(json.dumps(sysconfig.get_paths()))"
+    ours = json.loads(subprocess.run([sys.executable, "-c", query], capture_output=True, text=True, check=True).stdout)
+    theirs = json.loads(subprocess.run([python, "-c", query], capture_output=True, text=True, check=True).stdout)
+    lines = [str(copy / "src"), *dict.fromkeys([ours["purelib"], ours["platlib"]])]
+    Path(theirs["purelib"], "_skilldeck_mutation_copy.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # what a server the SDK spawns sees: the venv's Python, a few variables, no PYTHONPATH
+    bare = {k: os.environ[k] for k in ("PATH", "HOME", "SYSTEMROOT") if k in os.environ}
     probe = subprocess.run(
-        [sys.executable, "-c", "import skilldeck; print(skilldeck.__file__)"],
-        env={**os.environ, "PYTHONPATH": str(copy / "src")},
+        [python, "-c", "import skilldeck, mcp; print(skilldeck.__file__)"],
+        env=bare,
+        cwd=where,
         capture_output=True,
         text=True,
         check=True,
     )
     if not probe.stdout.strip().startswith(str(copy)):
-        raise SystemExit(f"the copy is not what gets imported ({probe.stdout.strip()}); is PYTHONPATH ignored?")
-    return copy
+        raise SystemExit(f"the worker's venv imports {probe.stdout.strip()}, not its copy in {copy}")
+    return python
+
+
+def _make_worker(where: Path, tests_from: str | None) -> Worker:
+    where.mkdir()
+    copy = _make_copy(where)
+    if tests_from:
+        _old_tests(copy, tests_from)
+    return Worker(copy, _make_venv(where, copy))
 
 
 def _old_tests(copy: Path, revision: str) -> None:
@@ -1134,47 +1469,72 @@ def _targets(copy: Path, mutation: Mutation) -> list[str]:
     return found
 
 
+def _one(worker: Worker, mutation: Mutation, timeout: float) -> tuple[Outcome, str]:
+    """Apply ``mutation`` to the worker's copy, run its tests, restore the file."""
+    path = worker.copy / mutation.file
+    original = path.read_text(encoding="utf-8")
+    path.write_text(mutate(original, mutation), encoding="utf-8")
+    started = time.perf_counter()
+    try:
+        code, output = _pytest(worker, _targets(worker.copy, mutation), timeout)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    timed_out = "Failed: Timeout (>" in output  # pytest-timeout's, which may end pytest with an internal error
+    status = "caught" if code == 1 or (code != 0 and timed_out) else "survived" if code == 0 else "error"
+    if status == "survived" and mutation.equivalent:
+        status = "equivalent"
+    outcome = Outcome(
+        mutation.id,
+        mutation.file,
+        mutation.what,
+        _targets(worker.copy, mutation),
+        status,
+        round(time.perf_counter() - started, 1),
+        _failed(output),
+    )
+    return outcome, output
+
+
 def run(
-    mutations: list[Mutation], timeout: float, verbose: bool, tests_from: str | None = None
+    mutations: list[Mutation], timeout: float, verbose: bool, tests_from: str | None = None, jobs: int = 1
 ) -> tuple[list[Outcome], float]:
     with tempfile.TemporaryDirectory(prefix="skilldeck-mutation-") as tmp:
-        copy = _make_copy(Path(tmp))
-        if tests_from:
-            _old_tests(copy, tests_from)
-        targets = sorted({t for m in mutations for t in _targets(copy, m)})
+        jobs = max(1, min(jobs, len(mutations)))
+        with ThreadPoolExecutor(jobs) as pool:
+            workers = list(pool.map(lambda n: _make_worker(Path(tmp) / f"worker{n}", tests_from), range(jobs)))
+        targets = sorted({t for m in mutations for t in _targets(workers[0].copy, m)})
         started = time.perf_counter()
-        code, output = _pytest(copy, targets, timeout * 4)
+        code, output = _pytest(workers[0], targets, timeout * 4)
         baseline = time.perf_counter() - started
         if code != 0:
             print(output[-4000:], file=sys.stderr)
             raise SystemExit("the tests fail on the unmutated code; fix that first")
-        print(f"baseline: {len(targets)} test targets pass unmutated ({baseline:.1f} s)")
-        outcomes = []
-        for n, mutation in enumerate(mutations, 1):
-            path = copy / mutation.file
-            original = path.read_text(encoding="utf-8")
-            path.write_text(mutate(original, mutation), encoding="utf-8")
-            started = time.perf_counter()
+        print(f"baseline: {len(targets)} test targets pass unmutated ({baseline:.1f} s); {jobs} workers")
+        free: Queue[Worker] = Queue()
+        for worker in workers:
+            free.put(worker)
+        done: list[Outcome] = []
+        lock = threading.Lock()
+
+        def job(mutation: Mutation) -> Outcome:
+            worker = free.get()
             try:
-                code, output = _pytest(copy, _targets(copy, mutation), timeout)
+                outcome, output = _one(worker, mutation, timeout)
             finally:
-                path.write_text(original, encoding="utf-8")
-            status = "caught" if code == 1 else "survived" if code == 0 else "error"
-            if status == "survived" and mutation.equivalent:
-                status = "equivalent"
-            outcome = Outcome(
-                mutation.id,
-                mutation.file,
-                mutation.what,
-                _targets(copy, mutation),
-                status,
-                round(time.perf_counter() - started, 1),
-                _failed(output),
-            )
-            outcomes.append(outcome)
-            print(f"[{n:2}/{len(mutations)}] {status:8} {mutation.id:40} {outcome.seconds:5.1f} s  {mutation.what}")
-            if status != "caught" and verbose:
-                print(output[-3000:])
+                free.put(worker)
+            with lock:
+                done.append(outcome)
+                print(
+                    f"[{len(done):3}/{len(mutations)}] {outcome.status:8} {mutation.id:40} "
+                    f"{outcome.seconds:5.1f} s  {mutation.what}",
+                    flush=True,
+                )
+                if outcome.status != "caught" and verbose:
+                    print(output[-3000:])
+            return outcome
+
+        with ThreadPoolExecutor(jobs) as pool:
+            outcomes = list(pool.map(job, mutations))  # in the list's order, whichever finished first
         return outcomes, baseline
 
 
@@ -1190,6 +1550,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutations")
     parser.add_argument("--check", action="store_true", help="only check that every mutation still applies")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="workers, each with its own copy and venv, running mutations side by side"
+    )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per mutation run (default 300)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"result JSON (default {RESULTS})")
     parser.add_argument("--verbose", action="store_true", help="print the test output of surviving mutations")
@@ -1219,7 +1582,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [m for m in MUTATIONS if m.id in args.only]
 
     started = time.perf_counter()
-    outcomes, baseline = run(chosen, args.timeout, args.verbose, args.tests_from)
+    outcomes, baseline = run(chosen, args.timeout, args.verbose, args.tests_from, args.jobs)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("caught", "survived", "equivalent", "error")}
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -1230,6 +1593,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "load_average": list(os.getloadavg())},
         "tests_from": args.tests_from or "the working tree",
         "pytest_args": list(PYTEST_ARGS),
+        "jobs": args.jobs,
         "baseline_seconds": round(baseline, 1),
         "total_seconds": round(time.perf_counter() - started, 1),
         "summary": {"mutations": len(outcomes), **counts},

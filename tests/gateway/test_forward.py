@@ -56,6 +56,7 @@ from skilldeck.gateway._forward import (
     MAX_SUBSCRIBERS,
     MAX_SUBSCRIPTIONS,
     MAX_URI_CHARS,
+    _encode_cursor,
     gateway_uri,
     prompt_name,
     split_prompt_name,
@@ -315,6 +316,30 @@ async def test_paging_stops_at_the_hosts_page_cap_and_goes_on_with_the_next_upst
                 assert refused.value.error.code == INVALID_PARAMS
 
 
+async def test_a_cursor_names_a_page_from_0_to_the_cap_and_a_negative_one_is_refused() -> None:
+    """The page count a gateway cursor carries is what stops paging at the host's cap: page 0 and the last page
+    under the cap are taken (the last one moves on to the next upstream), and a client that forges page -1
+    (or a page that is not a number) is refused, not paged past the cap without end."""
+    specs = [
+        ServerSpec("a", InProcessServer(docs_upstream("a")), timeout=10),
+        ServerSpec("0loop", InProcessServer(endless_upstream()), timeout=10),
+    ]
+    async with Host(specs, limits=ListingLimits(max_pages=3, max_entries=100)) as host:
+        server, _ = create_gateway(GatewayService(host))
+        async with Client(server, mode="legacy", cache=None) as c:
+            first = await c.list_resources(cursor=_encode_cursor("0loop", None, 0))
+            assert [r.uri for r in first.resources] == ["upstream://0loop/loop://0"]
+            assert first.next_cursor == _encode_cursor("0loop", "1", 1)
+            last = await c.list_resources(cursor=_encode_cursor("0loop", "2", 2))  # page 3 of at most 3
+            assert [r.uri for r in last.resources] == ["upstream://0loop/loop://2"]
+            assert last.next_cursor == _encode_cursor("a", None, 0)
+            for forged in (_encode_cursor("0loop", "2", -1), _encode_cursor("0loop", "2", True)):  # type: ignore[arg-type]
+                with pytest.raises(MCPError) as refused:
+                    await c.list_resources(cursor=forged)
+                assert refused.value.error.code == INVALID_PARAMS
+                assert "invalid cursor" in refused.value.error.message
+
+
 def empty_upstream(pages: int | None) -> tuple[Server, list[str | None]]:
     """Lists ``pages`` empty pages of resources, each with a next cursor (``None``: without end); records cursors."""
     asked: list[str | None] = []
@@ -560,6 +585,17 @@ async def test_an_update_of_a_sub_resource_reaches_the_subscribers_of_the_resour
             assert event == ResourceUpdated(uri=uri)
 
 
+HELD = 3_600.0
+"""The host's read timeout in front of ``SlowSubscribable``: longer than any test takes. Its requests are held
+until the test releases them, all at once; with 30 s, on a loaded machine the first of the gateway's 1,024 held
+subscriptions timed out before the last was sent, freed its place and failed the test at teardown."""
+
+
+HANG = 240.0
+"""How long ``_subscribe_at_once`` waits for every request to be answered or held: under the suite's 300 s timeout,
+so a request that never arrives (a limit off by one left it queued) fails the test instead of hanging it."""
+
+
 class SlowSubscribable(Subscribable):
     """``Subscribable`` whose subscriptions are all held until ``release`` is set: every request is in flight at once."""
 
@@ -591,7 +627,7 @@ async def _subscribe_at_once(
         for i, c in enumerate(clients):
             for n in range(per_client):
                 tg.start_soon(one, c, "upstream://subs/note://x" if shared else f"upstream://subs/note://{i}-{n}")
-        with anyio.fail_after(30):
+        with anyio.fail_after(HANG):  # a guard against a hang only (a clean failure): counted, not timed
             # every request was answered (refused at once) or reached the upstream (held there)
             while len(upstream.subscribed) + len(refusals) < len(clients) * per_client:
                 await anyio.sleep(0.01)
@@ -602,7 +638,7 @@ async def _subscribe_at_once(
 async def test_concurrent_subscriptions_of_one_client_stop_at_its_limit() -> None:
     """Requests still waiting on the upstream count against the per-client limit: it is not overshot."""
     upstream = SlowSubscribable()
-    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=HELD)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with Client(server, mode="legacy", cache=None) as c:
             refusals = await _subscribe_at_once([c], MAX_CLIENT_SUBSCRIPTIONS + 3, upstream)
@@ -615,7 +651,7 @@ async def test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_lim
     """Requests still waiting on the upstream count against the gateway-wide limit: it is not overshot."""
     upstream = SlowSubscribable()
     clients = MAX_SUBSCRIPTIONS // MAX_CLIENT_SUBSCRIPTIONS + 1
-    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=HELD)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with contextlib.AsyncExitStack() as stack:
             opened = [
@@ -630,7 +666,7 @@ async def test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_lim
 async def test_concurrent_subscribers_of_one_resource_stop_at_its_limit() -> None:
     """Requests still waiting on the upstream count against the per-resource limit: it is not overshot."""
     upstream = SlowSubscribable()
-    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=30)], mode="legacy") as host:
+    async with Host([ServerSpec("subs", InProcessServer(upstream.server), timeout=HELD)], mode="legacy") as host:
         server, _ = create_gateway(GatewayService(host))
         async with contextlib.AsyncExitStack() as stack:
             opened = [

@@ -21,6 +21,8 @@ from skilldeck.gateway._meta import (
     MAX_FIND_LIMIT,
     MAX_ID_CHARS,
     MAX_LOAD_IDS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
     META,
     META_OUTPUT_SCHEMAS,
     META_TOOLS,
@@ -28,6 +30,7 @@ from skilldeck.gateway._meta import (
     CallArguments,
     FindArguments,
     LoadArguments,
+    ReadSkillFileArguments,
 )
 from skilldeck.select._decide import MAX_NEEDS
 from skilldeck.serving._legacy import LegacyConnections
@@ -69,6 +72,72 @@ def test_each_model_refuses_with_what_its_tool_takes(tool: str, arguments: dict[
     assert says in str(refused.value)
     assert LONG_ID not in str(refused.value)
     assert isinstance(refused.value, GateRefused)  # a refusal like the gate's: nothing is sent
+
+
+def _at(n: int, prefix: str = "") -> str:
+    """A text of exactly ``n`` characters (``prefix`` first)."""
+    return prefix + "x" * (n - len(prefix))
+
+
+@pytest.mark.parametrize(
+    ("tool", "at_the_limit", "one_over", "says"),
+    [
+        (FIND, {"query": _at(MAX_QUERY_CHARS)}, {"query": _at(MAX_QUERY_CHARS + 1)}, "find needs a query"),
+        (FIND, {"query": "x", "limit": MAX_FIND_LIMIT}, {"query": "x", "limit": MAX_FIND_LIMIT + 1}, "limit must be"),
+        (FIND, {"query": "x", "limit": 1}, {"query": "x", "limit": 0}, "limit must be"),
+        (
+            FIND,
+            {"query": "x", "needs": ["a"] * MAX_NEEDS},
+            {"query": "x", "needs": ["a"] * (MAX_NEEDS + 1)},
+            "needs must be a list",
+        ),
+        (
+            FIND,
+            {"query": "x", "needs": [_at(MAX_QUERY_CHARS)]},
+            {"query": "x", "needs": [_at(MAX_QUERY_CHARS + 1)]},
+            "needs must be a list",
+        ),
+        (LOAD, {"ids": ["a/b"] * MAX_LOAD_IDS}, {"ids": ["a/b"] * (MAX_LOAD_IDS + 1)}, "load needs ids"),
+        (LOAD, {"ids": [_at(MAX_ID_CHARS, "a/")]}, {"ids": [_at(MAX_ID_CHARS + 1, "a/")]}, "a card id is at most"),
+        (
+            READ_SKILL_FILE,
+            {"skill": _at(MAX_ID_CHARS, "a/"), "path": _at(MAX_PATH_CHARS)},
+            {"skill": _at(MAX_ID_CHARS, "a/"), "path": _at(MAX_PATH_CHARS + 1)},
+            "read_skill_file needs skill",
+        ),
+        (
+            READ_SKILL_FILE,
+            {"skill": _at(MAX_ID_CHARS, "a/"), "path": "SKILL.md"},
+            {"skill": _at(MAX_ID_CHARS + 1, "a/"), "path": "SKILL.md"},
+            "a skill id is at most",
+        ),
+        (CALL, {"tool": _at(MAX_ID_CHARS, "a/")}, {"tool": _at(MAX_ID_CHARS + 1, "a/")}, "a tool name is at most"),
+    ],
+    ids=[
+        "query",
+        "limit-max",
+        "limit-min",
+        "needs-count",
+        "need-chars",
+        "load-ids",
+        "id-chars",
+        "path-chars",
+        "skill-id-chars",
+        "tool-chars",
+    ],
+)
+def test_each_limit_takes_exactly_n_and_refuses_n_plus_one(
+    tool: str, at_the_limit: dict[str, Any], one_over: dict[str, Any], says: str
+) -> None:
+    """Every meta-tool limit at its boundary: the value at the limit is taken as it came, one past it refused,
+    saying what fits."""
+    model = META[tool].arguments
+    taken = model.parse(at_the_limit)
+    assert taken.model_dump(exclude_none=True) == at_the_limit
+    with pytest.raises(InvalidArguments) as refused:
+        model.parse(one_over)
+    assert says in str(refused.value)
+    assert isinstance(taken, FindArguments | LoadArguments | ReadSkillFileArguments | CallArguments)
 
 
 def test_a_model_gives_the_arguments_typed() -> None:

@@ -347,3 +347,45 @@ async def test_a_server_that_stops_answering_while_listing_is_cut_off_at_its_tim
         assert host.report.servers["slow"].error is not None
         assert "did not finish within 1s" in (host.report.servers["slow"].error or "")
         assert [r.name for r in host.registry.skills] == ["fine"]
+
+
+# -- a redirect is not followed ------------------------------------------------------------------------
+
+
+def _redirect_to(location: str) -> Any:
+    async def answer(request_id: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 307, "headers": [(b"location", location.encode())]})
+        await send({"type": "http.response.body", "body": b""})
+
+    return answer
+
+
+async def test_a_redirect_to_another_origin_is_not_followed() -> None:
+    """A server that answers ``skills/list`` with ``307`` to another origin: the host does not send the
+    request (its session's headers, its token) there. That request fails, naming where it was sent and that it was not followed;
+    the session goes on, and nothing the other origin could have listed is taken in."""
+    elsewhere = HostileServer(Skill("planted/skill"))
+    reached: list[str] = []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            reached.append(f"{scope['method']} {scope['path']}")
+        await elsewhere.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")(scope, receive, send)
+
+    hostile = HostileServer(Skill("bad/never"))
+    good, kept = _good()
+    with (
+        serving_in_thread(recording) as other,
+        serving_in_thread(hostile_app(hostile.server, "skills/list", _redirect_to(other))) as url,
+    ):
+        with anyio.fail_after(20):
+            async with Host([ServerSpec("redirecting", HttpServer(url), timeout=10), good]) as host:
+                failure = host.failures.get("redirecting")
+                notes = host.report.servers["redirecting"].notes
+                listed = [(r.label, r.entry.uri) for r in host.registry.skills]
+                assert (await host.connections.connected["redirecting"].client.list_tools()).tools is not None
+    assert reached == []
+    assert failure is None, failure
+    assert listed == [("good", kept.uri)]
+    assert len(notes) == 1, notes
+    assert notes[0].startswith(f"skills/list failed: Redirect to {other} not followed"), notes

@@ -105,6 +105,25 @@ def test_a_chosen_skill_brings_exactly_its_tools(cardset: CardSet, skill_card) -
     assert decision.tools == [("stocks", "get_stock_price"), ("stocks", "get_dividends")]
 
 
+def test_a_confidence_exactly_at_the_threshold_chooses_and_just_below_abstains(cardset: CardSet) -> None:
+    """The threshold is the least confidence that chooses: at it exactly the capability is chosen; at the
+    next float above the confidence the selector abstains, saying so."""
+    question = "What's the weather forecast for Paris this weekend?"
+    confidence = Selector(cardset, calibration=SMALL).decide(question).confidence
+    assert 0.0 < confidence < 1.0
+    at = Selector(cardset, calibration=SMALL, threshold=confidence).decide(question)
+    assert not at.abstain, at.reason
+    assert at.chosen[0].server == "weather"
+    above = Selector(cardset, calibration=SMALL, threshold=math.nextafter(confidence, 1.0)).decide(question)
+    assert above.abstain
+    assert above.reason.startswith("abstained"), above.reason
+    # the same boundary for the lexical model, which judges while an encoder's card vectors are not ready
+    for threshold, abstains in ((confidence, False), (math.nextafter(confidence, 1.0), True)):
+        lexical = Calibration(SMALL.weights, SMALL.bias, threshold=threshold, source="tests")
+        judged = Selector(cardset, calibration=SMALL, threshold=0.0, lexical_calibration=lexical).decide(question)
+        assert judged.abstain is abstains, (threshold, judged.reason)
+
+
 def test_threshold_override_and_empty_catalog(cardset: CardSet) -> None:
     question = "weather forecast for Rome"
     assert Selector(cardset, calibration=SMALL, threshold=1.0).decide(question).abstain

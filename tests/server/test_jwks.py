@@ -269,3 +269,22 @@ async def test_an_encryption_key_never_verifies_a_token(provider: IdentityProvid
     provider.body = json.dumps(jwks(("old", old_key), use="enc")).encode()
     verifier = JwtVerifier(provider.url, issuer=ISSUER, audience=AUDIENCE)
     assert await verifier.verify_token(token(old_key, "old")) is None
+
+
+async def test_beside_a_signing_key_an_encryption_key_is_left_out(
+    provider: IdentityProvider, old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey
+) -> None:
+    """A JWKS holding a signing key and an encryption key (``use: enc``, as real ones do): only the signing key
+    is kept, and a token naming the encryption key's kid (signed with its private half) is refused as signed
+    with no key, while one from the signing key is taken. A key without ``use`` signs."""
+    mixed = {"keys": jwks(("new", new_key))["keys"] + jwks(("old", old_key), use="enc")["keys"]}
+    assert set(parse_jwks(json.dumps(mixed).encode(), "test")) == {"new"}
+    unmarked = {"keys": [{k: v for k, v in key.items() if k != "use"} for key in jwks(("old", old_key))["keys"]]}
+    assert set(parse_jwks(json.dumps(unmarked).encode(), "test")) == {"old"}
+    provider.body = json.dumps(mixed).encode()
+    verifier = JwtVerifier(provider.url, issuer=ISSUER, audience=AUDIENCE)
+    assert await verifier.verify_token(token(old_key, "old")) is None
+    accepted = await verifier.verify_token(token(new_key, "new"))
+    assert accepted is not None
+    with pytest.raises(jwt.InvalidTokenError, match="no signing key with kid 'old'"):
+        await JwksUrl(provider.url).key("old")
