@@ -17,7 +17,7 @@ survived. Every such server is started with ``sys.executable``, which is the ven
 the copy. The venv sees the tool's own environment's packages (the test extra), and only the copy of
 skilldeck: the working tree's editable install is left out.
 
-    .venv/bin/python tools/mutation.py                 # every mutation; 3-8 minutes on 2 cores
+    .venv/bin/python tools/mutation.py                 # every mutation; 8-13 minutes on 2 cores (2 workers)
     .venv/bin/python tools/mutation.py --only gate-split-any-name sources-early-stop
     .venv/bin/python tools/mutation.py --check         # only check that every snippet still applies
     .venv/bin/python tools/mutation.py --list
