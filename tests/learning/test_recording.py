@@ -62,9 +62,9 @@ async def test_a_refused_call_records_nothing(tmp_path: Path) -> None:
         await c.call_tool("find", {"query": WEATHER})
         await c.call_tool("load", {"ids": ["up/forecast"]})
         invalid = await c.call_tool("call", {"tool": "up/forecast", "arguments": {"town": "Paris"}})
-        assert "city" in refusal(invalid)  # the gate refused the arguments: nothing was sent
+        refusal(invalid, "city")  # the gate refused the arguments: nothing was sent
         not_loaded = await c.call_tool("call", {"tool": "up/convert", "arguments": {"amount": 1, "currency": "EUR"}})
-        assert "active tools: up/forecast" in refusal(not_loaded)
+        refusal(not_loaded, "active tools: up/forecast")
         assert await learning.uses() == []
         assert learning.history() == {}
 
@@ -75,7 +75,7 @@ async def test_a_call_that_comes_back_with_is_error_records_nothing(tmp_path: Pa
         assert "up/archive" in [card["id"] for card in found.structured_content["cards"]]
         await c.call_tool("load", {"ids": ["up/archive"]})
         failed = await c.call_tool("call", {"tool": "up/archive", "arguments": {"note": "minutes"}})
-        assert "the records store is down" in refusal(failed)
+        refusal(failed, "the records store is down")
         assert await learning.uses() == []
 
 
