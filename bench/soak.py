@@ -248,7 +248,7 @@ async def soak(run: Run, clients: int, think_s: float, churn_every: int, seed: i
     for i in range(clients):
         key = "serve" if i % 2 == 0 else "gateway"
         era = st.MODERN if (i // 2) % 2 == 0 else st.LEGACY
-        churn = churn_every if i % 10 == 9 else None
+        churn = churn_every if (i // 2) % 10 == 9 else None  # one in ten of each target's clients
         rng = random.Random(seed * 100_003 + i)
         restart = key == "gateway"
         tasks.append(
