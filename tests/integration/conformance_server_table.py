@@ -34,14 +34,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 try:
+    from ..server.helpers import stop as _stop
     from .conftest import CONFORMANCE, NODE, npx_env
 except ImportError:  # run as a script
     sys.path.insert(0, str(HERE.parents[1]))
     from tests.integration.conftest import CONFORMANCE, NODE, npx_env  # type: ignore[no-redef]
+    from tests.server.helpers import stop as _stop  # type: ignore[no-redef]
 
 REFERENCE = HERE / "conformance_reference_server.py"
 EXPECTED = HERE / "conformance-gateway-expected.yml"
@@ -256,16 +257,6 @@ def _started(cmd: list[str], log: Path, pattern: re.Pattern[str], what: str) -> 
             _stop(proc)
             raise RuntimeError(f"{what} did not start (exit code {proc.returncode}); its output:\n{text[-4000:]}")
         time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @contextmanager
