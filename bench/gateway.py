@@ -83,6 +83,18 @@ MCP_PROXY_SPEC = "mcp-proxy@6.7.19"
 MCP_PROXY_SCRIPT = HERE / "_mcp_proxy.mjs"
 MCP_PROXY_DIR = HERE / ".mcp-proxy"  # git-ignored: node_modules with mcp-proxy, and a copy of MCP_PROXY_SCRIPT
 PEERS = ("fastmcp-fresh", "fastmcp-reused", "mcp-proxy")
+OTHER_GATEWAYS = ("baseline", "json-bound")
+"""Other gateways a run may add (``--baseline REV``, ``--json-bound``), compared with the peers as the gateway is."""
+_JSON_GATEWAY = """
+import functools, sys
+import skilldeck.gateway._app as gateway_app
+from skilldeck.server._app import run_http
+gateway_app.run_http = functools.partial(run_http, json_response=True)
+sys.argv = ["skilldeck", *sys.argv[1:]]
+from skilldeck.cli import main
+sys.exit(main())
+"""
+"""The gateway with every reply one JSON body (the SDK's ``json_response``): nothing relayed during a call."""
 """The other proxies a user could put in front of the same upstream (``--peers``)."""
 
 
@@ -203,6 +215,8 @@ class Cell:
             if kind != "direct":
                 out[kind] = self._vs_direct(kind)
         out["gateway_vs_peers"] = {peer: self.vs_peer(peer) for peer in peers}
+        for ours in [k for k in self.runs if k in OTHER_GATEWAYS]:
+            out[f"{ours}_vs_peers"] = {peer: self.vs_peer(peer, ours) for peer in peers}
         return out
 
 
@@ -408,17 +422,17 @@ def ratio_text(ratios: dict[str, Any] | None) -> str:
     return f"{ratios['median']:.2f}x ({ratios['min']:.2f}–{ratios['max']:.2f})"
 
 
-def peers_table(cells: list[dict[str, Any]], skipped: dict[str, str]) -> str:
-    """The gateway against each peer proxy: req/s and CPU per call of both, and their ratios (median, range)."""
+def peers_table(cells: list[dict[str, Any]], skipped: dict[str, str], ours: str = "gateway") -> str:
+    """``ours`` against each peer proxy: req/s and CPU per call of both, and their ratios (median, range)."""
     lines = [
-        "| protocol | clients | peer | peer req/s | gateway req/s | gateway ÷ peer req/s | peer CPU ms / call "
-        "| gateway CPU ms / call | gateway ÷ peer CPU / call | load avg |",
+        f"| protocol | clients | peer | peer req/s | {ours} req/s | {ours} ÷ peer req/s | peer CPU ms / call "
+        f"| {ours} CPU ms / call | {ours} ÷ peer CPU / call | load avg |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in cells:
-        gateway = c["gateway"]
+        gateway = c[ours]
         load = statistics.median(c["loadavg_1m_per_rep"]) if c["loadavg_1m_per_rep"] else float("nan")
-        for peer, ratios in c["gateway_vs_peers"].items():
+        for peer, ratios in c[f"{ours}_vs_peers"].items():
             e = c[peer]
             lines.append(
                 f"| {c['era']} | {c['clients']} | {peer} | {e['rps']:,.0f} | {gateway['rps']:,.0f} "
@@ -588,7 +602,9 @@ def parse_windows(p: argparse.ArgumentParser, argv: list[str] | None, output: Pa
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = era_parser(__doc__)
-    p.add_argument("--profile", type=Path, metavar="FILE", help="run the gateway under cProfile, stats to FILE")
+    p.add_argument(
+        "--profile", type=Path, metavar="FILE", help="run the gateway under a CPU-time cProfile, stats to FILE"
+    )
     p.add_argument(
         "--baseline",
         metavar="REV",
@@ -596,6 +612,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     peers_help = "peer proxies in the same run (default all; --peers with none to leave them out)"
     p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS), help=peers_help)
+    p.add_argument(
+        "--json-bound",
+        action="store_true",
+        help="also run the gateway with every reply one JSON body (SDK json_response): what choosing per "
+        "response inside the SDK's legacy transport would reach for calls that relay nothing",
+    )
     p.add_argument("--calls", type=int, default=300, help="sequential calls per breakdown figure (default 300)")
     p.add_argument("--breakdown", metavar="URL", help=argparse.SUPPRESS)  # the child process of breakdown()
     return parse_windows(p, argv, DEFAULT_OUTPUT)
@@ -625,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     gateways = {"gateway": st.Target("gateway", "skilldeck gateway", [], EchoExpectations())}  # type: ignore[arg-type]
     if args.baseline:
         gateways["baseline"] = st.Target("baseline", f"gateway at {args.baseline}", [], EchoExpectations())  # type: ignore[arg-type]
+    if args.json_bound:
+        gateways["json-bound"] = st.Target("json-bound", "gateway answering JSON", [], EchoExpectations())  # type: ignore[arg-type]
     load_at_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = dt.datetime.now(dt.UTC)
     wall0 = time.perf_counter()
@@ -638,8 +662,12 @@ def main(argv: list[str] | None = None) -> int:
             url, config = start_upstream(upstream, log_dir)
             for kind, gateway in gateways.items():
                 gateway.port = free_port(st.HOST)
-                profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile and kind == "gateway" else []
-                gateway.command = [sys.executable, *profiler, "-m", "skilldeck.cli", "gateway", "--config", str(config)]
+                cli = ["-m", "skilldeck.cli"]
+                if args.profile and kind == "gateway":  # CPU time, as server_throughput.py profiles
+                    cli = ["-c", st._PROFILED_SERVE, str(args.profile.resolve())]
+                elif kind == "json-bound":
+                    cli = ["-c", _JSON_GATEWAY]
+                gateway.command = [sys.executable, *cli, "gateway", "--config", str(config)]
                 gateway.command += ["--http", f"{st.HOST}:{gateway.port}"]
                 if kind == "baseline":
                     gateway.env = {"PYTHONPATH": str(src_at(args.baseline, log_dir / "baseline"))}
@@ -683,6 +711,7 @@ def main(argv: list[str] | None = None) -> int:
             **window_settings(args),
             "profiled": bool(args.profile),
             "baseline": args.baseline,
+            "json_bound": args.json_bound,
             "direct": DIRECT.params,
             "gateway": PROXIED.params,
         },
@@ -714,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor_cpu_ms_per_call": floors,
         "markdown_table": markdown_table(cells),
         "peers_table": peers_table(cells, skipped),
+        **{f"{k}_peers_table": peers_table(cells, skipped, k) for k in gateways if k in OTHER_GATEWAYS and peers},
     }
     if top is not None:
         report["profile"] = top
@@ -722,6 +752,9 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(cells))
     print()
     print(peers_table(cells, skipped))
+    for kind in [k for k in gateways if k in OTHER_GATEWAYS and peers]:
+        print()
+        print(peers_table(cells, skipped, kind))
     say(f"wrote {args.output} in {elapsed:.0f}s; targets {'met' if ok else 'MISSED'}")
     return 0 if ok else 1
 
