@@ -104,6 +104,11 @@ async def test_a_stream_ended_before_any_event_is_sent_as_it_was() -> None:
     assert await run(sent) == sent
 
 
+async def test_what_is_held_goes_out_when_the_app_returns_without_ending_its_stream() -> None:
+    sent = [SSE_START, body(PRIMING)]  # e.g. its task cancelled: the client sees what it saw before
+    assert await run(sent) == sent
+
+
 @pytest.mark.parametrize(
     ("method", "headers"),
     [

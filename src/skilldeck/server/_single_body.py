@@ -57,7 +57,9 @@ def single_body_replies(app: ASGIApp) -> ASGIApp:
         if scope["type"] != "http" or scope["method"] != "POST" or not any(k == header for k, _ in scope["headers"]):
             await app(scope, receive, send)
             return
-        await app(scope, receive, _HeldStream(send).send)
+        stream = _HeldStream(send)
+        await app(scope, receive, stream.send)
+        await stream.release()
 
     return reply
 
@@ -115,14 +117,19 @@ class _HeldStream:
                     return
                 if name == b"message" and _REPLY.match(data):
                     self._done = True
-                    await self._send(_json_start(self._held[0], len(data)))
+                    start, self._held = self._held[0], []
+                    await self._send(_json_start(start, len(data)))
                     await self._send({"type": "http.response.body", "body": data, "more_body": False})
                     return
+        await self.release()
+        await self._send(message)
+
+    async def release(self) -> None:
+        """Send what is held, as it was, and pass everything after it on (also when the app returns holding it)."""
         self._passing = True
         held, self._held = self._held, []
         for earlier in held:
             await self._send(earlier)
-        await self._send(message)
 
 
 def _is_sse(start: Message) -> bool:
