@@ -523,13 +523,18 @@ def ensure_fastmcp_venv(spec: str, log: Callable[[str], None]) -> Path:
     if not python.exists():
         log(f"creating {FASTMCP_VENV.relative_to(REPO)} ...")
         subprocess.run([sys.executable, "-m", "venv", str(FASTMCP_VENV)], check=True)
+    pip_install(python, spec, log)
+    return python
+
+
+def pip_install(python: Path, spec: str, log: Callable[[str], None]) -> None:
+    """``pip install spec`` with the FastMCP venv's interpreter ``python``."""
     log(f"pip install {spec!r} into {FASTMCP_VENV.relative_to(REPO)} ...")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", spec],
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    return python
 
 
 # -- the TypeScript SDK's node_modules ------------------------------------------------------------

@@ -244,3 +244,20 @@ async def test_the_sdk_legacy_client_is_unaffected_by_priming_events(gateway: Ru
         with anyio.fail_after(30):
             result = await c.call_tool("see__slow", {"seconds": 0})
     assert result.content[0].text == "slept 0", result  # type: ignore[union-attr]
+
+
+def test_a_call_that_sends_nothing_before_its_answer_is_one_json_body(gateway: Running) -> None:
+    """No progress asked for, nothing relayed: the answer alone, as ``application/json`` (``_single_body``)."""
+    call = slow_call(8)
+    del call["params"]["_meta"]  # no progress token: the upstream's progress goes nowhere
+    call["params"]["arguments"]["seconds"] = 0
+    with httpx2.Client(timeout=30) as http:
+        session = open_session(http, gateway.url)
+        answered = http.post(gateway.url, json=call, headers=legacy_headers(session))
+    assert answered.status_code == 200, answered.text
+    assert answered.headers["content-type"] == "application/json"
+    assert answered.headers["content-length"] == str(len(answered.content))
+    assert answered.headers["mcp-session-id"] == session
+    message = answered.json()
+    assert message["id"] == 8
+    assert message["result"]["content"][0]["text"] == "slept 0", message

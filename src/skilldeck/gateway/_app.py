@@ -230,6 +230,7 @@ async def _serve(
         on_ready=on_ready,
         max_sessions=max_sessions,
         session_idle_timeout=session_idle_timeout,
+        json_when_silent=True,  # SSE only for a call that relays something before its answer
         limits=limits,
         on_stopped=on_stopped,
         readiness=readiness,

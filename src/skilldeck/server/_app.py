@@ -40,6 +40,7 @@ from skilldeck.server._sessions import (
     answer_unknown_sessions,
     evict_idle_when_full,
 )
+from skilldeck.server._single_body import single_body_replies
 from skilldeck.serving._policy import Policy
 from skilldeck.skill._pack import DirectorySource
 
@@ -419,6 +420,7 @@ async def run_http(
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
     sockets: list[socket.socket] | None = None,
     json_response: bool = False,
+    json_when_silent: bool = False,
     limits: HttpLimits = DEFAULT_HTTP_LIMITS,
     on_stopped: Callable[[ShutdownReport], None] | None = None,
     readiness: Callable[[], Readiness] = always_ready,
@@ -441,7 +443,10 @@ async def run_http(
     send anything during a request (progress, log messages, server-to-client requests). Only a
     server none of whose handlers does that may turn it on (``skilldeck serve`` does; the gateway,
     which relays such messages, does not). ``subscriptions/listen`` and a legacy session's GET
-    stream stay SSE either way, so change notifications are unaffected.
+    stream stay SSE either way, so change notifications are unaffected. ``json_when_silent`` keeps
+    SSE for a legacy request that sends something before its response, and answers the others with
+    one JSON body (:mod:`skilldeck.server._single_body`), as the SDK itself does on 2026-07-28 (the
+    gateway's choice).
 
     A legacy session's SSE streams are resumable: each opens with an event id and a ``retry`` hint,
     and a client whose stream dropped reconnects with ``Last-Event-ID`` and is sent what it missed,
@@ -472,7 +477,8 @@ async def run_http(
     )
     resume_per_session(server.session_manager, ResumableStreams())
     evict_idle_when_full(server.session_manager, limits.counts)
-    served: ASGIApp = answer_invalid_ids(answer_unknown_sessions(app, server.session_manager))
+    mcp_app: ASGIApp = single_body_replies(app) if json_when_silent and not json_response else app
+    served: ASGIApp = answer_invalid_ids(answer_unknown_sessions(mcp_app, server.session_manager))
     if console is not None:
         from skilldeck.serving._console import with_console
 
