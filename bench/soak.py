@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/soak.py                         # 1,000 clients, 10 minutes (about 11 minutes)
     .venv/bin/python bench/soak.py --clients 100 --minutes 1 --output /tmp/soak.json   # a quick look
+    .venv/bin/python bench/soak.py --clients 300 --minutes 2 --gateway-arg=--no-learning --keep-logs /tmp/soak-logs
 
 Three subprocesses on 127.0.0.1, each run through ``bench/_loop_lag.py`` (which records the worst
 stall of its event loop every second):
@@ -23,7 +24,8 @@ looks for drift (memory, descriptors, stalls, errors) over time, not for the pea
 exact skill list, text, bytes, the echoed text).
 
 Reported per minute and target: requests, errors, p50/p99 latency, the server's RSS and open file
-descriptors, and its event loop's longest stall; over the run: errors (target 0), the RSS slope
+descriptors, its event loop's longest stall, and the garbage collector's full passes (how many, the
+longest, their CPU time: ``bench/_loop_lag.py`` times them); over the run: errors (target 0), the RSS slope
 after the first two minutes (least squares, target at most 1 MB/min), and the first error seen.
 Results: a table on stdout and ``bench/results/soak.json``.
 """
@@ -38,6 +40,7 @@ import os
 import platform
 import random
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -75,6 +78,9 @@ class Minute:
     rss_mb: float = 0.0
     fds: int = 0
     stall_ms: float = 0.0
+    full_collections: int = 0
+    longest_collection_ms: float = 0.0
+    collection_cpu_ms: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
@@ -86,6 +92,9 @@ class Minute:
             "rss_mb": round(self.rss_mb, 1),
             "fds": self.fds,
             "longest_stall_ms": round(self.stall_ms, 1),
+            "full_collections": self.full_collections,
+            "longest_collection_ms": round(self.longest_collection_ms, 1),
+            "collection_cpu_ms": round(self.collection_cpu_ms, 1),
         }
 
 
@@ -133,6 +142,10 @@ class Run:
             cell.stall_ms = max(
                 (ms for t, ms in _lag_lines(self.lag_files[key]) if since <= t < since + 60), default=0.0
             )
+            passes = [(ms, cpu) for t, ms, cpu in _collections(self.lag_files[key]) if since <= t < since + 60]
+            cell.full_collections = len(passes)
+            cell.longest_collection_ms = max((ms for ms, _ in passes), default=0.0)
+            cell.collection_cpu_ms = sum(cpu for _, cpu in passes)
 
     @property
     def started_wall(self) -> float:
@@ -145,6 +158,16 @@ def _lag_lines(path: Path) -> list[tuple[float, float]]:
     except OSError:
         return []
     return [(float(t), float(ms)) for t, ms in (line.split() for line in lines if line.count(" ") == 1)]
+
+
+def _collections(lag: Path) -> list[tuple[float, float, float]]:
+    """The collector's full passes beside ``lag`` (``bench/_loop_lag.py``): (time, pause in ms, its CPU in ms)."""
+    try:
+        lines = lag.with_name(lag.name + ".gc").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return []
+    passes = (line.split() for line in lines)
+    return [(float(t), float(ms), float(cpu)) for t, gen, ms, _, cpu, *_ in passes if gen == "2"]
 
 
 # -- clients --------------------------------------------------------------------------------------
@@ -261,7 +284,8 @@ async def soak(run: Run, clients: int, think_s: float, churn_every: int, seed: i
             run.sample(index)
             line = "; ".join(
                 f"{key} {m.ok + m.errors} req, {m.errors} err, p99 {m.as_dict()['p99_ms']} ms, "
-                f"{m.rss_mb:.0f} MB, {m.fds} fds, stall {m.stall_ms:.0f} ms"
+                f"{m.rss_mb:.0f} MB, {m.fds} fds, stall {m.stall_ms:.0f} ms, "
+                f"{m.full_collections} full GC (longest {m.longest_collection_ms:.0f} ms)"
                 for key, m in ((k, run.per_minute[k][index]) for k in ("serve", "gateway"))
             )
             say(f"  minute {index + 1}: {line}")
@@ -296,6 +320,9 @@ def summary(run: Run) -> dict[str, Any]:
             "rss_slope_mb_per_min": None if slope is None else round(slope, 3),
             "fds_max": max(m.fds for m in minutes),
             "longest_stall_ms": max(m.stall_ms for m in minutes),
+            "full_collections": sum(m.full_collections for m in minutes),
+            "longest_collection_ms": max(m.longest_collection_ms for m in minutes),
+            "collection_cpu_ms": round(sum(m.collection_cpu_ms for m in minutes), 1),
             "sessions_opened": run.sessions_opened.get(key, 0),
             "first_error": run.first_error.get(key),
             "per_minute": [m.as_dict() for m in minutes],
@@ -312,6 +339,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--churn-every", type=int, default=20, help="requests per session of a churning client")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--gateway-arg",
+        action="append",
+        default=[],
+        help="one more argument for the gateway (repeatable), e.g. --gateway-arg=--no-learning",
+    )
+    parser.add_argument("--keep-logs", type=Path, help="copy the servers' logs and stall records into this directory")
     return parser.parse_args(argv)
 
 
@@ -339,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         config = log_dir / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"echo": {"url": f"http://{st.HOST}:{upstream.port}{st.PATH}"}}}))
         gateway.command = [*wrap, str(lag["gateway"]), "-m", "skilldeck.cli", "gateway", "--config", str(config)]
-        gateway.command += ["--http", f"{st.HOST}:{gateway.port}", "--lexical"]
+        gateway.command += ["--http", f"{st.HOST}:{gateway.port}", "--lexical", *args.gateway_arg]
         targets = {"serve": serve, "gateway": gateway, "upstream": upstream}
         try:
             st._start(upstream, log_dir)
@@ -356,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for target in targets.values():
                 st._stop(target)
+            if args.keep_logs is not None:
+                shutil.copytree(log_dir, args.keep_logs, dirs_exist_ok=True)
     report = {
         "benchmark": "soak",
         "date": started.isoformat(timespec="seconds"),
@@ -380,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{key}: {r['requests']:,} requests, {r['errors']} errors, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, "
             f"RSS {r['rss_mb_first_last'][0]} -> {r['rss_mb_first_last'][1]} MB "
             f"(slope {r['rss_slope_mb_per_min']} MB/min after minute {WARMUP_MINUTES}), "
-            f"fds max {r['fds_max']}, longest loop stall {r['longest_stall_ms']:.0f} ms"
+            f"fds max {r['fds_max']}, longest loop stall {r['longest_stall_ms']:.0f} ms, "
+            f"{r['full_collections']} full GC passes (longest {r['longest_collection_ms']:.0f} ms)"
         )
     say(f"wrote {args.output}")
     return 0 if all(results[k]["meets_targets"] for k in ("serve", "gateway")) else 1
