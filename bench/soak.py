@@ -349,6 +349,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _relative(path: Path) -> str:
+    """``path`` as the report names it: from the repository root when it is inside (no machine's own paths)."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(st.REPO)) if resolved.is_relative_to(st.REPO) else path.name
+
+
+def _without_keep_logs(argv: list[str]) -> list[str]:
+    """The command line as the report names it: where the logs were kept is the machine's own business."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--keep-logs":
+            skip = True
+        elif not arg.startswith("--keep-logs="):
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
@@ -386,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             run = Run(time.perf_counter(), args.minutes, targets, lag)
             asyncio.run(soak(run, args.clients, args.think, args.churn_every, args.seed, say))
             results = summary(run)
-            logs = {k: st._log_tail(t, 20) for k, t in targets.items()}
+            logs = {k: st._log_tail(t, 20).replace(f"{st.REPO}/", "") for k, t in targets.items()}
         finally:
             for target in targets.values():
                 st._stop(target)
@@ -395,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "soak",
         "date": started.isoformat(timespec="seconds"),
-        "command": shlex.join(["bench/soak.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": shlex.join(["bench/soak.py", *_without_keep_logs(argv if argv is not None else sys.argv[1:])]),
         "machine": {
             "cpu_count": os.cpu_count(),
             "cpu_model": st._cpu_model(),
@@ -403,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "load_average_at_start": [round(x, 2) for x in load_at_start],
         },
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "settings": {k: _relative(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "keep_logs"},
         "targets": {"rss_slope_mb_per_min": RSS_SLOPE_TARGET_MB_PER_MIN, "errors": 0},
         "results": results,
         "server_log_tails": logs,
