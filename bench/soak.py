@@ -3,8 +3,8 @@
 Run from the repository root::
 
     .venv/bin/python bench/soak.py                         # 1,000 clients, 10 minutes (about 11 minutes)
-    .venv/bin/python bench/soak.py --clients 100 --minutes 1 --output /tmp/soak.json   # a quick look
-    .venv/bin/python bench/soak.py --clients 300 --minutes 2 --gateway-arg=--no-learning --keep-logs /tmp/soak-logs
+    .venv/bin/python bench/soak.py --clients 100 --minutes 1 --output soak-quick.json   # a quick look
+    .venv/bin/python bench/soak.py --clients 300 --minutes 2 --gateway-arg=--no-learning --keep-logs soak-logs
 
 Three subprocesses on 127.0.0.1, each run through ``bench/_loop_lag.py`` (which records the worst
 stall of its event loop every second):
