@@ -3,7 +3,8 @@
 Run from the repository root::
 
     .venv/bin/python bench/soak.py                         # 1,000 clients, 10 minutes (about 11 minutes)
-    .venv/bin/python bench/soak.py --clients 100 --minutes 1 --output /tmp/soak.json   # a quick look
+    .venv/bin/python bench/soak.py --clients 100 --minutes 1 --output soak-quick.json   # a quick look
+    .venv/bin/python bench/soak.py --clients 300 --minutes 2 --gateway-arg=--no-learning --keep-logs soak-logs
 
 Three subprocesses on 127.0.0.1, each run through ``bench/_loop_lag.py`` (which records the worst
 stall of its event loop every second):
@@ -23,7 +24,8 @@ looks for drift (memory, descriptors, stalls, errors) over time, not for the pea
 exact skill list, text, bytes, the echoed text).
 
 Reported per minute and target: requests, errors, p50/p99 latency, the server's RSS and open file
-descriptors, and its event loop's longest stall; over the run: errors (target 0), the RSS slope
+descriptors, its event loop's longest stall, and the garbage collector's full passes (how many, the
+longest, their CPU time: ``bench/_loop_lag.py`` times them); over the run: errors (target 0), the RSS slope
 after the first two minutes (least squares, target at most 1 MB/min), and the first error seen.
 Results: a table on stdout and ``bench/results/soak.json``.
 """
@@ -38,6 +40,7 @@ import os
 import platform
 import random
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -75,6 +78,9 @@ class Minute:
     rss_mb: float = 0.0
     fds: int = 0
     stall_ms: float = 0.0
+    full_collections: int = 0
+    longest_collection_ms: float = 0.0
+    collection_cpu_ms: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
@@ -86,6 +92,9 @@ class Minute:
             "rss_mb": round(self.rss_mb, 1),
             "fds": self.fds,
             "longest_stall_ms": round(self.stall_ms, 1),
+            "full_collections": self.full_collections,
+            "longest_collection_ms": round(self.longest_collection_ms, 1),
+            "collection_cpu_ms": round(self.collection_cpu_ms, 1),
         }
 
 
@@ -133,6 +142,10 @@ class Run:
             cell.stall_ms = max(
                 (ms for t, ms in _lag_lines(self.lag_files[key]) if since <= t < since + 60), default=0.0
             )
+            passes = [(ms, cpu) for t, ms, cpu in _collections(self.lag_files[key]) if since <= t < since + 60]
+            cell.full_collections = len(passes)
+            cell.longest_collection_ms = max((ms for ms, _ in passes), default=0.0)
+            cell.collection_cpu_ms = sum(cpu for _, cpu in passes)
 
     @property
     def started_wall(self) -> float:
@@ -145,6 +158,16 @@ def _lag_lines(path: Path) -> list[tuple[float, float]]:
     except OSError:
         return []
     return [(float(t), float(ms)) for t, ms in (line.split() for line in lines if line.count(" ") == 1)]
+
+
+def _collections(lag: Path) -> list[tuple[float, float, float]]:
+    """The collector's full passes beside ``lag`` (``bench/_loop_lag.py``): (time, pause in ms, its CPU in ms)."""
+    try:
+        lines = lag.with_name(lag.name + ".gc").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return []
+    passes = (line.split() for line in lines)
+    return [(float(t), float(ms), float(cpu)) for t, gen, ms, _, cpu, *_ in passes if gen == "2"]
 
 
 # -- clients --------------------------------------------------------------------------------------
@@ -261,7 +284,8 @@ async def soak(run: Run, clients: int, think_s: float, churn_every: int, seed: i
             run.sample(index)
             line = "; ".join(
                 f"{key} {m.ok + m.errors} req, {m.errors} err, p99 {m.as_dict()['p99_ms']} ms, "
-                f"{m.rss_mb:.0f} MB, {m.fds} fds, stall {m.stall_ms:.0f} ms"
+                f"{m.rss_mb:.0f} MB, {m.fds} fds, stall {m.stall_ms:.0f} ms, "
+                f"{m.full_collections} full GC (longest {m.longest_collection_ms:.0f} ms)"
                 for key, m in ((k, run.per_minute[k][index]) for k in ("serve", "gateway"))
             )
             say(f"  minute {index + 1}: {line}")
@@ -296,6 +320,9 @@ def summary(run: Run) -> dict[str, Any]:
             "rss_slope_mb_per_min": None if slope is None else round(slope, 3),
             "fds_max": max(m.fds for m in minutes),
             "longest_stall_ms": max(m.stall_ms for m in minutes),
+            "full_collections": sum(m.full_collections for m in minutes),
+            "longest_collection_ms": max(m.longest_collection_ms for m in minutes),
+            "collection_cpu_ms": round(sum(m.collection_cpu_ms for m in minutes), 1),
             "sessions_opened": run.sessions_opened.get(key, 0),
             "first_error": run.first_error.get(key),
             "per_minute": [m.as_dict() for m in minutes],
@@ -312,7 +339,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--churn-every", type=int, default=20, help="requests per session of a churning client")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--gateway-arg",
+        action="append",
+        default=[],
+        help="one more argument for the gateway (repeatable), e.g. --gateway-arg=--no-learning",
+    )
+    parser.add_argument("--keep-logs", type=Path, help="copy the servers' logs and stall records into this directory")
     return parser.parse_args(argv)
+
+
+def _relative(path: Path) -> str:
+    """``path`` as the report names it: from the repository root when it is inside (no machine's own paths)."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(st.REPO)) if resolved.is_relative_to(st.REPO) else path.name
+
+
+def _without_keep_logs(argv: list[str]) -> list[str]:
+    """The command line as the report names it: where the logs were kept is the machine's own business."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--keep-logs":
+            skip = True
+        elif not arg.startswith("--keep-logs="):
+            out.append(arg)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         config = log_dir / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"echo": {"url": f"http://{st.HOST}:{upstream.port}{st.PATH}"}}}))
         gateway.command = [*wrap, str(lag["gateway"]), "-m", "skilldeck.cli", "gateway", "--config", str(config)]
-        gateway.command += ["--http", f"{st.HOST}:{gateway.port}", "--lexical"]
+        gateway.command += ["--http", f"{st.HOST}:{gateway.port}", "--lexical", *args.gateway_arg]
         targets = {"serve": serve, "gateway": gateway, "upstream": upstream}
         try:
             st._start(upstream, log_dir)
@@ -352,14 +406,16 @@ def main(argv: list[str] | None = None) -> int:
             run = Run(time.perf_counter(), args.minutes, targets, lag)
             asyncio.run(soak(run, args.clients, args.think, args.churn_every, args.seed, say))
             results = summary(run)
-            logs = {k: st._log_tail(t, 20) for k, t in targets.items()}
+            logs = {k: st._log_tail(t, 20).replace(f"{st.REPO}/", "") for k, t in targets.items()}
         finally:
             for target in targets.values():
                 st._stop(target)
+            if args.keep_logs is not None:
+                shutil.copytree(log_dir, args.keep_logs, dirs_exist_ok=True)
     report = {
         "benchmark": "soak",
         "date": started.isoformat(timespec="seconds"),
-        "command": shlex.join(["bench/soak.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": shlex.join(["bench/soak.py", *_without_keep_logs(argv if argv is not None else sys.argv[1:])]),
         "machine": {
             "cpu_count": os.cpu_count(),
             "cpu_model": st._cpu_model(),
@@ -367,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "load_average_at_start": [round(x, 2) for x in load_at_start],
         },
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "settings": {k: _relative(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "keep_logs"},
         "targets": {"rss_slope_mb_per_min": RSS_SLOPE_TARGET_MB_PER_MIN, "errors": 0},
         "results": results,
         "server_log_tails": logs,
@@ -380,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{key}: {r['requests']:,} requests, {r['errors']} errors, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, "
             f"RSS {r['rss_mb_first_last'][0]} -> {r['rss_mb_first_last'][1]} MB "
             f"(slope {r['rss_slope_mb_per_min']} MB/min after minute {WARMUP_MINUTES}), "
-            f"fds max {r['fds_max']}, longest loop stall {r['longest_stall_ms']:.0f} ms"
+            f"fds max {r['fds_max']}, longest loop stall {r['longest_stall_ms']:.0f} ms, "
+            f"{r['full_collections']} full GC passes (longest {r['longest_collection_ms']:.0f} ms)"
         )
     say(f"wrote {args.output}")
     return 0 if all(results[k]["meets_targets"] for k in ("serve", "gateway")) else 1

@@ -7,6 +7,8 @@ cache or a faster event loop could break.
 from __future__ import annotations
 
 import importlib.util
+import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from skilldeck.errors import GateRefused
 from skilldeck.serving._policy import load_policy
 
+from ..server.helpers import GATEWAY_STARTUP_LINE, GC_PROBE, start_serve, stop, wait_for_gc_report, wait_for_startup
 from .gateway_clients_support import jobs_upstream, open_gateway, tool_calls
 
 pytestmark = pytest.mark.anyio
@@ -80,3 +83,24 @@ def test_the_gateway_command_runs_on_uvloop_where_it_is_installed() -> None:
         return
     assert options == {"use_uvloop": True}
     assert anyio.run(loop_module, backend_options=options).startswith("uvloop")
+
+
+def test_the_gateway_over_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: Path) -> None:
+    # its full collections were the longest stalls of its event loop in the soak (bench/soak.py)
+    from skilldeck.server._app import SERVING_GC_THRESHOLDS
+
+    config = tmp_path / "mcp.json"
+    jobs = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
+    config.write_text(json.dumps({"mcpServers": {"jobs": {"command": sys.executable, "args": ["-c", jobs]}}}))
+    probe, log = tmp_path / "probe.py", tmp_path / "gateway.log"
+    probe.write_text(GC_PROBE)
+    command = [sys.executable, str(probe), "gateway", "--config", str(config), "--http", "127.0.0.1:0", "--lexical"]
+    proc = start_serve(command, log)
+    try:
+        found = wait_for_startup(proc, log, 60, pattern=GATEWAY_STARTUP_LINE)
+        assert not isinstance(found, str), found
+        said = wait_for_gc_report(log)
+        assert "frozen" in said, said
+        assert f"thresholds {SERVING_GC_THRESHOLDS}" in said, said
+    finally:
+        stop(proc)

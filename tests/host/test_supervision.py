@@ -15,7 +15,7 @@ import pytest
 
 from skilldeck.host import ServerSpec, StdioServer
 from skilldeck.host._backoff import Backoff
-from skilldeck.host._connect import Connections
+from skilldeck.host._connect import Connections, Failure
 
 pytestmark = pytest.mark.anyio
 
@@ -49,3 +49,37 @@ async def test_a_server_that_exits_is_retried_and_one_given_up_on_for_what_it_se
         assert exited.retry_at is not None, exited
         assert starts(garbled) == 1  # meanwhile (at least three retry periods) never started again
         assert states == []  # never up, so never lost: nothing to tell listeners
+
+
+async def test_a_session_that_opens_after_its_server_was_closed_is_neither_served_nor_told(tmp_path: Path) -> None:
+    # The gateway's race: a supervised retry was still starting the server when a reload closed the
+    # label, connected it anew and kept it out of service. The late session must not take the label
+    # back (served, its failure wiped, listeners told it is up), nor be left behind in `connected`.
+    started, go = tmp_path / "started", tmp_path / "go"
+    gated = (
+        f"import os, time\nopen({str(started)!r}, 'w').close()\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
+    )
+    spec = ServerSpec("notes", StdioServer(sys.executable, ("-c", gated)), timeout=60)
+    states: list[tuple[str, bool]] = []
+    async with Connections([], restart=FAST, on_transition=lambda label, text: None) as connections:
+        connections.add_state_listener(lambda label, up: states.append((label, up)))
+        opened: list[object] = []
+
+        async def add() -> None:
+            opened.append(await connections.add(spec))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(add)
+                while not started.exists():  # the server is starting; its session is not open yet
+                    await anyio.sleep(0.02)
+                connections.close("notes")
+                kept_out = Failure("notes", "kept out of service")
+                connections.failures["notes"] = kept_out
+                go.touch()  # now the handshake finishes
+        assert opened == [None]
+        assert "notes" not in connections.connected
+        assert connections.failures["notes"] is kept_out
+        assert states == []

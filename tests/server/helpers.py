@@ -199,3 +199,26 @@ def legacy_stream(host: str, port: int) -> socket.socket:
         head += chunk
     assert head.startswith(b"HTTP/1.1 200"), head
     return conn
+
+
+GC_PROBE = (
+    "import gc, sys, threading, time\n"
+    "from skilldeck.cli import main\n"
+    "def report():\n"
+    "    while gc.get_freeze_count() == 0 or gc.get_threshold()[0] == 700:\n"
+    "        time.sleep(0.05)\n"
+    "    print('frozen', gc.get_freeze_count(), 'thresholds', gc.get_threshold(), flush=True)\n"
+    "threading.Thread(target=report, daemon=True).start()\n"
+    "sys.argv = ['skilldeck', *sys.argv[1:]]\n"
+    "main()\n"
+)
+"""The CLI run in-process by a wrapper that prints the collector's freeze count and thresholds once
+start-up has frozen the heap and changed them (``python PROBE serve ...``, ``python PROBE gateway ...``)."""
+
+
+def wait_for_gc_report(log: Path, timeout: float = 10.0) -> str:
+    """The log of a CLI run through :data:`GC_PROBE` once it has printed the collector's settings (or the timeout passed)."""
+    deadline = time.monotonic() + timeout
+    while "frozen" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return log.read_text()

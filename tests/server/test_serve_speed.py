@@ -9,7 +9,6 @@ catalog is served. These tests pin that the work is done once, that nothing stal
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,7 +26,7 @@ from skilldeck.server import create_server
 from skilldeck.serving._policy import parse_policy
 from skilldeck.skill._manifest import SkillEntry
 
-from .helpers import CLI, start_serve, stop, wait_for_startup, write_skill
+from .helpers import CLI, GC_PROBE, start_serve, stop, wait_for_gc_report, wait_for_startup, write_skill
 
 ERAS = ["auto", "legacy"]  # auto negotiates 2026-07-28 with our server
 
@@ -284,26 +283,13 @@ def test_serve_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: P
 
     log = tmp_path / "serve.log"
     probe = tmp_path / "probe.py"
-    # the CLI run in-process by a wrapper that reports the freeze count once serving has started
-    probe.write_text(
-        "import gc, sys, threading, time\n"
-        "from skilldeck.cli import main\n"
-        "def report():\n"
-        "    while gc.get_freeze_count() == 0 or gc.get_threshold()[0] == 700:\n"
-        "        time.sleep(0.05)\n"
-        "    print('frozen', gc.get_freeze_count(), 'thresholds', gc.get_threshold(), flush=True)\n"
-        "threading.Thread(target=report, daemon=True).start()\n"
-        "sys.argv = ['skilldeck', *sys.argv[1:]]\n"
-        "main()\n"
-    )
+    probe.write_text(GC_PROBE)  # reports the freeze count once serving has started
     proc = start_serve([sys.executable, str(probe), "serve", "examples/skills", "--http", "127.0.0.1:0"], log)
     try:
         match = wait_for_startup(proc, log, 60)
         assert not isinstance(match, str), match
-        deadline = time.monotonic() + 10
-        while "frozen" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert "frozen" in log.read_text(), log.read_text()
-        assert f"thresholds {SERVING_GC_THRESHOLDS}" in log.read_text(), log.read_text()
+        said = wait_for_gc_report(log)
+        assert "frozen" in said, said
+        assert f"thresholds {SERVING_GC_THRESHOLDS}" in said, said
     finally:
         stop(proc)

@@ -169,7 +169,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.host._backoff import Backoff
     from skilldeck.host._watch import CatalogChange
     from skilldeck.learning import Learner
-    from skilldeck.server._app import drop_idle_tracing, event_loop_options
+    from skilldeck.server._app import collect_less_often, drop_idle_tracing, event_loop_options, freeze_startup_heap
     from skilldeck.serving._policy import load_policy
     from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
@@ -322,6 +322,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                     highlight=False,
                 )
 
+            if args.http is not None:  # a long-running server: its full collections were its longest stalls
+                freeze_startup_heap()  # the host, the service and the modules stay out of the collector's passes
+                collect_less_often()  # and the requests' short-lived objects stop setting off a full pass every few s
             await run_gateway(
                 service,
                 server,

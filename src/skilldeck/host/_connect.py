@@ -842,7 +842,11 @@ class Connections(Unwinding):
         """Whether the host closed this server's session held under ``closer`` (or all of them), or gave up on it.
 
         Each :meth:`_hold` keeps the closer it started with: a server removed and added again (a reload)
-        gets a new one, so the old hold ends for good and never retries beside the new one.
+        gets a new one, so the old hold ends for good and never retries beside the new one. Nor does
+        its session take the label back if it opens (or fails) after the close: by then the label
+        may be another session's, or kept out of service with a failure of the host's user, so a
+        session closed while it opened is closed again at once, unseen (not in :attr:`connected`,
+        no failure wiped or set, no listener told it is up).
         """
         return self._close.is_set() or closer.is_set() or label in self._given_up
 
@@ -950,6 +954,9 @@ class Connections(Unwinding):
                         auth=self._auth(spec),
                     )
                     async with client:
+                        if self._ended(label, closer):  # closed while it opened: not the label's session
+                            watch.cancel()
+                            return outcome
                         if self.server_requests:  # a proxied call declares its caller's capabilities
                             declare_on_behalf(client.session)
                         settings = declared_skills_settings(client)
@@ -984,8 +991,8 @@ class Connections(Unwinding):
                             self.failures[label] = Failure(label, reason)  # before the session is torn down
                             connected.failure = connected.failure or reason
                 except Exception as exc:
-                    if outcome[0]:  # lost already; tearing the session down failed as well
-                        logger.debug("[%s] closing a lost session: %s", label, spec.redact(_describe(exc)))
+                    if outcome[0] or self._ended(label, closer):  # lost already, or closed: nothing more to tell
+                        logger.debug("[%s] closing a session: %s", label, spec.redact(_describe(exc)))
                     elif not opened.is_set():
                         early = self._exit_codes.get(label)
                         said = f"exited (code {early}) before the handshake finished" if early is not None else ""

@@ -572,8 +572,15 @@ def collect_less_often(thresholds: tuple[int, int, int] = SERVING_GC_THRESHOLDS)
     cycles at most. In interleaved A/B runs (``bench/server_throughput.py --peers``) 2025-11-25
     requests at 8 and 64 clients gained 4-20% req/s with less CPU per request in every pair;
     1 client and the 2026-07-28 cells moved within run-to-run noise (-7% to +5%). The gateway
-    showed no gain (``bench/gateway.py --baseline``), so only ``serve`` calls this. Call once, when
-    start-up is done (after :func:`freeze_startup_heap`); returns the thresholds it replaced.
+    showed no gain in throughput (``bench/gateway.py --baseline``), but its event loop's longest
+    stalls were full passes: at 150 clients (``bench/soak.py``) one every ~9 s, 100-130 ms of CPU
+    each over ~170,000 objects; with the heap frozen, 16-53 ms over 35,000-73,000; with these
+    thresholds as well, none in a minute. At 1,000 clients on a saturated machine the frozen heap
+    alone still took a full pass every 10-15 s (270-390 ms of CPU: the backlog of slow requests
+    is in the old generation), while with these thresholds there was no full pass in ten minutes,
+    only two young passes of ~0.5 s of CPU. So both ``serve`` and the gateway call it over HTTP.
+    Call once, when start-up is done (after :func:`freeze_startup_heap`); returns the thresholds it
+    replaced.
     """
     before = gc.get_threshold()
     gc.set_threshold(*thresholds)
