@@ -19,8 +19,8 @@ from mcp.shared.subscriptions import ToolsListChanged
 from skilldeck.server._redis_bus import encode_event
 
 from ..conftest import EXAMPLES
-from ..gateway.test_metrics import METRICS_LINE, Gateway, value
-from ..server.helpers import CLI, start_serve, stop, wait_for_startup
+from ..gateway.test_metrics import Gateway, value
+from ..server.test_serve_metrics import serve_with_metrics
 
 UP = "skilldeck_redis_bus_up"
 REANNOUNCED = "skilldeck_redis_bus_reannouncements_total"
@@ -46,16 +46,9 @@ async def publish(url: str, times: int) -> None:
 def test_the_bus_is_up_down_through_an_outage_and_up_again_with_one_reannouncement(
     replicas_bench: ModuleType, tmp_path: Path
 ) -> None:
-    log = tmp_path / "serve.log"
     with replicas_bench.running_redis(tmp_path) as redis:
-        flags = ["--http", "127.0.0.1:0", "--redis", redis.url, "--settle", "1", "--metrics", "127.0.0.1:0"]
-        proc = start_serve([*CLI, "serve", str(EXAMPLES), *flags], log)
-        try:
-            serving = wait_for_startup(proc, log, 60)
-            assert not isinstance(serving, str), serving
-            found = METRICS_LINE.search(log.read_text())
-            assert found is not None, log.read_text()
-            server = Gateway(serving.group(2), found.group(1))
+        flags = ["--redis", redis.url, "--settle", "1"]
+        with serve_with_metrics(EXAMPLES, tmp_path / "serve.log", *flags) as (server, proc):
             start = scraped_until(server, lambda s: value(s, UP) == 1)
             assert value(start, UP) == 1, start
             assert value(start, REANNOUNCED) == value(start, COALESCED) == 0, start
@@ -75,5 +68,3 @@ def test_the_bus_is_up_down_through_an_outage_and_up_again_with_one_reannounceme
             assert value(back, UP) == 1, back
             assert value(back, REANNOUNCED) == 1, back
             assert proc.poll() is None
-        finally:
-            stop(proc)
