@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/observability.py --reps 8 --duration 2.5 --metrics-before REV   # the recorded run
     .venv/bin/python bench/observability.py --quick               # 1 rep, shorter windows
     .venv/bin/python bench/observability.py --baseline REV        # also "off" as of REV
+    .venv/bin/python bench/observability.py --profile --reps 1    # where --metrics spends, under cProfile
 
 Per server these processes run side by side on 127.0.0.1, and every repetition measures each of
 them back to back, rotating which goes first (off, metrics, off2, ... then metrics, off2, ..., off);
@@ -48,9 +49,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
+import pstats
+import signal
 import statistics
 import subprocess
 import sys
@@ -68,6 +72,7 @@ import server_throughput as st  # noqa: E402
 from _common import free_port, src_at, window_settings  # noqa: E402
 
 DEFAULT_OUTPUT = HERE / "results" / "observability.json"
+PROFILE_OUTPUT = HERE / "results" / "observability_profile.json"
 METRICS_COST_TARGET = 0.05
 """Metrics may cost at most this share of the req/s without them."""
 
@@ -367,6 +372,96 @@ def expected_cost(cells: list[dict[str, Any]], added: dict[str, float]) -> list[
     return out
 
 
+METRICS_CODE = ("skilldeck/serving/_metrics.py", "skilldeck/gateway/_metrics.py", "prometheus_client/")
+"""The files whose own time is the counting's: the middleware, the decision listeners, the client library."""
+
+
+def metrics_share(path: Path) -> dict[str, Any]:
+    """Of a server's cProfile stats: the own time in :data:`METRICS_CODE`, per request and as a share of all."""
+    stats = pstats.Stats(str(path))
+    total = counted = 0.0
+    requests = 0
+    top: list[tuple[float, int, str]] = []
+    for (filename, line, name), (_cc, calls, tottime, _cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        total += tottime
+        if any(marker in filename for marker in METRICS_CODE):
+            counted += tottime
+            top.append(
+                (tottime, calls, f"{filename.rsplit('site-packages/', 1)[-1].rsplit('src/', 1)[-1]}:{line}({name})")
+            )
+        if filename.endswith("skilldeck/serving/_metrics.py") and name == "_is_error":
+            requests += calls  # once per request answered (a coroutine's __call__ counts once per resumption)
+    top.sort(reverse=True)
+    return {
+        "requests": requests,
+        "profiled_cpu_s": round(total, 3),
+        "metrics_code_s": round(counted, 4),
+        "metrics_share": round(counted / total, 4) if total else None,
+        "metrics_us_per_request_profiled": round(1e6 * counted / requests, 2) if requests else None,
+        "top": [{"function": f, "calls": c, "tottime_s": round(t, 4)} for t, c, f in top[:10]],
+    }
+
+
+async def profile_windows(servers: dict[str, st.Target], args: argparse.Namespace, say: Any) -> None:
+    """One warm-up and one measured window of every era and client count on each profiled server."""
+    ops = {"gateway": (gw.PROXIED, gw.GatewaySession), "serve": (st.OPERATIONS["list"], st.Session)}
+    for server, target in servers.items():
+        op, session = ops[server]
+        for era in args.eras:
+            for clients in args.clients:
+                for what in ("warm-up", "profiled"):
+                    result = await gw.measure(target, era, op, clients, args, session)
+                    say(f"  {what} {server:<7} {era} c={clients:<2} {gw.rep_line(result)}")
+
+
+def profile(args: argparse.Namespace, say: Any) -> dict[str, Any]:
+    """``gateway`` and ``serve`` with ``--metrics`` under cProfile: where the counting's time goes in the servers.
+
+    Timed by each thread's CPU clock (``bench/_cpu_profile.py``), not the wall clock. cProfile charges
+    each Python call a fixed overhead, so small functions (the counting's are) weigh more under it
+    than they do unprofiled: the shares are an upper bound.
+    """
+    upstream = st.Target(
+        "upstream", "echo upstream", [sys.executable, str(HERE / "_echo_server.py"), st.HOST], gw.EchoExpectations()
+    )  # type: ignore[arg-type]
+    servers = targets(["metrics"], {})
+    profiled = {server: by_kind["metrics"] for server, by_kind in servers.items()}
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="skilldeck-bench-") as tmp:
+        log_dir = Path(tmp)
+        try:
+            _url, config = gw.start_upstream(upstream, log_dir)
+            for server, command in (
+                ("gateway", ["gateway", "--config", str(config), "--lexical"]),
+                ("serve", ["serve", str(st.PACK)]),
+            ):
+                target = profiled[server]
+                target.port = free_port(st.HOST)
+                stats = log_dir / f"{server}.pstats"
+                profiler = [sys.executable, str(HERE / "_cpu_profile.py"), str(stats)]  # CPU time, not wall time
+                target.command = [*profiler, "skilldeck.cli", *command]
+                target.command += ["--metrics", f"{st.HOST}:{free_port(st.HOST)}", "--http", f"{st.HOST}:{target.port}"]
+                st._start(target, log_dir)
+            for target in (upstream, *profiled.values()):
+                st._wait_ready(target)
+            asyncio.run(profile_windows(profiled, args, say))
+        finally:
+            for target in profiled.values():
+                if target.process is not None and target.process.poll() is None:
+                    target.process.send_signal(signal.SIGINT)  # cProfile writes its stats on the way out
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        target.process.wait(timeout=60)
+            for target in (*profiled.values(), upstream):
+                st._stop(target)
+        for server in profiled:
+            out[server] = metrics_share(log_dir / f"{server}.pstats")
+            say(
+                f"  {server}: {out[server]['requests']} requests, metrics code {out[server]['metrics_share']:.2%} of "
+                f"the profiled CPU, {out[server]['metrics_us_per_request_profiled']} us per request under cProfile"
+            )
+    return out
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = gw.era_parser(__doc__)
     p.add_argument("--baseline", metavar="REV", help="also run both servers as of this git revision, same run")
@@ -375,6 +470,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--calls", type=int, default=300, help="calls per round of the in-process CPU figure (default 300)")
     p.add_argument("--rounds", type=int, default=9, help="rounds of the in-process CPU figure (default 9)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: run both servers with --metrics under cProfile, one window per cell, and report the "
+        "counting's share of their CPU (to --output, default bench/results/observability_profile.json)",
+    )
     p.add_argument("--cpu", metavar="URL", help=argparse.SUPPRESS)  # the child process of cpu_per_call()
     return gw.parse_windows(p, argv, DEFAULT_OUTPUT)
 
@@ -392,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    if args.profile:
+        return profile_report(args, argv, say)
 
     kinds = [
         "off",
@@ -486,6 +590,24 @@ def main(argv: list[str] | None = None) -> int:
         f"{'met' if met_throughput else 'missed'} in req/s (load average {report['machine']['loadavg_at_start']})"
     )
     return 0 if met else 1
+
+
+def profile_report(args: argparse.Namespace, argv: list[str] | None, say: Any) -> int:
+    """``--profile``: :func:`profile`, written with the run's head."""
+    output = PROFILE_OUTPUT if args.output == DEFAULT_OUTPUT else args.output
+    load_at_start = os.getloadavg()
+    started = dt.datetime.now(dt.UTC)
+    wall0 = time.perf_counter()
+    shares = profile(args, say)
+    packages = [*st.MAIN_PACKAGES, "prometheus_client"]
+    report = {
+        **gw.report_head("observability", argv, started, time.perf_counter() - wall0, load_at_start, packages),
+        "settings": window_settings(args),
+        "profiled": shares,
+    }
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    say(f"wrote {output}")
+    return 0
 
 
 if __name__ == "__main__":
