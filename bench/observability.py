@@ -9,7 +9,9 @@ Run from the repository root::
     .venv/bin/python bench/observability.py --profile --reps 1    # where --metrics spends, under cProfile
 
 Per server these processes run side by side on 127.0.0.1, and every repetition measures each of
-them back to back, rotating which goes first (off, metrics, off2, ... then metrics, off2, ..., off);
+them back to back, rotating which goes first (off, metrics, off2, ... then metrics, off2, ..., off),
+or with ``--concurrent`` all of them in the same window, each with clients of its own (on a shared
+machine the other processes' load then falls on every kind at once, not on whichever ran when it rose);
 before the first repetition every process answers one window of every cell that is not kept (a
 process's first window is far slower than the next ones, whichever kind it is):
 
@@ -155,8 +157,17 @@ async def run_cells(
             cell.order.append(order)
             cell.loadavg.append(os.getloadavg()[0])
             op, session = ops[cell.server]
-            for kind in order:
-                result = await gw.measure(servers[cell.server][kind], cell.era, op, cell.clients, args, session)
+            if args.concurrent:  # every kind in the same window: the machine's other load falls on all of them
+                measured = [
+                    gw.measure(servers[cell.server][kind], cell.era, op, cell.clients, args, session) for kind in order
+                ]
+                results = dict(zip(order, await asyncio.gather(*measured), strict=True))
+            else:
+                results = {}
+                for kind in order:
+                    target = servers[cell.server][kind]
+                    results[kind] = await gw.measure(target, cell.era, op, cell.clients, args, session)
+            for kind, result in results.items():
                 cell.runs.setdefault(kind, []).append(result)
                 say(
                     f"  rep {rep + 1} {cell.server:<7} {cell.era} c={cell.clients:<2} {kind:<14} {gw.rep_line(result)}"
@@ -251,12 +262,14 @@ async def _added_cost(service: Any, metrics: Any, n: int = 20_000, rounds: int =
     * ``decision_record_us``: :meth:`~skilldeck.gateway._metrics.GatewayMetrics.decision` of one
       call record (what every ``call`` pays with ``--metrics``);
     * ``audit_record_us``: :meth:`~skilldeck.gateway._metrics.GatewayMetrics.audited` of the call's
-      policy decision (the other record every ``call`` writes).
+      policy decision (the other record every ``call`` writes);
+    * ``tracing_listeners_us``: :func:`~skilldeck.serving._tracing.annotate` and ``annotate_audit`` of
+      those two records with no provider (listening always, traced or not: what each ``call`` pays).
     """
     from types import SimpleNamespace
 
     from skilldeck.serving._metrics import RequestMetrics
-    from skilldeck.serving._tracing import traced
+    from skilldeck.serving._tracing import annotate, annotate_audit, traced
 
     def plain(x: int) -> int:
         return x
@@ -302,6 +315,7 @@ async def _added_cost(service: Any, metrics: Any, n: int = 20_000, rounds: int =
         "request_middleware_us": round(await least_async(through_middleware) - await least_async(handler_alone), 3),
         "decision_record_us": round(least(lambda: [metrics.decision(record) for _ in range(n)]), 3),
         "audit_record_us": round(least(lambda: [metrics.audited(audit) for _ in range(n)]), 3),
+        "tracing_listeners_us": round(least(lambda: [(annotate(record), annotate_audit(audit)) for _ in range(n)]), 3),
     }
 
 
@@ -471,6 +485,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--calls", type=int, default=300, help="calls per round of the in-process CPU figure (default 300)")
     p.add_argument("--rounds", type=int, default=9, help="rounds of the in-process CPU figure (default 9)")
     p.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="measure every kind in the same window (each with its own clients) instead of one after another",
+    )
+    p.add_argument(
         "--profile",
         action="store_true",
         help="instead: run both servers with --metrics under cProfile, one window per cell, and report the "
@@ -564,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
             **window_settings(args),
             "baseline": args.baseline,
             "metrics_before": args.metrics_before,
+            "concurrent": args.concurrent,
             "gateway": gw.PROXIED.params,
         },
         "targets": {"metrics_cost_at_most": METRICS_COST_TARGET},
