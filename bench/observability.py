@@ -54,8 +54,10 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import pstats
+import random
 import signal
 import statistics
 import subprocess
@@ -176,6 +178,23 @@ async def run_cells(
     return [c.summary() for c in cells]
 
 
+def pooled(cells: list[dict[str, Any]], kind: str, resamples: int = 4000) -> dict[str, Any]:
+    """``kind``'s ratios to "off" over every cell's repetitions: their median and a 95% bootstrap interval of it.
+
+    The ratios are resampled on a log scale (a ratio and its inverse weigh alike), with a fixed seed
+    so the same results give the same interval.
+    """
+    logs = [math.log(x) for c in cells for x in c[kind]["ratio_to_off_per_rep"] if x > 0]
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(logs, k=len(logs))) for _ in range(resamples))
+    low, high = medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
+    return {
+        "reps": len(logs),
+        "median": round(math.exp(statistics.median(logs)), 3),
+        "interval_95": [round(math.exp(low), 3), round(math.exp(high), 3)],
+    }
+
+
 def noise_floor(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """How far the A/A ratios (off2/off) spread, against the metrics ratios, over every cell's repetitions."""
     aa = [x for c in cells for x in c["off2"]["ratio_to_off_per_rep"]]
@@ -192,6 +211,9 @@ def noise_floor(cells: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_per_req_off2_vs_off_cell_medians": aa_cpu,
         "cpu_per_req_metrics_vs_off_cell_medians": on_cpu,
         "widest_off2_vs_off_cell_median_away_from_1": round(max(abs(1 - c["off2"]["ratio_to_off"]) for c in cells), 3),
+        "pooled": {
+            kind: pooled(cells, kind) for kind in cells[0] if isinstance(cells[0][kind], dict) and kind != "off"
+        },
     }
 
 
@@ -602,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(cells, kinds))
     say(
         f"A/A off2/off over all reps: quartiles {floor['off2_vs_off_all_reps_quartiles']}, "
-        f"metrics/off {floor['metrics_vs_off_all_reps_quartiles']}; expected cost "
+        f"metrics/off {floor['metrics_vs_off_all_reps_quartiles']}; pooled {floor['pooled']}; expected cost "
         f"{[e['share'] for e in expected]}"
     )
     say(
