@@ -82,18 +82,30 @@ class Gateway:
         self.legacy(session, "notifications/initialized")
         return session
 
-    def legacy(self, session: str, method: str) -> dict[str, Any]:
+    def legacy(
+        self,
+        session: str,
+        method: str,
+        params: dict[str, Any] | None = None,
+        extra_headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """One request (or, for ``notifications/...``, a notification) on a legacy session; the response."""
         self.ids += 1
         body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            body["params"] = params
         if not method.startswith("notifications/"):
             body["id"] = self.ids
         headers = {**POST_HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        headers.update(extra_headers or {})
         request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         with urllib.request.urlopen(request, timeout=60) as response:
             text = response.read().decode()
             if response.headers.get("content-type", "").startswith("text/event-stream"):
-                text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+                # the first event may be a priming one (an id and no data, for resumption): skip it
+                text = next(
+                    (line[5:] for line in text.splitlines() if line.startswith("data:") and line[5:].strip()), ""
+                )
         answer = json.loads(text) if text.strip() else {}
         assert isinstance(answer, dict), answer
         return answer

@@ -81,6 +81,8 @@ def test_without_a_tracer_provider_nothing_is_traced() -> None:
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
+LEGACY_CALLER_TRACE = "0af7651916cd43dd8448eb211c80319c"
+LEGACY_CALLER_SPAN = "b7ad6b7169203331"
 
 
 def console_spans(text: str) -> list[dict[str, Any]]:
@@ -98,7 +100,8 @@ def test_otel_variables_install_an_exporter_and_the_sdk_span_stays(
 ) -> None:
     """``OTEL_TRACES_EXPORTER`` alone (no ``opentelemetry-instrument``) makes ``gateway`` export its spans,
     under the service name ``skilldeck-gateway``, the SDK's per-request span kept as their parent, and a
-    request's HTTP ``traceparent`` header (none in its ``_meta``) continues the caller's trace."""
+    request's HTTP ``traceparent`` header (none in its ``_meta``) continues the caller's trace, in both
+    eras: a 2026-07-28 request, and a request on a 2025-11-25 session (each its own caller's trace)."""
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # milliseconds between exports
     monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
@@ -107,18 +110,29 @@ def test_otel_variables_install_an_exporter_and_the_sdk_span_stays(
     proc, found = start_gateway(config, log, "--lexical")
     try:
         gateway = Gateway(found.group("url"), "")
+        find = {"name": "find", "arguments": {"query": "search job postings"}}
         traceparent = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}
-        assert not gateway.tool("find", {"query": "search job postings"}, traceparent)["structuredContent"]["abstain"]
+        assert not gateway.tool(find["name"], find["arguments"], traceparent)["structuredContent"]["abstain"]
+        session = gateway.legacy_session()
+        legacy_traceparent = {"traceparent": f"00-{LEGACY_CALLER_TRACE}-{LEGACY_CALLER_SPAN}-01"}
+        answer = gateway.legacy(session, "tools/call", find, legacy_traceparent)
+        assert "result" in answer, answer
+        assert not answer["result"]["structuredContent"]["abstain"], answer
         deadline = time.monotonic() + 60
-        while '"name": "skilldeck.find"' not in log.read_text() and time.monotonic() < deadline:
+        while log.read_text().count('"name": "skilldeck.find"') < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
         stop(proc)
     printed = console_spans(log.read_text())
-    (find,) = [s for s in printed if s["name"] == "skilldeck.find"]
-    (request,) = [s for s in printed if s["name"] == "tools/call find"]
-    assert find["parent_id"] == request["context"]["span_id"]
-    assert request["parent_id"] == f"0x{CALLER_SPAN}"
-    assert find["context"]["trace_id"] == request["context"]["trace_id"] == f"0x{CALLER_TRACE}"
-    assert find["resource"]["attributes"]["service.name"] == "skilldeck-gateway"
-    assert find["attributes"]["skilldeck.decision"] == "answered"
+    finds = [s for s in printed if s["name"] == "skilldeck.find"]
+    requests = [s for s in printed if s["name"] == "tools/call find"]
+    assert len(finds) == len(requests) == 2, printed
+    for trace_id, span_id in ((CALLER_TRACE, CALLER_SPAN), (LEGACY_CALLER_TRACE, LEGACY_CALLER_SPAN)):
+        (request,) = [s for s in requests if s["context"]["trace_id"] == f"0x{trace_id}"]
+        (found,) = [s for s in finds if s["context"]["trace_id"] == f"0x{trace_id}"]
+        assert found["parent_id"] == request["context"]["span_id"]
+        assert request["parent_id"] == f"0x{span_id}"
+        assert found["resource"]["attributes"]["service.name"] == "skilldeck-gateway"
+        assert found["attributes"]["skilldeck.decision"] == "answered"
+    eras = {s["attributes"]["mcp.protocol.version"] for s in requests}
+    assert eras == {"2026-07-28", "2025-11-25"}, requests

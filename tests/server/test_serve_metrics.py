@@ -4,24 +4,34 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..gateway.test_metrics import METRICS_LINE, Gateway, value
 from .helpers import CLI, start_serve, stop, wait_for_startup
 
 
-def test_serve_counts_skills_list_in_both_eras_and_holds_its_legacy_session(tmp_path: Path, examples_dir: Path) -> None:
-    log = tmp_path / "serve.log"
-    flags = ["--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--request-timeout", "1"]
-    proc = start_serve([*CLI, "serve", str(examples_dir), *flags], log)
+@contextmanager
+def serve_with_metrics(pack: Path, log: Path, *flags: str) -> Iterator[tuple[Gateway, subprocess.Popen[bytes]]]:
+    """``skilldeck serve PACK --http 127.0.0.1:0 --metrics 127.0.0.1:0 FLAGS``: its endpoints and its process."""
+    listen = ["--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]
+    proc = start_serve([*CLI, "serve", str(pack), *listen, *flags], log)
     try:
         serving = wait_for_startup(proc, log, 60)
         assert not isinstance(serving, str), serving
         found = METRICS_LINE.search(log.read_text())
         assert found is not None, log.read_text()
-        server = Gateway(serving.group(2), found.group(1))
-        where = urllib.parse.urlsplit(serving.group(2))
+        yield Gateway(serving.group(2), found.group(1)), proc
+    finally:
+        stop(proc)
+
+
+def test_serve_counts_skills_list_in_both_eras_and_holds_its_legacy_session(tmp_path: Path, examples_dir: Path) -> None:
+    with serve_with_metrics(examples_dir, tmp_path / "serve.log", "--request-timeout", "1") as (server, _):
+        where = urllib.parse.urlsplit(server.url)
         before = server.scrape()
         for _ in range(3):
             assert "skills" in server.request("skills/list")["result"]
@@ -34,8 +44,6 @@ def test_serve_counts_skills_list_in_both_eras_and_holds_its_legacy_session(tmp_
             silent.settimeout(30)
             assert silent.recv(1) == b""
         after = server.scrape()
-    finally:
-        stop(proc)
 
     def grew(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

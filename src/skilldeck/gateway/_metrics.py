@@ -33,7 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from skilldeck.gateway._service import GatewayService
 from skilldeck.host._watch import CatalogChange
-from skilldeck.serving._metrics import LATENCY_BUCKETS, ReadAtScrape, ServingMetrics, gauge
+from skilldeck.serving._metrics import LATENCY_BUCKETS, ReadAtScrape, Series, ServingMetrics, gauge
 
 __all__ = ["CONFIDENCE_BUCKETS", "GatewayMetrics"]
 
@@ -82,6 +82,15 @@ class GatewayMetrics(ServingMetrics):
         self.tokens = CounterFamily(
             "skilldeck_disclosed_tokens", "tokens of what find and load answered", ["kind"], registry=r
         )
+        # each decision finds its series in a dict (labels() checks and locks on every call)
+        self._finds, self._confidence, self._tokens = Series(self.finds), Series(self.confidence), Series(self.tokens)
+        self._loads, self._loaded, self._load_refusals = (
+            Series(self.loads),
+            Series(self.loaded),
+            Series(self.load_refusals),
+        )
+        self._calls, self._call_seconds = Series(self.calls), Series(self.call_seconds)
+        self._call_refusals, self._policy = Series(self.call_refusals), Series(self.policy)
         self._service: GatewayService | None = None
         self._restarts: Counter[str] = Counter()
         self._changed: dict[str, float] = {}
@@ -124,24 +133,24 @@ class GatewayMetrics(ServingMetrics):
             outcome = "abstained"
         else:
             outcome = "low_confidence" if record.get("low_confidence") else "answered"
-        self.finds.labels(outcome, ranker).inc()
-        self.confidence.labels(ranker).observe(float(record.get("confidence") or 0.0))
-        self.tokens.labels("find").inc(int(record.get("tokens") or 0))
+        self._finds(outcome, ranker).inc()
+        self._confidence(ranker).observe(float(record.get("confidence") or 0.0))
+        self._tokens("find").inc(int(record.get("tokens") or 0))
 
     def _load(self, record: dict[str, Any]) -> None:
         refused = record.get("refused") or []
         activated = bool(record.get("skills") or record.get("tools"))
         outcome = "loaded" if not refused else ("partly_refused" if activated else "refused")
-        self.loads.labels(outcome).inc()
-        self.loaded.labels("skill").inc(len(record.get("skills") or ()))
-        self.loaded.labels("tool").inc(len(record.get("tools") or ()))
+        self._loads(outcome).inc()
+        self._loaded("skill").inc(len(record.get("skills") or ()))
+        self._loaded("tool").inc(len(record.get("tools") or ()))
         for entry in refused:
-            self.load_refusals.labels(str(entry.get("code", "refused"))).inc()
-        self.tokens.labels("load").inc(int(record.get("tokens") or 0))
+            self._load_refusals(str(entry.get("code", "refused"))).inc()
+        self._tokens("load").inc(int(record.get("tokens") or 0))
 
     def _call(self, record: dict[str, Any]) -> None:
         if "refused" in record:  # the name is the caller's, listed or not: counted by reason alone
-            self.call_refusals.labels(str(record.get("reason", "refused"))).inc()
+            self._call_refusals(str(record.get("reason", "refused"))).inc()
             return
         upstream, _, tool = str(record.get("tool")).partition("/")
         if "inputRequired" in record:
@@ -150,17 +159,17 @@ class GatewayMetrics(ServingMetrics):
             outcome = "failed"
         else:
             outcome = "is_error" if record.get("isError") else "ok"
-        self.calls.labels(upstream, tool, outcome).inc()
+        self._calls(upstream, tool, outcome).inc()
         seconds = record.get("seconds")
         if seconds is not None:
-            self.call_seconds.labels(upstream).observe(float(seconds))
+            self._call_seconds(upstream).observe(float(seconds))
 
     def audited(self, record: dict[str, Any]) -> None:
         """Count one policy decision on a call; a refusal is a call refused for the reason ``policy``."""
         decision = "refused" if record.get("decision") == "refused" else "allowed"
-        self.policy.labels(decision).inc()
+        self._policy(decision).inc()
         if decision == "refused":
-            self.call_refusals.labels("policy").inc()
+            self._call_refusals("policy").inc()
 
     # -- the state, read at scrape time ------------------------------------------------------------
 

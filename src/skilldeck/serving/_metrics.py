@@ -25,11 +25,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 from skilldeck.serving._counts import HttpCounts
@@ -43,6 +44,7 @@ __all__ = [
     "METHODS",
     "ReadAtScrape",
     "RequestMetrics",
+    "Series",
     "ServingMetrics",
     "gauge",
     "serve_metrics",
@@ -79,13 +81,39 @@ LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 
 _ERAS: Final = frozenset(KNOWN_PROTOCOL_VERSIONS)
 
+F = TypeVar("F", bound=MetricWrapperBase)
+
+
+class Series(Generic[F]):
+    """The children of one labelled family kept by their label values: a request finds its series in a dict.
+
+    ``family.labels(...)`` checks the values and takes the family's lock every time; a series is
+    made by it once, on first use (so a series appears only once something was counted, as before),
+    and then looked up. The values must come from a bounded set (this keeps one entry per series the
+    family exports anyway), and the family's series are never removed. Two threads making the same
+    series at once both get the one ``labels()`` returns (it holds the lock), so no count is lost.
+    """
+
+    __slots__ = ("_children", "_family")
+
+    def __init__(self, family: F) -> None:
+        self._family = family
+        self._children: dict[tuple[str, ...], F] = {}
+
+    def __call__(self, *values: str) -> F:
+        """The child of these label values (``inc``, ``observe``)."""
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._family.labels(*values)
+        return child
+
 
 class RequestMetrics:
     """An MCP server middleware counting every request by method, era and outcome, and timing it."""
 
     def __init__(self, metrics: ServingMetrics) -> None:
-        self._requests = metrics.requests
-        self._seconds = metrics.request_seconds
+        self._requests = Series(metrics.requests)
+        self._seconds = Series(metrics.request_seconds)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method = ctx.method if ctx.method in METHODS else "other"
@@ -97,8 +125,8 @@ class RequestMetrics:
             outcome = "tool_error" if _is_error(result) else "ok"
             return result
         finally:
-            self._seconds.labels(method, era).observe(time.perf_counter() - started)
-            self._requests.labels(method, era, outcome).inc()
+            self._seconds(method, era).observe(time.perf_counter() - started)
+            self._requests(method, era, outcome).inc()
 
 
 def _is_error(result: Any) -> bool:
