@@ -304,10 +304,19 @@ class GatewayService:
         if history is not None and (history or not fresh):
             self.history_updates.submit(index.selector, history)
 
-    def _history_changed(self, audience: str) -> None:
+    def _history_changed(self, audience: str, cards: Iterable[str] | None = None) -> None:
+        """The audience's past questions changed (of ``cards`` only, when known): its rankers read them."""
         for index in self._indexes.values():
-            if index.ledger_audience == audience:
+            if index.ledger_audience != audience:
+                continue
+            if cards is None or self.learning is None:
                 self._give_history(index)
+                continue
+            changes = {
+                index.ids[card].key: self.learning.questions_of(audience, card) for card in cards if card in index.ids
+            }
+            if changes:
+                self.history_updates.submit_changes(index.selector, changes)
 
     def history_settled(self, timeout: float | None = None) -> bool:
         """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
@@ -350,13 +359,13 @@ class GatewayService:
         who = caller.subject or caller.client_id or ""
         for question, card in done:
             try:
-                changed = await self.learning.record(audience, question, card, who)
+                change = await self.learning.record(audience, question, card, who)
             except Exception as exc:  # learning never fails a call
                 logger.warning("the usage ledger at %s cannot be written: %s", self.learning.store.where, exc)
                 return
-            self.log.record("learned", client, card=card, recorded=changed)
-            if changed:
-                self._history_changed(audience)
+            self.log.record("learned", client, card=card, recorded=bool(change))
+            if change:  # only the cards whose questions moved are read again
+                self._history_changed(audience, {u.card for u in (*change.written, *change.removed)})
 
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":

@@ -56,6 +56,11 @@ class Learner:
         found = self._ledgers.get(audience)
         return found[1].questions(self.clock()) if found is not None else {}
 
+    def questions_of(self, audience: str, card: str) -> list[str]:
+        """The card's past questions in the audience as last read (newest first; none too old)."""
+        found = self._ledgers.get(audience)
+        return found[1].questions_of(card, self.clock()) if found is not None else []
+
     async def refresh(self, audience: str) -> bool:
         """Read the audience in again if its version moved since it was read; whether it did."""
         found = self._ledgers.get(audience)
@@ -69,21 +74,22 @@ class Learner:
             self._ledgers.popitem(last=False)
         return True
 
-    async def record(self, audience: str, question: str, card: str, caller: str) -> bool:
-        """Record one use; whether the ledger changed (a caller over its share of the card changes nothing)."""
+    async def record(self, audience: str, question: str, card: str, caller: str) -> Change:
+        """Record one use; the change to the ledger (empty, so false, when nothing changed: a caller
+        over its share of the card), whose uses name the cards whose questions moved."""
         return await self._change(audience, lambda ledger: ledger.add(question, card, caller, self.clock()))
 
     async def prune(self, audience: str, listed: Callable[[str], bool]) -> bool:
         """Drop the audience's uses of cards ``listed`` says are gone (and those too old); whether any went."""
-        return await self._change(audience, lambda ledger: ledger.prune(listed, self.clock()))
+        return bool(await self._change(audience, lambda ledger: ledger.prune(listed, self.clock())))
 
-    async def _change(self, audience: str, change_of: Callable[[Ledger], Change]) -> bool:
+    async def _change(self, audience: str, change_of: Callable[[Ledger], Change]) -> Change:
         for _ in range(RETRIES):
             await self.refresh(audience)
             version, ledger = self._ledgers[audience]
             change = change_of(ledger)  # the ledger in memory has the change already
             if not change:
-                return False
+                return change
             try:
                 applied = await self.store.apply(audience, change, version)
             except BaseException:
@@ -91,6 +97,6 @@ class Learner:
                 raise
             if applied is not None:
                 self._ledgers[audience] = (applied, ledger)
-                return True
+                return change
             del self._ledgers[audience]  # another writer came first: read the audience again
-        return False
+        return Change()
