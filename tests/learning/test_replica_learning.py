@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from skilldeck.gateway._activation import FINDS_KEPT, PENDING_KEPT
-from skilldeck.gateway._redis_store import RedisActivationStore
+from skilldeck.gateway._redis_store import MAX_PENDING_CHARS, RedisActivationStore
 from skilldeck.learning import RedisLedgerStore
 from skilldeck.serving._policy import Caller
 
@@ -121,6 +121,13 @@ async def test_a_shared_path_keeps_its_last_finds_and_loads_at_n_and_forgets_at_
             await store.loaded("many", {card: [("up", card[3:])]})
         record, _, _ = store._keys("many")
         assert await store._redis.hlen(f"{record}:p") == PENDING_KEPT
+        # a card naming more tools than an entry holds: those that fit are followed, the rest not
+        await store.found("wide", "a wide skill", ["up/wide"])
+        await store.loaded("wide", {"up/wide": [("up", f"tool-{i:04}") for i in range(2_000)]})
+        wide, _, _ = store._keys("wide")
+        assert len(await store._redis.hget(f"{wide}:p", "up/wide")) <= MAX_PENDING_CHARS + 2_100
+        assert await store.succeeded("wide", ("up", "tool-1999")) == []
+        assert await store.succeeded("wide", ("up", "tool-0000")) == [("a wide skill", "up/wide")]
         assert await store.succeeded("many", ("up", "t0")) == []  # the oldest load gave way
         assert await store.succeeded("many", ("up", "t1")) == [("a question", "up/t1")]
 

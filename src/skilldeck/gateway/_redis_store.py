@@ -16,7 +16,10 @@ teach the ledger, once:
   ``["<question>",["<card id>",...]]`` (each question cut to :data:`MAX_QUESTION_CHARS`);
 * ``<record>:p``: a hash, card id -> ``["<question>",[["<label>","<tool>"],...]]``, the cards
   loaded after a question that showed them, at most
-  :data:`~skilldeck.gateway._activation.PENDING_KEPT` (``<record>:o`` orders them, oldest out first).
+  :data:`~skilldeck.gateway._activation.PENDING_KEPT` (``<record>:o`` orders them, oldest out first),
+  each naming as many of the card's tools as fit in :data:`MAX_PENDING_CHARS`.
+
+So a client's path holds at most about 1.3 MB, beside its activation's record.
 
 The replica whose call of one of a pending card's tools succeeds takes the entry out in the same
 script that reads it, so no other replica records it again.
@@ -43,7 +46,7 @@ from skilldeck.gateway._activation import FINDS_KEPT, PENDING_KEPT, SharedActiva
 from skilldeck.gateway._meta import MAX_FIND_LIMIT, MAX_ID_CHARS
 from skilldeck.server._redis_bus import RedisConnection
 
-__all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "MAX_QUESTION_CHARS", "RedisActivationStore"]
+__all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "MAX_PENDING_CHARS", "MAX_QUESTION_CHARS", "RedisActivationStore"]
 
 DEFAULT_TTL: Final = 86_400
 """Seconds a client's shared activation lives after its last use."""
@@ -53,6 +56,8 @@ MAX_FIELD_CHARS: Final = 2 * MAX_ID_CHARS + 16
 MAX_VALUE_CHARS: Final = 128
 MAX_QUESTION_CHARS: Final = 2_000
 """A question kept on a client's shared path is cut to this many characters (the ledger keeps fewer)."""
+MAX_PENDING_CHARS: Final = 16_384
+"""The tools a pending card's entry on a shared path names, at most (as JSON; a call of a tool beyond teaches nothing)."""
 
 # the record's key is last used now: index it, and delete the least recently used beyond max clients
 # (ARGV[1..5]: ttl, max clients, now, record prefix, member; KEYS[2]: the index)
@@ -273,7 +278,12 @@ class RedisActivationStore(RedisConnection):
     async def loaded(self, key: str, cards: Mapping[str, Sequence[tuple[str, str]]]) -> None:
         pairs: list[str] = []
         for card, tools in cards.items():
-            named = [[label, tool] for label, tool in tools][: self.max_entries]
+            named, size = [], 2
+            for label, tool in tools:  # as many of the card's tools as fit in MAX_PENDING_CHARS
+                size += len(json.dumps([label, tool], ensure_ascii=False)) + 1
+                if size > MAX_PENDING_CHARS:
+                    break
+                named.append([label, tool])
             if named and len(card) <= MAX_ID_CHARS:
                 pairs += [card, json.dumps(named, ensure_ascii=False, separators=(",", ":"))]
         if not pairs:
