@@ -230,26 +230,33 @@ class HistoryIndex:
         vectors of texts (``None``: no semantic view); ``partial``: ``history`` holds only the cards
         that changed (an empty list: the card has no past question now), the others are as before."""
         previous = previous if previous is not None else cls.empty(len(card_server))
-        given: dict[str, tuple[str, ...]] = dict(previous.given) if partial else {}
+        given, changes = previous._changed(history, keys, partial)
+        return previous._updated(changes, given, card_server, config, (background, server_background), encode)
+
+    def _changed(
+        self, history: History, keys: Mapping[str, int], partial: bool
+    ) -> tuple[dict[str, tuple[str, ...]], dict[int, tuple[str, ...]]]:
+        """The history as given after ``history`` (see :meth:`build`), and per card whose past
+        questions differ from this index's, its new ones (each once; none: ``()``)."""
+        given: dict[str, tuple[str, ...]] = dict(self.given) if partial else {}
         changes: dict[int, tuple[str, ...]] = {}
         for key, past in history.items():
-            if partial and not past:
-                given.pop(key, None)
-                if (card := keys.get(key)) is not None and card in previous.questions:
-                    changes[card] = ()
-                continue
             card = keys.get(key)
             if card is None:
                 continue
-            given[key] = as_given = tuple(past)
-            if previous.given.get(key) != as_given:
+            as_given = tuple(past)
+            if partial and not as_given:
+                given.pop(key, None)
+            else:
+                given[key] = as_given
+            if self.given.get(key) != as_given:
                 unique = tuple(dict.fromkeys(q for q in as_given if q and q.strip()))
-                if unique != previous.questions.get(card, ()):
+                if unique != self.questions.get(card, ()):
                     changes[card] = unique
-        for key in () if partial else previous.given.keys() - given.keys():
-            if keys[key] in previous.questions:
+        for key in () if partial else self.given.keys() - given.keys():
+            if keys[key] in self.questions:
                 changes[keys[key]] = ()
-        return previous._updated(changes, given, card_server, config, (background, server_background), encode)
+        return given, changes
 
     def _updated(
         self,
@@ -268,21 +275,19 @@ class HistoryIndex:
         server_cards = self.server_cards.copy() if len(self.server_cards) else np.zeros(n_servers, dtype=np.int64)
         card_deltas: dict[int, _Delta] = {}
         by_server: dict[int, list[_Delta]] = {}
-        size = self.size
         read: dict[str, list[str]] = {}  # a question's terms, once per update (a question asked of several cards)
         for card, past in changes.items():
             old = per_card.pop(card, None)
-            size -= len(questions.pop(card, ()))
+            questions.pop(card, None)
             new = _terms(past, vocab, read) if past else None
             if new is not None:
                 questions[card], per_card[card] = past, new
-                size += len(past)
-            parts = ([] if old is None else [(old.ids, -old.counts)]) + ([] if new is None else [(new.ids, new.counts)])
-            delta = card_deltas[card] = _delta(*parts)
+            delta = card_deltas[card] = _card_delta(old, new)
             server = int(card_server[card])
             by_server.setdefault(server, []).append(delta)
             server_cards[server] += (new is not None) - (old is not None)
         server_deltas = {server: _delta(*moved) for server, moved in by_server.items()}
+        size = self.size + sum(len(questions.get(c, ())) - len(self.questions.get(c, ())) for c in changes)
         bg = _extend(self.background, vocab, *backgrounds)
         cards = self.cards or _Field.empty(self.n_cards, config.k1, config.b)
         servers = self.servers or _Field.empty(n_servers, config.k1, config.server_b)
@@ -366,6 +371,12 @@ def _delta(*parts: tuple[np.ndarray, np.ndarray]) -> _Delta:
     return ids[moved], sums[moved]
 
 
+def _card_delta(old: _CardTerms | None, new: _CardTerms | None) -> _Delta:
+    """How a card's term counts move from ``old`` to ``new`` past questions (either may be none)."""
+    parts = [] if old is None else [(old.ids, -old.counts)]
+    return _delta(*parts, *([] if new is None else [(new.ids, new.counts)]))
+
+
 def _mean_vectors(
     rows: np.ndarray,
     questions: Mapping[int, tuple[str, ...]],
@@ -379,14 +390,7 @@ def _mean_vectors(
     keep = np.zeros(len(rows), dtype=bool)
     if reusable:
         keep = np.isin(rows, previous.card_rows) & ~np.isin(rows, np.fromiter(changed, dtype=np.int64))
-    todo = [int(c) for c in rows[~keep]]
-    texts = list(dict.fromkeys(q for c in todo for q in questions[c]))
-    found = dict(zip(texts, np.asarray(encode(texts), dtype=np.float32), strict=True)) if texts else {}
-    made = []
-    for c in todo:
-        mean = np.mean([found[q] for q in questions[c]], axis=0)
-        norm = float(np.linalg.norm(mean))
-        made.append((mean / norm if norm > 0 else mean).astype(np.float32))
+    made = _means([int(c) for c in rows[~keep]], questions, encode)
     if reusable and np.array_equal(rows, previous.card_rows):  # the same cards: one copy, then the changed rows
         assert previous.vectors is not None
         out = previous.vectors.copy()
@@ -399,6 +403,20 @@ def _mean_vectors(
     if made:
         out[~keep] = np.stack(made)
     return out
+
+
+def _means(
+    cards: list[int], questions: Mapping[int, tuple[str, ...]], encode: Callable[[list[str]], np.ndarray]
+) -> list[np.ndarray]:
+    """Per card of ``cards``, the normalised mean of its past questions' vectors (encoded in one call)."""
+    texts = list(dict.fromkeys(q for c in cards for q in questions[c]))
+    found = dict(zip(texts, np.asarray(encode(texts), dtype=np.float32), strict=True)) if texts else {}
+    made = []
+    for c in cards:
+        mean = np.mean([found[q] for q in questions[c]], axis=0)
+        norm = float(np.linalg.norm(mean))
+        made.append((mean / norm if norm > 0 else mean).astype(np.float32))
+    return made
 
 
 def _terms(past: tuple[str, ...], vocab: dict[str, int], read: dict[str, list[str]]) -> _CardTerms:
