@@ -102,6 +102,9 @@ class _Field:
     """The documents' mean length."""
     k1: float
     b: float
+    weighted: dict[int, np.ndarray] = field(default_factory=dict)
+    """Per term id, its postings' BM25 weights (IDF in), made at the first question that reads the
+    term and kept for the next (at most one per posting; a changed field starts without)."""
 
     @classmethod
     def empty(cls, rows: int, k1: float, b: float) -> _Field:
@@ -144,12 +147,18 @@ class _Field:
         hits = [(self.postings[t], w, idf) for t, w, idf in query if t in self.postings]
         if not hits or not self.docs:
             return np.zeros(len(self.lengths))
-        k1, b, avg = self.k1, self.b, self.avg
         rows = np.concatenate([found[0] for found, _, _ in hits])
-        weights = np.concatenate(
-            [w * idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * self.lengths[r] / avg)) for (r, tf), w, idf in hits]
-        )
+        weights = np.concatenate([w * self._weights(t, idf) for t, w, idf in query if t in self.postings])
         return np.bincount(rows, weights=weights, minlength=len(self.lengths))
+
+    def _weights(self, term: int, idf: float) -> np.ndarray:
+        found = self.weighted.get(term)
+        if found is None:  # two rankings at once may both make it: the same array, one kept
+            rows, tf = self.postings[term]
+            k1, b = self.k1, self.b
+            found = idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * self.lengths[rows] / self.avg))
+            self.weighted[term] = found
+        return found
 
 
 def _moved(
