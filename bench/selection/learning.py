@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/selection/learning.py                # ~10 min on 2 vCPUs
     .venv/bin/python bench/selection/learning.py --sweep        # the history weights' grid (ranking only)
+    .venv/bin/python bench/selection/learning.py --history-update   # one recorded use on 10,000 cards
 
 A *past use* of a task is its question recorded on each card it led to: the gold tools of the task
 (``Annotator Metadata.Tools``; a tool several servers list counts on each), as the gateway's ledger
@@ -32,12 +33,16 @@ its server move in the question's ranking is the figure (``poisoning``).
 Speed: ``find``/decide p50 on the 10,000-card synthetic catalog (``synth.py``) without a history
 and with a full ledger (20 past questions on every card), side by side in one run, alternating.
 
+Reading one recorded use (``--history-update``, ~1 min): :func:`history_update`, written to
+``bench/results/selection_history_update.json``.
+
 Writes ``bench/results/selection_learning.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -68,6 +73,7 @@ from skilldeck.select._decide import FEATURES, HISTORY_FEATURES, Calibration, de
 from skilldeck.select._rank import semantic_text  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "selection_learning.json"
+UPDATE_OUT = REPO / "bench" / "results" / "selection_history_update.json"
 PER_CARD = 20
 """Past questions kept per card (the ledger's default)."""
 TARGETS = {"recall@5_halves": 0.86, "p50_ratio_full_ledger_10k": 1.5}
@@ -360,6 +366,80 @@ def speed(servers: list[dict[str, Any]], tasks: list[Task], encoder_name: str, r
     }
 
 
+# --- one recorded use on a full ledger ----------------------------------------------------------
+
+DIM = 384
+
+
+class HashingEncoder:
+    """A deterministic stand-in for an encoder: each text's vector from its SHA-256, normalised."""
+
+    name = "hashing-384"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def history_update(
+    servers: list[dict[str, Any]], tasks: list[Task], cards: int, uses: int, reps: int
+) -> dict[str, Any]:
+    """How long a ranker takes to read one recorded use, on a ``cards``-card catalog with a full ledger
+    (``--history-update``): the synthetic catalog of ``synth.py``, 20 past questions on every card,
+    indexed whole (``whole_history_s``); then one recorded use at a time -- a card's oldest question
+    replaced by a new one, as the ledger does -- read by :meth:`~skilldeck.select.Selector.set_history`
+    (the whole history, compared card by card with the one indexed) or by
+    :meth:`~skilldeck.select.Selector.update_history` (the card that changed only, as the gateway
+    does): ``per_use_ms``; last, ``decide`` p50 over the 95 questions with that history. Vectors come
+    from a deterministic hashing encoder, so the figures are the index's own work (with MiniLM one new
+    question's encoding is added, about 10 ms on one core)."""
+    big = build_cards(parse_snapshot(synthesize(servers, cards)))
+    pool = [v for t in tasks for v in variants(t.question, t.task_id)]
+    rng = random.Random(3)
+    history = {c.key: rng.sample(pool, PER_CARD) for c in big.cards}
+    encoder = HashingEncoder()
+    vectors = encoder.encode([c.name for c in big.cards])
+    selector = Selector(big, encoder=encoder, vectors=vectors)
+    t0 = time.perf_counter()
+    selector.set_history(history)  # the whole history, as when the catalog is indexed again
+    whole = time.perf_counter() - t0
+    per_use: dict[str, list[float]] = {"set_history": [], "update_history": []}
+    for i in range(2 * uses):
+        card = big.cards[(i * 997) % len(big.cards)].key
+        history = {**history, card: [f"{tasks[i % len(tasks)].question} ({i})", *history[card][:-1]]}
+        t0 = time.perf_counter()
+        if i % 2:  # as the gateway reads a recorded use: the card that changed only
+            selector.update_history({card: history[card]})
+            per_use["update_history"].append((time.perf_counter() - t0) * 1000)
+        else:  # the whole history, compared card by card with the one indexed
+            selector.set_history(history)
+            per_use["set_history"].append((time.perf_counter() - t0) * 1000)
+    questions = [t.question for t in tasks]
+    decide = []
+    for _ in range(reps):
+        for question in questions:
+            t0 = time.perf_counter()
+            selector.decide(question)
+            decide.append((time.perf_counter() - t0) * 1000)
+    result: dict[str, Any] = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs",
+        "cards": len(big.cards),
+        "past_questions": sum(len(v) for v in history.values()),
+        "whole_history_s": round(whole, 2),
+        "per_use_ms": {
+            way: {"p50": round(statistics.median(times), 1), "max": round(max(times), 1), "uses": len(times)}
+            for way, times in per_use.items()
+        },
+        "decide_p50_ms": round(statistics.median(decide), 2),
+    }
+    return result
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 
@@ -369,6 +449,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoder", default="minilm")
     ap.add_argument("--sweep", action="store_true", help="the history weights' grid on the halves (ranking only)")
     ap.add_argument("--no-speed", action="store_true", help="skip the 10,000-card latency")
+    ap.add_argument(
+        "--history-update",
+        action="store_true",
+        help="only the time to read one recorded use on 10,000 cards (writes selection_history_update.json)",
+    )
     ap.add_argument("--reps", type=int, default=2, help="latency repetitions over the 95 questions")
     ap.add_argument("--output", default=str(OUT))
     args = ap.parse_args(argv)
@@ -378,6 +463,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     servers = load_catalog(data)
     tasks = load_tasks(data, servers)
+    if args.history_update:
+        result = history_update(servers, tasks, 10_000, uses=20, reps=args.reps)
+        UPDATE_OUT.write_text(json.dumps(result, indent=1) + "\n")
+        print(json.dumps(result, indent=1))
+        return 0
     cards = build_cards(parse_snapshot(snapshot_json(servers)))
     encoder = Memo(load_semantic(args.encoder, True))
     vectors = encoder.encode([semantic_text(c) for c in cards.cards])

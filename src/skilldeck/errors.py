@@ -27,10 +27,11 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     │   ├── NotApproved
     │   ├── DynamicSkillRefused
     │   ├── CrossOriginRead
-    │   └── GateRefused
-    │       ├── ToolNotListed
-    │       ├── ToolNotActive
-    │       └── InvalidArguments
+    │   ├── GateRefused
+    │   │   ├── ToolNotListed
+    │   │   ├── ToolNotActive
+    │   │   └── InvalidArguments
+    │   └── LedgerFull              the usage ledger holds its most audiences: a new one's use is not recorded
     ├── NotServedError              the other side, as a client: it asked this server for what it does not serve
     └── PeerError                   the other side, as a server: it broke the rules (names the server label)
         ├── EntryError
@@ -62,6 +63,7 @@ __all__ = [
     "GateRefused",
     "InvalidArguments",
     "JwksUnavailable",
+    "LedgerFull",
     "LoginFailed",
     "LoginRequired",
     "MessageTooLarge",
@@ -252,6 +254,19 @@ class ToolNotActive(GateRefused):
 
 class InvalidArguments(GateRefused):
     """The arguments do not validate against the tool's input schema."""
+
+
+class LedgerFull(Refused):
+    """The usage ledger holds its most audiences: a use of another audience is not recorded (what
+    the audiences held learned is kept; see :mod:`skilldeck.learning._stores`)."""
+
+    def __init__(self, audience: str, max_audiences: int, where: str) -> None:
+        self.audience = audience
+        self.max_audiences = max_audiences
+        super().__init__(
+            f"the usage ledger at {where} holds {max_audiences} audiences, its most: uses of another audience "
+            "are not recorded (clear one with `skilldeck history --audience T --clear`, or raise --ledger-audiences)"
+        )
 
 
 # -- the other side -------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from skilldeck.gateway import GatewayService, create_gateway
+from skilldeck.gateway._activation import ActivationStore
 from skilldeck.host import Host, HttpServer, ServerSpec
 from skilldeck.learning import Learner, LedgerStore, Use
 from skilldeck.serving._policy import Caller, Policy
@@ -38,14 +39,19 @@ class Learning:
 
 @asynccontextmanager
 async def gateway_learning_in(
-    store: LedgerStore, *, policy: Policy | None = None, pinned: Iterable[tuple[str, str]] = ()
+    store: LedgerStore,
+    *,
+    policy: Policy | None = None,
+    pinned: Iterable[tuple[str, str]] = (),
+    shared: ActivationStore | None = None,
 ) -> AsyncIterator[Learning]:
-    """A gateway (lexical ranking) over :func:`usage_server` served on loopback, learning into ``store``."""
+    """A gateway (lexical ranking) over :func:`usage_server` served on loopback, learning into ``store``
+    (``shared``: the activations, and so the paths, it shares with other replicas)."""
     app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     with serving_in_thread(app) as url:
         async with Host([ServerSpec("up", HttpServer(url), timeout=30)]) as host:
             ticks = itertools.count(1_000)
             learner = Learner(store, clock=lambda: float(next(ticks)))
-            service = GatewayService(host, encoder=None, policy=policy, pinned=pinned, learning=learner)
+            service = GatewayService(host, encoder=None, policy=policy, pinned=pinned, learning=learner, shared=shared)
             server, middleware = create_gateway(service)
             yield Learning(Gateway(host, service, server, middleware), store)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,16 +44,30 @@ def gateway_config(tmp_path: Path) -> Path:
     return config
 
 
-async def use(url: str, conversation: str, question: str, card: str, tool: str, arguments: dict[str, Any]) -> None:
-    """find → load → call through the gateway at ``url``, in one conversation; each step must succeed."""
+async def use(
+    url: str | tuple[str, str, str],
+    conversation: str,
+    question: str,
+    card: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    succeeds: bool = True,
+) -> None:
+    """find → load → call through the gateway at ``url`` (or, for a tuple, each step through its own
+    gateway, each in a connection of its own), in one conversation; each step must succeed (the call
+    must fail, when not ``succeeds``)."""
     meta = cast(RequestParamsMeta, {"dev.skilldeck/conversation": conversation})
-    async with Client(url, mode=MODERN, cache=None) as client:
+    urls = (url, url, url) if isinstance(url, str) else url
+    async with Client(urls[0], mode=MODERN, cache=None) as client:
         found = await client.call_tool("find", {"query": question}, meta=meta)
         assert card in [c["id"] for c in found.structured_content["cards"]], found
+    async with Client(urls[1], mode=MODERN, cache=None) as client:
         loaded = await client.call_tool("load", {"ids": [card]}, meta=meta)
         assert not loaded.is_error, loaded
+    async with Client(urls[2], mode=MODERN, cache=None) as client:
         called = await client.call_tool("call", {"tool": tool, "arguments": arguments}, meta=meta)
-        assert not called.is_error, called
+        assert called.is_error is not succeeds, called
 
 
 PAST = (
@@ -175,6 +191,68 @@ async def test_a_second_replica_ranks_with_what_the_first_learned(
     argv = ["history", "--redis", redis.url, "--name", "learning-replicas"]
     assert await anyio.to_thread.run_sync(main, argv) == 0
     assert "audience (no tenant): 3 questions on 1 card" in capsys.readouterr().out
+
+
+def learned(*logs: Path) -> list[str]:
+    """The cards each ``learned`` record of the gateways' decision logs (``--log``) says were recorded."""
+    found = []
+    for log in logs:
+        for line in log.read_text().splitlines() if log.exists() else ():
+            record = json.loads(line)
+            if record.get("kind") == "learned" and record.get("recorded"):
+                found.append(str(record["card"]))
+    return found
+
+
+@contextmanager
+def two_replicas(tmp_path: Path, redis_url: str, name: str) -> Iterator[tuple[str, str, tuple[Path, Path]]]:
+    """Two ``skilldeck gateway --redis`` replicas of gateway ``name``: their URLs and decision logs."""
+    config = gateway_config(tmp_path)
+    logs = (tmp_path / "first.jsonl", tmp_path / "second.jsonl")
+    flags = ("--lexical", "--redis", redis_url, "--name", name)
+    first, started_first = start_gateway(config, tmp_path / "first.log", *flags, "--log", str(logs[0]))
+    try:
+        second, started_second = start_gateway(config, tmp_path / "second.log", *flags, "--log", str(logs[1]))
+        try:
+            yield started_first["url"], started_second["url"], logs
+        finally:
+            stop(second)
+    finally:
+        stop(first)
+
+
+async def history_of(redis_url: str, name: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``skilldeck history --redis URL --name NAME`` prints."""
+    argv = ["history", "--redis", redis_url, "--name", name]
+    assert await anyio.to_thread.run_sync(main, argv) == 0
+    return capsys.readouterr().out
+
+
+async def test_a_path_split_across_replicas_is_learned_once(
+    tmp_path: Path, redis: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """find on one replica, load on the other, call on either: the replica that saw the call records
+    the question, once, and the next find on either replica ranks the card better."""
+    with two_replicas(tmp_path, redis.url, "learning-split") as (a, b, logs):
+        assert await first_card(a, NEW) == ("up/events", 0)
+        for i, (question, call_on) in enumerate(zip(PAST, (a, b, a), strict=True)):
+            await use((a, b, call_on), f"split-{i}", question, "up/forecast", "up/forecast", {"city": "Lyon"})
+        assert learned(*logs) == ["up/forecast"] * len(PAST)  # each use once, by one replica
+        assert await first_card_once_learned(b, NEW) == ("up/forecast", 1)
+        assert await first_card_once_learned(a, NEW) == ("up/forecast", 1)
+    shown = await history_of(redis.url, "learning-split", capsys)
+    assert f"audience (no tenant): {len(PAST)} questions on 1 card" in shown
+
+
+async def test_a_refused_or_failed_call_split_across_replicas_teaches_nothing(
+    tmp_path: Path, redis: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with two_replicas(tmp_path, redis.url, "learning-split-refused") as (a, b, logs):
+        # refused by the gate (no city), then an upstream isError, each found on one and called on the other
+        await use((a, b, a), "refused", WEATHER, "up/forecast", "up/forecast", {}, succeeds=False)
+        await use((b, a, b), "failed", "archive this note", "up/archive", "up/archive", {"note": "x"}, succeeds=False)
+        assert learned(*logs) == []
+    assert "is empty" in await history_of(redis.url, "learning-split-refused", capsys)
 
 
 def test_check_never_opens_the_ledger(tmp_path: Path) -> None:

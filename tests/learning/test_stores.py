@@ -3,28 +3,51 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from skilldeck.learning import Change, Learner, LedgerStore, RedisLedgerStore, SqliteLedgerStore, Use
+from skilldeck.learning import (
+    MAX_AUDIENCES,
+    Change,
+    Learner,
+    LedgerFull,
+    LedgerStore,
+    RedisLedgerStore,
+    SqliteLedgerStore,
+    Use,
+)
 
 pytestmark = pytest.mark.anyio
 
 PREFIXES = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LedgerStore]:
-    if request.param == "sqlite":
-        sqlite = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
-        yield sqlite
-        sqlite.close()
+@asynccontextmanager
+async def a_store(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any
+) -> AsyncIterator[LedgerStore]:
+    """A SQLite store in ``tmp_path``, or a Redis one in a namespace of its own."""
+    if kind == "sqlite":
+        sqlite = SqliteLedgerStore(tmp_path / "ledger.sqlite3", **options)
+        try:
+            yield sqlite
+        finally:
+            sqlite.close()
         return
     url = request.getfixturevalue("redis_url")
-    async with RedisLedgerStore(url, prefix=f"test:ledger:{next(PREFIXES)}") as shared:
+    async with RedisLedgerStore(url, prefix=f"test:ledger:{next(PREFIXES)}", **options) as shared:
         yield shared
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LedgerStore]:
+    async with a_store(request.param, request, tmp_path) as opened:
+        yield opened
 
 
 def use(question: str, card: str = "up/weather", caller: str = "alice", at: float = 1.0) -> Use:
@@ -124,4 +147,47 @@ async def test_a_change_the_store_refused_to_write_is_not_believed_written(tmp_p
     store._db.execute("PRAGMA query_only = OFF")
     assert await learner.record("", "weather in Paris", "up/weather", "alice")
     assert learner.questions("") == {"up/weather": ["weather in Paris"]}
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_a_store_holds_n_audiences_and_refuses_the_first_use_of_one_more(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """At N audiences a new one is refused, never made room for: the N keep what they learned and
+    keep learning; clearing one frees its place."""
+    async with a_store(kind, request, tmp_path, max_audiences=3) as store:
+        for i, audience in enumerate(("acme", "globex", "initech")):  # N
+            assert await store.apply(audience, Change(written=[use(f"q{i}")]), 0) == 1
+        with pytest.raises(LedgerFull, match="holds 3 audiences, its most"):  # N + 1
+            await store.apply("umbrella", Change(written=[use("flood")]), 0)
+        assert await store.audiences() == ["acme", "globex", "initech"]
+        assert await store.load("umbrella") == (0, [])
+        assert await store.apply("acme", Change(written=[use("more")]), 1) == 2  # one of the N learns on
+        version = await store.apply("umbrella", Change(), 0)  # a change that writes nothing is no use
+        assert version is not None
+        assert await store.clear("globex") == 1
+        assert await store.apply("umbrella", Change(written=[use("now there is room")]), version) is not None
+        assert await store.audiences() == ["acme", "initech", "umbrella"]
+
+
+async def test_a_learner_records_nothing_for_an_audience_the_store_refused_and_says_so_once_an_hour(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3", max_audiences=1)
+    learner = Learner(store, clock=lambda: 5.0)
+    assert await learner.record("acme", "weather in Paris", "up/weather", "alice")
+    with caplog.at_level(logging.WARNING, logger="skilldeck.learning._learner"):
+        for i in range(50):  # a flood of new audiences (tenants) learns nothing, and logs one line
+            assert not await learner.record(f"tenant-{i}", "weather in Paris", "up/weather", "mallory")
+    assert learner.refused == 50
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the usage ledger at {store.where} holds 1 audiences, its most: uses of another audience are not "
+        "recorded (clear one with `skilldeck history --audience T --clear`, or raise --ledger-audiences) "
+        "(1 refused since the last warning)"
+    ]
+    assert learner.questions("tenant-0") == {}  # not believed recorded in memory either
+    assert await store.audiences() == ["acme"]
+    assert await learner.record("acme", "rain in Lyon", "up/weather", "alice")  # the audience held learns on
+    assert MAX_AUDIENCES == 256
     store.close()

@@ -29,3 +29,21 @@ def test_each_selector_ends_with_the_newest_history_submitted_for_it() -> None:
     assert updates.wait(60)
     assert read(first) == {}
     assert read(second) == {b: ["other 99"]}
+
+
+def test_changes_submitted_after_a_whole_history_are_read_on_top_of_it() -> None:
+    updates = HistoryUpdates()
+    one = selector("one")
+    a, b = one.cards[0].key, one.cards[1].key
+    updates.submit(one, {a: ["question a"]})
+    for i in range(50):  # one recorded use after another: the cards that changed, merged while waiting
+        updates.submit_changes(one, {b: [f"question b {i}"]})
+    assert updates.wait(60)
+    assert read(one) == {a: ["question a"], b: ["question b 49"]}
+    updates.submit_changes(one, {a: []})  # a's questions all forgotten
+    assert updates.wait(60)
+    assert read(one) == {b: ["question b 49"]}
+    updates.submit_changes(one, {b: ["newer"]})
+    updates.submit(one, {a: ["whole again"]})  # a whole history replaces the changes still waiting
+    assert updates.wait(60)
+    assert read(one) == {a: ["whole again"]}

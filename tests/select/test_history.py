@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 from importlib import resources
 from typing import Any
@@ -132,6 +133,90 @@ def test_set_history_is_safe_while_rankings_run(cardset: CardSet) -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+UPDATE_POOL = [
+    *PAST,
+    "Any storm warnings for the coast?",
+    "merge these two PDF files into one",
+    "what is the stock price of AAPL today",
+    "umbrella for the city region walk",
+    "the weather forecast for Lisbon this weekend",
+    "send the quarterly report by email",
+    "the",  # no index term at all: a card with a history and an empty document
+]
+UPDATE_QUESTIONS = [
+    QUESTION,
+    "What is the stock price of AAPL?",
+    "storm warnings on the coast this weekend",
+    "merge the PDF report",
+    "forecast for Lisbon",
+]
+
+
+def test_a_history_updated_use_by_use_ranks_exactly_as_one_indexed_whole(cardset: CardSet) -> None:
+    """Uses recorded one at a time (a card gains a question, the oldest goes, a card is forgotten), each
+    handed to the ranker as a new history: the index it updated scores every question exactly as an
+    index built whole from the last history, lexically and semantically."""
+    rng = random.Random(5)
+    keys = [c.key for c in cardset.cards]
+    updated = Selector(cardset, encoder=CountingEncoder(), cache=VectorCache(None))
+    history: dict[str, list[str]] = {}
+    for step in range(60):
+        card = rng.choice(keys)
+        history = {**history, card: [rng.choice(UPDATE_POOL), *history.get(card, [])][:3]}
+        changes = {card: history[card]}
+        if step % 9 == 8:
+            gone = rng.choice(sorted(history))
+            history.pop(gone)  # a card whose uses were all forgotten
+            changes[gone] = []
+        if step % 2:  # the whole history (compared card by card), or the cards that changed only
+            updated.set_history(history)
+        else:
+            updated.update_history(changes)
+    whole = Selector(cardset, encoder=CountingEncoder(), cache=VectorCache(None), history=history)
+    a, b = updated.ranker.history, whole.ranker.history
+    assert a.questions == b.questions
+    assert a.size == b.size
+    assert a.card_rows.tolist() == b.card_rows.tolist()
+    assert a.vectors is not None
+    assert b.vectors is not None
+    assert np.array_equal(a.vectors, b.vectors)
+    for question in UPDATE_QUESTIONS:
+        terms = updated.ranker.query_terms(question)
+        assert np.array_equal(a.card_scores(terms), b.card_scores(terms)), question
+        assert np.array_equal(a.server_scores(terms, 9), b.server_scores(terms, 9)), question
+        mine, theirs = updated.decide(question), whole.decide(question)
+        assert [(s.card.key, s.score) for s in mine.ranked] == [(s.card.key, s.score) for s in theirs.ranked]
+        assert mine.history == theirs.history, question
+        assert mine.features == theirs.features, question
+
+
+def test_one_recorded_use_rereads_only_its_card_and_its_server(cardset: CardSet) -> None:
+    encoder = CountingEncoder()
+    selector = Selector(cardset, encoder=encoder, cache=VectorCache(None))
+    forecast, merge = key(cardset, "weather", "get_forecast"), key(cardset, "pdf", "merge_pdfs")
+    selector.set_history({forecast: PAST, merge: ["merge these two PDF files into one"]})
+    before = selector.ranker.history
+    encoder.seen.clear()
+    selector.set_history(
+        {forecast: ["Any storm warnings for the coast?", *PAST[:1]], merge: ["merge these two PDF files into one"]}
+    )
+    after = selector.ranker.history
+    assert encoder.seen == ["Any storm warnings for the coast?"]  # the other questions' vectors are cached
+    card = selector.ranker._keys[merge]
+    assert after.per_card[card] is before.per_card[card]  # the merge card was not read again
+    assert before.cards is not None
+    assert after.cards is not None
+    merge_terms = before.per_card[card].ids.tolist()
+    for term in merge_terms:  # nor were its terms' postings, in the card field or its server's
+        assert after.cards.postings[term] is before.cards.postings[term]
+    at = after.card_rows.tolist().index(card)
+    assert np.array_equal(after.vectors[at], before.vectors[before.card_rows.tolist().index(card)])
+    selector.set_history(
+        {forecast: ["Any storm warnings for the coast?", *PAST[:1]], merge: ["merge these two PDF files into one"]}
+    )
+    assert selector.ranker.history.cards is after.cards  # the same history again: nothing re-read
 
 
 def test_an_empty_history_index_scores_nothing() -> None:

@@ -20,6 +20,7 @@ from skilldeck.cli._output import bound_log_output, counted, json_log_output, sd
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
+from skilldeck.learning import MAX_AUDIENCES
 
 if TYPE_CHECKING:
     from skilldeck.gateway._metrics import GatewayMetrics
@@ -132,6 +133,14 @@ def add_gateway_command(sub: Any) -> None:
         "for that card (question, card, caller subject, time) in $SKILLDECK_HOME/ledger.sqlite3, or in Redis "
         "with --redis, and ranks it better next time (see `skilldeck history`)",
     )
+    gateway.add_argument(
+        "--ledger-audiences",
+        type=positive,
+        default=MAX_AUDIENCES,
+        metavar="N",
+        help=f"audiences (tenants) the usage ledger holds at most (default {MAX_AUDIENCES}): once full, uses of "
+        "another audience are not recorded (logged once an hour), what others learned is kept",
+    )
     add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
     add_console_argument(gateway, "the upstreams, the catalog, a search box running find, and decisions live")
@@ -211,7 +220,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 shared = await stack.enter_async_context(store)
             learning = None
             if not args.no_learning and not args.check:  # --check records nothing: it answers no client
-                learning = Learner(await stack.enter_async_context(ledger_store(replicas.redis_url, args.name)))
+                ledger = ledger_store(replicas.redis_url, args.name, max_audiences=args.ledger_audiences)
+                learning = Learner(await stack.enter_async_context(ledger))
             await listener.beside(
                 lambda: serve(shared, learning), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
             )

@@ -16,25 +16,30 @@ from skilldeck._suggest import did_you_mean
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole, counted
 from skilldeck.errors import UsageError
-from skilldeck.learning import LEDGER_FILE, LedgerStore, Use
+from skilldeck.learning import LEDGER_FILE, MAX_AUDIENCES, LedgerStore, Use
 
 __all__ = ["add_history_command", "ledger_store"]
 
 
 @asynccontextmanager
-async def ledger_store(redis_url: str | None, name: str, *, create: bool = True) -> AsyncIterator[LedgerStore]:
+async def ledger_store(
+    redis_url: str | None, name: str, *, create: bool = True, max_audiences: int = MAX_AUDIENCES
+) -> AsyncIterator[LedgerStore]:
     """The gateway's ledger: in Redis under ``skilldeck:NAME:ledger`` with ``--redis``, else ``$SKILLDECK_HOME/ledger.sqlite3``
-    (``create=False``: a file that does not exist reads as empty and is not created)."""
+    (``create=False``: a file that does not exist reads as empty and is not created), holding at most
+    ``max_audiences`` audiences."""
     if redis_url is not None:
         from skilldeck.learning import RedisLedgerStore
 
-        async with RedisLedgerStore(redis_url, prefix=f"skilldeck:{name}:ledger") as shared:
+        async with RedisLedgerStore(
+            redis_url, prefix=f"skilldeck:{name}:ledger", max_audiences=max_audiences
+        ) as shared:
             yield shared
         return
     from skilldeck.host._credentials import skilldeck_home
     from skilldeck.learning import SqliteLedgerStore
 
-    store = SqliteLedgerStore(skilldeck_home() / LEDGER_FILE, create=create)
+    store = SqliteLedgerStore(skilldeck_home() / LEDGER_FILE, create=create, max_audiences=max_audiences)
     try:
         yield store
     finally:

@@ -17,8 +17,12 @@ An activation also follows the path a question takes, for the usage ledger
 (:mod:`skilldeck.learning`): the last :data:`FINDS_KEPT` questions and the cards each was shown
 (:meth:`Activation.found`), the cards loaded after a question that showed them and the tools each
 activated (:meth:`Activation.loaded`), and, when a call of one of those tools succeeded, the
-question and card it completes (:meth:`Activation.succeeded`, once per load). That path lives in
-this process only: a client that finds, loads and calls through different replicas teaches nothing.
+question and card it completes (:meth:`Activation.succeeded`, once per load). With a shared store
+the path of a client whose activation is shared lives there instead (:meth:`ActivationStore.found`,
+:meth:`~ActivationStore.loaded`, :meth:`~ActivationStore.succeeded`, with the same bounds), so a
+client that finds through one replica, loads through a second and calls through a third teaches the
+ledger once: the replica that sees the successful call takes the pending question out of the store,
+and no other replica can take it again.
 """
 
 from __future__ import annotations
@@ -150,4 +154,18 @@ class ActivationStore(Protocol):
 
     async def add(self, key: str, skills: Mapping[str, str], tools: Sequence[tuple[str, str]]) -> None:
         """Record that ``key`` loaded ``skills`` (id -> digest) and activated ``tools``."""
+        ...
+
+    async def found(self, key: str, question: str, cards: Sequence[str]) -> None:
+        """``find`` showed ``cards`` for ``question`` to ``key`` (the last :data:`FINDS_KEPT` are kept)."""
+        ...
+
+    async def loaded(self, key: str, cards: Mapping[str, Sequence[tuple[str, str]]]) -> None:
+        """``key`` loaded each card of ``cards``, activating its tools: followed (as :meth:`Activation.loaded`)
+        when a kept question showed it (the last :data:`PENDING_KEPT` are followed)."""
+        ...
+
+    async def succeeded(self, key: str, tool: tuple[str, str]) -> list[tuple[str, str]]:
+        """A call of ``tool`` by ``key`` succeeded: the ``(question, card)`` pairs it completes, taken
+        out of the store at once (so each is returned once, to one replica)."""
         ...

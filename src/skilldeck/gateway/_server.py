@@ -299,6 +299,7 @@ class GatewayMiddleware:
         find: FindArguments = args
         await self.service.refresh_history(who.caller)  # another replica's uses, a cleared ledger
         found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
+        await self.service.share_found(who.client, find.query, found)  # on the shared path: another replica may load
         return _ok(found, _find_text(found))
 
     async def _load(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:

@@ -28,7 +28,10 @@ card's tools that came back complete and without ``isError``, is recorded for th
 audience (the policy's tenant; one audience without a policy); every ranker of that audience then
 reads the card's past questions (:meth:`~skilldeck.select.Selector.set_history`). A refused call,
 a failed one, a load alone or a call of another card's tool records nothing, and a ledger that
-cannot be reached never fails a request (it is logged).
+cannot be reached never fails a request (it is logged). With activations shared between replicas
+(``shared``), a client's path (questions found, cards loaded after them) is kept in that store, not
+in this process: the adapter hands each ``find`` to :meth:`GatewayService.share_found`, and the
+replica whose call succeeds takes the pending question out of the store and records it, once.
 """
 
 from __future__ import annotations
@@ -38,9 +41,9 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.errors import GateRefused, SkilldeckError, ToolNotListed, shorten
@@ -52,7 +55,7 @@ from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpst
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._registry import SkillRecord
 from skilldeck.learning._learner import Learner
-from skilldeck.learning._ledger import history_by_key
+from skilldeck.learning._ledger import history_by_key, normalise_question
 from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select._decide import Decision, Selector, indexing_note
@@ -80,6 +83,7 @@ MAX_SELECTORS = 32
 DEFAULT_ENCODER: Literal["default"] = "default"
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
 """Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
 than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
@@ -300,10 +304,19 @@ class GatewayService:
         if history is not None and (history or not fresh):
             self.history_updates.submit(index.selector, history)
 
-    def _history_changed(self, audience: str) -> None:
+    def _history_changed(self, audience: str, cards: Iterable[str] | None = None) -> None:
+        """The audience's past questions changed (of ``cards`` only, when known): its rankers read them."""
         for index in self._indexes.values():
-            if index.ledger_audience == audience:
+            if index.ledger_audience != audience:
+                continue
+            if cards is None or self.learning is None:
                 self._give_history(index)
+                continue
+            changes = {
+                index.ids[card].key: self.learning.questions_of(audience, card) for card in cards if card in index.ids
+            }
+            if changes:
+                self.history_updates.submit_changes(index.selector, changes)
 
     def history_settled(self, timeout: float | None = None) -> bool:
         """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
@@ -334,20 +347,25 @@ class GatewayService:
 
     async def _learn(self, caller: Caller, client: str, tool: tuple[str, str]) -> None:
         """A call of ``tool`` succeeded: record the questions whose find and load it completes."""
-        activation = self.activations.peek(client)
-        if self.learning is None or activation is None:
+        if self.learning is None:
             return
+        if self._shares(client):  # taken out of the shared path: no other replica records it again
+            assert self.shared is not None
+            done = await self._on_path(self.shared.succeeded(client, tool)) or []
+        else:
+            activation = self.activations.peek(client)
+            done = activation.succeeded(tool) if activation is not None else []
         audience = self.ledger_audience(caller)
         who = caller.subject or caller.client_id or ""
-        for question, card in activation.succeeded(tool):
+        for question, card in done:
             try:
-                changed = await self.learning.record(audience, question, card, who)
+                change = await self.learning.record(audience, question, card, who)
             except Exception as exc:  # learning never fails a call
                 logger.warning("the usage ledger at %s cannot be written: %s", self.learning.store.where, exc)
                 return
-            self.log.record("learned", client, card=card, recorded=changed)
-            if changed:
-                self._history_changed(audience)
+            self.log.record("learned", client, card=card, recorded=bool(change))
+            if change:  # only the cards whose questions moved are read again
+                self._history_changed(audience, {u.card for u in (*change.written, *change.removed)})
 
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":
@@ -457,7 +475,7 @@ class GatewayService:
         ]
         if unavailable:
             result["unavailable"] = unavailable
-        if self.learning is not None:
+        if self.learning is not None and not self._shares(client):  # a shared path: see share_found
             self.activations.get(client).found(query, [str(c["id"]) for c in cards])
         self.log.record(
             "find",
@@ -473,6 +491,24 @@ class GatewayService:
             history_a_tokens=self.history_a_tokens(caller),
         )
         return result
+
+    async def share_found(self, client: str, query: str, result: Mapping[str, Any]) -> None:
+        """After :meth:`find` answered ``result`` for ``query``: keep the question and the cards it showed
+        on the client's shared path, when its activation is shared with other replicas (else :meth:`find`
+        kept them in this process). Never fails: a store that cannot be reached is logged."""
+        if self.learning is None or not self._shares(client):
+            return
+        assert self.shared is not None
+        question = normalise_question(query, self.learning.limits)
+        await self._on_path(self.shared.found(client, question, [str(c["id"]) for c in result.get("cards", ())]))
+
+    async def _on_path(self, step: Awaitable[_T]) -> _T | None:
+        """``step`` on a client's shared path; ``None`` (logged) when the store cannot be reached."""
+        try:
+            return await step
+        except Exception as exc:  # learning never fails a request
+            logger.warning("the usage ledger's shared path cannot be reached: %s", exc)
+            return None
 
     @staticmethod
     def _servers_first(index: _Index, decision: Decision) -> list[Scored]:
@@ -507,6 +543,8 @@ class GatewayService:
         skills: list[dict[str, Any]] = []
         tools: list[tuple[str, str]] = []
         refused: list[dict[str, str]] = []
+        path = activation if self.learning is None or not self._shares(client) else Activation()
+        followed: dict[str, list[tuple[str, str]]] = {}  # for a shared path: each card loaded, its tools
         for raw in dict.fromkeys(ids):
             card_id = str(raw)
             try:
@@ -523,17 +561,21 @@ class GatewayService:
                         }
                     )
                     tools.extend(t for t in named if t not in tools)
-                    activation.loaded(card_id, named)
+                    path.loaded(card_id, named)
+                    followed[card_id] = named
                 else:
                     pair = self._tool(index, card_id, allowed)
                     if pair not in tools:
                         tools.append(pair)
-                    activation.loaded(card_id, [pair])
+                    path.loaded(card_id, [pair])
+                    followed[card_id] = [pair]
             except SkilldeckError as exc:
                 refused.append({"id": shorten(card_id), "reason": str(exc), "code": refusal_code(exc)})
         if self._shares(client):  # another replica may take this client's next request
             assert self.shared is not None
             await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
+            if self.learning is not None:
+                await self._on_path(self.shared.loaded(client, followed))
         activation.activate(tools)
         result = {
             "skills": skills,

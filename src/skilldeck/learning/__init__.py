@@ -10,7 +10,9 @@ the card's id, the caller's subject and the time. The ranker reads a card's past
 - :class:`Ledger` (pure): one audience's uses and their bounds (:class:`LedgerLimits`): 20
   questions per card, newest kept, no caller over half of a card's questions once another caller
   taught it, uses older than 180 days dropped, a size cap per audience.
-- :class:`SqliteLedgerStore`: the default store, ``$SKILLDECK_HOME/ledger.sqlite3``.
+- :class:`SqliteLedgerStore`: the default store, ``$SKILLDECK_HOME/ledger.sqlite3``; every store
+  holds at most ``max_audiences`` audiences (:data:`MAX_AUDIENCES`): a use of a new one beyond is
+  refused (:class:`LedgerFull`), never made room for.
 - :class:`RedisLedgerStore`: the store gateway replicas share (``--redis``).
 - :class:`Learner`: a process's view of the ledger, kept in step with its store.
 """
@@ -18,13 +20,15 @@ the card's id, the caller's subject and the time. The ranker reads a card's past
 from skilldeck.learning._learner import Learner
 from skilldeck.learning._ledger import Change, Ledger, LedgerLimits, Use
 from skilldeck.learning._redis import RedisLedgerStore
-from skilldeck.learning._stores import LEDGER_FILE, LedgerStore, SqliteLedgerStore
+from skilldeck.learning._stores import LEDGER_FILE, MAX_AUDIENCES, LedgerFull, LedgerStore, SqliteLedgerStore
 
 __all__ = [
     "LEDGER_FILE",
+    "MAX_AUDIENCES",
     "Change",
     "Learner",
     "Ledger",
+    "LedgerFull",
     "LedgerLimits",
     "LedgerStore",
     "RedisLedgerStore",

@@ -6,16 +6,19 @@ decision reads an audience's questions the owner calls :meth:`Learner.refresh` (
 another replica's use, or ``skilldeck history --clear``, is read in when the version moved);
 :meth:`Learner.record` computes a change on the ledger in memory and has the store apply it on the
 version it was computed on, reading the audience again and retrying when another writer came first.
+A use the store refuses because it holds its most audiences (:class:`~skilldeck.learning._stores.LedgerFull`)
+is not recorded, and logged at most once an hour with how many were refused.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
 from skilldeck.learning._ledger import Change, Ledger, LedgerLimits
-from skilldeck.learning._stores import LedgerStore
+from skilldeck.learning._stores import LedgerFull, LedgerStore
 
 __all__ = ["Learner"]
 
@@ -23,6 +26,10 @@ MAX_AUDIENCES = 32
 """Audiences whose ledgers are held in memory at once (the least recently used is read again when needed)."""
 RETRIES = 5
 """Times a change is computed again when another writer changed the audience first."""
+WARN_EVERY = 3_600.0
+"""Seconds between two warnings that uses of a new audience were refused (the store holds its most audiences)."""
+
+logger = logging.getLogger(__name__)
 
 
 class Learner:
@@ -50,11 +57,20 @@ class Learner:
         self.clock = clock
         self.max_audiences = max_audiences
         self._ledgers: OrderedDict[str, tuple[int, Ledger]] = OrderedDict()
+        self.refused = 0
+        """Uses refused because the store held its most audiences (:class:`~skilldeck.learning._stores.LedgerFull`)."""
+        self._refused_told = 0
+        self._warned: float | None = None
 
     def questions(self, audience: str) -> dict[str, list[str]]:
         """Per card id, the audience's past questions as last read (newest first; none too old)."""
         found = self._ledgers.get(audience)
         return found[1].questions(self.clock()) if found is not None else {}
+
+    def questions_of(self, audience: str, card: str) -> list[str]:
+        """The card's past questions in the audience as last read (newest first; none too old)."""
+        found = self._ledgers.get(audience)
+        return found[1].questions_of(card, self.clock()) if found is not None else []
 
     async def refresh(self, audience: str) -> bool:
         """Read the audience in again if its version moved since it was read; whether it did."""
@@ -69,28 +85,43 @@ class Learner:
             self._ledgers.popitem(last=False)
         return True
 
-    async def record(self, audience: str, question: str, card: str, caller: str) -> bool:
-        """Record one use; whether the ledger changed (a caller over its share of the card changes nothing)."""
+    async def record(self, audience: str, question: str, card: str, caller: str) -> Change:
+        """Record one use; the change to the ledger (empty, so false, when nothing changed: a caller
+        over its share of the card), whose uses name the cards whose questions moved."""
         return await self._change(audience, lambda ledger: ledger.add(question, card, caller, self.clock()))
 
     async def prune(self, audience: str, listed: Callable[[str], bool]) -> bool:
         """Drop the audience's uses of cards ``listed`` says are gone (and those too old); whether any went."""
-        return await self._change(audience, lambda ledger: ledger.prune(listed, self.clock()))
+        return bool(await self._change(audience, lambda ledger: ledger.prune(listed, self.clock())))
 
-    async def _change(self, audience: str, change_of: Callable[[Ledger], Change]) -> bool:
+    def _refused(self, full: LedgerFull) -> None:
+        """A use of a new audience was refused: say so at most once every :data:`WARN_EVERY` seconds."""
+        self.refused += 1
+        now = time.monotonic()
+        if self._warned is not None and now - self._warned < WARN_EVERY:
+            return
+        self._warned = now
+        logger.warning("%s (%d refused since the last warning)", full, self.refused - self._refused_told)
+        self._refused_told = self.refused
+
+    async def _change(self, audience: str, change_of: Callable[[Ledger], Change]) -> Change:
         for _ in range(RETRIES):
             await self.refresh(audience)
             version, ledger = self._ledgers[audience]
             change = change_of(ledger)  # the ledger in memory has the change already
             if not change:
-                return False
+                return change
             try:
                 applied = await self.store.apply(audience, change, version)
+            except LedgerFull as full:
+                self._ledgers.pop(audience, None)  # the change is in memory only: read the audience again
+                self._refused(full)
+                return Change()
             except BaseException:
                 self._ledgers.pop(audience, None)  # the change is in memory, maybe not in the store: read it again
                 raise
             if applied is not None:
                 self._ledgers[audience] = (applied, ledger)
-                return True
+                return change
             del self._ledgers[audience]  # another writer came first: read the audience again
-        return False
+        return Change()

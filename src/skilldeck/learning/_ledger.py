@@ -154,18 +154,25 @@ class Ledger:
 
     def questions(self, now: float) -> dict[str, list[str]]:
         """Per card id, its questions newest first, leaving out uses older than ``max_age`` at ``now``."""
-        oldest = now - self.limits.max_age
         found: dict[str, list[str]] = {}
-        for card, entries in self._cards.items():
-            read = self._read.get(card)
-            if read is None:
-                ordered = sorted(entries.values(), key=lambda u: u.at, reverse=True)
-                read = self._read[card] = (ordered[-1].at, [u.question for u in ordered])
-            if read[0] >= oldest:
-                found[card] = read[1]
-            elif kept := [u.question for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]:
-                found[card] = kept
+        for card in self._cards:
+            if asked := self.questions_of(card, now):
+                found[card] = asked
         return found
+
+    def questions_of(self, card: str, now: float) -> list[str]:
+        """The card's questions newest first, leaving out uses older than ``max_age`` at ``now`` (none: ``[]``)."""
+        entries = self._cards.get(card)
+        if not entries:
+            return []
+        read = self._read.get(card)
+        if read is None:
+            ordered = sorted(entries.values(), key=lambda u: u.at, reverse=True)
+            read = self._read[card] = (ordered[-1].at, [u.question for u in ordered])
+        oldest = now - self.limits.max_age
+        if read[0] >= oldest:
+            return read[1]
+        return [u.question for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]
 
     def add(self, question: str, card: str, caller: str, now: float) -> Change:
         """Record that ``question`` led to a successful use of ``card`` by ``caller`` at ``now``."""

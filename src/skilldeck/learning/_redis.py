@@ -6,7 +6,9 @@ a tenant's length never reaches Redis):
 
 * ``<prefix>:uses:<audience hash>``: a hash, field ``["<card>","<question>"]`` -> ``["<caller>",<time>]``;
 * ``<prefix>:version:<audience hash>``: the audience's version, raised by every change;
-* ``<prefix>:audiences``: audience hash -> the audience's name (what ``skilldeck history`` lists).
+* ``<prefix>:audiences``: audience hash -> the audience's name (what ``skilldeck history`` lists),
+  for the audiences holding uses: at most ``max_audiences`` (a use of a new audience beyond is
+  refused, see :mod:`skilldeck.learning._stores`).
 
 A change is one script run on the Redis server that applies it only when the audience is still at
 the version its writer read (see :mod:`skilldeck.learning._stores`). What is read back is checked:
@@ -23,17 +25,23 @@ from typing import Any
 import anyio
 
 from skilldeck.learning._ledger import Change, LedgerLimits, Use
+from skilldeck.learning._stores import MAX_AUDIENCES, LedgerFull
 from skilldeck.server._redis_bus import RedisConnection, redacted_url
 
 __all__ = ["RedisLedgerStore"]
 
-# KEYS: uses, version, audiences. ARGV: base version, removed count, audience hash, audience, removed..., field/value...
+# KEYS: uses, version, audiences.
+# ARGV: base version, removed count, audience hash, audience, max audiences, removed..., field/value...
 _APPLY = """
 local v = tonumber(redis.call('GET', KEYS[2]) or '0')
 if v ~= tonumber(ARGV[1]) then return -1 end
 local n = tonumber(ARGV[2])
-for i = 5, 4 + n do redis.call('HDEL', KEYS[1], ARGV[i]) end
-for i = 5 + n, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if #ARGV > 5 + n and redis.call('HEXISTS', KEYS[3], ARGV[3]) == 0
+    and redis.call('HLEN', KEYS[3]) >= tonumber(ARGV[5]) then
+  return -2
+end
+for i = 6, 5 + n do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 6 + n, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if redis.call('HLEN', KEYS[1]) > 0 then
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
 else
@@ -83,6 +91,8 @@ class RedisLedgerStore(RedisConnection):
             gateway share it.
         limits: the ledger's bounds, to check what is read back against.
         timeout: seconds one operation may take.
+        max_audiences: audiences with uses held at most (a new one beyond:
+            :class:`~skilldeck.learning._stores.LedgerFull`; see :mod:`skilldeck.learning._stores`).
     """
 
     purpose = "the usage ledger"
@@ -95,7 +105,11 @@ class RedisLedgerStore(RedisConnection):
         prefix: str = "skilldeck:gateway:ledger",
         limits: LedgerLimits | None = None,
         timeout: float = 2.0,
+        max_audiences: int = MAX_AUDIENCES,
     ) -> None:
+        if max_audiences < 1:
+            raise ValueError("max_audiences must be at least 1")
+        self.max_audiences = max_audiences
         self.url = url
         self.prefix = prefix
         self.limits = limits or LedgerLimits()
@@ -152,11 +166,13 @@ class RedisLedgerStore(RedisConnection):
 
     async def apply(self, audience: str, change: Change, base: int) -> int | None:
         keys, member = self._keys(audience)
-        args: list[Any] = [base, len(change.removed), member, audience]
+        args: list[Any] = [base, len(change.removed), member, audience, self.max_audiences]
         args += [self._field(u) for u in change.removed]
         for use in change.written:
             args += [self._field(use), json.dumps([use.caller, use.at], ensure_ascii=False, separators=(",", ":"))]
         version = int(await self._run(_APPLY, keys, args))
+        if version == -2:
+            raise LedgerFull(audience, self.max_audiences, self.where)
         return None if version == -1 else version
 
     async def audiences(self) -> list[str]:

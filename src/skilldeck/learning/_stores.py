@@ -9,6 +9,15 @@ of :class:`~skilldeck.learning._ledger.Ledger` hold whoever writes, in one proce
 :class:`SqliteLedgerStore` is one file (stdlib ``sqlite3``, write-ahead log, one writer at a time:
 each change is an ``IMMEDIATE`` transaction), ``$SKILLDECK_HOME/ledger.sqlite3`` by default; it
 survives restarts, and ``skilldeck history --clear`` reaches a running gateway through it.
+
+**Audiences are bounded** (``max_audiences``, :data:`MAX_AUDIENCES` by default): each holds at
+most :class:`~skilldeck.learning._ledger.LedgerLimits` worth of uses, and a store holds at most
+that many audiences with uses. Once it is full, a use of a *new* audience is **refused**
+(:class:`LedgerFull`), never made room for: the audiences that learned keep what they learned (an
+audience that could evict another's history would let one tenant erase what another taught), and
+the refused one is ranked as without a ledger. An audience cleared (``skilldeck history
+--audience T --clear``), or whose uses all expired or went with their cards, frees its place.
+The owner logs the refusal, at most once an hour (:class:`~skilldeck.learning._learner.Learner`).
 """
 
 from __future__ import annotations
@@ -18,13 +27,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from skilldeck.errors import ConfigError
+from skilldeck.errors import ConfigError, LedgerFull
 from skilldeck.learning._ledger import Change, Use
 
-__all__ = ["LEDGER_FILE", "LedgerStore", "SqliteLedgerStore"]
+__all__ = ["LEDGER_FILE", "MAX_AUDIENCES", "LedgerFull", "LedgerStore", "SqliteLedgerStore"]
 
 LEDGER_FILE = "ledger.sqlite3"
 """The embedded ledger's file name under ``$SKILLDECK_HOME``."""
+MAX_AUDIENCES = 256
+"""Audiences with uses a store holds by default (at most 32 MiB each: 8 GiB in all, at worst)."""
 
 
 class LedgerStore(Protocol):
@@ -44,7 +55,11 @@ class LedgerStore(Protocol):
         ...
 
     async def apply(self, audience: str, change: Change, base: int) -> int | None:
-        """Apply ``change`` if the audience is still at version ``base``: the new version, else ``None``."""
+        """Apply ``change`` if the audience is still at version ``base``: the new version, else ``None``.
+
+        Raises:
+            LedgerFull: ``change`` writes the first use of an audience and the store holds its most.
+        """
         ...
 
     async def audiences(self) -> list[str]:
@@ -77,13 +92,19 @@ class SqliteLedgerStore:
         timeout: seconds a writer waits for another process's write to finish.
         create: create the file when there is none; ``False``: a missing file reads as an empty
             ledger and nothing is written to disk (for a reader such as ``skilldeck history``).
+        max_audiences: audiences with uses held at most (a new one beyond: :class:`LedgerFull`).
 
     Raises:
         ConfigError: the file cannot be opened as a ledger.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 5.0, create: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 5.0, create: bool = True, max_audiences: int = MAX_AUDIENCES
+    ) -> None:
+        if max_audiences < 1:
+            raise ValueError("max_audiences must be at least 1")
         self.path = Path(path)
+        self.max_audiences = max_audiences
         where: str | Path = self.path if create or self.path.exists() else ":memory:"
         try:
             if where != ":memory:":
@@ -119,6 +140,15 @@ class SqliteLedgerStore:
         )
         return version + 1
 
+    def _full_without(self, audience: str) -> bool:
+        """Whether ``audience`` holds no use and the others are as many as the store holds."""
+        if self._db.execute("SELECT 1 FROM uses WHERE audience = ? LIMIT 1", (audience,)).fetchone():
+            return False
+        found = self._db.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT audience FROM uses LIMIT ?)", (self.max_audiences,)
+        ).fetchone()
+        return int(found[0]) >= self.max_audiences
+
     async def version(self, audience: str) -> int:
         return self._version(audience)
 
@@ -140,6 +170,8 @@ class SqliteLedgerStore:
             if version != base:
                 self._db.execute("ROLLBACK")
                 return None
+            if change.written and self._full_without(audience):
+                raise LedgerFull(audience, self.max_audiences, self.where)
             self._db.executemany(
                 "DELETE FROM uses WHERE audience = ? AND card = ? AND question = ?",
                 [(audience, u.card, u.question) for u in change.removed],

@@ -1,11 +1,13 @@
 """Rankers take a new history on a thread of their own, the latest one each, never on a request's path.
 
-Indexing a history takes time (20 past questions on each of 10,000 cards: 12.5 s whole, 2 s after
-one recorded use, on a loaded two-core machine), and the gateway has a new history after every
-recorded use and for every index it builds. :class:`HistoryUpdates` keeps, per selector, only the newest history
-submitted and hands it to :meth:`~skilldeck.select.Selector.set_history` on one worker thread, so a
-``call`` returns as soon as its use is recorded and a burst of uses costs one indexing per selector,
-not one per use. Meanwhile each selector ranks with the history it has (a selector's
+Indexing a whole history takes time (20 past questions on each of 10,000 cards: 22 s on a heavily
+loaded two-core machine, ``bench/selection/history_update.py``), reading one recorded use much less
+(the cards that changed only), and the gateway has a change after every recorded use and a whole
+history for every index it builds. :class:`HistoryUpdates` keeps, per selector, only the newest history
+submitted (a whole one, and the cards changed since, merged) and hands it to
+:meth:`~skilldeck.select.Selector.set_history` and :meth:`~skilldeck.select.Selector.update_history`
+on one worker thread, so a ``call`` returns as soon as its use is recorded and a burst of uses costs
+one update per selector, not one per use. Meanwhile each selector ranks with the history it has (a selector's
 ``set_history`` swaps a new index in whole, so a ranking under way never sees half of one).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 
 from skilldeck.select import History, Selector
 
@@ -26,7 +29,8 @@ class HistoryUpdates:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[int, tuple[Selector, History]] = {}
+        self._pending: dict[int, tuple[Selector, History | None, dict[str, Sequence[str]]]] = {}
+        """Per selector: a whole history to take (or none), then the cards whose questions changed since."""
         self._worker: threading.Thread | None = None
         self._idle = threading.Event()
         self._idle.set()
@@ -34,11 +38,22 @@ class HistoryUpdates:
     def submit(self, selector: Selector, history: History) -> None:
         """Have ``selector`` rank with ``history`` soon (replacing any history still waiting for it)."""
         with self._lock:
-            self._pending[id(selector)] = (selector, history)
-            self._idle.clear()
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._run, name="skilldeck-history", daemon=True)
-                self._worker.start()
+            self._pending[id(selector)] = (selector, history, {})
+            self._start()
+
+    def submit_changes(self, selector: Selector, changes: History) -> None:
+        """Have ``selector`` rank with the past questions of the cards in ``changes`` soon (by key; an
+        empty list: none now), the others' as they were (:meth:`~skilldeck.select.Selector.update_history`)."""
+        with self._lock:
+            _, whole, waiting = self._pending.get(id(selector), (selector, None, {}))
+            self._pending[id(selector)] = (selector, whole, {**waiting, **changes})
+            self._start()
+
+    def _start(self) -> None:
+        self._idle.clear()
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._run, name="skilldeck-history", daemon=True)
+            self._worker.start()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until every submitted history is in its selector; whether that happened within ``timeout``."""
@@ -51,8 +66,11 @@ class HistoryUpdates:
                     self._worker = None
                     self._idle.set()
                     return
-                _, (selector, history) = self._pending.popitem()
+                _, (selector, history, changes) = self._pending.popitem()
             try:
-                selector.set_history(history)
+                if history is not None:
+                    selector.set_history(history)
+                if changes:
+                    selector.update_history(changes)
             except Exception:  # a history that cannot be indexed leaves the one in place
                 logger.exception("a usage history could not be indexed; the ranker keeps the one it had")

@@ -366,6 +366,12 @@ class Selector:
         history is indexed again (:meth:`~skilldeck.select._rank.Ranker.set_history`); thread-safe."""
         self.ranker.set_history(history)
 
+    def update_history(self, changes: History) -> None:
+        """Rank with the past questions of the cards in ``changes`` (by key; an empty list: none now)
+        from the next decision on, the other cards' as they were
+        (:meth:`~skilldeck.select._rank.Ranker.update_history`); thread-safe."""
+        self.ranker.update_history(changes)
+
     def decide(self, query: str | Sequence[str]) -> Decision:
         """Rank every card for ``query``; choose the capabilities it needs, or abstain with reasons.
 

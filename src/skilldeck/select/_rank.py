@@ -291,9 +291,20 @@ class Ranker:
     def set_history(self, history: History) -> None:
         """Read ``history`` (each card's past questions, by key) from the next ranking on.
 
-        Only the history's own indexes are built (the catalog's are kept) and only past questions
-        not indexed before are encoded (through the vector cache, by content): cheap enough to call
-        after every recorded use. Thread-safe: a ranking under way keeps the history it started with."""
+        Only the history's own indexes are updated (the catalog's are kept), only for the cards whose
+        past questions differ from those indexed, and only past questions not indexed before are
+        encoded (through the vector cache, by content): cheap enough to call after every recorded use
+        (:meth:`update_history` does not even compare the other cards). Thread-safe: a ranking under
+        way keeps the history it started with."""
+        self._read_history(history, partial=False)
+
+    def update_history(self, changes: History) -> None:
+        """Read the past questions of the cards in ``changes`` (by key; an empty list: none now), the
+        other cards' as they were: what one recorded use needs, without comparing every card.
+        Thread-safe, as :meth:`set_history`."""
+        self._read_history(changes, partial=True)
+
+    def _read_history(self, history: History, *, partial: bool) -> None:
         with self._history_lock:
             self._history = HistoryIndex.build(
                 history,
@@ -304,6 +315,7 @@ class Ranker:
                 server_background=self._history_frequencies[1],
                 previous=self._history,
                 encode=self._encode if self.encoder is not None else None,
+                partial=partial,
             )
             self._best_for_need = {}  # a need's best server may change with the history
 
