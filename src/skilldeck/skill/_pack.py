@@ -303,12 +303,13 @@ class DirectorySource:
         nested over :data:`MAX_DEPTH` levels are reported to ``problems``.
 
         With ``record``, each folder's listing is kept in ``ctx.listings`` (the root walk); a walk
-        without it lists a folder only when no listing was kept, so a skill's folders are listed
-        once per load. A listing holds names only: every file and folder is still opened relative
-        to the descriptor of the folder that holds it, so a listing gone stale can make an open
-        fail, never lead outside the root.
+        without it takes a kept listing out (it is used once, and its memory freed as the load goes)
+        and lists a folder only when none was kept, so a skill's folders are listed once per load (a
+        skill nested in another's folder is listed again for itself). A listing holds names only:
+        every file and folder is still opened relative to the descriptor of the folder that holds
+        it, so a listing gone stale can make an open fail, never lead outside the root.
         """
-        listing = None if record else ctx.listings.get(parts)
+        listing = None if record else ctx.listings.pop(parts, None)
         if listing is None:
             listing = self._list(ctx, dir_fd, parts, problems)
             if listing is None:
