@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -44,14 +43,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO / "bench"))  # appended: never shadows a package
 
-from _common import src_at, stop  # noqa: E402
+from _common import revisions_header, src_at, stop  # noqa: E402
 from hardening import cpu_seconds, make_pack, rss_mb  # noqa: E402
 
 OUTPUT = REPO / "bench" / "results" / "scale.json"
@@ -128,16 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"before": src_at(args.before, work / "before"), "after": REPO / "src"}
     report: dict[str, Any] = {
         "command": " ".join(["bench/scale.py", *(argv if argv is not None else sys.argv[1:])]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "before_rev": args.before,
-        "after_rev": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_avg_start": [round(x, 2) for x in os.getloadavg()],
-        },
+        **revisions_header(args.before),
         "sizes": {},
     }
     cases = [("warm", size) for size in args.skills]
