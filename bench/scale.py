@@ -109,6 +109,16 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs) for key in ("ready_s", "cpu_s", "rss_mb", "peak_rss_mb")}
 
 
+def shown_command(args: argparse.Namespace) -> str:
+    """The command line, the folders and device of this machine named by their roles (PACKS, DEVICE, MOUNTPOINT)."""
+    words = ["bench/scale.py", "--before", args.before, "--skills", *map(str, args.skills), "--reps", str(args.reps)]
+    if args.packs:
+        words += ["--packs", "PACKS"]
+    if args.cold:
+        words += ["--cold", "DEVICE", "MOUNTPOINT"]
+    return " ".join(words)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, metavar="REV", help="the revision to measure beside this tree")
@@ -125,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     packs.mkdir(parents=True, exist_ok=True)
     trees = {"before": src_at(args.before, work / "before"), "after": REPO / "src"}
     report: dict[str, Any] = {
-        "command": " ".join(["bench/scale.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": shown_command(args),
         **revisions_header(args.before),
         "sizes": {},
     }
