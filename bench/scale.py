@@ -14,7 +14,7 @@ stops it once it has printed its ``serving N skills`` line. Recorded per run: wa
 start to that line (``ready_s``), the process's CPU seconds then (user + system, ``/proc``), its
 resident and peak resident memory then (``VmRSS`` / ``VmHWM``), and the load average.
 
-The page cache is warm: one unmeasured start of each tree reads the pack first, as a restart of a
+The page cache is warm: one unmeasured start reads the pack first, as a restart of a
 server would find it. ``--cold DEVICE MOUNTPOINT`` also measures cold starts, each after unmounting
 and mounting again a file system of its own that holds ``pack-N`` (so only its caches are dropped,
 not the machine's); give it a loop device reading its image with direct I/O, so that nothing comes
@@ -146,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         for cache, size in cases:
             if cache == "warm":
                 pack = pack_of(size, packs)
-                for src in trees.values():  # warm-up: the pack into the page cache, not measured
-                    start_serve(src, pack)
+                start_serve(trees["after"], pack)  # warm-up: the pack into the page cache, not measured
             else:
                 pack = Path(args.cold[1]) / f"pack-{size}"
             runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
