@@ -1,8 +1,8 @@
 """A load lists each folder of a pack once, and says what it refuses as it did when it listed them twice.
 
-The root walk that finds the skills keeps each folder's listing for the rest of that load; reading a
-skill uses them instead of listing its folders again (on a large pack, listings were most of the
-load's system calls). These tests pin the count, that the refusals and messages did not change, and
+The root walk that finds the skills and each skill's read pass through the same folders; the first to
+list one keeps the listing for the second (on a large pack, listings were most of the load's system
+calls), and only until then. These tests pin the count, that the refusals and messages did not change, and
 the string helpers that replaced ``pathlib`` and ``quote`` on the hot path.
 """
 
@@ -70,26 +70,45 @@ def test_a_symlinked_folder_in_a_skill_is_refused_once(tmp_path: Path) -> None:
     assert set(result.skills[0].files) == {"SKILL.md", "ok.md"}
 
 
-def test_a_folder_unlisted_by_the_root_walk_is_listed_when_its_skill_is_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A listing that failed is not kept: reading the skill lists the folder itself (and says if it fails)."""
+def test_a_listing_that_failed_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The skill's read lists ``refs`` first and fails: said once, its file not served; the root walk lists it again."""
     write_skill(tmp_path, "one", files={"refs/a.md": "a"})
     real = os.listdir
-    failed: list[int] = []
+    refs: list[str] = []
 
     def fail_first_refs(path: Any = ".") -> list[str]:
         names = real(path)
-        if names == ["a.md"] and not failed:
-            failed.append(1)
-            raise PermissionError(13, "Permission denied")
+        if names == ["a.md"]:
+            refs.append("failed" if not refs else "listed")
+            if refs == ["failed"]:
+                raise PermissionError(13, "Permission denied")
         return names
 
     monkeypatch.setattr(_pack.os, "listdir", fail_first_refs)
     result = DirectorySource(tmp_path).load()
-    assert failed
-    assert set(result.skills[0].files) == {"SKILL.md", "refs/a.md"}
-    assert result.problems == []
+    assert refs == ["failed", "listed"]
+    assert set(result.skills[0].files) == {"SKILL.md"}
+    assert [(p.rule, p.path) for p in result.problems] == [("unreadable", str(tmp_path / "one" / "refs"))]
+
+
+@pytest.mark.parametrize("skills", [10, 40])
+def test_listings_are_held_only_between_the_two_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skills: int
+) -> None:
+    """However many skills, only a few listings are held at any moment: none waits for the whole pack's walk."""
+    for i in range(skills):
+        write_skill(tmp_path, f"s{i:03d}", files={"references/guide.md": "g", "assets/x.txt": "x"})
+    held: list[int] = []
+    real = DirectorySource._list
+
+    def watching(self: DirectorySource, ctx: _Root, *args: Any) -> Any:
+        held.append(len(ctx.listings))
+        return real(self, ctx, *args)
+
+    monkeypatch.setattr(DirectorySource, "_list", watching)
+    result = DirectorySource(tmp_path).load()
+    assert len(result.skills) == skills
+    assert max(held) <= 3  # the root's, and at most one skill's folders not yet passed by the root walk
 
 
 @pytest.mark.parametrize("root", [".", "/", "//", "skills", "a/b", "/abs/path", "./x/../y", "trailing/"])

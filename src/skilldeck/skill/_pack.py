@@ -191,29 +191,32 @@ class DirectorySource:
                 name=real_root.name,
                 absolute=(PurePosixPath(os.path.abspath(root)).parts, PurePosixPath(real_root).parts),
             )
-            skill_dirs: list[tuple[str, ...]] = []
             found: list[SkillError] = []  # only depth is reported from here; the rest when a skill is read
-            for parts, _fd, _folders, files in self._walk(ctx, root_fd, (), found, record=True):
+            misnamed: list[SkillError] = []
+            refused: list[SkillError] = []
+            skills = []
+            # The walk is top-down with each folder's names sorted, so skills come in the order of their
+            # paths; each is read as soon as it is found, while its folders' listings are fresh (see _walk).
+            for parts, _fd, _folders, files in self._walk(ctx, root_fd, (), found):
                 if SKILL_MD in files:
-                    skill_dirs.append(parts)
+                    rel = ctx.name if not parts else "/".join(parts)
+                    skill_path = f"{self.prefix}/{rel}" if self.prefix else rel
+                    try:
+                        skills.append(self._load_skill(ctx, parts, skill_path, refused))
+                    except SkillError as exc:
+                        refused.append(exc)
                     continue
                 for name in files:
                     if name.lower() == SKILL_MD.lower():  # skill.md, Skill.md: said, not silently skipped
-                        problems.append(
+                        misnamed.append(
                             SkillError(
                                 f"not a skill: the file must be named {SKILL_MD} (in capitals); rename it",
                                 path=ctx.shown_path(*parts, name),
                                 rule="skill-md-name",
                             )
                         )
-            skills = []
-            for parts in sorted(skill_dirs):
-                rel = ctx.name if not parts else "/".join(parts)
-                skill_path = f"{self.prefix}/{rel}" if self.prefix else rel
-                try:
-                    skills.append(self._load_skill(ctx, parts, skill_path, problems))
-                except SkillError as exc:
-                    problems.append(exc)
+            problems.extend(misnamed)  # the misnamed files first, then what the skills refused, then depth
+            problems.extend(refused)
             reported = {str(p) for p in problems}
             problems.extend(p for p in found if p.rule == "limit-depth" and str(p) not in reported)
             return skills
@@ -277,8 +280,8 @@ class DirectorySource:
         """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name)``.
 
         The folder descriptor stays open until the consumer asks for the next file, so the file
-        is read from the folder that was listed. Folders are listed from the root walk's record
-        where it has one (see :meth:`_walk`).
+        is read from the folder that was listed. A folder the root walk listed is not listed
+        again (see :meth:`_walk`).
         """
         depth = len(parts)
         for here, dir_fd, _folders, files in self._walk(ctx, skill_fd, parts, problems):
@@ -288,13 +291,7 @@ class DirectorySource:
                 yield prefix + name, ctx.shown_path(*here, name), dir_fd, here, name
 
     def _walk(
-        self,
-        ctx: _Root,
-        dir_fd: int,
-        parts: tuple[str, ...],
-        problems: list[SkillError],
-        *,
-        record: bool = False,
+        self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]
     ) -> Iterator[tuple[tuple[str, ...], int, list[str], list[str]]]:
         """Top-down walk from an open folder, never through a symlink: ``(parts, fd, folders, files)``.
 
@@ -302,20 +299,21 @@ class DirectorySource:
         included: reading them decides). Symlinked folders are not followed; they and folders
         nested over :data:`MAX_DEPTH` levels are reported to ``problems``.
 
-        With ``record``, each folder's listing is kept in ``ctx.listings`` (the root walk); a walk
-        without it takes a kept listing out (it is used once, and its memory freed as the load goes)
-        and lists a folder only when none was kept, so a skill's folders are listed once per load (a
-        skill nested in another's folder is listed again for itself). A listing holds names only:
-        every file and folder is still opened relative to the descriptor of the folder that holds
-        it, so a listing gone stale can make an open fail, never lead outside the root.
+        Two walks pass through a skill's folders in one load: the root's, which finds skills (and
+        skills nested in them), and the skill's own, which reads its files. The first to reach a
+        folder lists it and keeps the listing in ``ctx.listings``; the second takes it out (a
+        listing lives from one to the other, a skill's read long, so the pack's listings are never
+        all in memory at once). A folder is thus listed once per load (a skill nested in another's
+        folder again for itself). A listing holds names only: every file and folder is still
+        opened relative to the descriptor of the folder that holds it, so a listing gone stale can
+        make an open fail, never lead outside the root.
         """
-        listing = None if record else ctx.listings.pop(parts, None)
+        listing = ctx.listings.pop(parts, None)
         if listing is None:
             listing = self._list(ctx, dir_fd, parts, problems)
             if listing is None:
                 return
-            if record:
-                ctx.listings[parts] = listing
+            ctx.listings[parts] = listing
         folders, files, refused = listing
         problems.extend(refused)
         yield parts, dir_fd, folders, files
@@ -343,7 +341,7 @@ class DirectorySource:
                     )
                 continue
             try:
-                yield from self._walk(ctx, child, (*parts, name), problems, record=record)
+                yield from self._walk(ctx, child, (*parts, name), problems)
             finally:
                 os.close(child)
 
