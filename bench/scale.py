@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                     key: round(medians["after"][key] / medians["before"][key], 2) for key in medians["after"]
                 },
             }
+            args.output.write_text(json.dumps(report, indent=1) + "\n")  # what is measured so far, kept
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report["machine"]["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]

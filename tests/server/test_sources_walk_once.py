@@ -140,3 +140,18 @@ def test_reading_a_file_does_not_depend_on_the_size_first_asked(tmp_path: Path, 
         assert _read_at_most(fd, 7, first=first) == b"xxxxxyy"  # the limit still bounds it
     finally:
         os.close(fd)
+
+
+def test_strings_every_skill_repeats_are_held_once(tmp_path: Path) -> None:
+    """File names, paths in a skill and frontmatter keys are one string each, and a file's URI is its manifest's."""
+    for name in ("one", "two"):
+        write_skill(tmp_path, name, files={"references/guide.md": "g"})
+    one, two = DirectorySource(tmp_path).load().skills
+    assert [a is b for a, b in zip(one.files, two.files, strict=True)] == [True, True]
+    assert [a is b for a, b in zip(one.entry.frontmatter, two.entry.frontmatter, strict=True)] == [True, True]
+    pack = _pack.Pack(_pack.LoadResult(skills=[one, two]))
+    assert not isinstance(one.entry.resources, str)
+    for resource in one.entry.resources:
+        found = pack.static_file(resource.uri)
+        assert found is not None
+        assert found.uri is resource.uri

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -319,7 +320,7 @@ def _simple_mapping(text: str) -> dict[str, Any] | None:
             return None
         if _resolves_to_other_than_str(key) or _resolves_to_other_than_str(value):
             return None
-        result[key] = value
+        result[sys.intern(key)] = value  # the same few keys in every skill: one string each
     return result
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -288,7 +289,7 @@ class DirectorySource:
             inside = "/".join(here[depth:])
             prefix = f"{inside}/" if inside else ""
             for name in files:
-                yield prefix + name, ctx.shown_path(*here, name), dir_fd, here, name
+                yield sys.intern(prefix + name), ctx.shown_path(*here, name), dir_fd, here, name
 
     def _walk(
         self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]
@@ -352,7 +353,7 @@ class DirectorySource:
         the walk reports each time it passes the folder.
         """
         try:
-            names = sorted(n for n in os.listdir(dir_fd) if n not in self.ignore)
+            names = sorted(sys.intern(n) for n in os.listdir(dir_fd) if n not in self.ignore)
         except OSError as exc:
             problems.append(
                 SkillError(
@@ -633,10 +634,16 @@ class StaticIndex:
         self._files: dict[str, SkillFile] = {}
 
     def _index(self, skill: StaticSkill) -> None:
-        """Add ``skill``'s entry and every file of it not already indexed."""
-        self._entries[skill.entry.uri] = skill.entry
+        """Add ``skill``'s entry and every file of it not already indexed.
+
+        A file's URI is the very string its manifest entry holds, not an equal copy (one per file
+        fewer in memory: 200,000 on a pack of 100,000 two-file skills)."""
+        entry = skill.entry
+        self._entries[entry.uri] = entry
+        listed = {} if isinstance(entry.resources, str) else {r.uri: r.uri for r in entry.resources}
         for rel, data in skill.files.items():
             uri = file_uri(skill.skill_path, rel)
+            uri = listed.get(uri, uri)
             self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
 
     def get(self, uri: str) -> SkillEntry:
