@@ -1,4 +1,5 @@
-"""Helpers the benchmarks share: a free port, stopping a child, throughput window options, ``src/`` at a revision.
+"""Helpers the benchmarks share: a free port, stopping a child, throughput window options, ``src/`` at a revision,
+the head of a before/after report.
 
 The scripts import it by name (``from _common import ...``): run as ``python bench/NAME.py`` their own folder
 is already on ``sys.path``; the ones the tests load by path append ``bench/`` to it (last, so that ``bench/agents.py``
@@ -8,8 +9,11 @@ never shadows the OpenAI Agents SDK's ``agents`` in a test process), and the one
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import socket
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +83,18 @@ def src_at(rev: str, into: Path) -> Path:
     archive = subprocess.run(["git", "archive", rev, "src"], cwd=REPO, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into / "src"
+
+
+def revisions_header(before: str) -> dict[str, Any]:
+    """The head of a before/after report: date, the two revisions and the machine (with its load average now)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "before_rev": before,
+        "after_rev": head.stdout.strip(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+        },
+    }

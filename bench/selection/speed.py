@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -47,7 +46,7 @@ sys.path.insert(0, str(HERE.parent))
 from livemcpbench import load_catalog, load_tasks, snapshot_json  # noqa: E402
 from synth import synthesize  # noqa: E402
 
-from _common import src_at  # noqa: E402
+from _common import revisions_header, src_at  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "selection_speed.json"
 
@@ -138,17 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     qfile.write_text(json.dumps(questions), encoding="utf-8")
     trees = {"after": _tree(None, work), "before": _tree(args.before, work)}
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "before_rev": args.before,
-        "after_rev": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_avg_start": list(os.getloadavg()),
-        },
+        **revisions_header(args.before),
         "before": {},
         "after": {},
     }

@@ -7,6 +7,7 @@ refused on the other, nor read as two different JSON values.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -75,3 +76,68 @@ def test_the_corpus_holds_both_values_and_refusals() -> None:
     read = [_read(frontmatter._Loader, text)[0] for text in TEXTS]
     assert read.count("value") >= 10
     assert read.count("refused") >= 10
+
+
+# -- the one-line reader: `key: plain string` lines read without the YAML parser -------------------------------
+
+SIMPLE = [
+    "name: a\ndescription: plain words, with a comma",
+    "name: skill-00001\ndescription: Handles case 1 for the {{ brand }} desk.",
+    "name: pdf\ndescription: Fill forms -- no, wait, fill PDF forms (C#, 100% of them) [fast] {ok}\nlicense: MIT",
+    'name: a\ndescription: it\'s "quoted" inside, ~tilde, a  double space, http://x.y/z?q=1&r=2',
+    "x: 1.0.3\ny: 2025-01-31\nz: yes\nw: 0o8\nv: 12abc",
+]
+"""Texts the one-line reader takes (each line ``key: string``), so the comparisons below exercise it."""
+
+_ALPHABET = "ab -_:#,[]{}&*!|>'\"%@`~?.0123456789\t\r\\=+<eE\u00e9"
+
+
+def _random_texts(count: int) -> list[str]:
+    """Texts built from ``key: value`` lines whose values draw on every character YAML treats specially."""
+    rng = random.Random(29)
+    texts = []
+    for _ in range(count):
+        lines = []
+        for _ in range(rng.randint(1, 3)):
+            key = rng.choice(["name", "description", "a", "true", "null", "1", "k-y", "_k", "name"])
+            value = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(1, 12)))
+            lines.append(f"{key}: {value}" if rng.random() < 0.95 else f"{key}:{value}")
+        texts.append("\n".join(lines))
+    return texts
+
+
+@pytest.mark.parametrize("text", TEXTS + SIMPLE, ids=range(len(TEXTS) + len(SIMPLE)))
+def test_the_one_line_reader_reads_what_the_yaml_parser_reads_or_leaves_it_to_the_parser(text: str) -> None:
+    simple = frontmatter._simple_mapping(text)
+    if simple is not None:
+        assert ("value", simple) == _read(frontmatter._CoreLoader, text)
+    try:
+        public = ("value", frontmatter.load_yaml_mapping(text, first_line=2))
+    except FrontmatterError as exc:
+        public = ("refused", exc.rule)
+    assert public == _read(frontmatter._CoreLoader, text)
+
+
+def test_the_one_line_reader_takes_plain_string_lines_and_nothing_else() -> None:
+    assert all(frontmatter._simple_mapping(text) is not None for text in SIMPLE)
+    taken = [text for text in TEXTS if frontmatter._simple_mapping(text) is not None]
+    assert taken == [TEXTS[0]]  # the rest types, quotes, nests, comments or is refused: the parser reads it
+
+
+def test_the_one_line_reader_agrees_with_the_parser_on_random_lines() -> None:
+    """5,000 texts of indicator-laden values: each taken is read as the parser reads it, and some are refused."""
+    texts = _random_texts(5_000)
+    taken = 0
+    for text in texts:
+        simple = frontmatter._simple_mapping(text)
+        if simple is not None:
+            taken += 1
+            assert ("value", simple) == _read(frontmatter._CoreLoader, text), text
+    assert 200 <= taken < len(texts)  # both ways are exercised
+
+
+def test_a_refusal_still_comes_from_the_parser() -> None:
+    with pytest.raises(FrontmatterError) as refused:
+        frontmatter.load_yaml_mapping("name: a\nname: b")
+    assert refused.value.rule == "yaml-duplicate-key"
+    assert frontmatter.load_yaml_mapping("a: true\nb: 12\nc: x") == {"a": True, "b": 12, "c": "x"}

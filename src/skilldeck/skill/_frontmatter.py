@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -285,7 +286,47 @@ def load_yaml_mapping(text: str, *, path: str | None = None, first_line: int = 1
     Raises:
         FrontmatterError: malformed YAML, a value with no JSON form, or a non-mapping top level.
     """
+    simple = _simple_mapping(text)
+    if simple is not None:
+        return simple
     return _load_mapping(_Loader, text, path=path, first_line=first_line)
+
+
+_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): ((?![-?:,\[\]{}#&*!|>'\"%@` ])[ -~]+)")
+"""``key: value`` where both are plain YAML scalars on one line of printable ASCII, the value not starting with
+an indicator or a space (see :func:`_simple_mapping` for what else it must not hold)."""
+_SIMPLE_REFUSED = (": ", " #", "\t")
+
+
+def _simple_mapping(text: str) -> dict[str, Any] | None:
+    """``text`` read without the YAML parser when every line is ``key: plain string`` (most frontmatter is), else
+    ``None`` and the parser reads it.
+
+    Taken only where YAML 1.2 reads the same: printable ASCII, one ``key: value`` per line, no blank or comment
+    line, no indentation, no value holding ``": "``, ``" #"`` or a tab, none ending in a space or ``:``, keys
+    each once, and keys and values that the core schema resolves to strings (``true``, ``12`` or ``null`` go to
+    the parser, which types or refuses them). tests/skill/test_frontmatter_parsers.py reads every text of its
+    corpus both ways.
+    """
+    if len(text) > MAX_FRONTMATTER_BYTES or not text.isascii():
+        return None
+    result: dict[str, Any] = {}
+    for line in text.split("\n"):
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None:
+            return None
+        key, value = match.groups()
+        if key in result or value[-1] in " :" or any(bad in value for bad in _SIMPLE_REFUSED):
+            return None
+        if _resolves_to_other_than_str(key) or _resolves_to_other_than_str(value):
+            return None
+        result[sys.intern(key)] = value  # the same few keys in every skill: one string each
+    return result
+
+
+def _resolves_to_other_than_str(plain: str) -> bool:
+    """Whether the core schema reads the plain scalar ``plain`` as null, a boolean or a number."""
+    return any(pattern.match(plain) for _tag, pattern in _CoreLoader.yaml_implicit_resolvers.get(plain[0], ()))
 
 
 def _load_mapping(reader: type[_CoreLoader], text: str, *, path: str | None, first_line: int) -> dict[str, Any]:

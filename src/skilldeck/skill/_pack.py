@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -187,48 +188,53 @@ class DirectorySource:
             ctx = _Root(
                 fd=root_fd,
                 path=root,
+                shown=str(root),
                 name=real_root.name,
                 absolute=(PurePosixPath(os.path.abspath(root)).parts, PurePosixPath(real_root).parts),
             )
-            skill_dirs: list[tuple[str, ...]] = []
             found: list[SkillError] = []  # only depth is reported from here; the rest when a skill is read
+            misnamed: list[SkillError] = []
+            refused: list[SkillError] = []
+            skills = []
+            # The walk is top-down with each folder's names sorted, so skills come in the order of their
+            # paths; each is read as soon as it is found, while its folders' listings are fresh (see _walk).
             for parts, _fd, _folders, files in self._walk(ctx, root_fd, (), found):
                 if SKILL_MD in files:
-                    skill_dirs.append(parts)
+                    rel = ctx.name if not parts else "/".join(parts)
+                    skill_path = f"{self.prefix}/{rel}" if self.prefix else rel
+                    try:
+                        skills.append(self._load_skill(ctx, parts, skill_path, refused))
+                    except SkillError as exc:
+                        refused.append(exc)
                     continue
                 for name in files:
                     if name.lower() == SKILL_MD.lower():  # skill.md, Skill.md: said, not silently skipped
-                        problems.append(
+                        misnamed.append(
                             SkillError(
                                 f"not a skill: the file must be named {SKILL_MD} (in capitals); rename it",
-                                path=str(ctx.path.joinpath(*parts, name)),
+                                path=ctx.shown_path(*parts, name),
                                 rule="skill-md-name",
                             )
                         )
-            skills = []
-            for parts in sorted(skill_dirs):
-                rel = ctx.name if not parts else "/".join(parts)
-                skill_path = f"{self.prefix}/{rel}" if self.prefix else rel
-                try:
-                    skills.append(self._load_skill(ctx, parts, skill_path, problems))
-                except SkillError as exc:
-                    problems.append(exc)
+            problems.extend(misnamed)  # the misnamed files first, then what the skills refused, then depth
+            problems.extend(refused)
             reported = {str(p) for p in problems}
             problems.extend(p for p in found if p.rule == "limit-depth" and str(p) not in reported)
             return skills
         finally:
             os.close(root_fd)
+            ctx.listings.clear()
 
     def _load_skill(
         self, ctx: _Root, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
     ) -> StaticSkill:
-        skill_dir = ctx.path.joinpath(*parts)
+        skill_dir = ctx.shown_path(*parts)
         try:
             skill_fd = _open_folder(ctx.fd, parts)
         except OSError as exc:
             raise SkillError(
                 f"folder cannot be opened ({exc.strerror or exc}); was it replaced by a symlink?",
-                path=str(skill_dir),
+                path=skill_dir,
                 rule="unreadable",
             ) from None
         files: dict[str, bytes] = {}
@@ -240,48 +246,50 @@ class DirectorySource:
                 if data is None:
                     if rel == SKILL_MD:
                         raise SkillError(
-                            "SKILL.md cannot be served (see the problem above)", path=str(path), rule="skill-md"
+                            "SKILL.md cannot be served (see the problem above)", path=path, rule="skill-md"
                         )
                     continue
                 files[rel] = data
                 total += len(data)
                 if total > MAX_SKILL_BYTES or len(files) > MAX_RESOURCES_PER_SKILL:
                     # Stop reading early; check_limits below words the error.
-                    check_limits(str(skill_dir), {**{p: len(d) for p, d in files.items()}})
+                    check_limits(skill_dir, {**{p: len(d) for p, d in files.items()}})
         finally:
             walk.close()
             os.close(skill_fd)
         if SKILL_MD not in files:
-            raise SkillError("has no readable SKILL.md", path=str(skill_dir), rule="skill-md")
-        skill_md = skill_dir / SKILL_MD
+            raise SkillError("has no readable SKILL.md", path=skill_dir, rule="skill-md")
+        skill_md = ctx.shown_path(*parts, SKILL_MD)
         try:
             text = files[SKILL_MD].decode("utf-8")
         except UnicodeDecodeError as exc:
             line = files[SKILL_MD].count(b"\n", 0, exc.start) + 1
             raise FrontmatterError(
-                f"SKILL.md is not valid UTF-8 (line {line}); save it as UTF-8", path=str(skill_md), rule="encoding"
+                f"SKILL.md is not valid UTF-8 (line {line}); save it as UTF-8", path=skill_md, rule="encoding"
             ) from None
-        parsed = parse_skill_md(text, path=str(skill_md))
-        validate_frontmatter(parsed.frontmatter, directory_name=parts[-1] if parts else ctx.name, path=str(skill_md))
+        parsed = parse_skill_md(text, path=skill_md)
+        validate_frontmatter(parsed.frontmatter, directory_name=parts[-1] if parts else ctx.name, path=skill_md)
         try:
             entry = build_entry(skill_path, parsed.frontmatter, files)
         except SkillError as exc:
-            raise type(exc)(exc.reason, path=str(skill_dir), rule=exc.rule) from None
-        return StaticSkill(skill_path=skill_path, entry=entry, files=files, origin=str(skill_dir))
+            raise type(exc)(exc.reason, path=skill_dir, rule=exc.rule) from None
+        return StaticSkill(skill_path=skill_path, entry=entry, files=files, origin=skill_dir)
 
     def _walk_files(
         self, ctx: _Root, skill_fd: int, parts: tuple[str, ...], problems: list[SkillError]
-    ) -> Generator[tuple[str, Path, int, tuple[str, ...], str], None, None]:
+    ) -> Generator[tuple[str, str, int, tuple[str, ...], str], None, None]:
         """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name)``.
 
         The folder descriptor stays open until the consumer asks for the next file, so the file
-        is read from the folder that was listed.
+        is read from the folder that was listed. A folder the root walk listed is not listed
+        again (see :meth:`_walk`).
         """
-        skill_dir = ctx.path.joinpath(*parts)
+        depth = len(parts)
         for here, dir_fd, _folders, files in self._walk(ctx, skill_fd, parts, problems):
+            inside = "/".join(here[depth:])
+            prefix = f"{inside}/" if inside else ""
             for name in files:
-                path = ctx.path.joinpath(*here, name)
-                yield path.relative_to(skill_dir).as_posix(), path, dir_fd, here, name
+                yield sys.intern(prefix + name), ctx.shown_path(*here, name), dir_fd, here, name
 
     def _walk(
         self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]
@@ -291,49 +299,31 @@ class DirectorySource:
         Files are everything that is not a folder (symlinks to files and dangling symlinks
         included: reading them decides). Symlinked folders are not followed; they and folders
         nested over :data:`MAX_DEPTH` levels are reported to ``problems``.
+
+        Two walks pass through a skill's folders in one load: the root's, which finds skills (and
+        skills nested in them), and the skill's own, which reads its files. The first to reach a
+        folder lists it and keeps the listing in ``ctx.listings``; the second takes it out (a
+        listing lives from one to the other, a skill's read long, so the pack's listings are never
+        all in memory at once). A folder is thus listed once per load (a skill nested in another's
+        folder again for itself). A listing holds names only: every file and folder is still
+        opened relative to the descriptor of the folder that holds it, so a listing gone stale can
+        make an open fail, never lead outside the root.
         """
-        try:
-            names = sorted(n for n in os.listdir(dir_fd) if n not in self.ignore)
-        except OSError as exc:
-            problems.append(
-                SkillError(
-                    f"folder cannot be listed ({exc.strerror or exc})",
-                    path=str(ctx.path.joinpath(*parts)),
-                    rule="unreadable",
-                )
-            )
-            return
-        folders: list[str] = []
-        files: list[str] = []
-        for name in names:
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    try:  # only to tell a symlinked folder from a symlinked file; nothing is opened
-                        st = os.stat(name, dir_fd=dir_fd)
-                    except OSError:
-                        files.append(name)  # dangling: reported when read
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        problems.append(
-                            SkillError(
-                                "symlinked folder is not followed; copy its files into the skill instead",
-                                path=str(ctx.path.joinpath(*parts, name)),
-                                rule="symlink-folder",
-                            )
-                        )
-                        continue
-            except OSError:
-                continue  # vanished since the listing
-            (folders if stat.S_ISDIR(st.st_mode) else files).append(name)
+        listing = ctx.listings.pop(parts, None)
+        if listing is None:
+            listing = self._list(ctx, dir_fd, parts, problems)
+            if listing is None:
+                return
+            ctx.listings[parts] = listing
+        folders, files, refused = listing
+        problems.extend(refused)
         yield parts, dir_fd, folders, files
         for name in folders:
-            path = ctx.path.joinpath(*parts, name)
             if len(parts) >= MAX_DEPTH:
                 problems.append(
                     SkillError(
                         f"folder nested more than {MAX_DEPTH} levels below the root is not read",
-                        path=str(path),
+                        path=ctx.shown_path(*parts, name),
                         rule="limit-depth",
                     )
                 )
@@ -346,7 +336,7 @@ class DirectorySource:
                         SkillError(
                             f"folder cannot be opened ({exc.strerror or exc}); a folder replaced by a symlink "
                             "is not followed",
-                            path=str(path),
+                            path=ctx.shown_path(*parts, name),
                             rule="unreadable",
                         )
                     )
@@ -356,55 +346,97 @@ class DirectorySource:
             finally:
                 os.close(child)
 
+    def _list(self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]) -> _Listing | None:
+        """One folder's ``(folders, files, refused)``, names sorted; ``None`` (said in ``problems``) when unlisted.
+
+        Symlinked folders are in neither list: they are in ``refused`` (``symlink-folder``), which
+        the walk reports each time it passes the folder.
+        """
+        try:
+            names = sorted(sys.intern(n) for n in os.listdir(dir_fd) if n not in self.ignore)
+        except OSError as exc:
+            problems.append(
+                SkillError(
+                    f"folder cannot be listed ({exc.strerror or exc})", path=ctx.shown_path(*parts), rule="unreadable"
+                )
+            )
+            return None
+        folders: list[str] = []
+        files: list[str] = []
+        refused: list[SkillError] = []
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    try:  # only to tell a symlinked folder from a symlinked file; nothing is opened
+                        st = os.stat(name, dir_fd=dir_fd)
+                    except OSError:
+                        files.append(name)  # dangling: reported when read
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        refused.append(
+                            SkillError(
+                                "symlinked folder is not followed; copy its files into the skill instead",
+                                path=ctx.shown_path(*parts, name),
+                                rule="symlink-folder",
+                            )
+                        )
+                        continue
+            except OSError:
+                continue  # vanished since the listing
+            (folders if stat.S_ISDIR(st.st_mode) else files).append(name)
+        return folders, files, tuple(refused)
+
     @staticmethod
     def _read_file(
-        ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str, path: Path, problems: list[SkillError]
+        ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str, path: str, problems: list[SkillError]
     ) -> bytes | None:
         """The bytes of one file, or ``None`` (with a problem recorded) when it must not be served."""
-        special = SkillError(
-            "is not a regular file (FIFO, socket or device); refused", path=str(path), rule="special-file"
-        )
         try:
             fd = _open_beneath(ctx, dir_fd, dir_parts, name)
         except _Escape:
             problems.append(
                 SkillError(
                     f"symlink points outside the skills root ({ctx.path}); refused",
-                    path=str(path),
+                    path=path,
                     rule="symlink-escape",
                 )
             )
             return None
         except _NotRegular:
-            problems.append(special)
+            problems.append(_special_file(path))
             return None
         except OSError as exc:
             problems.append(
-                SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=str(path), rule="unreadable")
+                SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=path, rule="unreadable")
             )
             return None
         try:
             st = os.fstat(fd)  # the file actually opened, whatever was renamed since
             if not stat.S_ISREG(st.st_mode):
-                problems.append(special)
+                problems.append(_special_file(path))
                 return None
             if st.st_size > MAX_SKILL_BYTES:
                 problems.append(
                     SkillError(
                         f"file is {st.st_size} bytes, over the 16 MiB per-skill limit; refused",
-                        path=str(path),
+                        path=path,
                         rule="limit-size",
                     )
                 )
                 return None
-            return _read_at_most(fd, MAX_SKILL_BYTES + 1)
+            return _read_at_most(fd, MAX_SKILL_BYTES + 1, first=st.st_size + 1)
         except OSError as exc:
             problems.append(
-                SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=str(path), rule="unreadable")
+                SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=path, rule="unreadable")
             )
             return None
         finally:
             os.close(fd)
+
+
+def _special_file(path: str) -> SkillError:
+    return SkillError("is not a regular file (FIFO, socket or device); refused", path=path, rule="special-file")
 
 
 # -- opening below a root without following links out of it ---------------------------------------
@@ -420,14 +452,30 @@ _O_FOLDER = _O_ROOT | os.O_NOFOLLOW
 _O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks the open
 
 
+_Listing = tuple[list[str], list[str], tuple[SkillError, ...]]
+"""One folder's sub-folders and files (names, sorted) and the symlinked folders refused in it."""
+
+
 @dataclass(frozen=True)
 class _Root:
     """One root during one load: its descriptor, and the names absolute symlinks may use for it."""
 
     fd: int
     path: Path  # as configured, for messages only
+    shown: str  # ``str(path)``
     name: str  # the real folder's name (the skill name when the root is itself a skill)
     absolute: tuple[tuple[str, ...], ...]  # the root's absolute path as configured and resolved, as parts
+    listings: dict[tuple[str, ...], _Listing] = field(default_factory=dict)
+    """Each folder's listing, by its parts below the root, as the root walk found it (this load only)."""
+
+    def shown_path(self, *parts: str) -> str:
+        """``str(self.path.joinpath(*parts))`` for names (no ``/``, not ``.`` or ``..``), without pathlib's cost."""
+        if not parts:
+            return self.shown
+        joined = "/".join(parts)
+        if self.shown == ".":
+            return joined
+        return self.shown + joined if self.shown.endswith("/") else f"{self.shown}/{joined}"
 
 
 class _Escape(Exception):
@@ -508,11 +556,15 @@ def _open_beneath(ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str
             os.close(fd)
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
+def _read_at_most(fd: int, limit: int, first: int = 1 << 20) -> bytes:
+    """Up to ``limit`` bytes of ``fd``, to its end. The first read asks for ``first`` (what ``fstat`` gave, plus
+    one), later ones for 1 MiB: a small file is not read through a 1 MiB buffer."""
     chunks: list[bytes] = []
     size = 0
+    ask = first
     while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
+        chunk = os.read(fd, max(1, min(ask, limit - size)))
+        ask = 1 << 20
         if not chunk:
             break
         chunks.append(chunk)
@@ -582,10 +634,16 @@ class StaticIndex:
         self._files: dict[str, SkillFile] = {}
 
     def _index(self, skill: StaticSkill) -> None:
-        """Add ``skill``'s entry and every file of it not already indexed."""
-        self._entries[skill.entry.uri] = skill.entry
+        """Add ``skill``'s entry and every file of it not already indexed.
+
+        A file's URI is the very string its manifest entry holds, not an equal copy (one per file
+        fewer in memory: 200,000 on a pack of 100,000 two-file skills)."""
+        entry = skill.entry
+        self._entries[entry.uri] = entry
+        listed = {} if isinstance(entry.resources, str) else {r.uri: r.uri for r in entry.resources}
         for rel, data in skill.files.items():
             uri = file_uri(skill.skill_path, rel)
+            uri = listed.get(uri, uri)
             self._files.setdefault(uri, SkillFile(uri=uri, path=rel, mime_type=mime_type_for(rel), data=data))
 
     def get(self, uri: str) -> SkillEntry:

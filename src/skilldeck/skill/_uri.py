@@ -9,6 +9,7 @@ and nothing else, which leaves no room for ``..`` or ``%2e%2e`` tricks.
 from __future__ import annotations
 
 import posixpath
+import re
 from urllib.parse import quote, unquote
 
 __all__ = [
@@ -85,7 +86,13 @@ _TEXT_APPLICATION_TYPES = {
 }
 
 
+_UNCHANGED = re.compile(r"[A-Za-z0-9/" + re.escape(_SAFE) + r"]*")
+"""A path made only of these is its own encoding (``quote`` leaves them as they are)."""
+
+
 def _encode_path(path: str) -> str:
+    if _UNCHANGED.fullmatch(path):
+        return path
     return "/".join(quote(segment, safe=_SAFE) for segment in path.split("/"))
 
 

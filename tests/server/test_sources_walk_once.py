@@ -1,0 +1,157 @@
+"""A load lists each folder of a pack once, and says what it refuses as it did when it listed them twice.
+
+The root walk that finds the skills and each skill's read pass through the same folders; the first to
+list one keeps the listing for the second (on a large pack, listings were most of the load's system
+calls), and only until then. These tests pin the count, that the refusals and messages did not change, and
+the string helpers that replaced ``pathlib`` and ``quote`` on the hot path.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from skilldeck.skill import _pack, _uri
+from skilldeck.skill._pack import DirectorySource, _read_at_most, _Root
+
+from .helpers import write_skill
+
+
+def _count_listings(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    calls: list[Any] = []
+    real = os.listdir
+
+    def counting(path: Any = ".") -> list[str]:
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(_pack.os, "listdir", counting)
+    return calls
+
+
+def test_each_folder_is_listed_once_per_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(5):
+        write_skill(tmp_path, f"team/s{i}", files={"references/guide.md": "g", "assets/deep/x.txt": "x"})
+    write_skill(tmp_path, "team/s0/nested", files={"notes.md": "n"})  # a skill inside another's folder
+    calls = _count_listings(monkeypatch)
+    result = DirectorySource(tmp_path).load()
+    assert sorted(s.skill_path for s in result.skills) == sorted([*(f"team/s{i}" for i in range(5)), "team/s0/nested"])
+    folders = sum(1 for _ in tmp_path.rglob("*") if _.is_dir()) + 1  # the root too
+    assert len(calls) == folders + 1  # the nested skill's own folder twice: for s0, and for itself
+    nested = next(s for s in result.skills if s.skill_path == "team/s0/nested")
+    outer = next(s for s in result.skills if s.skill_path == "team/s0")
+    assert set(nested.files) == {"SKILL.md", "notes.md"}
+    assert {"nested/SKILL.md", "nested/notes.md", "references/guide.md", "assets/deep/x.txt"} <= set(outer.files)
+
+
+def test_a_second_load_lists_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listings are kept for one load only: a file added between loads is served by the next."""
+    folder = write_skill(tmp_path, "one", files={"a.md": "a"})
+    source = DirectorySource(tmp_path)
+    assert set(source.load().skills[0].files) == {"SKILL.md", "a.md"}
+    (folder / "b.md").write_text("b")
+    calls = _count_listings(monkeypatch)
+    assert set(source.load().skills[0].files) == {"SKILL.md", "a.md", "b.md"}
+    assert len(calls) == 2
+
+
+def test_a_symlinked_folder_in_a_skill_is_refused_once(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path / "skills", "linked", files={"ok.md": "ok"})
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", folder / "docs")
+    result = DirectorySource(tmp_path / "skills").load()
+    refused = [(p.rule, p.path) for p in result.problems]
+    assert refused == [("symlink-folder", str(folder / "docs"))]
+    assert set(result.skills[0].files) == {"SKILL.md", "ok.md"}
+
+
+def test_a_listing_that_failed_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The skill's read lists ``refs`` first and fails: said once, its file not served; the root walk lists it again."""
+    write_skill(tmp_path, "one", files={"refs/a.md": "a"})
+    real = os.listdir
+    refs: list[str] = []
+
+    def fail_first_refs(path: Any = ".") -> list[str]:
+        names = real(path)
+        if names == ["a.md"]:
+            refs.append("failed" if not refs else "listed")
+            if refs == ["failed"]:
+                raise PermissionError(13, "Permission denied")
+        return names
+
+    monkeypatch.setattr(_pack.os, "listdir", fail_first_refs)
+    result = DirectorySource(tmp_path).load()
+    assert refs == ["failed", "listed"]
+    assert set(result.skills[0].files) == {"SKILL.md"}
+    assert [(p.rule, p.path) for p in result.problems] == [("unreadable", str(tmp_path / "one" / "refs"))]
+
+
+@pytest.mark.parametrize("skills", [10, 40])
+def test_listings_are_held_only_between_the_two_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skills: int
+) -> None:
+    """However many skills, only a few listings are held at any moment: none waits for the whole pack's walk."""
+    for i in range(skills):
+        write_skill(tmp_path, f"s{i:03d}", files={"references/guide.md": "g", "assets/x.txt": "x"})
+    held: list[int] = []
+    real = DirectorySource._list
+
+    def watching(self: DirectorySource, ctx: _Root, *args: Any) -> Any:
+        held.append(len(ctx.listings))
+        return real(self, ctx, *args)
+
+    monkeypatch.setattr(DirectorySource, "_list", watching)
+    result = DirectorySource(tmp_path).load()
+    assert len(result.skills) == skills
+    assert max(held) <= 3  # the root's, and at most one skill's folders not yet passed by the root walk
+
+
+@pytest.mark.parametrize("root", [".", "/", "//", "skills", "a/b", "/abs/path", "./x/../y", "trailing/"])
+def test_shown_path_is_what_pathlib_would_print(root: str) -> None:
+    ctx = _Root(fd=-1, path=Path(root), shown=str(Path(root)), name="x", absolute=())
+    for parts in [(), ("one",), ("one", "two"), ("a b", "SKILL.md")]:
+        assert ctx.shown_path(*parts) == str(Path(root).joinpath(*parts))
+
+
+def test_encoding_a_path_is_quote_per_segment() -> None:
+    """The unchanged-path shortcut gives exactly what quoting each segment gives."""
+    rng = random.Random(5)
+    alphabet = "aZ09-._~!$&'()*+,;=/ #%?\u00e9\u65e5:@[]"
+    paths = ["skill-00001/SKILL.md", "acme/billing/refunds", "a/b c", "caf\u00e9/x", "", "/"]
+    paths += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 10))) for _ in range(2_000)]
+    for path in paths:
+        assert _uri._encode_path(path) == "/".join(quote(s, safe=_uri._SAFE) for s in path.split("/")), path
+
+
+@pytest.mark.parametrize("first", [1, 5, 6, 7, 1 << 20])
+def test_reading_a_file_does_not_depend_on_the_size_first_asked(tmp_path: Path, first: int) -> None:
+    """``first`` is fstat's size plus one; a file that grew since (or a wrong size) is still read to its end."""
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 5 + b"y" * 3000)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _read_at_most(fd, 10_000, first=first) == b"x" * 5 + b"y" * 3000
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert _read_at_most(fd, 7, first=first) == b"xxxxxyy"  # the limit still bounds it
+    finally:
+        os.close(fd)
+
+
+def test_strings_every_skill_repeats_are_held_once(tmp_path: Path) -> None:
+    """File names, paths in a skill and frontmatter keys are one string each, and a file's URI is its manifest's."""
+    for name in ("one", "two"):
+        write_skill(tmp_path, name, files={"references/guide.md": "g"})
+    one, two = DirectorySource(tmp_path).load().skills
+    assert [a is b for a, b in zip(one.files, two.files, strict=True)] == [True, True]
+    assert [a is b for a, b in zip(one.entry.frontmatter, two.entry.frontmatter, strict=True)] == [True, True]
+    pack = _pack.Pack(_pack.LoadResult(skills=[one, two]))
+    assert not isinstance(one.entry.resources, str)
+    for resource in one.entry.resources:
+        found = pack.static_file(resource.uri)
+        assert found is not None
+        assert found.uri is resource.uri
