@@ -10,7 +10,7 @@ enums, an error, an ``x-mcp-header`` parameter, a missing client capability, the
 resource subscriptions. Its SSE streams carry event ids from an in-memory event store, so a
 dropped stream can be resumed (SEP-1699).
 
-It prints ``conformance reference server at URL`` once the port is bound and serves until it is
+It prints ``conformance reference server at URL`` once the port is listening and serves until it is
 terminated. It is the upstream of ``tests/integration/conformance_server_table.py``, which runs
 the suite against it directly and through ``skilldeck gateway``.
 
@@ -591,7 +591,8 @@ async def serve(sock: socket.socket) -> None:
 def main() -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))  # the port is bound before it is printed: no race with the reader
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # listening before the URL is printed: a reader that connects at once is not refused
     anyio.run(serve, sock)
     return 0
 
