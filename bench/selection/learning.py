@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/selection/learning.py                # ~10 min on 2 vCPUs
     .venv/bin/python bench/selection/learning.py --sweep        # the history weights' grid (ranking only)
     .venv/bin/python bench/selection/learning.py --history-update   # one recorded use on 10,000 cards
+    .venv/bin/python bench/selection/learning.py --no-speed & .venv/bin/python bench/selection/learning.py --speed-only
 
 A *past use* of a task is its question recorded on each card it led to: the gold tools of the task
 (``Annotator Metadata.Tools``; a tool several servers list counts on each), as the gateway's ledger
@@ -29,6 +30,11 @@ Poisoning: for each task, one caller floods an unrelated card (of a server the q
 need, the card of the catalog with the lowest cosine and no shared term) with 20 crafted uses --
 the question itself and 19 variants -- on top of the ``halves`` history; how far that card and
 its server move in the question's ranking is the figure (``poisoning``).
+
+Dense history of real questions (``bfcl.py``): bfcl-eval's live questions, every function a
+single-tool server, each measured question ranked with up to 5 and 20 of its function's other
+questions (never itself) on every card (``bfcl_dense``; ``pip install --no-deps bfcl-eval`` first,
+else skipped).
 
 Speed: ``find``/decide p50 on the 10,000-card synthetic catalog (``synth.py``) without a history
 and with a full ledger (20 past questions on every card), side by side in one run, alternating.
@@ -63,6 +69,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
+import bfcl  # noqa: E402
 from calibrate import auroc, choose_l2, fit_logistic, threshold_keeping  # noqa: E402
 from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: E402
 from run import DEFAULT_DATA, KEEP, Memo, features_matrix, load_semantic, mean, pct, server_metrics  # noqa: E402
@@ -237,6 +244,47 @@ def refit(rows: list[dict[str, Any]], half: str) -> Calibration:
     return replace(cal, threshold=threshold_keeping(kept, KEEP), metrics={"l2": l2})
 
 
+# --- a dense history of real questions (bfcl-eval) -----------------------------------------------
+
+
+def bfcl_dense(
+    encoder: Any, data: Path, pasts: Sequence[int], config: RankConfig | None = None, base: bool = True
+) -> dict[str, Any]:
+    """BFCL's live questions (``bfcl.py``): every function a single-tool server, each measured question
+    ranked without a history and with up to ``past`` of its function's other questions on every card."""
+    b = bfcl.load(data)
+    cards = build_cards(parse_snapshot({"servers": [{**s, "skills": []} for s in b.servers]}))
+    vectors = encoder.encode([semantic_text(c) for c in cards.cards])
+    bench = Bench(cards, b.tasks, encoder, vectors)
+    key = {c.server: c.key for c in cards.cards}
+    shipped = default_calibration(True)
+    out: dict[str, Any] = {
+        "source": "bfcl-eval (Apache-2.0): BFCL_v4_live_simple + BFCL_v4_live_multiple",
+        "servers": len(b.servers),
+        "measured_questions": len(b.tasks),
+        "measured_functions": len({next(iter(t.gold_servers)) for t in b.tasks}),
+    }
+
+    def history(past: int) -> Callable[[Task], History]:
+        def of(task: Task) -> History:
+            return {
+                key[label]: [q for q in qs if q != task.question][:past] for label, qs in b.questions.items() if past
+            }
+
+        return of
+
+    for past in (0, *pasts) if base else pasts:
+        rows = bench.measure(f"past={past}", history(past), config)
+        ranked = ranking_summary(rows)["all"]
+        out[f"past={past}"] = {
+            **{k: ranked[k] for k in ("hit@1", "recall@5", "n")},
+            "history_size": mean([r["history_size"] for r in rows]),
+            **{k: v for k, v in abstention(rows, shipped, None).items() if k in ("auroc", "false_accept_at_90_kept")},
+        }
+        print(f"[bfcl past={past}]", out[f"past={past}"], flush=True)
+    return out
+
+
 # --- poisoning -----------------------------------------------------------------------------------
 
 
@@ -247,9 +295,9 @@ def place(ranking: Any, key: str, server: str) -> tuple[int, int, float]:
     return ranked.index(key) + 1, [label for label, _ in ranking.servers].index(server) + 1, score
 
 
-def poisoning(bench: Bench, halves: Callable[[Task], History]) -> dict[str, Any]:
+def poisoning(bench: Bench, halves: Callable[[Task], History], config: RankConfig | None = None) -> dict[str, Any]:
     """One caller's 20 crafted uses on an unrelated card, for each task's question (module docstring)."""
-    full = bench.selector()
+    full = bench.selector(config=config)
     ranker = full.ranker
     cards = bench.cards.cards
     moves: list[dict[str, Any]] = []
@@ -448,7 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=DEFAULT_DATA, help="LiveMCPBench folder (relative paths: from the repo root)")
     ap.add_argument("--encoder", default="minilm")
     ap.add_argument("--sweep", action="store_true", help="the history weights' grid on the halves (ranking only)")
-    ap.add_argument("--no-speed", action="store_true", help="skip the 10,000-card latency")
+    ap.add_argument(
+        "--no-speed", action="store_true", help="skip the 10,000-card latency (a figure already in --output is kept)"
+    )
+    ap.add_argument("--speed-only", action="store_true", help="only the 10,000-card latency, written into --output")
+    ap.add_argument("--no-bfcl", action="store_true", help="skip the dense history of bfcl-eval's questions")
     ap.add_argument(
         "--history-update",
         action="store_true",
@@ -467,6 +519,15 @@ def main(argv: list[str] | None = None) -> int:
         result = history_update(servers, tasks, 10_000, uses=20, reps=args.reps)
         UPDATE_OUT.write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result, indent=1))
+        return 0
+    out = Path(args.output)
+    if args.speed_only:
+        figure = speed(servers, tasks, args.encoder, args.reps)
+        figure["load_avg"] = list(os.getloadavg())
+        results = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+        results["speed_10k"] = figure
+        out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(json.dumps(figure, indent=1))
         return 0
     cards = build_cards(parse_snapshot(snapshot_json(servers)))
     encoder = Memo(load_semantic(args.encoder, True))
@@ -529,13 +590,20 @@ def main(argv: list[str] | None = None) -> int:
     }
     print("poisoning ...", flush=True)
     results["poisoning"] = poisoning(bench, halves)
+    bfcl_data = bfcl.data_dir()
+    if not args.no_bfcl and bfcl_data is not None:
+        print("dense history of real questions (bfcl-eval) ...", flush=True)
+        results["bfcl_dense"] = bfcl_dense(encoder, bfcl_data, (5, 20))
     if not args.no_speed:
         print("speed at 10,000 cards ...", flush=True)
         results["speed_10k"] = speed(servers, tasks, args.encoder, args.reps)
+    elif out.exists():  # measured apart (--speed-only): kept
+        kept = json.loads(out.read_text(encoding="utf-8")).get("speed_10k")
+        if kept:
+            results["speed_10k"] = kept
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["machine"]["load_avg_end"] = list(os.getloadavg())
     results["tasks"] = {s: r for s, r in rows.items()}
-    out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     show = {k: v for k, v in results.items() if k not in ("tasks", "refit")}

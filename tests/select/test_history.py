@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import random
 import threading
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
 import numpy as np
 import pytest
 
-from skilldeck.select import CardSet, Ranker, Selector, build_cards, parse_snapshot
+from skilldeck.select import CardSet, RankConfig, Ranker, Selector, build_cards, parse_snapshot
 from skilldeck.select._encoders import load_encoder
 from skilldeck.select._history import HistoryIndex, cap
 from skilldeck.select._rank import semantic_text
@@ -279,3 +280,50 @@ def test_the_confidence_reads_a_cards_own_evidence_and_apart_what_history_added(
         assert learned.features[name] == pytest.approx(plain.features[name]), name
     assert "history_lexical" not in plain.features
     assert learned.features["history_lexical"] >= 0.0
+
+
+# -- with an encoder: past questions are a view of their own in the server fusion ----------------------
+
+VIEW_QUESTION = "What will the weather be like in Berlin tomorrow?"
+
+
+def _second_server_card(ranking: Any) -> Any:
+    second = ranking.servers[1][0]
+    return next(s.card for s in ranking.scored if s.card.server == second)
+
+
+def test_past_questions_reorder_the_servers_after_the_first_and_the_confidence_reads_own_evidence(
+    livemcpbench: tuple[CardSet, Any, np.ndarray],
+) -> None:
+    """Taught the very question, the second server's card gains the most a history can give; the first
+    server of the catalog's own views keeps its place, and the decision's fused features are the own
+    views' (as without a history): the confidence is not moved by what was taught."""
+    cards, encoder, vectors = livemcpbench
+    plain = Selector(cards, encoder=encoder, vectors=vectors)
+    before = plain.ranker.rank(VIEW_QUESTION, limit=None)
+    taught = _second_server_card(before)
+    learned = Selector(cards, encoder=encoder, vectors=vectors, history={taught.key: [VIEW_QUESTION]})
+    after = learned.ranker.rank(VIEW_QUESTION, limit=None)
+    assert after.servers[0][0] == before.servers[0][0]
+    assert after.servers[1][0] == taught.server
+    d_plain, d_learned = plain.decide(VIEW_QUESTION), learned.decide(VIEW_QUESTION)
+    for name in ("fused", "fused_margin", "agreement"):
+        assert d_learned.features[name] == pytest.approx(d_plain.features[name]), name
+
+
+def test_history_overtake_lets_a_server_taught_enough_take_the_first_place(
+    livemcpbench: tuple[CardSet, Any, np.ndarray],
+) -> None:
+    cards, encoder, vectors = livemcpbench
+    before = Selector(cards, encoder=encoder, vectors=vectors).ranker.rank(VIEW_QUESTION, limit=None)
+    taught = _second_server_card(before)
+    history = {taught.key: [VIEW_QUESTION]}
+    strong = RankConfig(history_expansion_weight=100.0)  # a lift far past the first server
+    kept = Selector(cards, encoder=encoder, vectors=vectors, history=history, config=strong)
+    assert kept.ranker.rank(VIEW_QUESTION).servers[0][0] == before.servers[0][0]
+    config = replace(strong, history_overtake_matches=1)
+    passed = Selector(cards, encoder=encoder, vectors=vectors, history=history, config=config)
+    assert passed.ranker.rank(VIEW_QUESTION).servers[0][0] == taught.server
+    config = replace(strong, history_overtake_matches=2)  # one matched past question is not enough
+    held = Selector(cards, encoder=encoder, vectors=vectors, history=history, config=config)
+    assert held.ranker.rank(VIEW_QUESTION).servers[0][0] == before.servers[0][0]

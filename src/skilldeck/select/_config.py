@@ -45,3 +45,24 @@ class RankConfig:
     history_cap_floor: float = 0.25
     """... plus this share of the best own evidence of any card (server): so a card whose own text shares
     nothing with the question is lifted by history to at most this share of the best real match."""
+    history_expansion_weight: float = 4.0
+    """With an encoder, past questions are a server view of their own, added to the fused score of the
+    five (:meth:`~skilldeck.select._rank.Ranker._history_view`): per server, the best gain of one of its
+    cards' cosine when the card's vector is folded with its past questions' mean (the cosine to
+    ``card + mean``, normalised, less the card's own), times this ..."""
+    history_lexical_view_weight: float = 1.0
+    """... plus this times its cards' best past-question BM25 (over the best own BM25 of any card) and its
+    own past-question BM25 (over the best own server BM25), both capped as above; the sum, in standard
+    deviations of the fused scores. (Chosen on half B measured with half A's history, checked the other
+    way: ``bench/selection/learning.py``.)"""
+    history_view_floor: float = 0.0
+    """The floor of the cap (:attr:`history_cap_floor`) on what the history view adds: 0, so past
+    questions lift a card only in proportion to its own evidence for the question (its cosine, its BM25).
+    Measured on LiveMCPBench: 0.25 raised server R@5 on both halves to 0.857 / 0.867, but 20 crafted
+    uses then put an unrelated server third; 0.1 still put it fifth."""
+    history_overtake_matches: int = 0
+    """A server lifted past the own views' first server takes its place only when one of its cards holds
+    at least this many past questions that matched the question (dense, agreeing history); 0 (the
+    default): never, so past questions reorder the servers after the first. Measured with 3 on the
+    LiveMCPBench halves: Hit@1 0.72 / 0.756 (+1 task on B) but AUROC 0.821 / 0.804, below the 0.839 /
+    0.811 without history; so not the default."""

@@ -11,7 +11,12 @@ led to it before (a question whose ``find`` chose the card, then a ``load`` and 
   server's) own BM25F score with the weight :attr:`~skilldeck.select._config.RankConfig.history_weight`
   (:attr:`~skilldeck.select._config.RankConfig.history_server_weight` for servers);
 * **a semantic view**: the normalised mean of a card's past-question vectors; the question's
-  cosine to it lifts the card's own cosine (:attr:`~skilldeck.select._config.RankConfig.history_semantic_weight`).
+  cosine to it orders a server's cards (:attr:`~skilldeck.select._config.RankConfig.history_semantic_weight`),
+  and, folded with the card's own vector, gives the server view of past questions that the ranker
+  adds to its fused views (:meth:`~skilldeck.select._rank.Ranker._history_view`).
+
+Without an encoder the lexical field is added into the cards' own scores; with one, it is part of
+that server view, and the catalog's own views keep the first place.
 
 Both lifts are **capped** (:func:`cap`): history adds at most ``history_cap_ratio`` times a card's
 own evidence for the question plus ``history_cap_floor`` times the best own evidence of any card.
@@ -344,7 +349,7 @@ class HistoryIndex:
                 out.append((i, weight, idf))
         return out
 
-    def lead(self, qvec: np.ndarray, card_cos: np.ndarray) -> np.ndarray:
+    def lead(self, qvec: np.ndarray, card_cos: np.ndarray, past: np.ndarray | None = None) -> np.ndarray:
         """Per card, how much closer to the question its past questions are (the cosine to their mean
         vector) than the card's own text (``card_cos``); 0 when not closer, or without a history.
 
@@ -355,8 +360,14 @@ class HistoryIndex:
         out = np.zeros(self.n_cards)
         if self.vectors is None or not len(self.card_rows):
             return out
-        past = np.einsum("ij,j->i", self.vectors, qvec).astype(np.float64)
+        past = self.past_cosines(qvec) if past is None else past  # ``past``: those cosines, if known
         out[self.card_rows] = np.maximum(past - card_cos[self.card_rows], 0.0)
+        return out
+
+    def past_cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """Per card of :attr:`card_rows`, the question's cosine to its past questions' mean vector."""
+        assert self.vectors is not None
+        out: np.ndarray = np.einsum("ij,j->i", self.vectors, qvec).astype(np.float64)
         return out
 
     def matched(self, card: int, terms: Sequence[str]) -> int:

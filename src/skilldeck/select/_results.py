@@ -108,6 +108,9 @@ class Evidence:
     """Per server: what its cards' past questions added to ``server_raw`` (``None`` without a history)."""
     sem_history: np.ndarray | None = None
     """Per card: what its past questions added to ``card_sem`` (``None`` without a history's vectors)."""
+    folded: bool = True
+    """Whether ``card_history`` and ``server_history`` were added into ``card_raw`` and ``server_raw``
+    (``False``: kept apart, for a fusion that reads history as a view of its own)."""
 
 
 @dataclass
