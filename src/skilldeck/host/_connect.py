@@ -988,7 +988,8 @@ class Connections(Unwinding):
                             outcome = (True, reason)
                             if self.connected.get(label) is connected:
                                 del self.connected[label]
-                            self.failures[label] = Failure(label, reason)  # before the session is torn down
+                            # before the session is torn down; a supervised one is retried once it is
+                            self.failures[label] = Failure(label, reason, retry_at=_soon(schedule))
                             connected.failure = connected.failure or reason
                 except Exception as exc:
                     if outcome[0] or self._ended(label, closer):  # lost already, or closed: nothing more to tell
@@ -1006,13 +1007,22 @@ class Connections(Unwinding):
                             logger.warning("server %r failed: %s", label, spec.redact(_describe(exc)))
                         gone_now = self.connected.pop(label, None)
                         reason = spec.redact(f"connection lost: {_describe(exc)}")
-                        self.failures[label] = Failure(label, reason)
+                        self.failures[label] = Failure(label, reason, retry_at=_soon(schedule))
                         if gone_now is not None:
                             gone_now.failure = gone_now.failure or reason
                         outcome = (True, reason)
             done.set()
             watch.cancel()
         return outcome
+
+
+def _soon(schedule: RetrySchedule | None) -> float | None:
+    """When a server just lost is tried again, until its backoff delay is drawn: now if supervised.
+
+    A caller refused in the moment between the loss and the delay's draw (the session is still being
+    torn down) is told it is "being retried now", not that it is down for good.
+    """
+    return time.monotonic() if schedule is not None else None
 
 
 def _log_transition(label: str, text: str) -> None:
