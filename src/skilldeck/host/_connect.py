@@ -110,6 +110,16 @@ __all__ = [
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """Bytes one HTTP response body, SSE event or stdio line from a server may take (32 MiB)."""
 
+_IDLE_CONNECTION_SECONDS = 1.0
+"""How long an idle connection to an HTTP server is kept for the next request (httpx2's default: 5 s).
+
+A server closes an idle connection after its own keep-alive time: 5 s for uvicorn, hypercorn and
+Node, 2 s for gunicorn. The client counts from when it finished reading the last answer, later than
+the server, and a server whose event loop is busy closes late, with a request that arrived meanwhile
+unread, which resets the connection (``ReadError``). Kept well under the shortest of those, a
+connection is let go before the server would close it.
+"""
+
 PROBE_METHOD = "server/discover"
 """The request a 2026-07-28 client opens with; a 2025-11-25 server refuses it and gets the handshake instead."""
 
@@ -513,6 +523,10 @@ def _capped_http_client(
         "auth": auth,
         "follow_redirects": False,
         "event_hooks": {"response": [cap]},
+        # httpx2's pool sizes, idle connections let go sooner (see _IDLE_CONNECTION_SECONDS)
+        "limits": httpx2.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=_IDLE_CONNECTION_SECONDS
+        ),
     }
     return httpx2.AsyncClient(**options) if label is None else RequestScopedClient(label, **options)
 
