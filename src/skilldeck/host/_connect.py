@@ -20,7 +20,8 @@ capabilities instead (:mod:`skilldeck.host._on_behalf`).
 With ``restart`` (a :class:`~skilldeck.host._backoff.Backoff`; the gateway sets it) each server is
 supervised: a stdio server whose process exits (the guard reports its exit code) is started again,
 an HTTP server unreachable at start, whose connection drops, that answers a 5xx, or that no longer
-knows the session (a 404 naming it) is connected again, each after a wait of the schedule. While a
+knows the session (a 404 naming it) is connected again, each after a wait of the schedule (one
+request whose connection breaks fails alone: :mod:`skilldeck.host._broken_request`). While a
 server is down its :class:`Failure` says when it is retried; each loss is told once to
 ``on_transition``, and each loss and return to the state listeners (:meth:`Connections.add_state_listener`).
 
@@ -80,6 +81,14 @@ from skilldeck._awaitable import maybe_await
 from skilldeck.errors import LoginRequired, MessageTooLarge
 from skilldeck.host import _stdio_guard as stdio_guard
 from skilldeck.host._backoff import Backoff, RetrySchedule
+from skilldeck.host._broken_request import (
+    MID_REQUEST_ERRORS,
+    AnswerBroke,
+    RequestScopedClient,
+    broke_reason,
+    broken_answer_said,
+    tell_broken,
+)
 from skilldeck.host._config import HttpServer, InProcessServer, ServerSpec, StdioServer
 from skilldeck.host._credentials import CredentialStore, default_store
 from skilldeck.host._on_behalf import declare_on_behalf
@@ -100,6 +109,16 @@ __all__ = [
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """Bytes one HTTP response body, SSE event or stdio line from a server may take (32 MiB)."""
+
+_IDLE_CONNECTION_SECONDS = 1.0
+"""How long an idle connection to an HTTP server is kept for the next request (httpx2's default: 5 s).
+
+A server closes an idle connection after its own keep-alive time: 5 s for uvicorn, hypercorn and
+Node, 2 s for gunicorn. The client counts from when it finished reading the last answer, later than
+the server, and a server whose event loop is busy closes late, with a request that arrived meanwhile
+unread, which resets the connection (``ReadError``). Kept well under the shortest of those, a
+connection is let go before the server would close it.
+"""
 
 PROBE_METHOD = "server/discover"
 """The request a 2026-07-28 client opens with; a 2025-11-25 server refuses it and gets the handshake instead."""
@@ -311,6 +330,12 @@ def _transport_fault(exc: BaseException) -> str | None:
     when the response does not parse; ``None`` for any other error."""
     if isinstance(exc, MCPError) and (over := _OVER_LIMIT_SAID.search(exc.error.message)) is not None:
         return _over_limit(int(over.group(1)))  # one request's answer, cut at the limit (HTTP or the stdio guard)
+    if (
+        isinstance(exc, MCPError)
+        and exc.error.code == PARSE_ERROR
+        and (broke := broken_answer_said(exc.error.message)) is not None
+    ):
+        return broke  # one request's answer broke off (the SDK says "Failed to parse JSON response: ...")
     if isinstance(exc, MCPError) and exc.error.code == PARSE_ERROR and exc.error.message.startswith("Failed to parse"):
         detail = _short_parse_error(exc.error.message)
         return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
@@ -396,18 +421,35 @@ class _CappedStream(httpx2.AsyncByteStream):
         limit: int,
         per_event: bool,
         on_over: Callable[[str], None] | None,
+        on_broke: Callable[[str], None] | None = None,
     ) -> None:
         self._inner = inner
         self._limit = limit
         self._per_event = per_event
         self._on_over = on_over
         """Told when the limit is passed; ``None`` for the answer to one request, which alone fails."""
+        self._on_broke = on_broke
+        """With it, a connection that breaks mid-body is told to it, and fails the request this answers
+        alone (:class:`AnswerBroke`)."""
 
     @property
     def elapsed(self) -> Any:  # read back by httpx2's Response.elapsed
         return getattr(self._inner, "elapsed", None)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._on_broke is None:
+            async for chunk in self._counted():
+                yield chunk
+            return
+        try:
+            async for chunk in self._counted():
+                yield chunk
+        except MID_REQUEST_ERRORS as exc:
+            reason = broke_reason(exc)
+            self._on_broke(reason)
+            raise AnswerBroke(reason) from exc
+
+    async def _counted(self) -> AsyncIterator[bytes]:
         counted = 0
         last = b""
         async for chunk in self._inner:
@@ -449,10 +491,13 @@ def _capped_http_client(
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
     on_lost: Callable[[str], None] | None = None,
+    label: str | None = None,
 ) -> httpx2.AsyncClient:
     """An HTTP client with the SDK's timeouts (or ``timeout``) whose every response is read under ``limit``.
 
     With ``on_lost``, an answer that means the session is gone (:func:`_http_loss`) is told to it.
+    With ``label`` (a streamable HTTP server's), a request whose connection breaks fails alone
+    (:mod:`skilldeck.host._broken_request`).
     """
 
     async def cap(response: httpx2.Response) -> None:
@@ -463,12 +508,27 @@ def _capped_http_client(
         if isinstance(stream, httpx2.AsyncByteStream):
             # the answer to a POST is one request's: only it fails; the standalone stream is the session's
             scoped = response.request.method == "POST"
-            response.stream = _CappedStream(stream, limit, kind == "text/event-stream", None if scoped else on_over)
+            per_event = kind == "text/event-stream"  # the SDK fails one request whose event stream breaks itself
+            on_broke = (
+                partial(tell_broken, label, response.request)
+                if scoped and label is not None and not per_event
+                else None
+            )
+            response.stream = _CappedStream(stream, limit, per_event, None if scoped else on_over, on_broke)
 
     timeout = timeout or httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (may stream)
-    return httpx2.AsyncClient(
-        headers=headers, timeout=timeout, auth=auth, follow_redirects=False, event_hooks={"response": [cap]}
-    )
+    options: dict[str, Any] = {
+        "headers": headers,
+        "timeout": timeout,
+        "auth": auth,
+        "follow_redirects": False,
+        "event_hooks": {"response": [cap]},
+        # httpx2's pool sizes, idle connections let go sooner (see _IDLE_CONNECTION_SECONDS)
+        "limits": httpx2.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=_IDLE_CONNECTION_SECONDS
+        ),
+    }
+    return httpx2.AsyncClient(**options) if label is None else RequestScopedClient(label, **options)
 
 
 @asynccontextmanager
@@ -479,10 +539,12 @@ async def _http(
     on_over: Callable[[str], None],
     on_lost: Callable[[str], None] | None = None,
     auth: httpx2.Auth | None = None,
+    label: str | None = None,
 ) -> AsyncIterator[Any]:
-    """Streamable HTTP on a capped HTTP client, closed with the session."""
+    """Streamable HTTP on a capped HTTP client, closed with the session; a request whose connection breaks
+    fails alone (``label`` names the server in the log line that says so)."""
     async with (
-        _capped_http_client(headers, limit, on_over, auth=auth, on_lost=on_lost) as http,
+        _capped_http_client(headers, limit, on_over, auth=auth, on_lost=on_lost, label=label) as http,
         # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
         streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
     ):
@@ -548,7 +610,9 @@ def _client_for(
         if transport.sse:
             target = _sse(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
         else:
-            target = _http(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
+            target = _http(
+                transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth, spec.label
+            )
         if on_end is not None:
             target = _watched(target, on_end)
     elif isinstance(transport, InProcessServer):
