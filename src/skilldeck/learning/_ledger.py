@@ -9,6 +9,9 @@ and keeps them bounded (:class:`LedgerLimits`):
   the older entry, so it counts once);
 * one caller's share of a card's questions is at most half once another caller has taught that
   card too (a caller alone on a card, such as a desktop's only user, teaches it fully);
+* a card's questions are *trusted* (:class:`~skilldeck.select.Taught`) when two distinct callers
+  or more taught it, or when the audience has a single caller: the ranker lifts trusted questions
+  further (``RankConfig.history_trusted_floor``), so one caller among several cannot;
 * uses older than ``max_age`` seconds are dropped;
 * per audience at most ``max_entries`` uses and ``max_bytes`` of text (oldest dropped first), and a
   question is cut to ``max_question_chars``;

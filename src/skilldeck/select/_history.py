@@ -23,6 +23,10 @@ own evidence for the question plus ``history_cap_floor`` times the best own evid
 A card whose own text shares nothing with the question (no term, a near-zero cosine) can so be
 lifted to at most ``history_cap_floor`` of the best real match, whatever was taught to it: a
 flood of crafted uses on an unrelated card cannot make it overtake a card with real evidence.
+The server view of past questions is capped with no floor (``history_view_floor``), except for
+**trusted** past questions (:class:`Taught`: taught by two distinct callers or more, or in an
+audience with a single caller), which get ``history_trusted_floor``: one caller's flood in an
+audience of several stays in proportion to the card's own evidence.
 
 Kept apart from the catalog's indexes so a new history (the gateway records a use) is swapped in
 without rebuilding them, and **updated, not rebuilt**: a new history is compared with the one
