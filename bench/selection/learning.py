@@ -26,10 +26,17 @@ calibration and with one refitted with history in place: L2 logistic regression 
 (without history, and with the history of half B), L2 chosen by 5-fold cross-validation grouped by
 task, threshold keeping 90% of half A's in-scope questions; half B is the held-out report.
 
+Callers: a past question is trusted (:class:`~skilldeck.select.Taught`) when two distinct callers
+taught its card, or when the audience has a single caller. ``halves`` and ``dense`` take each task
+as a different caller (a card is trusted when two tasks or more taught it); ``halves_one_caller``
+is the same history in a single-user audience (every card trusted).
+
 Poisoning: for each task, one caller floods an unrelated card (of a server the question does not
 need, the card of the catalog with the lowest cosine and no shared term) with 20 crafted uses --
-the question itself and 19 variants -- on top of the ``halves`` history; how far that card and
-its server move in the question's ranking is the figure (``poisoning``).
+the question itself and 19 variants -- on top of the ``halves`` history, in an audience of several
+callers (so not trusted); how far that card and its server move in the question's ranking is the
+figure (``poisoning``). ``poisoning_trusted``: the same uses trusted (two colluding callers, or the
+audience's only caller, poisoning only itself).
 
 Dense history of real questions (``bfcl.py``): bfcl-eval's live questions, every function a
 single-tool server, each measured question ranked with up to 5 and 20 of its function's other
@@ -75,7 +82,7 @@ from livemcpbench import Task, load_catalog, load_tasks, snapshot_json  # noqa: 
 from run import DEFAULT_DATA, KEEP, Memo, features_matrix, load_semantic, mean, pct, server_metrics  # noqa: E402
 from synth import synthesize  # noqa: E402
 
-from skilldeck.select import CardSet, RankConfig, Selector, build_cards, parse_snapshot  # noqa: E402
+from skilldeck.select import CardSet, RankConfig, Selector, Taught, build_cards, parse_snapshot  # noqa: E402
 from skilldeck.select._decide import FEATURES, HISTORY_FEATURES, Calibration, default_calibration  # noqa: E402
 from skilldeck.select._rank import semantic_text  # noqa: E402
 
@@ -85,7 +92,7 @@ PER_CARD = 20
 """Past questions kept per card (the ledger's default)."""
 TARGETS = {"recall@5_halves": 0.86, "p50_ratio_full_ledger_10k": 1.5}
 
-History = dict[str, list[str]]
+History = Mapping[str, Sequence[str]]
 
 
 # --- histories -----------------------------------------------------------------------------------
@@ -107,25 +114,31 @@ def variants(question: str, seed: str) -> list[str]:
     return list(dict.fromkeys([question, first, dropped]))
 
 
-def history_of(uses: Sequence[tuple[str, list[str]]]) -> History:
-    """Each card's past questions from (question, card keys) uses in time order, the newest ``PER_CARD`` kept."""
-    out: History = {}
-    for question, keys in uses:
+def history_of(uses: Sequence[tuple[str, list[str], str]], one_caller: bool = False) -> History:
+    """Each card's past questions from (question, card keys, caller) uses in time order, the newest
+    ``PER_CARD`` kept, trusted (:class:`~skilldeck.select.Taught`) as the ledger says: taught by two
+    distinct callers or more, or every use by one caller (``one_caller``: a single-user audience)."""
+    out: dict[str, list[str]] = {}
+    callers: dict[str, list[str]] = {}
+    for question, keys, caller in uses:
         for key in keys:
-            past = out.setdefault(key, [])
+            past, who = out.setdefault(key, []), callers.setdefault(key, [])
             if question in past:
+                who.pop(past.index(question))
                 past.remove(question)  # an exact repeat collapses into the newest
             past.append(question)
-            del past[:-PER_CARD]
-    return out
+            who.append(caller)
+            del past[:-PER_CARD], who[:-PER_CARD]
+    return {key: Taught(past, one_caller or len(set(callers[key])) > 1) for key, past in out.items()}
 
 
-def uses_of(tasks: Sequence[Task], cards: CardSet, dense: bool = False) -> list[tuple[str, list[str]]]:
-    out: list[tuple[str, list[str]]] = []
+def uses_of(tasks: Sequence[Task], cards: CardSet, dense: bool = False) -> list[tuple[str, list[str], str]]:
+    """Every task's uses: its question (with ``dense``, and two variants) on its gold cards, the task its caller."""
+    out: list[tuple[str, list[str], str]] = []
     for task in tasks:
         keys = gold_keys(task, cards)
         for q in variants(task.question, task.task_id) if dense else [task.question]:
-            out.append((q, keys))
+            out.append((q, keys, task.task_id))
     return out
 
 
@@ -295,8 +308,11 @@ def place(ranking: Any, key: str, server: str) -> tuple[int, int, float]:
     return ranked.index(key) + 1, [label for label, _ in ranking.servers].index(server) + 1, score
 
 
-def poisoning(bench: Bench, halves: Callable[[Task], History], config: RankConfig | None = None) -> dict[str, Any]:
-    """One caller's 20 crafted uses on an unrelated card, for each task's question (module docstring)."""
+def poisoning(
+    bench: Bench, halves: Callable[[Task], History], config: RankConfig | None = None, trusted: bool = False
+) -> dict[str, Any]:
+    """One caller's 20 crafted uses on an unrelated card, for each task's question (module docstring);
+    ``trusted``: as if two callers taught them (or the audience's only caller)."""
     full = bench.selector(config=config)
     ranker = full.ranker
     cards = bench.cards.cards
@@ -314,7 +330,7 @@ def poisoning(bench: Bench, halves: Callable[[Task], History], config: RankConfi
         ]
         target = cards[min(candidates, key=lambda i: float(cos[i]))]
         crafted = [task.question] + [f"{variants(task.question, str(n))[-1]} ({n})" for n in range(PER_CARD - 1)]
-        ranker.set_history({**base_history, target.key: crafted})
+        ranker.set_history({**base_history, target.key: Taught(crafted, trusted)})
         after = ranker.rank(task.question, limit=None)
         card_before, server_before, _ = place(before, target.key, target.server)
         card_after, server_after, score_after = place(after, target.key, target.server)
@@ -535,12 +551,16 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(cards, tasks, encoder, vectors)
     by_half = {h: [t for t in tasks if t.half == h] for h in ("A", "B")}
     half_history = {h: history_of(uses_of(by_half[h], cards)) for h in ("A", "B")}
+    one_caller = {h: history_of(uses_of(by_half[h], cards), one_caller=True) for h in ("A", "B")}
 
     def none(task: Task) -> History:
         return {}
 
     def halves(task: Task) -> History:
         return half_history["B" if task.half == "A" else "A"]
+
+    def halves_one_caller(task: Task) -> History:
+        return one_caller["B" if task.half == "A" else "A"]
 
     def dense(task: Task) -> History:
         return history_of(uses_of([t for t in tasks if t.task_id != task.task_id], cards, dense=True))
@@ -564,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     rows: dict[str, list[dict[str, Any]]] = {}
-    for setting, fn in (("none", none), ("halves", halves), ("dense", dense)):
+    settings = (("none", none), ("halves", halves), ("halves_one_caller", halves_one_caller), ("dense", dense))
+    for setting, fn in settings:
         print(f"[{setting}] measuring ...", flush=True)
         rows[setting] = bench.measure(setting, fn)
     shipped = default_calibration(True)
@@ -590,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print("poisoning ...", flush=True)
     results["poisoning"] = poisoning(bench, halves)
+    results["poisoning_trusted"] = poisoning(bench, halves, trusted=True)
     bfcl_data = bfcl.data_dir()
     if not args.no_bfcl and bfcl_data is not None:
         print("dense history of real questions (bfcl-eval) ...", flush=True)
@@ -607,7 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     show = {k: v for k, v in results.items() if k not in ("tasks", "refit")}
-    show["poisoning"] = {k: v for k, v in results["poisoning"].items() if k != "tasks"}
+    for name in ("poisoning", "poisoning_trusted"):
+        show[name] = {k: v for k, v in results[name].items() if k != "tasks"}
     print(json.dumps(show, indent=1))
     return 0
 

@@ -129,3 +129,20 @@ def test_limits_that_hold_nothing_are_refused() -> None:
         LedgerLimits(per_card=0)
     with pytest.raises(ValueError, match="max_age must be a positive"):
         LedgerLimits(max_age=0)
+
+
+def test_a_cards_questions_are_trusted_when_two_callers_taught_them_or_the_audience_has_one_caller() -> None:
+    ledger = Ledger()
+    ledger.add("weather in Paris", "up/weather", "alice", 1.0)
+    assert ledger.callers == 1
+    assert ledger.questions_of("up/weather", 2.0).trusted  # a single-user audience learns fully
+    ledger.add("merge two pdfs", "up/pdf", "bob", 2.0)
+    assert ledger.callers == 2
+    assert not ledger.questions_of("up/weather", 3.0).trusted  # one caller among several: capped
+    ledger.add("rain in Lyon", "up/weather", "bob", 3.0)
+    assert ledger.questions_of("up/weather", 4.0).trusted  # two distinct callers taught it
+    assert ledger.questions_of("up/weather", 4.0) == ["rain in Lyon", "weather in Paris"]
+    assert {card: q.trusted for card, q in ledger.questions(4.0).items()} == {"up/weather": True, "up/pdf": False}
+    ledger.prune(lambda card: card != "up/pdf", 4.0)  # bob's other use leaves with its card; his Lyon use stays
+    assert ledger.callers == 2
+    assert not ledger.questions_of("up/missing", 4.0).trusted

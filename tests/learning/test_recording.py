@@ -179,3 +179,29 @@ async def test_a_legacy_clients_call_of_the_injected_tool_records_the_question_o
         called = await c.call_tool("up__forecast", {"city": "Paris"})  # listed to this session by the load
         assert not called.is_error, called
         assert [(u.question, u.card) for u in await learning.uses()] == [(WEATHER, "up/forecast")]
+
+
+async def test_a_tenants_rankers_trust_its_only_callers_questions_then_those_two_callers_taught(tmp_path: Path) -> None:
+    """Alone in its tenant, alice's questions are trusted; once bob uses another card, the tenant's rankers
+    are handed the whole history again and alice's card is not trusted any more, until bob teaches it too."""
+    alice = Caller(subject="alice", tenant="acme", authenticated=True)
+    bob = Caller(subject="bob", tenant="acme", authenticated=True)
+
+    async def teach(caller: Caller, question: str, card: str, arguments: dict[str, object]) -> None:
+        session = SkillSession(learning.service, caller=caller)
+        session.find(question)
+        await session.load([card])
+        assert not (await session.call(card, arguments)).get("isError")
+
+    def trusted() -> set[str]:
+        assert learning.history(alice)  # settled
+        ranker = learning.service.index_for(alice).selector.ranker
+        return {ranker.cards[i].name for i in ranker.history.trusted}
+
+    async with learning_gateway(tmp_path, policy=EVERY_TOOL) as learning:
+        await teach(alice, WEATHER, "up/forecast", {"city": "Paris"})
+        assert trusted() == {"forecast"}
+        await teach(bob, "convert 10 euros to dollars", "up/convert", {"amount": 10, "currency": "USD"})
+        assert trusted() == set()
+        await teach(bob, "weather forecast for Lyon tomorrow", "up/forecast", {"city": "Lyon"})
+        assert trusted() == {"forecast"}

@@ -191,3 +191,17 @@ async def test_a_learner_records_nothing_for_an_audience_the_store_refused_and_s
     assert await learner.record("acme", "rain in Lyon", "up/weather", "alice")  # the audience held learns on
     assert MAX_AUDIENCES == 256
     store.close()
+
+
+async def test_a_learner_says_how_many_callers_an_audience_has_and_what_they_trust(tmp_path: Path) -> None:
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    learner = Learner(store, clock=lambda: 1.0)
+    assert learner.callers("") == 0
+    assert not learner.questions_of("", "up/weather").trusted
+    await learner.record("", "weather in Paris", "up/weather", "alice")
+    assert learner.callers("") == 1
+    assert learner.questions_of("", "up/weather").trusted  # the audience's only caller teaches fully
+    await learner.record("", "merge two pdfs", "up/pdf", "bob")
+    assert learner.callers("") == 2
+    assert not learner.questions("")["up/weather"].trusted  # one caller of several: capped
+    store.close()

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from skilldeck.select import CardSet, RankConfig, Ranker, Selector, build_cards, parse_snapshot
+from skilldeck.select import CardSet, RankConfig, Ranker, Selector, Taught, build_cards, parse_snapshot
 from skilldeck.select._encoders import load_encoder
 from skilldeck.select._history import HistoryIndex, cap
 from skilldeck.select._rank import semantic_text
@@ -193,6 +193,32 @@ def test_a_history_updated_use_by_use_ranks_exactly_as_one_indexed_whole(cardset
         assert mine.features == theirs.features, question
 
 
+def test_trust_updated_use_by_use_is_as_in_an_index_built_whole(cardset: CardSet) -> None:
+    """A card's questions turning trusted (a second caller) or back, with or without new questions: the
+    updated index trusts the same cards as one built whole from the last history, and ranks the same."""
+    rng = random.Random(7)
+    keys = [c.key for c in cardset.cards]
+    updated = Selector(cardset, encoder=CountingEncoder(), cache=VectorCache(None))
+    history: dict[str, Taught] = {}
+    for step in range(40):
+        card = rng.choice(keys)
+        past = list(history.get(card, []))
+        if step % 3:
+            past = [rng.choice(UPDATE_POOL), *past][:3]
+        history = {**history, card: Taught(past or [rng.choice(UPDATE_POOL)], rng.random() < 0.5)}
+        if step % 2:
+            updated.set_history(history)
+        else:
+            updated.update_history({card: history[card]})
+    whole = Selector(cardset, encoder=CountingEncoder(), cache=VectorCache(None), history=history)
+    a, b = updated.ranker.history, whole.ranker.history
+    assert a.trusted == b.trusted
+    assert a.trusted == {i for i, c in enumerate(cardset.cards) if c.key in history and history[c.key].trusted}
+    for question in UPDATE_QUESTIONS:
+        mine, theirs = updated.decide(question), whole.decide(question)
+        assert [(s.card.key, s.score) for s in mine.ranked] == [(s.card.key, s.score) for s in theirs.ranked]
+
+
 def test_one_recorded_use_rereads_only_its_card_and_its_server(cardset: CardSet) -> None:
     encoder = CountingEncoder()
     selector = Selector(cardset, encoder=encoder, cache=VectorCache(None))
@@ -248,6 +274,18 @@ def livemcpbench() -> tuple[CardSet, Any, np.ndarray]:
     return cards, encoder, encoder.encode([semantic_text(c) for c in cards.cards])
 
 
+def _unrelated(selector: Selector, livemcpbench: tuple[CardSet, Any, np.ndarray], question: str) -> tuple[Any, Any]:
+    """The question's ranking without a history, and the card its own text shares nothing with (no
+    term, the lowest cosine)."""
+    cards, encoder, vectors = livemcpbench
+    selector.set_history({})
+    before = selector.ranker.rank(question, limit=None)
+    cos = vectors @ encoder.encode([question])[0]
+    shared = {s.card.key for s in before.scored if s.lexical > 0}
+    unrelated = [i for i, c in enumerate(cards.cards) if c.key not in shared]
+    return before, cards.cards[min(unrelated, key=lambda i: float(cos[i]))]
+
+
 def test_a_flood_of_crafted_uses_moves_an_unrelated_card_no_further_than_the_measured_bound(
     livemcpbench: tuple[CardSet, Any, np.ndarray],
 ) -> None:
@@ -258,12 +296,7 @@ def test_a_flood_of_crafted_uses_moves_an_unrelated_card_no_further_than_the_mea
     cards, encoder, vectors = livemcpbench
     selector = Selector(cards, encoder=encoder, vectors=vectors)
     for question in POISON_QUESTIONS:
-        selector.set_history({})
-        before = selector.ranker.rank(question, limit=None)
-        cos = vectors @ encoder.encode([question])[0]
-        shared = {s.card.key for s in before.scored if s.lexical > 0}
-        unrelated = [i for i, c in enumerate(cards.cards) if c.key not in shared]
-        target = cards.cards[min(unrelated, key=lambda i: float(cos[i]))]
+        before, target = _unrelated(selector, livemcpbench, question)
         selector.set_history({target.key: [question] + [f"{question} ({n})" for n in range(19)]})
         after = selector.ranker.rank(question, limit=None)
         assert after.scored[0].card.key != target.key, question
@@ -327,3 +360,28 @@ def test_history_overtake_lets_a_server_taught_enough_take_the_first_place(
     config = replace(strong, history_overtake_matches=2)  # one matched past question is not enough
     held = Selector(cards, encoder=encoder, vectors=vectors, history=history, config=config)
     assert held.ranker.rank(VIEW_QUESTION).servers[0][0] == before.servers[0][0]
+
+
+def test_two_callers_uses_lift_a_card_further_than_one_callers_flood(
+    livemcpbench: tuple[CardSet, Any, np.ndarray],
+) -> None:
+    """The same 20 uses on a card its own text shares nothing with: taught by one caller of an audience
+    of several (a plain or untrusted history) they stay capped by the card's own evidence, its server out
+    of the first five; taught by two distinct callers (trusted: :class:`~skilldeck.select.Taught`) the
+    history view's floor applies and its server is lifted further."""
+    cards, encoder, vectors = livemcpbench
+    selector = Selector(cards, encoder=encoder, vectors=vectors)
+    lifted = 0
+    for question in POISON_QUESTIONS:
+        before, target = _unrelated(selector, livemcpbench, question)
+        uses = [question] + [f"{question} ({n})" for n in range(19)]
+        places = {}
+        for trusted in (False, True):
+            selector.set_history({target.key: Taught(uses, trusted)})
+            after = selector.ranker.rank(question, limit=None)
+            places[trusted] = [label for label, _ in after.servers].index(target.server) + 1
+            assert after.servers[0][0] == before.servers[0][0], question  # the first server keeps its place
+        assert places[False] > 5, question
+        assert places[True] <= places[False], question
+        lifted += places[True] < places[False]
+    assert lifted == len(POISON_QUESTIONS)

@@ -358,13 +358,16 @@ class GatewayService:
         audience = self.ledger_audience(caller)
         who = caller.subject or caller.client_id or ""
         for question, card in done:
+            alone = self.learning.callers(audience) <= 1
             try:
                 change = await self.learning.record(audience, question, card, who)
             except Exception as exc:  # learning never fails a call
                 logger.warning("the usage ledger at %s cannot be written: %s", self.learning.store.where, exc)
                 return
             self.log.record("learned", client, card=card, recorded=bool(change))
-            if change:  # only the cards whose questions moved are read again
+            if change and alone != (self.learning.callers(audience) <= 1):  # every card's trust moved
+                self._history_changed(audience)
+            elif change:  # only the cards whose questions moved are read again
                 self._history_changed(audience, {u.card for u in (*change.written, *change.removed)})
 
     def card_id(self, card: Card) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from skilldeck.learning._ledger import Change, Ledger, LedgerLimits
 from skilldeck.learning._stores import LedgerFull, LedgerStore
+from skilldeck.select import Taught
 
 __all__ = ["Learner"]
 
@@ -62,15 +63,20 @@ class Learner:
         self._refused_told = 0
         self._warned: float | None = None
 
-    def questions(self, audience: str) -> dict[str, list[str]]:
+    def callers(self, audience: str) -> int:
+        """How many distinct callers the audience's uses have, as last read."""
+        found = self._ledgers.get(audience)
+        return found[1].callers if found is not None else 0
+
+    def questions(self, audience: str) -> dict[str, Taught]:
         """Per card id, the audience's past questions as last read (newest first; none too old)."""
         found = self._ledgers.get(audience)
         return found[1].questions(self.clock()) if found is not None else {}
 
-    def questions_of(self, audience: str, card: str) -> list[str]:
+    def questions_of(self, audience: str, card: str) -> Taught:
         """The card's past questions in the audience as last read (newest first; none too old)."""
         found = self._ledgers.get(audience)
-        return found[1].questions_of(card, self.clock()) if found is not None else []
+        return found[1].questions_of(card, self.clock()) if found is not None else Taught()
 
     async def refresh(self, audience: str) -> bool:
         """Read the audience in again if its version moved since it was read; whether it did."""

@@ -9,6 +9,9 @@ and keeps them bounded (:class:`LedgerLimits`):
   the older entry, so it counts once);
 * one caller's share of a card's questions is at most half once another caller has taught that
   card too (a caller alone on a card, such as a desktop's only user, teaches it fully);
+* a card's questions are *trusted* (:class:`~skilldeck.select.Taught`) when two distinct callers
+  or more taught it, or when the audience has a single caller: the ranker lifts trusted questions
+  further (``RankConfig.history_trusted_floor``), so one caller among several cannot;
 * uses older than ``max_age`` seconds are dropped;
 * per audience at most ``max_entries`` uses and ``max_bytes`` of text (oldest dropped first), and a
   question is cut to ``max_question_chars``;
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from skilldeck.select import Taught
 
 __all__ = ["Change", "Ledger", "LedgerLimits", "Use", "balanced", "history_by_key", "normalise_question"]
 
@@ -128,8 +133,10 @@ class Ledger:
     def __init__(self, uses: Iterable[Use] = (), limits: LedgerLimits | None = None) -> None:
         self.limits = limits or LedgerLimits()
         self._cards: dict[str, dict[str, Use]] = {}
-        self._read: dict[str, tuple[float, list[str]]] = {}
-        """Per card, its oldest use's time and its questions newest first, made again only when the card changed."""
+        self._read: dict[str, tuple[float, list[str], int]] = {}
+        """Per card, its oldest use's time, its questions newest first and its callers, made again only when the card changed."""
+        self._callers: dict[str, int] = {}
+        """Per caller, its uses in the audience (on any card)."""
         self._bytes = 0
         self._count = 0
         for use in uses:
@@ -152,27 +159,36 @@ class Ledger:
         """The ids of the cards with at least one question."""
         return sorted(self._cards)
 
-    def questions(self, now: float) -> dict[str, list[str]]:
+    @property
+    def callers(self) -> int:
+        """How many distinct callers the audience's uses have."""
+        return len(self._callers)
+
+    def questions(self, now: float) -> dict[str, Taught]:
         """Per card id, its questions newest first, leaving out uses older than ``max_age`` at ``now``."""
-        found: dict[str, list[str]] = {}
+        found: dict[str, Taught] = {}
         for card in self._cards:
             if asked := self.questions_of(card, now):
                 found[card] = asked
         return found
 
-    def questions_of(self, card: str, now: float) -> list[str]:
-        """The card's questions newest first, leaving out uses older than ``max_age`` at ``now`` (none: ``[]``)."""
+    def questions_of(self, card: str, now: float) -> Taught:
+        """The card's questions newest first, leaving out uses older than ``max_age`` at ``now`` (none: ``[]``);
+        trusted (:class:`~skilldeck.select.Taught`) when two distinct callers or more taught them, or
+        when the audience has a single caller."""
         entries = self._cards.get(card)
         if not entries:
-            return []
+            return Taught()
         read = self._read.get(card)
         if read is None:
             ordered = sorted(entries.values(), key=lambda u: u.at, reverse=True)
-            read = self._read[card] = (ordered[-1].at, [u.question for u in ordered])
+            read = self._read[card] = (ordered[-1].at, [u.question for u in ordered], len({u.caller for u in ordered}))
         oldest = now - self.limits.max_age
+        alone = len(self._callers) <= 1
         if read[0] >= oldest:
-            return read[1]
-        return [u.question for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]
+            return Taught(read[1], alone or read[2] > 1)
+        kept = [u for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]
+        return Taught([u.question for u in kept], alone or len({u.caller for u in kept}) > 1)
 
     def add(self, question: str, card: str, caller: str, now: float) -> Change:
         """Record that ``question`` led to a successful use of ``card`` by ``caller`` at ``now``."""
@@ -216,6 +232,7 @@ class Ledger:
             self._drop(entries[use.question])
             entries = self._cards.setdefault(use.card, {})
         entries[use.question] = use
+        self._callers[use.caller] = self._callers.get(use.caller, 0) + 1
         self._count += 1
         self._bytes += use.size
 
@@ -226,6 +243,9 @@ class Ledger:
         self._read.pop(use.card, None)
         if not entries:
             del self._cards[use.card]
+        left = self._callers.pop(use.caller) - 1
+        if left:
+            self._callers[use.caller] = left
         self._count -= 1
         self._bytes -= use.size
 

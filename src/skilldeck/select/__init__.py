@@ -7,7 +7,7 @@ from skilldeck.errors import SnapshotError
 from skilldeck.select._cards import TOOLS_METADATA_KEY, Card, CardSet, build_cards, skill_tools
 from skilldeck.select._decide import Calibration, Decision, DecisionLog, Selector, default_calibration
 from skilldeck.select._gate import ToolGate
-from skilldeck.select._history import History
+from skilldeck.select._history import History, Taught
 from skilldeck.select._rank import Encoder, RankConfig, Ranker, Ranking, Scored, split_jobs
 from skilldeck.select._snapshot import (
     CatalogSnapshot,
@@ -35,6 +35,7 @@ __all__ = [
     "ServerSnapshot",
     "SkillSnapshot",
     "SnapshotError",
+    "Taught",
     "ToolGate",
     "build_cards",
     "default_calibration",

@@ -60,6 +60,13 @@ class RankConfig:
     questions lift a card only in proportion to its own evidence for the question (its cosine, its BM25).
     Measured on LiveMCPBench: 0.25 raised server R@5 on both halves to 0.857 / 0.867, but 20 crafted
     uses then put an unrelated server third; 0.1 still put it fifth."""
+    history_trusted_floor: float = 1.0
+    """The floor of that cap for a card whose past questions are trusted (taught by at least two
+    distinct callers, or in an audience with one caller: :class:`~skilldeck.select._history.Taught`),
+    and for a server all of whose taught cards are: 1, so trusted past questions lift as if uncapped
+    (a lift of at most the best own evidence of any card plus the card's own; LiveMCPBench, one caller:
+    server R@5 0.867 / 0.878; 0.25: 0.857 / 0.867). One caller's flood in an audience of several stays
+    capped by :attr:`history_view_floor`."""
     history_overtake_matches: int = 0
     """A server lifted past the own views' first server takes its place only when one of its cards holds
     at least this many past questions that matched the question (dense, agreeing history); 0 (the

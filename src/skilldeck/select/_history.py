@@ -23,6 +23,10 @@ own evidence for the question plus ``history_cap_floor`` times the best own evid
 A card whose own text shares nothing with the question (no term, a near-zero cosine) can so be
 lifted to at most ``history_cap_floor`` of the best real match, whatever was taught to it: a
 flood of crafted uses on an unrelated card cannot make it overtake a card with real evidence.
+The server view of past questions is capped with no floor (``history_view_floor``), except for
+**trusted** past questions (:class:`Taught`: taught by two distinct callers or more, or in an
+audience with a single caller), which get ``history_trusted_floor``: one caller's flood in an
+audience of several stays in proportion to the card's own evidence.
 
 Kept apart from the catalog's indexes so a new history (the gateway records a use) is swapped in
 without rebuilding them, and **updated, not rebuilt**: a new history is compared with the one
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -48,10 +52,34 @@ import numpy as np
 from skilldeck.select._config import RankConfig
 from skilldeck.select._text import tokens
 
-__all__ = ["History", "HistoryIndex", "cap", "history_terms"]
+__all__ = ["History", "HistoryIndex", "Taught", "cap", "history_terms", "trusted"]
 
 History = Mapping[str, Sequence[str]]
-"""A card's key -> its past questions (oldest first or newest first: the order is not read)."""
+"""A card's key -> its past questions (oldest first or newest first: the order is not read); a
+:class:`Taught` value also says whether they are trusted (a plain sequence: not)."""
+
+
+class Taught(list[str]):
+    """A card's past questions, and whether enough callers taught them to be trusted.
+
+    Trusted past questions were taught by at least two distinct callers, or in an audience with a
+    single caller (a desktop's only user teaches fully); their server view is capped with
+    :attr:`~skilldeck.select._config.RankConfig.history_trusted_floor`. One caller's questions in an
+    audience of several stay capped by the card's own evidence, as any plain sequence. (Equal to a
+    list of the same questions: the trust is read by the ranker only.)"""
+
+    def __init__(self, questions: Iterable[str] = (), trusted: bool = False) -> None:
+        super().__init__(questions)
+        self.trusted = trusted
+
+    def __repr__(self) -> str:
+        return f"Taught({list(self)!r}, trusted={self.trusted})"
+
+
+def trusted(past: Sequence[str]) -> bool:
+    """Whether ``past`` (a card's past questions) are trusted (:class:`Taught`)."""
+    return bool(getattr(past, "trusted", False))
+
 
 MATCH_TERMS = 2
 """A past question *matched* a question when it holds at least this many of the question's own
@@ -69,8 +97,9 @@ def history_terms(question: str) -> list[str]:
     return tokens(question, request_stopwords=True)
 
 
-def cap(lift: np.ndarray, own: np.ndarray, ratio: float, floor: float) -> np.ndarray:
-    """``lift`` held to at most ``ratio * own + floor * max(own)``, elementwise (never below 0)."""
+def cap(lift: np.ndarray, own: np.ndarray, ratio: float, floor: float | np.ndarray) -> np.ndarray:
+    """``lift`` held to at most ``ratio * own + floor * max(own)``, elementwise (never below 0;
+    ``floor``: one for all, or one per element)."""
     peak = float(own.max()) if len(own) else 0.0
     bound = np.maximum(ratio * own + floor * peak, 0.0)
     out: np.ndarray = np.minimum(np.maximum(lift, 0.0), bound)
@@ -195,8 +224,10 @@ class HistoryIndex:
     n_cards: int
     questions: dict[int, tuple[str, ...]]
     """Card index -> its past questions (each once)."""
-    given: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """The history as given, by card key (what the next one is compared with)."""
+    given: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    """The history as given, by card key, and whether it is trusted (what the next one is compared with)."""
+    trusted: frozenset[int] = frozenset()
+    """The cards with past questions that are trusted (:class:`Taught`)."""
     per_card: dict[int, _CardTerms] = field(default_factory=dict)
     vocab: dict[str, int] = field(default_factory=dict)
     """Term -> id, for this index and the ones built from it (a new history adds its new terms)."""
@@ -245,14 +276,16 @@ class HistoryIndex:
         that changed (an empty list: the card has no past question now), the others are as before."""
         previous = previous if previous is not None else cls.empty(len(card_server))
         given, changes = previous._changed(history, keys, partial)
-        return previous._updated(changes, given, card_server, config, (background, server_background), encode)
+        index = previous._updated(changes, given, card_server, config, (background, server_background), encode)
+        trust = frozenset(keys[key] for key, (_, sure) in given.items() if sure and keys[key] in index.questions)
+        return index if trust == index.trusted else replace(index, trusted=trust)
 
     def _changed(
         self, history: History, keys: Mapping[str, int], partial: bool
-    ) -> tuple[dict[str, tuple[str, ...]], dict[int, tuple[str, ...]]]:
+    ) -> tuple[dict[str, tuple[tuple[str, ...], bool]], dict[int, tuple[str, ...]]]:
         """The history as given after ``history`` (see :meth:`build`), and per card whose past
         questions differ from this index's, its new ones (each once; none: ``()``)."""
-        given: dict[str, tuple[str, ...]] = dict(self.given) if partial else {}
+        given: dict[str, tuple[tuple[str, ...], bool]] = dict(self.given) if partial else {}
         changes: dict[int, tuple[str, ...]] = {}
         for key, past in history.items():
             card = keys.get(key)
@@ -262,8 +295,8 @@ class HistoryIndex:
             if partial and not as_given:
                 given.pop(key, None)
             else:
-                given[key] = as_given
-            if self.given.get(key) != as_given:
+                given[key] = (as_given, trusted(past))
+            if self.given.get(key, ((), False))[0] != as_given:
                 unique = tuple(dict.fromkeys(q for q in as_given if q and q.strip()))
                 if unique != self.questions.get(card, ()):
                     changes[card] = unique
@@ -272,10 +305,16 @@ class HistoryIndex:
                 changes[keys[key]] = ()
         return given, changes
 
+    def trusted_cards(self) -> np.ndarray:
+        """Per card, whether its past questions are trusted (see :class:`Taught`)."""
+        out = np.zeros(self.n_cards, dtype=bool)
+        out[np.fromiter(self.trusted, dtype=np.int64, count=len(self.trusted))] = True
+        return out
+
     def _updated(
         self,
         changes: Mapping[int, tuple[str, ...]],
-        given: dict[str, tuple[str, ...]],
+        given: dict[str, tuple[tuple[str, ...], bool]],
         card_server: np.ndarray,
         config: RankConfig,
         backgrounds: tuple[tuple[int, Mapping[str, int]] | None, tuple[int, Mapping[str, int]] | None],
@@ -317,6 +356,7 @@ class HistoryIndex:
             vocab=vocab,
             background=bg,
             background_docs=(_docs(backgrounds[0]), _docs(backgrounds[1])),
+            trusted=self.trusted,
             cards=cards.changed(card_deltas, len(questions)),
             servers=servers.changed(server_deltas, int(np.count_nonzero(server_cards))),
             server_cards=server_cards,

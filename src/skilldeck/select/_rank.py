@@ -360,10 +360,11 @@ class Ranker:
         card_history = server_history = None
         if history:  # past questions: a field of their own, capped by the card's (server's) own evidence
             c = self.config
-            ratio, floor = c.history_cap_ratio, c.history_cap_floor if fold else c.history_view_floor
-            card_history = cap(c.history_weight * history.card_scores(terms), card_raw, ratio, floor)
+            ratio = c.history_cap_ratio
+            card_floor, server_floor = self._view_floors(history) if not fold else (c.history_cap_floor,) * 2
+            card_history = cap(c.history_weight * history.card_scores(terms), card_raw, ratio, card_floor)
             server_lift = c.history_server_weight * history.server_scores(terms, len(self.server_labels))
-            server_history = cap(server_lift, server_raw, ratio, floor)
+            server_history = cap(server_lift, server_raw, ratio, server_floor)
             if fold:
                 card_raw = card_raw + card_history
                 server_raw = server_raw + server_history
@@ -556,7 +557,7 @@ class Ranker:
             norms = self._folded_norms(history, vectors)
             gain = np.zeros(len(card_cos))
             gain[rows] = (card_cos[rows] + past) / norms - card_cos[rows]
-            gain = cap(gain, np.clip(card_cos, 0.0, 1.0), c.history_cap_ratio, c.history_view_floor)
+            gain = cap(gain, np.clip(card_cos, 0.0, 1.0), c.history_cap_ratio, self._view_floors(history)[0])
             out += c.history_expansion_weight * self.groups.per_server_max(gain)
         if ev.card_history is not None and ev.server_history is not None and c.history_lexical_view_weight > 0:
             card_peak, server_peak = float(ev.card_raw.max()), float(ev.server_raw.max())
@@ -575,6 +576,22 @@ class Ranker:
             others = np.delete(after, own_top)
             lifted[own_top] = float(others.max()) + 0.05 * float(after.max() - after.min()) - fused[own_top]
         return lifted
+
+    def _view_floors(self, history: HistoryIndex) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """The floors of the history view's caps, per card and per server: :attr:`~RankConfig.history_trusted_floor`
+        for a card whose past questions are trusted (a server: all of its taught cards are),
+        :attr:`~RankConfig.history_view_floor` for the others."""
+        c = self.config
+        if not history.trusted or c.history_trusted_floor == c.history_view_floor:
+            return c.history_view_floor, c.history_view_floor
+        sure = history.trusted_cards()
+        taught = np.zeros(len(sure), dtype=bool)
+        taught[np.fromiter(history.questions, dtype=np.int64, count=len(history.questions))] = True
+        n_servers = len(self.server_labels)
+        doubtful = np.bincount(self._card_server[taught & ~sure], minlength=n_servers)[:n_servers] > 0
+        sure_servers = (np.bincount(self._card_server[sure], minlength=n_servers)[:n_servers] > 0) & ~doubtful
+        floors = (c.history_view_floor, c.history_trusted_floor)
+        return np.where(sure, floors[1], floors[0]), np.where(sure_servers, floors[1], floors[0])
 
     def _folded_norms(self, history: HistoryIndex, vectors: SemanticVectors) -> np.ndarray:
         """Per card of ``history``, the norm of its vector plus its past questions' mean vector
