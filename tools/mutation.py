@@ -1130,8 +1130,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "host-redirects-followed",
         "host/_connect.py",
-        "follow_redirects=False, event_hooks",
-        "follow_redirects=True, event_hooks",
+        '"follow_redirects": False,',
+        '"follow_redirects": True,',
         f"{T_FAULTS}::test_a_redirect_to_another_origin_is_not_followed",
         "the host's HTTP client follows redirects",
         equivalent="the SDK's transports send every MCP request with follow_redirects=False and follow only a "
