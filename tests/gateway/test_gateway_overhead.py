@@ -17,7 +17,7 @@ import pytest
 from skilldeck.errors import GateRefused
 from skilldeck.serving._policy import load_policy
 
-from ..server.helpers import GATEWAY_STARTUP_LINE, GC_PROBE, start_serve, stop, wait_for_gc_report, wait_for_startup
+from ..server.helpers import GATEWAY_STARTUP_LINE, gc_report
 from .gateway_clients_support import jobs_upstream, open_gateway, tool_calls
 
 pytestmark = pytest.mark.anyio
@@ -92,15 +92,8 @@ def test_the_gateway_over_http_freezes_its_startup_heap_and_collects_less_often(
     config = tmp_path / "mcp.json"
     jobs = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"
     config.write_text(json.dumps({"mcpServers": {"jobs": {"command": sys.executable, "args": ["-c", jobs]}}}))
-    probe, log = tmp_path / "probe.py", tmp_path / "gateway.log"
-    probe.write_text(GC_PROBE)
-    command = [sys.executable, str(probe), "gateway", "--config", str(config), "--http", "127.0.0.1:0", "--lexical"]
-    proc = start_serve(command, log)
-    try:
-        found = wait_for_startup(proc, log, 60, pattern=GATEWAY_STARTUP_LINE)
-        assert not isinstance(found, str), found
-        said = wait_for_gc_report(log)
-        assert "frozen" in said, said
-        assert f"thresholds {SERVING_GC_THRESHOLDS}" in said, said
-    finally:
-        stop(proc)
+    said = gc_report(
+        ["gateway", "--config", str(config), "--http", "127.0.0.1:0", "--lexical"], tmp_path, GATEWAY_STARTUP_LINE
+    )
+    assert "frozen" in said, said
+    assert f"thresholds {SERVING_GC_THRESHOLDS}" in said, said

@@ -222,3 +222,16 @@ def wait_for_gc_report(log: Path, timeout: float = 10.0) -> str:
     while "frozen" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     return log.read_text()
+
+
+def gc_report(args: list[str], work: Path, pattern: re.Pattern[str] = STARTUP_LINE) -> str:
+    """The log of ``skilldeck ARGS`` run through :data:`GC_PROBE` once started and its collector settings printed."""
+    probe, log = work / "probe.py", work / "probe.log"
+    probe.write_text(GC_PROBE)
+    proc = start_serve([sys.executable, str(probe), *args], log)
+    try:
+        found = wait_for_startup(proc, log, 60, pattern=pattern)
+        assert not isinstance(found, str), found
+        return wait_for_gc_report(log)
+    finally:
+        stop(proc)

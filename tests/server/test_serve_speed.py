@@ -26,7 +26,7 @@ from skilldeck.server import create_server
 from skilldeck.serving._policy import parse_policy
 from skilldeck.skill._manifest import SkillEntry
 
-from .helpers import CLI, GC_PROBE, start_serve, stop, wait_for_gc_report, wait_for_startup, write_skill
+from .helpers import CLI, gc_report, start_serve, stop, wait_for_startup, write_skill
 
 ERAS = ["auto", "legacy"]  # auto negotiates 2026-07-28 with our server
 
@@ -281,15 +281,6 @@ def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what
 def test_serve_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: Path) -> None:
     from skilldeck.server._app import SERVING_GC_THRESHOLDS
 
-    log = tmp_path / "serve.log"
-    probe = tmp_path / "probe.py"
-    probe.write_text(GC_PROBE)  # reports the freeze count once serving has started
-    proc = start_serve([sys.executable, str(probe), "serve", "examples/skills", "--http", "127.0.0.1:0"], log)
-    try:
-        match = wait_for_startup(proc, log, 60)
-        assert not isinstance(match, str), match
-        said = wait_for_gc_report(log)
-        assert "frozen" in said, said
-        assert f"thresholds {SERVING_GC_THRESHOLDS}" in said, said
-    finally:
-        stop(proc)
+    said = gc_report(["serve", "examples/skills", "--http", "127.0.0.1:0"], tmp_path)
+    assert "frozen" in said, said  # the freeze count, reported once serving has started
+    assert f"thresholds {SERVING_GC_THRESHOLDS}" in said, said
