@@ -169,7 +169,12 @@ async def test_everything_never_hands_one_clients_request_to_another(
                 tg.start_soon(calling, "bob", b)
     assert "by bob" not in text(results["ann"])
     assert "by ann" not in text(results["bob"])
+    # The server also asks for the roots on its own, 350 ms after its handshake (not for any call):
+    # on a loaded machine that can fall while one of the two calls is the only one waiting, which
+    # then answers it. Only the sampling requests belong to a call.
+    sampled = {who.who: [q for q in who.asked if q != "roots"] for who in (ann, bob)}
+    assert ann.asked.count("roots") + bob.asked.count("roots") <= 1, (ann.asked, bob.asked)
     for who in (ann, bob):
-        assert who.asked in ([], ["sampling"])
-    for tag, who in (("ann", ann), ("bob", bob)):
-        assert (f"by {tag}" in text(results[tag])) == (who.asked == ["sampling"]), (tag, text(results[tag]))
+        assert sampled[who.who] in ([], ["sampling"]), who.asked
+    for tag in ("ann", "bob"):
+        assert (f"by {tag}" in text(results[tag])) == (sampled[tag] == ["sampling"]), (tag, text(results[tag]))
