@@ -178,12 +178,14 @@ class _Field:
 
     def scores(self, query: Sequence[tuple[int, float, float]]) -> np.ndarray:
         """Every row's BM25 score for ``query``: (term id, weight, IDF) in the order given."""
-        hits = [(self.postings[t], w, idf) for t, w, idf in query if t in self.postings]
-        if not hits or not self.docs:
-            return np.zeros(len(self.lengths))
-        rows = np.concatenate([found[0] for found, _, _ in hits])
-        weights = np.concatenate([w * self._weights(t, idf) for t, w, idf in query if t in self.postings])
-        return np.bincount(rows, weights=weights, minlength=len(self.lengths))
+        out = np.zeros(len(self.lengths))
+        if not self.docs:
+            return out
+        for term, weight, idf in query:
+            found = self.postings.get(term)
+            if found is not None:  # a term's rows are distinct: added in place, term by term, in order
+                out[found[0]] += weight * self._weights(term, idf)
+        return out
 
     def _weights(self, term: int, idf: float) -> np.ndarray:
         found = self.weighted.get(term)
@@ -417,7 +419,8 @@ class HistoryIndex:
         if known is None or not terms:
             return 0
         need = min(MATCH_TERMS, len(terms))
-        return sum(len(held.intersection(terms)) >= need for held in known.each)
+        asked = frozenset(terms)
+        return sum(len(held & asked) >= need for held in known.each)  # a set's & walks the smaller one
 
 
 def _delta(*parts: tuple[np.ndarray, np.ndarray]) -> _Delta:

@@ -188,6 +188,7 @@ class Ranker:
         self._keys = {card.key: i for i, card in enumerate(self.cards)}
         self._history = HistoryIndex.empty(len(self.cards))
         self._folded: tuple[HistoryIndex, SemanticVectors, np.ndarray] | None = None
+        self._floors: tuple[HistoryIndex, tuple[np.ndarray, np.ndarray]] | None = None
         self._history_lock = threading.Lock()  # one writer at a time; a ranking reads the index it started with
         if encoder is not None and self.cards:
             self._start_vectors(vectors, schemas, background)
@@ -584,6 +585,16 @@ class Ranker:
         c = self.config
         if not history.trusted or c.history_trusted_floor == c.history_view_floor:
             return c.history_view_floor, c.history_view_floor
+        known = self._floors
+        if known is not None and known[0] is history:  # computed once per history (a race computes it twice)
+            return known[1]
+        floors = self._trusted_floors(history)
+        self._floors = (history, floors)
+        return floors
+
+    def _trusted_floors(self, history: HistoryIndex) -> tuple[np.ndarray, np.ndarray]:
+        """Per card and per server, the floor of its cap: trusted past questions get the higher one."""
+        c = self.config
         sure = history.trusted_cards()
         taught = np.zeros(len(sure), dtype=bool)
         taught[np.fromiter(history.questions, dtype=np.int64, count=len(history.questions))] = True
