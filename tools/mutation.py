@@ -296,8 +296,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "sources-symlink-folder",
         "skill/_pack.py",
-        "if stat.S_ISDIR(st.st_mode):\n                        refused.append(",
-        "if stat.S_ISDIR(st.st_mode):\n                        continue\n                        refused.append(",
+        "if stat.S_ISDIR(target.st_mode):\n                        refused.append(",
+        "if stat.S_ISDIR(target.st_mode):\n                        continue\n                        refused.append(",
         T_SOURCES,
         "a symlinked folder is not reported",
     ),

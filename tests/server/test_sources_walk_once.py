@@ -24,13 +24,13 @@ from .helpers import write_skill
 
 def _count_listings(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     calls: list[Any] = []
-    real = os.listdir
+    real = os.scandir
 
-    def counting(path: Any = ".") -> list[str]:
+    def counting(path: Any = ".") -> Any:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(_pack.os, "listdir", counting)
+    monkeypatch.setattr(_pack.os, "scandir", counting)
     return calls
 
 
@@ -38,11 +38,12 @@ def test_each_folder_is_listed_once_per_load(tmp_path: Path, monkeypatch: pytest
     for i in range(5):
         write_skill(tmp_path, f"team/s{i}", files={"references/guide.md": "g", "assets/deep/x.txt": "x"})
     write_skill(tmp_path, "team/s0/nested", files={"notes.md": "n"})  # a skill inside another's folder
+    folders = sum(1 for _ in tmp_path.rglob("*") if _.is_dir()) + 1  # the root too
     calls = _count_listings(monkeypatch)
     result = DirectorySource(tmp_path).load()
+    listed = len(calls)
     assert sorted(s.skill_path for s in result.skills) == sorted([*(f"team/s{i}" for i in range(5)), "team/s0/nested"])
-    folders = sum(1 for _ in tmp_path.rglob("*") if _.is_dir()) + 1  # the root too
-    assert len(calls) == folders + 1  # the nested skill's own folder twice: for s0, and for itself
+    assert listed == folders + 1  # the nested skill's own folder twice: for s0, and for itself
     nested = next(s for s in result.skills if s.skill_path == "team/s0/nested")
     outer = next(s for s in result.skills if s.skill_path == "team/s0")
     assert set(nested.files) == {"SKILL.md", "notes.md"}
@@ -73,18 +74,17 @@ def test_a_symlinked_folder_in_a_skill_is_refused_once(tmp_path: Path) -> None:
 def test_a_listing_that_failed_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The skill's read lists ``refs`` first and fails: said once, its file not served; the root walk lists it again."""
     write_skill(tmp_path, "one", files={"refs/a.md": "a"})
-    real = os.listdir
+    real = os.scandir
     refs: list[str] = []
 
-    def fail_first_refs(path: Any = ".") -> list[str]:
-        names = real(path)
-        if names == ["a.md"]:
+    def fail_first_refs(path: Any = ".") -> Any:
+        if os.listdir(path) == ["a.md"]:
             refs.append("failed" if not refs else "listed")
             if refs == ["failed"]:
                 raise PermissionError(13, "Permission denied")
-        return names
+        return real(path)
 
-    monkeypatch.setattr(_pack.os, "listdir", fail_first_refs)
+    monkeypatch.setattr(_pack.os, "scandir", fail_first_refs)
     result = DirectorySource(tmp_path).load()
     assert refs == ["failed", "listed"]
     assert set(result.skills[0].files) == {"SKILL.md"}
@@ -155,3 +155,64 @@ def test_strings_every_skill_repeats_are_held_once(tmp_path: Path) -> None:
         found = pack.static_file(resource.uri)
         assert found is not None
         assert found.uri is resource.uri
+
+
+def test_a_file_of_the_size_fstat_gave_is_read_with_one_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short read ends a regular file: no second read to learn that it ended (one system call per file saved)."""
+    path = tmp_path / "f"
+    path.write_bytes(b"z" * 3000)
+    reads: list[int] = []
+    real = os.read
+
+    def counting(fd: int, n: int) -> bytes:
+        reads.append(n)
+        return real(fd, n)
+
+    monkeypatch.setattr(_pack.os, "read", counting)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _read_at_most(fd, 10_000, first=3001) == b"z" * 3000
+        assert reads == [3001]
+        reads.clear()
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert (
+            _read_at_most(fd, 10_000, first=3000) == b"z" * 3000
+        )  # the size asked exactly: one more read finds the end
+        assert reads == [3000, 10_000 - 3000]  # the rest the limit allows
+    finally:
+        os.close(fd)
+
+
+def _root_of(path: Path) -> _Root:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    parts = Path(os.path.abspath(path)).parts
+    return _Root(fd=fd, path=path, shown=str(path), name=path.name, absolute=(parts,))
+
+
+def test_a_file_the_listing_saw_plain_then_swapped_for_a_symlink_out_is_refused(tmp_path: Path) -> None:
+    """The listing's word that a name is a regular file skips the lstat, never the symlink check: the open
+    with O_NOFOLLOW fails on the link swapped in since, and the link is resolved, and refused, as before."""
+    root = tmp_path / "skills"
+    root.mkdir()
+    (tmp_path / "secret").write_text("s")
+    os.symlink(tmp_path / "secret", root / "guide.md")  # was a plain file when listed
+    ctx = _root_of(root)
+    try:
+        with pytest.raises(_pack._Escape):
+            _pack._open_beneath(ctx, ctx.fd, (), "guide.md", plain=True)
+        problems: list[Any] = []
+        assert _pack.DirectorySource._read_file(ctx, ctx.fd, (), "guide.md", "guide.md", problems, plain=True) is None
+        assert [p.rule for p in problems] == ["symlink-escape"]
+    finally:
+        os.close(ctx.fd)
+
+
+def test_a_file_the_listing_saw_plain_then_swapped_for_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "guide.md")
+    ctx = _root_of(tmp_path)
+    try:
+        problems: list[Any] = []
+        assert _pack.DirectorySource._read_file(ctx, ctx.fd, (), "guide.md", "guide.md", problems, plain=True) is None
+        assert [p.rule for p in problems] == ["special-file"]
+    finally:
+        os.close(ctx.fd)

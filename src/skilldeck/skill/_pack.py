@@ -198,12 +198,12 @@ class DirectorySource:
             skills = []
             # The walk is top-down with each folder's names sorted, so skills come in the order of their
             # paths; each is read as soon as it is found, while its folders' listings are fresh (see _walk).
-            for parts, _fd, _folders, files in self._walk(ctx, root_fd, (), found):
+            for parts, fd, _folders, files in self._walk(ctx, root_fd, (), found):
                 if SKILL_MD in files:
                     rel = ctx.name if not parts else "/".join(parts)
                     skill_path = f"{self.prefix}/{rel}" if self.prefix else rel
                     try:
-                        skills.append(self._load_skill(ctx, parts, skill_path, refused))
+                        skills.append(self._load_skill(ctx, fd, parts, skill_path, refused))
                     except SkillError as exc:
                         refused.append(exc)
                     continue
@@ -226,11 +226,12 @@ class DirectorySource:
             ctx.listings.clear()
 
     def _load_skill(
-        self, ctx: _Root, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
+        self, ctx: _Root, folder_fd: int, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
     ) -> StaticSkill:
+        """Read the skill in the folder the root walk holds open as ``folder_fd`` (at ``parts``)."""
         skill_dir = ctx.shown_path(*parts)
         try:
-            skill_fd = _open_folder(ctx.fd, parts)
+            skill_fd = os.dup(folder_fd)  # the folder the walk opened (O_NOFOLLOW at every component) and listed
         except OSError as exc:
             raise SkillError(
                 f"folder cannot be opened ({exc.strerror or exc}); was it replaced by a symlink?",
@@ -241,8 +242,8 @@ class DirectorySource:
         total = 0
         walk = self._walk_files(ctx, skill_fd, parts, problems)
         try:
-            for rel, path, dir_fd, dir_parts, name in walk:
-                data = self._read_file(ctx, dir_fd, dir_parts, name, path, problems)
+            for rel, path, dir_fd, dir_parts, name, plain in walk:
+                data = self._read_file(ctx, dir_fd, dir_parts, name, path, problems, plain=plain)
                 if data is None:
                     if rel == SKILL_MD:
                         raise SkillError(
@@ -277,8 +278,9 @@ class DirectorySource:
 
     def _walk_files(
         self, ctx: _Root, skill_fd: int, parts: tuple[str, ...], problems: list[SkillError]
-    ) -> Generator[tuple[str, str, int, tuple[str, ...], str], None, None]:
-        """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name)``.
+    ) -> Generator[tuple[str, str, int, tuple[str, ...], str, bool], None, None]:
+        """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name,
+        plain)``; ``plain``: the listing saw a regular file (not a symlink or a special file).
 
         The folder descriptor stays open until the consumer asks for the next file, so the file
         is read from the folder that was listed. A folder the root walk listed is not listed
@@ -288,16 +290,16 @@ class DirectorySource:
         for here, dir_fd, _folders, files in self._walk(ctx, skill_fd, parts, problems):
             inside = "/".join(here[depth:])
             prefix = f"{inside}/" if inside else ""
-            for name in files:
-                yield sys.intern(prefix + name), ctx.shown_path(*here, name), dir_fd, here, name
+            for name, plain in files.items():
+                yield sys.intern(prefix + name), ctx.shown_path(*here, name), dir_fd, here, name, plain
 
     def _walk(
         self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]
-    ) -> Iterator[tuple[tuple[str, ...], int, list[str], list[str]]]:
+    ) -> Iterator[tuple[tuple[str, ...], int, list[str], dict[str, bool]]]:
         """Top-down walk from an open folder, never through a symlink: ``(parts, fd, folders, files)``.
 
         Files are everything that is not a folder (symlinks to files and dangling symlinks
-        included: reading them decides). Symlinked folders are not followed; they and folders
+        included: reading them decides), each with whether the listing saw a regular file. Symlinked folders are not followed; they and folders
         nested over :data:`MAX_DEPTH` levels are reported to ``problems``.
 
         Two walks pass through a skill's folders in one load: the root's, which finds skills (and
@@ -349,11 +351,15 @@ class DirectorySource:
     def _list(self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]) -> _Listing | None:
         """One folder's ``(folders, files, refused)``, names sorted; ``None`` (said in ``problems``) when unlisted.
 
+        Types come from the listing itself (``scandir``'s ``d_type``; a file system without them
+        costs one ``lstat`` per name), so only symlinks are looked up. ``files`` maps each name to
+        whether it is a regular file; a symlink or a special file is resolved, or refused, when read.
         Symlinked folders are in neither list: they are in ``refused`` (``symlink-folder``), which
         the walk reports each time it passes the folder.
         """
         try:
-            names = sorted(sys.intern(n) for n in os.listdir(dir_fd) if n not in self.ignore)
+            with os.scandir(dir_fd) as found:
+                entries = sorted((e for e in found if e.name not in self.ignore), key=_name)
         except OSError as exc:
             problems.append(
                 SkillError(
@@ -362,18 +368,18 @@ class DirectorySource:
             )
             return None
         folders: list[str] = []
-        files: list[str] = []
+        files: dict[str, bool] = {}
         refused: list[SkillError] = []
-        for name in names:
+        for entry in entries:
+            name = sys.intern(entry.name)
             try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
+                if entry.is_symlink():
                     try:  # only to tell a symlinked folder from a symlinked file; nothing is opened
-                        st = os.stat(name, dir_fd=dir_fd)
+                        target = os.stat(name, dir_fd=dir_fd)
                     except OSError:
-                        files.append(name)  # dangling: reported when read
+                        files[name] = False  # dangling: reported when read
                         continue
-                    if stat.S_ISDIR(st.st_mode):
+                    if stat.S_ISDIR(target.st_mode):
                         refused.append(
                             SkillError(
                                 "symlinked folder is not followed; copy its files into the skill instead",
@@ -381,19 +387,32 @@ class DirectorySource:
                                 rule="symlink-folder",
                             )
                         )
-                        continue
+                    else:
+                        files[name] = False
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(name)
+                else:
+                    files[name] = entry.is_file(follow_symlinks=False)
             except OSError:
                 continue  # vanished since the listing
-            (folders if stat.S_ISDIR(st.st_mode) else files).append(name)
         return folders, files, tuple(refused)
 
     @staticmethod
     def _read_file(
-        ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str, path: str, problems: list[SkillError]
+        ctx: _Root,
+        dir_fd: int,
+        dir_parts: tuple[str, ...],
+        name: str,
+        path: str,
+        problems: list[SkillError],
+        *,
+        plain: bool = False,
     ) -> bytes | None:
-        """The bytes of one file, or ``None`` (with a problem recorded) when it must not be served."""
+        """The bytes of one file, or ``None`` (with a problem recorded) when it must not be served.
+
+        ``plain``: the folder's listing saw a regular file (see :func:`_open_beneath`)."""
         try:
-            fd = _open_beneath(ctx, dir_fd, dir_parts, name)
+            fd = _open_beneath(ctx, dir_fd, dir_parts, name, plain=plain)
         except _Escape:
             problems.append(
                 SkillError(
@@ -452,8 +471,13 @@ _O_FOLDER = _O_ROOT | os.O_NOFOLLOW
 _O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks the open
 
 
-_Listing = tuple[list[str], list[str], tuple[SkillError, ...]]
-"""One folder's sub-folders and files (names, sorted) and the symlinked folders refused in it."""
+_Listing = tuple[list[str], dict[str, bool], tuple[SkillError, ...]]
+"""One folder's sub-folders and files (names, sorted; a file with whether it is a regular one) and the
+symlinked folders refused in it."""
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 @dataclass(frozen=True)
@@ -486,29 +510,24 @@ class _NotRegular(Exception):
     """The file is a FIFO, socket, device or folder: it is not opened at all."""
 
 
-def _open_folder(root_fd: int, parts: tuple[str, ...]) -> int:
-    """Open the folder ``parts`` below ``root_fd`` following no symlink at any component."""
-    fd = os.dup(root_fd)
-    try:
-        for part in parts:
-            child = os.open(part, _O_FOLDER, dir_fd=fd)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_beneath(ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str) -> int:
+def _open_beneath(ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str, *, plain: bool = False) -> int:
     """Open file ``name`` of the open folder ``dir_fd`` (at ``dir_parts`` below the root) for reading.
 
-    A regular file is opened with ``O_NOFOLLOW`` right there. A symlink is resolved by hand from the
+    A regular file is opened with ``O_NOFOLLOW`` right there: at once when the folder's listing saw
+    one (``plain``; if it was swapped for a symlink since, the open fails with ``ELOOP`` and the
+    link is resolved as below; the caller checks with ``fstat`` what it opened, and ``O_NONBLOCK``
+    keeps a FIFO swapped in from blocking), else after an ``lstat`` says it is one. A symlink is resolved by hand from the
     root descriptor: each component is opened with ``O_NOFOLLOW``, each link met is read and spliced
     in, ``..`` steps back along the descriptors already opened, and an absolute target must name the
     root as configured or as resolved. Anything that would leave the root raises :class:`_Escape`;
     a rename racing with this can only make an open fail, never reach outside.
     """
+    if plain:
+        try:
+            return os.open(name, _O_FILE, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     if not stat.S_ISLNK(st.st_mode):
         if not stat.S_ISREG(st.st_mode):
@@ -563,12 +582,15 @@ def _read_at_most(fd: int, limit: int, first: int = 1 << 20) -> bytes:
     size = 0
     ask = first
     while size < limit:
-        chunk = os.read(fd, max(1, min(ask, limit - size)))
+        want = max(1, min(ask, limit - size))
+        chunk = os.read(fd, want)
         ask = 1 << 20
         if not chunk:
             break
         chunks.append(chunk)
         size += len(chunk)
+        if len(chunk) < want:  # a regular file reads short only at its end: no read to learn it
+            break
     return b"".join(chunks)
 
 
