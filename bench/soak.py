@@ -107,6 +107,8 @@ class Run:
     targets: dict[str, st.Target]
     lag_files: dict[str, Path]
     per_minute: dict[str, list[Minute]] = field(default_factory=dict)
+    per_operation: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """Per target, each operation's latencies over the run (``OPERATION ERA``: ``find 2025-11-25``, ``open ...``)."""
     first_error: dict[str, str] = field(default_factory=dict)
     sessions_opened: dict[str, int] = field(default_factory=dict)
 
@@ -116,17 +118,25 @@ class Run:
     def minute(self) -> int:
         return int((time.perf_counter() - self.started) // 60)
 
-    def record(self, key: str, started: float, error: BaseException | None) -> None:
+    def record(self, key: str, started: float, error: BaseException | None, operation: str = "") -> None:
         index = self.minute()
         if index >= self.minutes:
             return
         cell = self.per_minute[key][index]
         if error is None:
             cell.ok += 1
-            cell.latencies.append(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            cell.latencies.append(took)
+            if operation:
+                self.timed(key, operation, took)
         else:
             cell.errors += 1
             self.first_error.setdefault(key, f"{type(error).__name__}: {error}"[:300])
+
+    def timed(self, key: str, operation: str, took: float) -> None:
+        """One successful ``operation``'s latency, for the per-operation figures only (not the minute's)."""
+        if self.minute() < self.minutes:
+            self.per_operation.setdefault(key, {}).setdefault(operation, []).append(took)
 
     def sample(self, index: int) -> None:
         """The servers' RSS, descriptors and loop stalls for minute ``index`` (taken at its end)."""
@@ -238,6 +248,7 @@ async def client(
         t0 = time.perf_counter()
         try:
             await session.open()
+            run.timed(key, f"open {era}", time.perf_counter() - t0)  # server/discover, or initialize
         except Exception as exc:  # counted like any failed request, then retried after a pause
             run.record(key, t0, exc)
             await session.close()
@@ -259,9 +270,15 @@ async def client(
                 except Exception as exc:
                     run.record(key, t0, exc)
                     break  # a new connection and session, as a client would
-                run.record(key, t0, None)
+                run.record(key, t0, None, f"{_operation(method, params)} {era}")
         finally:
             await session.close()
+
+
+def _operation(method: str, params: dict[str, Any]) -> str:
+    """What a request does, for the per-operation latencies: its tool for a call, else its method."""
+    name = params.get("name") if method == "tools/call" else None
+    return str(name) if name else method
 
 
 async def soak(run: Run, clients: int, think_s: float, churn_every: int, seed: int, say: Callable[[str], None]) -> None:
@@ -326,6 +343,15 @@ def summary(run: Run) -> dict[str, Any]:
             "sessions_opened": run.sessions_opened.get(key, 0),
             "first_error": run.first_error.get(key),
             "per_minute": [m.as_dict() for m in minutes],
+            "per_operation": {
+                name: {
+                    "requests": len(values),
+                    "p50_ms": round(1000 * st._percentile(ordered, 0.5), 2),
+                    "p99_ms": round(1000 * st._percentile(ordered, 0.99), 2),
+                }
+                for name, values in sorted(run.per_operation.get(key, {}).items())
+                for ordered in [sorted(values)]
+            },
         }
         out[key]["meets_targets"] = out[key]["errors"] == 0 and (slope is None or slope <= RSS_SLOPE_TARGET_MB_PER_MIN)
     return out

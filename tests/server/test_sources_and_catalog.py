@@ -277,3 +277,31 @@ def test_dynamic_skill_entry_and_duplicate_paths(tmp_path: Path) -> None:
 def test_dynamic_skill_validates_its_frontmatter() -> None:
     with pytest.raises(SourceError, match="lowercase"):
         DynamicSkill("reports/Daily", description="x", body=lambda r: "")
+
+
+def test_a_folder_is_the_run_of_uris_under_it_and_nothing_else(tmp_path: Path) -> None:
+    """Folders are read from the sorted file URIs: a sibling whose name extends another's (``a/b``,
+    ``a/b-c``; ``d``, ``d.e``, ``d e``: ``-``, ``.`` and ``%`` sort before ``/``) stays out of its run; a folder spelled
+    other than canonically, with a trailing slash, the scheme alone, or a file is no folder; a
+    generated skill's root is a folder child whose SKILL.md is not listed as a file."""
+    write_skill(tmp_path, "a/b", files={"x y.md": "12345"})
+    write_skill(tmp_path, "a/b-c")
+    write_skill(tmp_path, "s", files={"d/x.md": "x", "d.e/y.md": "y", "d-f/z.md": "z", "d e/w.md": "w"})
+    loaded = DirectorySource(tmp_path).load()
+    catalog = Catalog(loaded.skills, [DynamicSkill("a/gen", description="generated", body=lambda r: "x")])
+    listed = {c.name: (c.uri, c.mime_type, c.size) for c in catalog.directory_children("skill://a/b")}
+    assert listed == {
+        "SKILL.md": ("skill://a/b/SKILL.md", "text/markdown", len((tmp_path / "a/b/SKILL.md").read_bytes())),
+        "x y.md": ("skill://a/b/x%20y.md", "text/markdown", 5),
+    }
+    assert [c.name for c in catalog.directory_children("skill://a")] == ["b", "b-c", "gen"]
+    assert [c.name for c in catalog.directory_children("skill://s/d")] == ["x.md"]
+    assert [c.uri for c in catalog.directory_children("skill://s/d%20e")] == ["skill://s/d%20e/w.md"]
+    assert {c.mime_type for c in catalog.directory_children("skill://a")} == {"inode/directory"}
+    assert catalog.directory_children("skill://a/gen") == []  # generated: its SKILL.md is read, not listed
+    for not_a_folder in ("skill://%61/b", "skill://a/", "skill://", "skill:/", "skill://a/b/SKILL.md", "skill://a/b-"):
+        assert not catalog.is_directory(not_a_folder), not_a_folder
+        with pytest.raises(NotServedError):
+            catalog.directory_children(not_a_folder)
+    assert catalog.is_directory("skill://a/b")
+    assert catalog.is_directory("skill://a/gen")

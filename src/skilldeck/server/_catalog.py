@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import hashlib
 import json
 from collections.abc import Iterable
@@ -21,8 +22,8 @@ from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server._dynamic import DynamicSkill
 from skilldeck.server._remote import RemoteSkill
 from skilldeck.skill._manifest import SkillEntry, SkillResource
-from skilldeck.skill._pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, children_of, first_per_path
-from skilldeck.skill._uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri
+from skilldeck.skill._pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, first_per_path
+from skilldeck.skill._uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri, mime_type_for
 
 __all__ = ["Catalog", "CatalogDiff", "page_keys"]
 
@@ -123,12 +124,11 @@ class Catalog(StaticIndex):
         """Remote skills by the URI of their ``SKILL.md``."""
         self._remote_files: dict[str, tuple[RemoteSkill, SkillResource]] = {}
         self._remote_dynamic: dict[str, RemoteSkill] = {}
-        full_paths: dict[str, int] = {}
         dynamic_roots: list[str] = []
         items: list[StaticSkill | DynamicSkill | RemoteSkill] = [*static, *dynamic, *remote]
         for item in first_per_path(items, self._problems, origin=_origin):
             if isinstance(item, RemoteSkill):
-                if not self._index_remote(item, full_paths):
+                if not self._index_remote(item):
                     continue
                 if isinstance(item.entry.resources, str):
                     dynamic_roots.append(item.skill_path)
@@ -140,21 +140,15 @@ class Catalog(StaticIndex):
                 continue
             self._index(item)
             self._static[item.entry.uri] = item
-            for rel, data in item.files.items():
-                full_paths[f"{item.skill_path}/{rel}"] = len(data)
         self._order = sorted(self._entries)
-        self._sizes = full_paths
-        # Every folder of the namespace: the top segments, prefixes, skill roots and subfolders.
-        self._directories: set[str] = set()
-        for path in [*full_paths, *(f"{root}/{SKILL_MD}" for root in dynamic_roots)]:
-            parts = path.split("/")[:-1]
-            for i in range(1, len(parts) + 1):
-                self._directories.add("/".join(parts[:i]))
-        self._directory_uris = {directory_uri(d): d for d in self._directories}
-        self._dynamic_root_paths = dynamic_roots
+        # The namespace's folders (top segments, prefixes, skill roots, subfolders) are not kept: a folder
+        # is the run of this sorted list its URI starts, every file's URI (the strings the manifests
+        # hold) and each generated skill's SKILL.md. Two sets of every folder's path and URI held 38 MB
+        # of 100,000 two-file skills, and listing one folder read every file's path.
+        self._tree = sorted({*self._files, *self._remote_files, *(file_uri(root) for root in dynamic_roots)})
         self._listing: list[str] | None = None
 
-    def _index_remote(self, item: RemoteSkill, full_paths: dict[str, int]) -> bool:
+    def _index_remote(self, item: RemoteSkill) -> bool:
         """Index a remote skill by its manifest; refuse (into problems) one whose URIs are not under its path."""
         root = item.root
         if item.entry.uri != f"{root}/{SKILL_MD}":
@@ -167,7 +161,7 @@ class Catalog(StaticIndex):
             self._remote[item.entry.uri] = item
             self._remote_dynamic[root] = item
             return True
-        paths = {}
+        paths = []
         for resource in item.entry.resources:
             rel = unquote(resource.uri[len(root) + 1 :]) if resource.uri.startswith(root + "/") else ""
             if not rel or file_uri(item.skill_path, rel) != resource.uri:
@@ -175,12 +169,11 @@ class Catalog(StaticIndex):
                     SkillError(f"resource {shorten(resource.uri)!r} is not a file under {root}", path=_origin(item))
                 )
                 return False
-            paths[f"{item.skill_path}/{rel}"] = resource
+            paths.append(resource)
         self._entries[item.entry.uri] = item.entry
         self._remote[item.entry.uri] = item
-        for full, resource in paths.items():
+        for resource in paths:
             self._remote_files.setdefault(resource.uri, (item, resource))
-            full_paths.setdefault(full, resource.size)
         return True
 
     # -- what is served ---------------------------------------------------------------------
@@ -287,8 +280,21 @@ class Catalog(StaticIndex):
                 return dyn, uri[len(root) + 1 :]
         return None
 
+    def _under(self, uri: str) -> tuple[int, int]:
+        """The run of :attr:`_tree` inside the folder ``uri``: ``(start, end)``, empty when it is not one.
+
+        Every URI of the tree is canonical (each segment encoded as :func:`directory_uri` does), so a
+        folder URI spelled another way, or one that is a file, starts no run."""
+        top = f"{SCHEME}://"
+        if len(uri) <= len(top) or not uri.startswith(top) or uri.endswith("/"):
+            return 0, 0
+        start = bisect.bisect_left(self._tree, uri + "/")
+        end = bisect.bisect_left(self._tree, uri + "0", start)  # "0" follows "/": past every URI under it
+        return start, end
+
     def is_directory(self, uri: str) -> bool:
-        return uri in self._directory_uris
+        start, end = self._under(uri)
+        return end > start
 
     def directory_children(self, uri: str) -> list[DirectoryChild]:
         """Direct children of the static directory resource at ``uri`` (prefix folders included).
@@ -296,8 +302,8 @@ class Catalog(StaticIndex):
         Raises:
             NotServedError: ``uri`` is not a directory this server serves.
         """
-        path = self._directory_uris.get(uri)
-        if path is None:
+        start, end = self._under(uri)
+        if end <= start:
             raise NotServedError(self._not_a_directory(uri), uri=uri)
         for root in self._remote_dynamic:
             if uri == root or uri.startswith(root + "/"):
@@ -306,11 +312,29 @@ class Catalog(StaticIndex):
                     f"here: read {root}/{SKILL_MD}",
                     uri=uri,
                 )
-        return children_of(path, self._sizes.keys(), self._sizes) + [
-            DirectoryChild(uri=directory_uri(root), name=root.rsplit("/", 1)[-1], mime_type=DIRECTORY_MIME_TYPE)
-            for root in self._dynamic_root_paths
-            if root.rpartition("/")[0] == path
-        ]
+        found: dict[str, DirectoryChild] = {}
+        base = len(uri) + 1
+        for inside in self._tree[start:end]:
+            segment, sep, _ = inside[base:].partition("/")
+            name = unquote(segment)
+            if sep:  # a folder (a generated skill's root among them)
+                if name not in found:
+                    found[name] = DirectoryChild(
+                        uri=inside[: base + len(segment)], name=name, mime_type=DIRECTORY_MIME_TYPE
+                    )
+                continue
+            size = self._file_size(inside)
+            if size is not None:  # not a generated skill's SKILL.md, which is read, not listed
+                found[name] = DirectoryChild(uri=inside, name=name, mime_type=mime_type_for(name), size=size)
+        return [found[name] for name in sorted(found)]
+
+    def _file_size(self, uri: str) -> int | None:
+        """The size of the served file at ``uri`` (``None``: no file of its own is served there)."""
+        static = self._files.get(uri)
+        if static is not None:
+            return len(static.data)
+        remote = self._remote_files.get(uri)
+        return remote[1].size if remote is not None else None
 
     def _not_a_directory(self, uri: str) -> str:
         if uri in self._files or uri in self._remote_files or self.dynamic_skill_for(uri) is not None:

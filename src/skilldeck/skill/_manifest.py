@@ -129,7 +129,8 @@ def build_entry(skill_path: str, frontmatter: Mapping[str, Any], files: Mapping[
         SkillResource(uri=file_uri(skill_path, path), digest=digest_of(files[path]), size=len(files[path]))
         for path in ordered
     )
-    return SkillEntry(uri=file_uri(skill_path), frontmatter=dict(frontmatter), resources=resources)
+    # the entry's URI is its SKILL.md resource's (listed first): one string, not two equal ones per skill
+    return SkillEntry(uri=resources[0].uri, frontmatter=dict(frontmatter), resources=resources)
 
 
 class _WireResource(Model, extra="ignore"):

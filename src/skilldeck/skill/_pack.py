@@ -269,9 +269,13 @@ class DirectorySource:
                 f"SKILL.md is not valid UTF-8 (line {line}); save it as UTF-8", path=skill_md, rule="encoding"
             ) from None
         parsed = parse_skill_md(text, path=skill_md)
-        validate_frontmatter(parsed.frontmatter, directory_name=parts[-1] if parts else ctx.name, path=skill_md)
+        folder = parts[-1] if parts else ctx.name
+        validate_frontmatter(parsed.frontmatter, directory_name=folder, path=skill_md)
+        frontmatter = parsed.frontmatter
+        if frontmatter.get("name") == folder:  # as validated: the folder's name, one string for both
+            frontmatter = {**frontmatter, "name": folder}
         try:
-            entry = build_entry(skill_path, parsed.frontmatter, files)
+            entry = build_entry(skill_path, frontmatter, files)
         except SkillError as exc:
             raise type(exc)(exc.reason, path=skill_dir, rule=exc.rule) from None
         return StaticSkill(skill_path=skill_path, entry=entry, files=files, origin=skill_dir)
