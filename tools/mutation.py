@@ -213,9 +213,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- server/_catalog.py: what a folder and a page hold ----------------------------------------------
     _m(
         "catalog-children-prefix",
-        "skill/_pack.py",
-        "        if not path.startswith(base):\n",
-        "        if not path.startswith(prefix):\n",
+        "server/_catalog.py",
+        'start = bisect.bisect_left(self._tree, uri + "/")',
+        "start = bisect.bisect_left(self._tree, uri)",
         T_LIMITS,
         "pdf-forms shows up as the made-up child skill://pdf/forms",
     ),
@@ -427,8 +427,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "manifest-unknown-fields",
         "skill/_manifest.py",
-        "return SkillEntry(uri=file_uri(skill_path), frontmatter=dict(frontmatter), resources=resources)",
-        "return SkillEntry(uri=file_uri(skill_path), frontmatter={k: frontmatter[k] for k in "
+        "return SkillEntry(uri=resources[0].uri, frontmatter=dict(frontmatter), resources=resources)",
+        "return SkillEntry(uri=resources[0].uri, frontmatter={k: frontmatter[k] for k in "
         '("name", "description", "license", "compatibility", "metadata", "allowed-tools") if k in frontmatter}, '
         "resources=resources)",
         T_FRONTMATTER,
