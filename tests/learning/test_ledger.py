@@ -37,6 +37,22 @@ def test_an_exact_repeat_counts_once_and_is_the_newest() -> None:
     assert [u.caller for u in ledger.uses(CARD)] == ["bob", "alice"]
 
 
+def test_the_same_callers_repeat_within_refresh_after_changes_nothing_and_later_refreshes_it() -> None:
+    """An agent looping on one question records it once an hour, not on every call: no store write, no
+    ranker re-reading the card. Another caller's repeat, or one at refresh_after, is recorded."""
+    ledger = Ledger(limits=LedgerLimits(refresh_after=3_600.0))
+    assert ledger.add("weather in Paris", CARD, "alice", 0.0)
+    assert not ledger.add("weather in Paris", CARD, "alice", 1.0)
+    assert not ledger.add("weather  in Paris", CARD, "alice", 3_599.0)  # N - 1 seconds
+    assert [u.at for u in ledger.uses(CARD)] == [0.0]
+    assert [u.at for u in ledger.add("weather in Paris", CARD, "alice", 3_600.0).written] == [3_600.0]  # N
+    assert [u.caller for u in ledger.add("weather in Paris", CARD, "bob", 3_601.0).written] == ["bob"]
+    assert ledger.add("weather in Paris", "up/other", "bob", 3_602.0)  # another card is another use
+    every = Ledger(limits=LedgerLimits(refresh_after=0.0))
+    assert every.add("weather in Paris", CARD, "alice", 0.0)
+    assert every.add("weather in Paris", CARD, "alice", 0.0)  # 0: every repeat is written
+
+
 def test_a_question_is_cut_to_its_length_cap() -> None:
     limits = LedgerLimits(max_question_chars=10)
     ledger = Ledger(limits=limits)
@@ -129,6 +145,9 @@ def test_limits_that_hold_nothing_are_refused() -> None:
         LedgerLimits(per_card=0)
     with pytest.raises(ValueError, match="max_age must be a positive"):
         LedgerLimits(max_age=0)
+    for refresh_after in (-1.0, 180 * DAY):
+        with pytest.raises(ValueError, match="refresh_after"):
+            LedgerLimits(refresh_after=refresh_after)
 
 
 def test_a_cards_questions_are_trusted_when_two_callers_taught_them_or_the_audience_has_one_caller() -> None:

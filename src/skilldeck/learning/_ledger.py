@@ -6,7 +6,9 @@ gateway decides that; see :mod:`skilldeck.learning`). A :class:`Ledger` holds on
 and keeps them bounded (:class:`LedgerLimits`):
 
 * per card, at most ``per_card`` questions (newest kept; an exact repeat of a question replaces
-  the older entry, so it counts once);
+  the older entry, so it counts once; the same caller's repeat within ``refresh_after`` seconds
+  changes nothing, so an agent asking one question in a loop does not rewrite the store and make
+  every ranker read the card again on each call);
 * one caller's share of a card's questions is at most half once another caller has taught that
   card too (a caller alone on a card, such as a desktop's only user, teaches it fully);
 * a card's questions are *trusted* (:class:`~skilldeck.select.Taught`) when two distinct callers
@@ -49,6 +51,9 @@ class LedgerLimits:
     """UTF-8 bytes of question, card and caller text kept per audience."""
     max_age: float = 180 * DAY
     """Seconds after which a use is forgotten."""
+    refresh_after: float = 3_600.0
+    """Seconds before the same caller's exact repeat of a use (question, card) is recorded again (its
+    time refreshed); sooner, it changes nothing. ``0``: every repeat is recorded."""
 
     def __post_init__(self) -> None:
         for name in ("per_card", "max_question_chars", "max_entries", "max_bytes"):
@@ -56,6 +61,8 @@ class LedgerLimits:
                 raise ValueError(f"LedgerLimits.{name} must be at least 1")
         if self.max_age <= 0:
             raise ValueError("LedgerLimits.max_age must be a positive number of seconds")
+        if not 0 <= self.refresh_after < self.max_age:
+            raise ValueError("LedgerLimits.refresh_after must be 0 or more seconds, and less than max_age")
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,9 @@ class Ledger:
         use = Use(text, card, caller, now)
         change = Change()
         old = self._cards.get(card, {})
+        known = old.get(text)
+        if known is not None and known.caller == caller and 0 <= now - known.at < self.limits.refresh_after:
+            return change  # the same use, recorded a moment ago: nothing to learn, nothing to write
         candidates = [u for u in old.values() if u.question != text]
         kept = balanced([*candidates, use], self.limits.per_card)
         if use not in kept:  # the caller already holds its share of this card
