@@ -116,7 +116,9 @@ async def test_everything_asks_and_reports_to_the_caller(era: str, npx: str, npm
             assert not elicited.is_error, elicited
             assert '"name": "ann"' in text(elicited), text(elicited)
             assert not (await c.call_tool("load", {"ids": ["everything/get-roots-list"]})).is_error
+            asked_before = len(ann.asked)
             roots = await c.call_tool("call", {"tool": "everything/get-roots-list", "arguments": {}})
+            asked_in_call = ann.asked[asked_before:]
             assert not roots.is_error, roots
             assert "file:///home/ann" in text(roots), text(roots)
             ran = await c.call_tool(
@@ -129,8 +131,14 @@ async def test_everything_asks_and_reports_to_the_caller(era: str, npx: str, npm
     assert [q for q in ann.asked if q != "roots"] == ["sampling", "elicitation"], ann.asked
     assert "roots" in ann.asked
     assert progress == [(1.0, 2.0), (2.0, 2.0)]
-    # the upstream's log message while serving get-roots-list reached the caller
-    assert any("Roots updated" in str(data) for _, data in logs), logs
+    # The server logs "Roots updated" when it fetches the roots, once per session: inside get-roots-list
+    # (the call waits, so the log reaches its caller), unless its own sync after the handshake already
+    # fetched them while another call of ann's waited (that log may come after that call ended, with no
+    # call to carry it, and get-roots-list then answers from its cache without asking or logging).
+    if "roots" in asked_in_call:
+        assert any("Roots updated" in str(data) for _, data in logs), logs
+    else:
+        assert ann.asked.count("roots") == 1, ann.asked  # asked once, earlier, and answered by ann
 
 
 @pytest.mark.parametrize("era", ERAS)
