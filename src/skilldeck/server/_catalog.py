@@ -161,7 +161,6 @@ class Catalog(StaticIndex):
             self._remote[item.entry.uri] = item
             self._remote_dynamic[root] = item
             return True
-        paths = []
         for resource in item.entry.resources:
             rel = unquote(resource.uri[len(root) + 1 :]) if resource.uri.startswith(root + "/") else ""
             if not rel or file_uri(item.skill_path, rel) != resource.uri:
@@ -169,10 +168,9 @@ class Catalog(StaticIndex):
                     SkillError(f"resource {shorten(resource.uri)!r} is not a file under {root}", path=_origin(item))
                 )
                 return False
-            paths.append(resource)
         self._entries[item.entry.uri] = item.entry
         self._remote[item.entry.uri] = item
-        for resource in paths:
+        for resource in item.entry.resources:  # every one checked above, before any is indexed
             self._remote_files.setdefault(resource.uri, (item, resource))
         return True
 

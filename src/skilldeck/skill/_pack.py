@@ -228,19 +228,12 @@ class DirectorySource:
     def _load_skill(
         self, ctx: _Root, folder_fd: int, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
     ) -> StaticSkill:
-        """Read the skill in the folder the root walk holds open as ``folder_fd`` (at ``parts``)."""
+        """Read the skill in the folder the root walk holds open as ``folder_fd`` (at ``parts``; opened with
+        ``O_NOFOLLOW`` at every component, and listed). The root walk owns the descriptor and closes it."""
         skill_dir = ctx.shown_path(*parts)
-        try:
-            skill_fd = os.dup(folder_fd)  # the folder the walk opened (O_NOFOLLOW at every component) and listed
-        except OSError as exc:
-            raise SkillError(
-                f"folder cannot be opened ({exc.strerror or exc}); was it replaced by a symlink?",
-                path=skill_dir,
-                rule="unreadable",
-            ) from None
         files: dict[str, bytes] = {}
         total = 0
-        walk = self._walk_files(ctx, skill_fd, parts, problems)
+        walk = self._walk_files(ctx, folder_fd, parts, problems)
         try:
             for rel, path, dir_fd, dir_parts, name, plain in walk:
                 data = self._read_file(ctx, dir_fd, dir_parts, name, path, problems, plain=plain)
@@ -257,7 +250,6 @@ class DirectorySource:
                     check_limits(skill_dir, {**{p: len(d) for p, d in files.items()}})
         finally:
             walk.close()
-            os.close(skill_fd)
         if SKILL_MD not in files:
             raise SkillError("has no readable SKILL.md", path=skill_dir, rule="skill-md")
         skill_md = ctx.shown_path(*parts, SKILL_MD)
@@ -303,8 +295,9 @@ class DirectorySource:
         """Top-down walk from an open folder, never through a symlink: ``(parts, fd, folders, files)``.
 
         Files are everything that is not a folder (symlinks to files and dangling symlinks
-        included: reading them decides), each with whether the listing saw a regular file. Symlinked folders are not followed; they and folders
-        nested over :data:`MAX_DEPTH` levels are reported to ``problems``.
+        included: reading them decides), each with whether the listing saw a regular file.
+        Symlinked folders are not followed; they and folders nested over :data:`MAX_DEPTH` levels
+        are reported to ``problems``.
 
         Two walks pass through a skill's folders in one load: the root's, which finds skills (and
         skills nested in them), and the skill's own, which reads its files. The first to reach a
@@ -520,11 +513,12 @@ def _open_beneath(ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str
     A regular file is opened with ``O_NOFOLLOW`` right there: at once when the folder's listing saw
     one (``plain``; if it was swapped for a symlink since, the open fails with ``ELOOP`` and the
     link is resolved as below; the caller checks with ``fstat`` what it opened, and ``O_NONBLOCK``
-    keeps a FIFO swapped in from blocking), else after an ``lstat`` says it is one. A symlink is resolved by hand from the
-    root descriptor: each component is opened with ``O_NOFOLLOW``, each link met is read and spliced
-    in, ``..`` steps back along the descriptors already opened, and an absolute target must name the
-    root as configured or as resolved. Anything that would leave the root raises :class:`_Escape`;
-    a rename racing with this can only make an open fail, never reach outside.
+    keeps a FIFO swapped in from blocking), else after an ``lstat`` says it is one. A symlink is
+    resolved by hand from the root descriptor: each component is opened with ``O_NOFOLLOW``, each
+    link met is read and spliced in, ``..`` steps back along the descriptors already opened, and an
+    absolute target must name the root as configured or as resolved. Anything that would leave the
+    root raises :class:`_Escape`; a rename racing with this can only make an open fail, never reach
+    outside.
     """
     if plain:
         try:
