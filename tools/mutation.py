@@ -87,6 +87,7 @@ T_DYN_POLICY = "tests/server/test_dynamic_under_policy.py"
 T_CONTEXT = "tests/server/test_context_aware_http.py"
 T_LIMITS = "tests/server/test_limits_and_prefix_siblings.py"
 T_SOURCES = "tests/server/test_sources_and_catalog.py"
+T_PARALLEL = "tests/server/test_sources_parallel.py"
 T_FRONTMATTER = "tests/skill/test_frontmatter.py"
 T_MANIFEST = "tests/skill/test_manifest_and_uri.py"
 T_DISCOVERY = "tests/host/test_discovery_adversarial.py"
@@ -300,6 +301,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if stat.S_ISDIR(target.st_mode):\n                        continue\n                        refused.append(",
         T_SOURCES,
         "a symlinked folder is not reported",
+    ),
+    _m(
+        "sources-parallel-problem-order",
+        "skill/_pack.py",
+        "        for part in parts:\n            problems.extend(part.misnamed)\n        for part in parts:\n",
+        "        for part in parts:\n            problems.extend(part.misnamed)\n        for part in parts[:1]:\n",
+        T_PARALLEL,
+        "a worker's refusals are dropped: what several processes read says less than one",
+    ),
+    _m(
+        "sources-parallel-runs",
+        "skill/_pack.py",
+        "return [folders[a:b] for a, b in itertools.pairwise(cuts)]",
+        "return [folders[a : b - 1] for a, b in itertools.pairwise(cuts)]",
+        T_PARALLEL,
+        "the last top folder of every run is never read",
     ),
     # -- server/_service.py, middleware.py, extension.py: enforcement on the wire -------------------------
     _m(
