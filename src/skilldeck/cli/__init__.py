@@ -132,6 +132,7 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.server._app import (
         collect_less_often,
+        collector_paused,
         create_server,
         drop_idle_tracing,
         event_loop_options,
@@ -152,17 +153,18 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     verifier, auth = serve_auth(args)
     with_console = console_wanted(args)
     replicas = replica_setup(args.redis, args.name, settle=args.settle)
-    server, extension = create_server(
-        *args.paths,
-        name=args.name,
-        page_size=args.page_size,
-        policy=policy,
-        token_verifier=verifier,
-        auth=auth,
-        subscriptions=replicas.bus,
-        request_state_keys=replicas.state_keys,
-        request_state_codec=replicas.ring,
-    )
+    with collector_paused():  # the catalog's objects live as long as the server: no pass over them while made
+        server, extension = create_server(
+            *args.paths,
+            name=args.name,
+            page_size=args.page_size,
+            policy=policy,
+            token_verifier=verifier,
+            auth=auth,
+            subscriptions=replicas.bus,
+            request_state_keys=replicas.state_keys,
+            request_state_codec=replicas.ring,
+        )
     configure_from_environment("skilldeck")  # OTEL_* asking for traces installs a provider first
     drop_idle_tracing(server)  # nothing collects the SDK's per-request span unless a tracer provider is installed
     honour_http_trace_context(server)  # with a provider: a traceparent header continues the caller's trace
