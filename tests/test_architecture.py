@@ -294,3 +294,30 @@ def test_nothing_outside_the_host_reaches_into_its_parts() -> None:
             ):
                 reaches.append(f"{path.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}")
     assert reaches == [], reaches
+
+
+@pytest.mark.parametrize(
+    ("modules", "absent"),
+    [
+        ("skilldeck.server", "numpy"),  # a server serving skills never ranks them
+        ("skilldeck.cli", "numpy"),  # `skilldeck serve` starts without it: 16 MB of resident memory
+        ("skilldeck.learning", "numpy"),  # the ledger names a card's past questions, it does not rank them
+        ("skilldeck.select", "numpy"),  # the package itself: each name is imported when first asked for
+    ],
+)
+def test_serving_and_the_cli_start_without_numpy(modules: str, absent: str) -> None:
+    import subprocess
+    import sys
+
+    code = f"import sys, {modules}; print({absent!r} in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert found.stdout.strip() == "False", f"importing {modules} loads {absent}"
+
+
+def test_selection_still_loads_numpy_when_a_ranker_is_asked_for() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from skilldeck.select import Selector; print('numpy' in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert found.stdout.strip() == "True"

@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilldeck.errors import FrontmatterError, SkillError
-from skilldeck.select._cards import TOOLS_METADATA_KEY
-from skilldeck.select._rank import tokens
-from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.select._text import tokens
+from skilldeck.skill._frontmatter import TOOLS_METADATA_KEY, parse_skill_md
 from skilldeck.skill._pack import DirectorySource, LoadResult, StaticSkill
 from skilldeck.skill._uri import SKILL_MD
 

@@ -11,7 +11,7 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -23,7 +23,9 @@ from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole
 from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
-from skilldeck.select._decide import MAX_NEEDS, Decision, DecisionLog, Selector
+
+if TYPE_CHECKING:  # selection loads numpy: imported where a command runs, not when the CLI starts
+    from skilldeck.select._decide import Decision
 
 __all__ = [
     "add_select_commands",
@@ -149,6 +151,7 @@ def _specs(config: str | None) -> list[ServerSpec]:
 
 async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     from skilldeck.ask import ask
+    from skilldeck.select._decide import DecisionLog
 
     encoder = encoder_from_flags(args, err)
 
@@ -207,6 +210,7 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _select(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.select._cards import build_cards
+    from skilldeck.select._decide import MAX_NEEDS, Selector
     from skilldeck.select._snapshot import load_snapshot
 
     snapshot = load_snapshot(args.catalog)

@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from skilldeck.select._snapshot import CatalogSnapshot, SkillSnapshot
+from skilldeck.skill._frontmatter import TOOLS_METADATA_KEY
 
 __all__ = ["TOOLS_METADATA_KEY", "Card", "CardSet", "build_cards", "skill_tools"]
-
-TOOLS_METADATA_KEY = "dev.skilldeck/tools"
-"""The frontmatter ``metadata`` key naming a skill's tools: skilldeck's own reverse-DNS namespace."""
 
 _BACKTICKED = re.compile(r"`([A-Za-z0-9_.\-/]+)`")
 _SPLIT_NAME = re.compile(r"[_\-./]+|(?<=[a-z])(?=[A-Z])")

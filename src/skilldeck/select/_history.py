@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from skilldeck.select._config import RankConfig
+from skilldeck.select._taught import Taught, trusted
 from skilldeck.select._text import tokens
 
 __all__ = ["History", "HistoryIndex", "Taught", "cap", "history_terms", "trusted"]
@@ -57,28 +58,6 @@ __all__ = ["History", "HistoryIndex", "Taught", "cap", "history_terms", "trusted
 History = Mapping[str, Sequence[str]]
 """A card's key -> its past questions (oldest first or newest first: the order is not read); a
 :class:`Taught` value also says whether they are trusted (a plain sequence: not)."""
-
-
-class Taught(list[str]):
-    """A card's past questions, and whether enough callers taught them to be trusted.
-
-    Trusted past questions were taught by at least two distinct callers, or in an audience with a
-    single caller (a desktop's only user teaches fully); their server view is capped with
-    :attr:`~skilldeck.select._config.RankConfig.history_trusted_floor`. One caller's questions in an
-    audience of several stay capped by the card's own evidence, as any plain sequence. (Equal to a
-    list of the same questions: the trust is read by the ranker only.)"""
-
-    def __init__(self, questions: Iterable[str] = (), trusted: bool = False) -> None:
-        super().__init__(questions)
-        self.trusted = trusted
-
-    def __repr__(self) -> str:
-        return f"Taught({list(self)!r}, trusted={self.trusted})"
-
-
-def trusted(past: Sequence[str]) -> bool:
-    """Whether ``past`` (a card's past questions) are trusted (:class:`Taught`)."""
-    return bool(getattr(past, "trusted", False))
 
 
 MATCH_TERMS = 2

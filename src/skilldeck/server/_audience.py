@@ -17,12 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from skilldeck.errors import SkillError
-from skilldeck.select._cards import TOOLS_METADATA_KEY
 from skilldeck.server._catalog import Catalog
 from skilldeck.server._dynamic import DynamicSkill
 from skilldeck.server._remote import RemoteSkill
 from skilldeck.serving._policy import Caller, Policy, render_template
-from skilldeck.skill._frontmatter import parse_skill_md, render_frontmatter
+from skilldeck.skill._frontmatter import TOOLS_METADATA_KEY, parse_skill_md, render_frontmatter
 from skilldeck.skill._manifest import build_entry
 from skilldeck.skill._pack import StaticSkill
 from skilldeck.skill._uri import SKILL_MD, is_text_mime_type, mime_type_for

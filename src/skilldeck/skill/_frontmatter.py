@@ -41,6 +41,7 @@ __all__ = [
     "MAX_FRONTMATTER_BYTES",
     "MAX_NAME_LENGTH",
     "NAME_PATTERN",
+    "TOOLS_METADATA_KEY",
     "ParsedSkillMd",
     "frontmatter_problems",
     "load_yaml_mapping",
@@ -58,6 +59,10 @@ MAX_FRONTMATTER_DEPTH = 32
 """Nesting deeper than this is refused before the YAML parser recurses on it."""
 MAX_FRONTMATTER_BYTES = 64 * 1024
 """Frontmatter is a header, not a document: anything larger is refused before YAML sees it."""
+
+TOOLS_METADATA_KEY = "dev.skilldeck/tools"
+"""The frontmatter ``metadata`` key naming a skill's tools: skilldeck's own reverse-DNS namespace. Here, with
+the format, so that what reads it (a server routing tools) need not import selection (and numpy with it)."""
 
 NAME_PATTERN = re.compile(r"\A[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 """Agent Skills ``name``: lowercase letters, digits and single inner hyphens (``\\Z``: not even a final newline)."""
