@@ -17,7 +17,10 @@ the real catalog). ``speed.py``'s ``latency_10k`` is the same measure with the e
 vectors, to compare the 10,000-card figure against.
 
 Per catalog: one pass over the questions unmeasured, then ``--reps`` passes; p50/p95 of wall and
-CPU milliseconds per decision, the load average before and after. ``find`` is this decision plus
+CPU milliseconds per decision, the load average before and after. Just before each decision the
+encoder encodes the same question alone (``encoder_alone_p50_ms``; ``beyond_encoder_p50_ms`` is the
+median of each decision less its encoding): the machine's speed moves by a fifth within hours, and
+the encoder is most of a decision. ``find`` is this decision plus
 the formatting of the ``limit`` cards it returns (``GatewayService.find``). Writes
 ``bench/results/selection_scale.json``.
 """
@@ -84,8 +87,12 @@ def measure(n_cards: int, servers: list[dict[str, Any]], questions: list[str], r
     load_before = [round(x, 2) for x in os.getloadavg()]
     wall: list[float] = []
     cpu: list[float] = []
+    alone: list[float] = []
     for _ in range(reps):
         for question in questions:
+            w = time.perf_counter()
+            encoder.encoder.encode([question])  # the encoder alone, just before: what the decision is made of
+            alone.append((time.perf_counter() - w) * 1000)
             w, c = time.perf_counter(), time.process_time()
             selector.decide(question)
             cpu.append((time.process_time() - c) * 1000)
@@ -103,6 +110,8 @@ def measure(n_cards: int, servers: list[dict[str, Any]], questions: list[str], r
         "p95_ms": pct(wall, 95),
         "cpu_p50_ms": pct(cpu, 50),
         "cpu_p95_ms": pct(cpu, 95),
+        "encoder_alone_p50_ms": pct(alone, 50),
+        "beyond_encoder_p50_ms": pct([d - e for d, e in zip(wall, alone, strict=True)], 50),
         "load_avg_before": load_before,
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
