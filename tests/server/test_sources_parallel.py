@@ -160,7 +160,7 @@ def test_a_worker_that_cannot_start_or_sends_garbage_is_not_believed(
     for i in range(6):
         write_skill(tmp_path, f"s{i}")
     if breakage == "no-python":
-        monkeypatch.setattr(_pack.sys, "executable", str(tmp_path / "no-such-python"))
+        monkeypatch.setattr(_pack.sys, "executable", str(tmp_path / "python-not-here"))
     else:
         monkeypatch.setattr(_pack, "_WORKER_CODE", "import sys; sys.stdout.write('not a pickle')")
     with caplog.at_level(logging.WARNING, logger=_pack.__name__):
@@ -181,3 +181,62 @@ def test_one_of_each_is_accepted(tmp_path: Path) -> None:
     source = DirectorySource(tmp_path, processes=1, parallel_from=1)
     assert (source.processes, source.parallel_from) == (1, 1)
     assert 1 <= DirectorySource(tmp_path).processes <= _pack.MAX_PROCESSES
+
+
+def test_a_reload_off_the_event_loop_reads_with_workers_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watching server reloads on a worker thread (``anyio.to_thread``): the processes start from there alike."""
+    import anyio
+
+    root = tmp_path / "skills"
+    _pack_of_everything(root)
+    one = DirectorySource(root, processes=1).load()
+    started = _count_workers(monkeypatch)
+    source = DirectorySource(root, processes=2, parallel_from=1)
+
+    async def reload() -> LoadResult:
+        return await anyio.to_thread.run_sync(source.load)
+
+    several = anyio.run(reload)
+    assert len(started) == 1
+    assert _shape(several) == _shape(one)
+
+
+@pytest.mark.parametrize(
+    ("executable", "frozen", "said"),
+    [
+        ("/usr/bin/uwsgi", False, "its executable (uwsgi) is not a Python interpreter"),
+        ("/opt/app/app", True, "this is a frozen program, not a Python interpreter"),
+        ("", False, "this Python does not know its own executable"),
+    ],
+)
+def test_a_program_that_is_not_python_never_runs_itself_as_a_worker(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    executable: str,
+    frozen: bool,
+    said: str,
+) -> None:
+    """Given ``-c``, an embedding server or a frozen program would start itself again: no worker is started."""
+    for i in range(4):
+        write_skill(tmp_path, f"s{i}")
+    monkeypatch.setattr(_pack.sys, "executable", executable)
+    if frozen:
+        monkeypatch.setattr(_pack.sys, "frozen", True, raising=False)
+    popens = []
+    real_popen = _pack.subprocess.Popen
+    monkeypatch.setattr(_pack.subprocess, "Popen", lambda *a, **k: popens.append(a) or real_popen(*a, **k))
+    assert DirectorySource(tmp_path).processes == 1  # by default: this process reads everything, quietly
+    with caplog.at_level(logging.WARNING, logger=_pack.__name__):
+        result = DirectorySource(tmp_path, processes=2, parallel_from=1).load()  # asked for: said why not
+    assert [s.skill_path for s in result.skills] == [f"s{i}" for i in range(4)]
+    assert popens == []
+    (record,) = caplog.records
+    assert said in record.getMessage()
+
+
+def test_a_python_by_any_of_its_names_may_start_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("python", "python3", "python3.11", "Python.exe"):
+        monkeypatch.setattr(_pack.sys, "executable", f"/somewhere/bin/{name}")
+        assert _pack._not_a_python() is None
+        assert DirectorySource(tmp_path).processes == min(_pack.MAX_PROCESSES, len(os.sched_getaffinity(0)))

@@ -751,11 +751,28 @@ def _read_at_most(fd: int, limit: int, first: int = 1 << 20) -> bytes:
 
 
 def _usable_cpus() -> int:
+    """The CPUs this process may run on, at most :data:`MAX_PROCESSES`; 1 when it cannot start a worker."""
+    if _not_a_python() is not None:
+        return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
         cpus = os.cpu_count() or 1
     return max(1, min(MAX_PROCESSES, cpus))
+
+
+def _not_a_python() -> str | None:
+    """Why this process cannot start a worker as ``sys.executable -c ...``, or ``None`` when it can.
+
+    A frozen program's executable is the program itself, and an embedding server's (uWSGI, say) is
+    that server: given ``-c``, either would start itself again, not read skills."""
+    if not sys.executable:
+        return "this Python does not know its own executable"
+    if getattr(sys, "frozen", False):
+        return "this is a frozen program, not a Python interpreter"
+    if not os.path.basename(sys.executable).lower().startswith("python"):
+        return f"its executable ({os.path.basename(sys.executable)}) is not a Python interpreter"
+    return None
 
 
 _Columns = tuple[
@@ -854,8 +871,8 @@ class _Worker:
         try:
             pickle.dump({"root": str(root), "prefix": prefix, "ignore": ignore, "folders": folders}, request)
             request.seek(0)
-            if not sys.executable:
-                raise OSError("this Python does not know its own executable")
+            if (why := _not_a_python()) is not None:
+                raise OSError(why)
             process = subprocess.Popen(
                 [sys.executable, "-c", _WORKER_CODE],
                 stdin=request,
