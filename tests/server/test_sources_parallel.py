@@ -53,6 +53,9 @@ def _pack_of_everything(root: Path) -> None:
     for i in range(12):
         write_skill(root, f"z{i:02}/inner", files={"a.md": "a"})
     (root / "z05" / "Skill.md").write_text("misnamed in a later run")  # each kind of problem in several runs
+    (root / "skill.md").write_text("misnamed at the root itself")  # the root's own files: reported once
+    (root / "notes.txt").write_text("a file at the root")
+    os.symlink(outside, root / "m-linked-folder")  # a symlinked top folder
     write_skill(root, "z06/other", frontmatter_extra="version: [broken\n")
 
 
@@ -95,6 +98,7 @@ def test_several_processes_load_what_one_does_in_the_same_order(
     assert {"unreadable", "limit-depth"} <= rules
     assert "org/b-team/one/nested" in [s.skill_path for s in one.skills]
     assert all(b"TOP SECRET" not in data for s in several.skills for data in s.files.values())
+    assert sum(p.rule == "skill-md-name" for p in several.problems) == 3  # d-misnamed, z05 and the root's
     # workers read later runs: the last top folder is one of theirs
     assert started[-1][-1] == "z11"
 
