@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from skilldeck.errors import NotServedError, SourceError
 from skilldeck.server._catalog import Catalog
 from skilldeck.server._dynamic import DynamicSkill
+from skilldeck.skill import _pack
 from skilldeck.skill._manifest import MAX_SKILL_BYTES, digest_of
 from skilldeck.skill._pack import DirectorySource, load_all
 
@@ -305,3 +307,21 @@ def test_a_folder_is_the_run_of_uris_under_it_and_nothing_else(tmp_path: Path) -
             catalog.directory_children(not_a_folder)
     assert catalog.is_directory("skill://a/b")
     assert catalog.is_directory("skill://a/gen")
+
+
+def test_a_root_that_opens_but_cannot_be_listed_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_skill(tmp_path / "root", "s0")
+    write_skill(tmp_path / "other", "s1")
+    real = _pack.os.scandir
+
+    def refusing(fd: Any) -> Any:
+        if os.path.samefile(f"/proc/self/fd/{fd}", tmp_path / "root"):
+            raise PermissionError(13, "Permission denied")
+        return real(fd)
+
+    monkeypatch.setattr(_pack.os, "scandir", refusing)
+    result = DirectorySource(tmp_path / "root", tmp_path / "other").load()
+    assert [s.skill_path for s in result.skills] == ["s1"]  # the other root is still served
+    (problem,) = result.problems
+    assert problem.rule == "unreadable"
+    assert str(problem) == f"{tmp_path / 'root'}: folder cannot be listed (Permission denied)"

@@ -227,7 +227,8 @@ class DirectorySource:
         try:
             found: list[SkillError] = []  # only depth is reported from here; the rest when a skill is read
             listing = self._list(ctx, ctx.fd, (), found)
-            if listing is None:
+            if listing is None:  # the root opened but cannot be listed: said, not served empty in silence
+                problems.extend(found)
                 return []
             folders, files, _refused = listing
             chunks = self._chunks(folders) if SKILL_MD not in files else []
