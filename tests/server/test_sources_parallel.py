@@ -244,3 +244,18 @@ def test_a_python_by_any_of_its_names_may_start_workers(monkeypatch: pytest.Monk
         monkeypatch.setattr(_pack.sys, "executable", f"/somewhere/bin/{name}")
         assert _pack._not_a_python() is None
         assert DirectorySource(tmp_path).processes == min(_pack.MAX_PROCESSES, len(os.sched_getaffinity(0)))
+
+
+def test_a_worker_that_imports_another_copy_of_skilldeck_is_not_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its columns would be another version's: it refuses, and this process reads its run."""
+    for i in range(6):
+        write_skill(tmp_path / "skills", f"s{i}")
+    monkeypatch.setattr(_pack, "__file__", str(tmp_path / "elsewhere" / "skilldeck" / "skill" / "_pack.py"))
+    with caplog.at_level(logging.WARNING, logger=_pack.__name__):
+        result = DirectorySource(tmp_path / "skills", processes=2, parallel_from=1).load()
+    assert [s.skill_path for s in result.skills] == [f"s{i}" for i in range(6)]
+    (record,) = caplog.records
+    assert "a worker reading skills exited with 1" in record.getMessage()
+    assert "this worker imported another copy of skilldeck" in record.getMessage()

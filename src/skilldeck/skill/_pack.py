@@ -294,7 +294,7 @@ class DirectorySource:
             for chunk, worker in zip(chunks[1:], workers, strict=True):
                 try:
                     parts.append(_Part.unpacked(worker.result()))
-                except _WorkerFailed as exc:
+                except (_WorkerFailed, ValueError, TypeError) as exc:  # the last two: columns of another shape
                     _log.warning("%s; read here instead (slower, the same skills)", exc)
                     local: list[SkillError] = []
                     walk = self._walk_children(ctx, ctx.fd, (), chunk, local, skip_listed=True)
@@ -842,8 +842,12 @@ class _Part:
         return cls(skills=skills, misnamed=misnamed, refused=refused, deep=deep)
 
 
-_WORKER_CODE = "from skilldeck.skill._pack import _worker_main; _worker_main()"
-"""What a worker process runs (``python -c``)."""
+_WORKER_CODE = (
+    "import sys; sys.path.append(sys.argv[1]); from skilldeck.skill._pack import _worker_main; _worker_main()"
+)
+"""What a worker process runs (``python -c CODE FOLDER``): the folder skilldeck is imported from goes at the end
+of the worker's path, so that skilldeck is found when only the caller's own path held it, and nothing the
+worker's Python would import otherwise is shadowed (``PYTHONPATH`` would go before the standard library)."""
 
 
 class _WorkerFailed(Exception):
@@ -867,19 +871,18 @@ class _Worker:
         """Start reading the top ``folders`` of ``root``."""
         # closed by close(), or handed to the worker and closed here right away
         request, output, errors = (tempfile.TemporaryFile() for _ in range(3))  # noqa: SIM115
-        package = str(Path(__file__).resolve().parents[2])  # the folder skilldeck is imported from
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))}
+        module = Path(__file__).resolve()
         try:
-            pickle.dump({"root": str(root), "prefix": prefix, "ignore": ignore, "folders": folders}, request)
+            request_data = {"root": str(root), "prefix": prefix, "ignore": ignore, "folders": folders}
+            pickle.dump({**request_data, "module": str(module)}, request)
             request.seek(0)
             if (why := _not_a_python()) is not None:
                 raise OSError(why)
             process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE],
+                [sys.executable, "-c", _WORKER_CODE, str(module.parents[2])],
                 stdin=request,
                 stdout=output,
                 stderr=errors,
-                env=env,
             )
         except (OSError, ValueError) as exc:  # no such program, no more processes or no disk space
             return cls(None, output, errors, why=f"could not start a worker to read skills ({exc})")
@@ -923,6 +926,8 @@ def _worker_main() -> None:
     collection every 700 of them would walk them all again and again to free none."""
     gc.disable()
     request = pickle.load(sys.stdin.buffer)
+    if Path(__file__).resolve() != Path(request["module"]):  # its result's shape is this copy's
+        sys.exit(f"this worker imported another copy of skilldeck ({__file__}, not {request['module']})")
     root = Path(request["root"])
     source = DirectorySource(root, prefix=request["prefix"], ignore=request["ignore"], processes=1)
     ctx = source._open_root(root)
