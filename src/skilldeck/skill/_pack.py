@@ -296,13 +296,16 @@ class DirectorySource:
                     parts.append(_Part.unpacked(worker.result()))
                 except (_WorkerFailed, ValueError, TypeError) as exc:  # the last two: columns of another shape
                     _log.warning("%s; read here instead (slower, the same skills)", exc)
-                    local: list[SkillError] = []
-                    walk = self._walk_children(ctx, ctx.fd, (), chunk, local, skip_listed=True)
-                    parts.append(self._read(ctx, walk, local))
+                    parts.append(self._read_run(ctx, chunk))
             return parts
         finally:
             for worker in workers:
                 worker.close()
+
+    def _read_run(self, ctx: _Root, folders: list[str]) -> _Part:
+        """Read the skills below the root's top ``folders`` (a worker's run, or one read here instead)."""
+        found: list[SkillError] = []
+        return self._read(ctx, self._walk_children(ctx, ctx.fd, (), folders, found, skip_listed=True), found)
 
     def _read(
         self,
@@ -873,11 +876,13 @@ class _Worker:
         request, output, errors = (tempfile.TemporaryFile() for _ in range(3))  # noqa: SIM115
         module = Path(__file__).resolve()
         try:
-            request_data = {"root": str(root), "prefix": prefix, "ignore": ignore, "folders": folders}
-            pickle.dump({**request_data, "module": str(module)}, request)
-            request.seek(0)
             if (why := _not_a_python()) is not None:
                 raise OSError(why)
+            pickle.dump(
+                {"root": str(root), "prefix": prefix, "ignore": ignore, "folders": folders, "module": str(module)},
+                request,
+            )
+            request.seek(0)
             process = subprocess.Popen(
                 [sys.executable, "-c", _WORKER_CODE, str(module.parents[2])],
                 stdin=request,
@@ -932,9 +937,7 @@ def _worker_main() -> None:
     source = DirectorySource(root, prefix=request["prefix"], ignore=request["ignore"], processes=1)
     ctx = source._open_root(root)
     try:
-        found: list[SkillError] = []
-        walk = source._walk_children(ctx, ctx.fd, (), request["folders"], found, skip_listed=True)
-        packed = source._read(ctx, walk, found).packed()
+        packed = source._read_run(ctx, request["folders"]).packed()
     finally:
         os.close(ctx.fd)
         ctx.listings.clear()
