@@ -17,6 +17,8 @@ import pytest
 
 from skilldeck.select import CardSet, Ranker, Ranking, split_jobs
 from skilldeck.select._rank import RankSteps, semantic_text, tokens
+from skilldeck.select._steps import zscore
+from skilldeck.select._text import tokens_of_each
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +36,22 @@ def test_tokens_split_names_stem_and_drop_stop_words() -> None:
     assert tokens("please help me", request_stopwords=True) == []
     # CJK runs become character bigrams, so Chinese descriptions match Chinese questions
     assert tokens("微博热搜") == ["微博", "博热", "热搜"]
+
+
+def test_tokens_of_each_is_tokens_of_each_text() -> None:
+    texts = ["getStockPrice", "", "the", "微博热搜", "write_file to the directories", "x", "Please readMe 2024"]
+    assert tokens_of_each(texts) == [tokens(text) for text in texts]
+    assert tokens_of_each([]) == []
+
+
+def test_combined_views_are_the_sum_of_each_views_z_score() -> None:
+    rng = np.random.default_rng(7)
+    views = rng.standard_normal((5, 40))
+    views[2] = 0.25  # a flat view adds nothing (its z-score is all zeros), and divides by nothing
+    expected = sum((zscore(v) for v in views), np.zeros(40))
+    assert np.allclose(RankSteps().combine_views(views), expected, rtol=0, atol=1e-12)
+    assert np.isfinite(RankSteps().combine_views(np.ones((5, 3)))).all()
+    assert (RankSteps().combine_views(np.ones((5, 3))) == 0).all()
 
 
 def test_split_jobs_finds_clauses_of_a_multi_job_question() -> None:

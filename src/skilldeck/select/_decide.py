@@ -51,7 +51,8 @@ import numpy as np
 from skilldeck._records import JsonLinesLog
 from skilldeck.select._cards import Card, CardSet
 from skilldeck.select._history import History
-from skilldeck.select._rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit, tokens
+from skilldeck.select._rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit
+from skilldeck.select._text import tokens_of_each
 from skilldeck.select._vectors import VectorCache
 
 T = TypeVar("T")
@@ -256,8 +257,9 @@ def indexing_note(state: IndexingState) -> str:
 def _surface(question: str) -> dict[str, str]:
     """Each stemmed term of ``question`` mapped back to the word the person wrote."""
     found: dict[str, str] = {}
-    for word in re.findall(r"\w+", question):
-        for term in tokens(word):
+    words = re.findall(r"\w+", question)
+    for word, terms in zip(words, tokens_of_each(words), strict=True):
+        for term in terms:
             found.setdefault(term, word.lower())
     return found
 

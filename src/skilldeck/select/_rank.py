@@ -349,13 +349,20 @@ class Ranker:
         return self.index.server_terms[self.server_labels.index(label)]
 
     def _unit(
-        self, text: str, qvec: np.ndarray | None, history: HistoryIndex | None = None, fold: bool = True
+        self,
+        text: str,
+        qvec: np.ndarray | None,
+        history: HistoryIndex | None = None,
+        fold: bool = True,
+        terms: dict[str, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, Evidence]:
         """Score one query unit: (card scores, server scores), both in [0, 1], and its raw evidence.
 
         With ``qvec`` (a unit of its own vector, which the shipped steps never encode) each score
-        mixes in its cosine; the question's own vector is fused later (:meth:`_fusion`)."""
-        terms = self.query_terms(text)
+        mixes in its cosine; the question's own vector is fused later (:meth:`_fusion`). ``terms``:
+        the unit's :meth:`query_terms`, when the caller has them already."""
+        if terms is None:
+            terms = self.query_terms(text)
         card_raw = self.steps.card_scores(self.index.cards, self.index.card_bags, terms)
         server_raw = self.index.servers.scores(terms)
         card_history = server_history = None
@@ -400,14 +407,17 @@ class Ranker:
         server holds weighs as much as the rarest possible term."""
         k = min(3, len(self.server_labels))
         top = np.argpartition(-server, k - 1)[:k] if len(self.server_labels) > k else range(len(self.server_labels))
-        held = frozenset().union(*(self.index.server_terms[i] for i in top))
-        rare = float(np.log(1.0 + (self.index.servers.n + 0.5) / 0.5))
-        idf = [
-            float(self.index.servers.idf[self.index.servers.vocab[t]]) if t in self.index.servers.vocab else rare
-            for t in own
-        ]
-        total = sum(idf)
-        return sum(w for t, w in zip(own, idf, strict=True) if t in held) / total if total > 0 else 0.0
+        held = [self.index.server_terms[i] for i in top]  # asked of each term, not merged: the sets are large
+        servers = self.index.servers
+        rare = float(np.log(1.0 + (servers.n + 0.5) / 0.5))
+        total = covered = 0.0
+        for t in own:
+            i = servers.vocab.get(t)
+            w = rare if i is None else float(servers.idf[i])
+            total += w
+            if any(t in terms for terms in held):
+                covered += w
+        return covered / total if total > 0 else 0.0
 
     def _anchored(self, ev: Evidence, card: int, history: HistoryIndex | None = None) -> Unit:
         """What a query unit found, told about one card (the one chosen) and that card's server.
@@ -649,9 +659,9 @@ class Ranker:
         # with an encoder, past questions join the fusion as a view of their own (:meth:`_history_view`);
         # without one, they are added into the lexical scores
         fold = qvecs is None
-        card, server, evidence = self._unit(
-            question, None, history, fold
-        )  # lexical; the encoder's views are fused below
+        terms = self.query_terms(question)  # read twice below: tokenised once
+        # lexical; the encoder's views are fused below
+        card, server, evidence = self._unit(question, None, history, fold, terms)
         mixed, jobs_found = self._mix_jobs(card, server, jobs, qvecs, history, fold)
         if qvecs is not None and vectors is not None:
             mixed, evidence = self._fusion(mixed, card, evidence, qvecs[0], vectors, history)
@@ -659,7 +669,7 @@ class Ranker:
         if peak > 0:
             mixed = mixed / peak
         order = self._order(mixed, limit)
-        scored = self._scored(question, order, mixed, None if qvecs is None else qvecs[0], vectors)
+        scored = self._scored(terms, order, mixed, None if qvecs is None else qvecs[0], vectors)
         server_best = self.groups.per_server_max(mixed)
         s_order = np.argsort(-server_best, kind="stable")
         servers = list(zip(self._labels[s_order].tolist(), server_best[s_order].tolist(), strict=True))
@@ -728,14 +738,13 @@ class Ranker:
 
     def _scored(
         self,
-        question: str,
+        terms: dict[str, float],
         order: np.ndarray,
         mixed: np.ndarray,
         qvec: np.ndarray | None,
         vectors: SemanticVectors | None,
     ) -> list[Scored]:
-        """The cards at ``order`` with their scores, raw BM25, cosine and matched terms."""
-        terms = self.query_terms(question)
+        """The cards at ``order`` with their scores, raw BM25, cosine and the question's ``terms`` they match."""
         card_raw = self.index.cards.scores(terms) if len(order) else np.zeros(0)
         sem = None if qvec is None or vectors is None else np.einsum("ij,j->i", vectors.cards[order], qvec)
         # plain Python numbers in one conversion each, not one numpy scalar per card

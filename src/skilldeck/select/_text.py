@@ -15,7 +15,7 @@ from typing import Any
 
 from skilldeck.select._cards import Card
 
-__all__ = ["card_fields", "schema_text", "semantic_text", "server_text", "tokens", "words_of"]
+__all__ = ["card_fields", "schema_text", "semantic_text", "server_text", "tokens", "tokens_of_each", "words_of"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -55,8 +55,8 @@ def _stem(words: list[str]) -> list[str]:
     return stemmed
 
 
-def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
-    """Index terms of ``text``: lower case, camelCase/snake_case split, stop words out, stemmed; CJK as bigrams."""
+def _split(text: str, request_stopwords: bool) -> tuple[list[str], list[str]]:
+    """``text``'s words to stem and its CJK bigrams (:func:`tokens` before stemming)."""
     text = _CAMEL.sub(" ", text).lower()
     words: list[str] = []
     cjk: list[str] = []
@@ -67,7 +67,25 @@ def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
             if request_stopwords and tok in _REQUEST:
                 continue
             words.append(tok)
+    return words, cjk
+
+
+def tokens(text: str, *, request_stopwords: bool = False) -> list[str]:
+    """Index terms of ``text``: lower case, camelCase/snake_case split, stop words out, stemmed; CJK as bigrams."""
+    words, cjk = _split(text, request_stopwords)
     return _stem(words) + cjk
+
+
+def tokens_of_each(texts: Sequence[str]) -> list[list[str]]:
+    """:func:`tokens` of each of ``texts``, the words of all of them stemmed in one call."""
+    split = [_split(text, False) for text in texts]
+    stemmed = _stem([word for words, _ in split for word in words])
+    out: list[list[str]] = []
+    at = 0
+    for words, cjk in split:
+        out.append(stemmed[at : at + len(words)] + cjk)
+        at += len(words)
+    return out
 
 
 def schema_text(tool: Mapping[str, Any] | None) -> str:
