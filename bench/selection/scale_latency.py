@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/selection/scale_latency.py                  # ~10 min on 2 busy cores
     .venv/bin/python bench/selection/scale_latency.py --cards 10000 --reps 2
+    .venv/bin/python bench/selection/scale_latency.py --cards 10000 --reps 3 --kernels 3   # OPENBLAS_CORETYPE as set / unset
 
 The catalogs are ``synth.py``'s (LiveMCPBench's servers copied and perturbed to N tool cards); the
 questions LiveMCPBench's 95. Each question is encoded by the default encoder (MiniLM, its query
@@ -20,7 +21,9 @@ Per catalog: one pass over the questions unmeasured, then ``--reps`` passes; p50
 CPU milliseconds per decision, the load average before and after. Just before each decision the
 encoder encodes the same question alone (``encoder_alone_p50_ms``; ``beyond_encoder_p50_ms`` is the
 median of each decision less its encoding): the machine's speed moves by a fifth within hours, and
-the encoder is most of a decision. ``find`` is this decision plus
+the encoder is most of a decision. With ``--kernels N``, N runs as the environment has ``OPENBLAS_CORETYPE``
+alternate with N without it (OpenBLAS then picks its kernel for the CPU; a machine that forces an older
+kernel pays for it in the encoder). ``find`` is this decision plus
 the formatting of the ``limit`` cards it returns (``GatewayService.find``). Writes
 ``bench/results/selection_scale.json``.
 """
@@ -117,19 +120,45 @@ def measure(n_cards: int, servers: list[dict[str, Any]], questions: list[str], r
     }
 
 
+def blas() -> list[dict[str, Any]]:
+    """The BLAS numpy runs the encoder's products on, and the kernel it chose (``OPENBLAS_CORETYPE`` in the
+    environment overrides OpenBLAS's own choice: on an AVX-512 CPU, forcing ``Haswell`` costs ~10%)."""
+    from threadpoolctl import threadpool_info
+
+    return [
+        {
+            "library": lib.get("internal_api"),
+            "version": lib.get("version"),
+            "kernel": lib.get("architecture"),
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+        }
+        for lib in threadpool_info()
+        if lib.get("user_api") == "blas"
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cards", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--reps", type=int, default=2, help="measured passes over the 95 questions")
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument(
+        "--kernels",
+        type=int,
+        metavar="ROUNDS",
+        help="with OPENBLAS_CORETYPE set in the environment: ROUNDS child runs as the environment has it, "
+        "alternating with ROUNDS without it (OpenBLAS's own choice of kernel), all in one results file",
+    )
     args = parser.parse_args(argv)
+    if args.kernels:
+        return compare_kernels(args, argv if argv is not None else sys.argv[1:])
     data = HERE / "data" / "livemcpbench"
     servers = load_catalog(data)
     questions = [task.question for task in load_tasks(data, servers)]
     report: dict[str, Any] = {
         "command": " ".join(["bench/selection/scale_latency.py", *(argv if argv is not None else sys.argv[1:])]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "blas": blas()},
         "catalog_vectors": "stand-ins (a seeded unit vector per text); questions encoded by minilm, cache off",
         "results": [],
     }
@@ -137,6 +166,38 @@ def main(argv: list[str] | None = None) -> int:
         found = measure(n, servers, questions, args.reps)
         print(json.dumps(found), flush=True)
         report["results"].append(found)
+    args.output.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.output}")
+    return 0
+
+
+def compare_kernels(args: argparse.Namespace, argv: list[str]) -> int:
+    """Alternate child runs with ``OPENBLAS_CORETYPE`` as set and unset; one report of them all."""
+    import subprocess
+    import tempfile
+
+    if not os.environ.get("OPENBLAS_CORETYPE"):
+        print("OPENBLAS_CORETYPE is not set: OpenBLAS chooses its kernel already; run without --kernels")
+        return 2
+    forwarded = ["--cards", *map(str, args.cards), "--reps", str(args.reps)]
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.kernels):
+            for label, env in (
+                ("as set", dict(os.environ)),
+                ("openblas's choice", {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}),
+            ):
+                out = Path(tmp) / f"{i}-{len(runs)}.json"
+                subprocess.run([sys.executable, __file__, *forwarded, "--output", str(out)], env=env, check=True)
+                child = json.loads(out.read_text())
+                runs.append({"kernel": label, "blas": child["machine"]["blas"], "results": child["results"]})
+    report = {
+        "command": " ".join(["bench/selection/scale_latency.py", *argv]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "catalog_vectors": "stand-ins (a seeded unit vector per text); questions encoded by minilm, cache off",
+        "runs": runs,
+    }
     args.output.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.output}")
     return 0
