@@ -13,7 +13,10 @@ PURE = [
     "skill/_frontmatter.py",
     "skill/_manifest.py",
     "skill/_uri.py",
+    "skill/_static.py",
     "skill/_pack.py",  # disk I/O, but no SDK: the host and the server both read packs with it
+    "skill/_beneath.py",  # the pack's safe opening below a root
+    "skill/_workers.py",  # the pack's worker processes
     "server/_catalog.py",
     "server/_dynamic.py",
     "server/_remote.py",

@@ -260,7 +260,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         T_SOURCES,
         "a skill path served twice is not reported",
     ),
-    # -- skill/_pack.py: reading folders ----------------------------------------------------------------
+    # -- skill/_pack.py, _beneath.py: reading folders -----------------------------------------------------
     _m(
         "sources-early-stop",
         "skill/_pack.py",
@@ -288,9 +288,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sources-symlink-escape",
-        "skill/_pack.py",
+        "skill/_beneath.py",
         "if inside is None:\n                        raise _Escape",
-        "if inside is None:\n                        return os.open(str(target), _O_FILE)",
+        "if inside is None:\n                        return os.open(str(target), O_FILE)",
         T_SOURCES,
         "a symlink leaving the root is served",
     ),

@@ -1,7 +1,8 @@
 """A large root is read by several processes: the same skills, files and problems, in the same order.
 
 ``DirectorySource`` splits a root of at least ``parallel_from`` top folders into runs; this process
-reads the first, a worker process (this Python, :func:`skilldeck.skill._pack._worker_main`) each other,
+reads the first, a worker process (this Python running :func:`skilldeck.skill._pack._worker_main`, started by
+:class:`skilldeck.skill._workers.Worker`) each other,
 and the parts are merged. These tests lower ``parallel_from`` so a small pack of every kind of skill
 and refusal takes that path, and compare it with one process; they count the workers started, and
 make a worker fail to show that its run is read here instead, with a warning that says why.
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from skilldeck.errors import SourceError
-from skilldeck.skill import _pack
+from skilldeck.skill import _pack, _workers
 from skilldeck.skill._pack import DirectorySource, LoadResult
 
 from .helpers import write_skill
@@ -69,13 +70,13 @@ def _shape(result: LoadResult) -> tuple[list[Any], list[tuple[str, str]]]:
 
 def _count_workers(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     started: list[list[str]] = []
-    real = _pack._Worker.start
+    real = _workers.Worker.start
 
     def counting(root: Path, prefix: str, ignore: frozenset[str], folders: list[str]) -> Any:
         started.append(folders)
         return real(root, prefix, ignore, folders)
 
-    monkeypatch.setattr(_pack._Worker, "start", staticmethod(counting))
+    monkeypatch.setattr(_workers.Worker, "start", staticmethod(counting))
     return started
 
 
@@ -164,9 +165,9 @@ def test_a_worker_that_cannot_start_or_sends_garbage_is_not_believed(
     for i in range(6):
         write_skill(tmp_path, f"s{i}")
     if breakage == "no-python":
-        monkeypatch.setattr(_pack.sys, "executable", str(tmp_path / "python-not-here"))
+        monkeypatch.setattr(_workers.sys, "executable", str(tmp_path / "python-not-here"))
     else:
-        monkeypatch.setattr(_pack, "_WORKER_CODE", "import sys; sys.stdout.write('not a pickle')")
+        monkeypatch.setattr(_workers, "WORKER_CODE", "import sys; sys.stdout.write('not a pickle')")
     with caplog.at_level(logging.WARNING, logger=_pack.__name__):
         result = DirectorySource(tmp_path, processes=2, parallel_from=1).load()
     assert [s.skill_path for s in result.skills] == [f"s{i}" for i in range(6)]
@@ -184,7 +185,7 @@ def test_counts_below_one_are_refused(tmp_path: Path, field: str, value: int) ->
 def test_one_of_each_is_accepted(tmp_path: Path) -> None:
     source = DirectorySource(tmp_path, processes=1, parallel_from=1)
     assert (source.processes, source.parallel_from) == (1, 1)
-    assert 1 <= DirectorySource(tmp_path).processes <= _pack.MAX_PROCESSES
+    assert 1 <= DirectorySource(tmp_path).processes <= _workers.MAX_PROCESSES
 
 
 def test_a_reload_off_the_event_loop_reads_with_workers_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,12 +225,12 @@ def test_a_program_that_is_not_python_never_runs_itself_as_a_worker(
     """Given ``-c``, an embedding server or a frozen program would start itself again: no worker is started."""
     for i in range(4):
         write_skill(tmp_path, f"s{i}")
-    monkeypatch.setattr(_pack.sys, "executable", executable)
+    monkeypatch.setattr(_workers.sys, "executable", executable)
     if frozen:
-        monkeypatch.setattr(_pack.sys, "frozen", True, raising=False)
+        monkeypatch.setattr(_workers.sys, "frozen", True, raising=False)
     popens = []
-    real_popen = _pack.subprocess.Popen
-    monkeypatch.setattr(_pack.subprocess, "Popen", lambda *a, **k: popens.append(a) or real_popen(*a, **k))
+    real_popen = _workers.subprocess.Popen
+    monkeypatch.setattr(_workers.subprocess, "Popen", lambda *a, **k: popens.append(a) or real_popen(*a, **k))
     assert DirectorySource(tmp_path).processes == 1  # by default: this process reads everything, quietly
     with caplog.at_level(logging.WARNING, logger=_pack.__name__):
         result = DirectorySource(tmp_path, processes=2, parallel_from=1).load()  # asked for: said why not
@@ -241,9 +242,9 @@ def test_a_program_that_is_not_python_never_runs_itself_as_a_worker(
 
 def test_a_python_by_any_of_its_names_may_start_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("python", "python3", "python3.11", "Python.exe"):
-        monkeypatch.setattr(_pack.sys, "executable", f"/somewhere/bin/{name}")
-        assert _pack._not_a_python() is None
-        assert DirectorySource(tmp_path).processes == min(_pack.MAX_PROCESSES, len(os.sched_getaffinity(0)))
+        monkeypatch.setattr(_workers.sys, "executable", f"/somewhere/bin/{name}")
+        assert _workers.not_a_python() is None
+        assert DirectorySource(tmp_path).processes == min(_workers.MAX_PROCESSES, len(os.sched_getaffinity(0)))
 
 
 def test_a_worker_that_imports_another_copy_of_skilldeck_is_not_believed(
@@ -252,7 +253,7 @@ def test_a_worker_that_imports_another_copy_of_skilldeck_is_not_believed(
     """Its columns would be another version's: it refuses, and this process reads its run."""
     for i in range(6):
         write_skill(tmp_path / "skills", f"s{i}")
-    monkeypatch.setattr(_pack, "__file__", str(tmp_path / "elsewhere" / "skilldeck" / "skill" / "_pack.py"))
+    monkeypatch.setattr(_workers, "__file__", str(tmp_path / "elsewhere" / "skilldeck" / "skill" / "_workers.py"))
     with caplog.at_level(logging.WARNING, logger=_pack.__name__):
         result = DirectorySource(tmp_path / "skills", processes=2, parallel_from=1).load()
     assert [s.skill_path for s in result.skills] == [f"s{i}" for i in range(6)]

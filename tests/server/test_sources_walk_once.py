@@ -16,8 +16,9 @@ from urllib.parse import quote
 
 import pytest
 
-from skilldeck.skill import _pack, _uri
-from skilldeck.skill._pack import DirectorySource, _read_at_most, _Root
+from skilldeck.skill import _beneath, _pack, _uri
+from skilldeck.skill._beneath import Root, read_at_most
+from skilldeck.skill._pack import DirectorySource
 
 from .helpers import write_skill
 
@@ -101,7 +102,7 @@ def test_listings_are_held_only_between_the_two_walks(
     held: list[int] = []
     real = DirectorySource._list
 
-    def watching(self: DirectorySource, ctx: _Root, *args: Any) -> Any:
+    def watching(self: DirectorySource, ctx: Root, *args: Any) -> Any:
         held.append(len(ctx.listings))
         return real(self, ctx, *args)
 
@@ -113,7 +114,7 @@ def test_listings_are_held_only_between_the_two_walks(
 
 @pytest.mark.parametrize("root", [".", "/", "//", "skills", "a/b", "/abs/path", "./x/../y", "trailing/"])
 def test_shown_path_is_what_pathlib_would_print(root: str) -> None:
-    ctx = _Root(fd=-1, path=Path(root), shown=str(Path(root)), name="x", absolute=())
+    ctx = Root(fd=-1, path=Path(root), shown=str(Path(root)), name="x", absolute=())
     for parts in [(), ("one",), ("one", "two"), ("a b", "SKILL.md")]:
         assert ctx.shown_path(*parts) == str(Path(root).joinpath(*parts))
 
@@ -135,9 +136,9 @@ def test_reading_a_file_does_not_depend_on_the_size_first_asked(tmp_path: Path, 
     path.write_bytes(b"x" * 5 + b"y" * 3000)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert _read_at_most(fd, 10_000, first=first) == b"x" * 5 + b"y" * 3000
+        assert read_at_most(fd, 10_000, first=first) == b"x" * 5 + b"y" * 3000
         os.lseek(fd, 0, os.SEEK_SET)
-        assert _read_at_most(fd, 7, first=first) == b"xxxxxyy"  # the limit still bounds it
+        assert read_at_most(fd, 7, first=first) == b"xxxxxyy"  # the limit still bounds it
     finally:
         os.close(fd)
 
@@ -171,22 +172,22 @@ def test_a_file_of_the_size_fstat_gave_is_read_with_one_read(tmp_path: Path, mon
     monkeypatch.setattr(_pack.os, "read", counting)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert _read_at_most(fd, 10_000, first=3001) == b"z" * 3000
+        assert read_at_most(fd, 10_000, first=3001) == b"z" * 3000
         assert reads == [3001]
         reads.clear()
         os.lseek(fd, 0, os.SEEK_SET)
         assert (
-            _read_at_most(fd, 10_000, first=3000) == b"z" * 3000
+            read_at_most(fd, 10_000, first=3000) == b"z" * 3000
         )  # the size asked exactly: one more read finds the end
         assert reads == [3000, 10_000 - 3000]  # the rest the limit allows
     finally:
         os.close(fd)
 
 
-def _root_of(path: Path) -> _Root:
+def _root_of(path: Path) -> Root:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     parts = Path(os.path.abspath(path)).parts
-    return _Root(fd=fd, path=path, shown=str(path), name=path.name, absolute=(parts,))
+    return Root(fd=fd, path=path, shown=str(path), name=path.name, absolute=(parts,))
 
 
 def test_a_file_the_listing_saw_plain_then_swapped_for_a_symlink_out_is_refused(tmp_path: Path) -> None:
@@ -198,8 +199,8 @@ def test_a_file_the_listing_saw_plain_then_swapped_for_a_symlink_out_is_refused(
     os.symlink(tmp_path / "secret", root / "guide.md")  # was a plain file when listed
     ctx = _root_of(root)
     try:
-        with pytest.raises(_pack._Escape):
-            _pack._open_beneath(ctx, ctx.fd, (), "guide.md", plain=True)
+        with pytest.raises(_beneath._Escape):
+            _beneath.open_beneath(ctx, ctx.fd, (), "guide.md", plain=True)
         problems: list[Any] = []
         assert _pack.DirectorySource._read_file(ctx, ctx.fd, (), "guide.md", "guide.md", problems, plain=True) is None
         assert [p.rule for p in problems] == ["symlink-escape"]

@@ -16,9 +16,11 @@ happens on disk afterwards. What cannot be served safely is refused and reported
 * folders nested more than :data:`MAX_DEPTH` levels below the root.
 
 Nothing below a root is opened by path: each folder and file is opened relative to its parent's
-descriptor with ``O_NOFOLLOW`` and read from the descriptor that was checked, so renames racing
-with a load (a folder swapped for a symlink to ``/etc``) can make a file fail to load but can never
-publish a byte from outside the root.
+descriptor with ``O_NOFOLLOW`` and read from the descriptor that was checked
+(:mod:`skilldeck.skill._beneath`), so renames racing with a load (a folder swapped for a symlink to
+``/etc``) can make a file fail to load but can never publish a byte from outside the root. A root of
+:data:`PARALLEL_FROM` top folders or more is read by this process and worker processes side by side
+(:mod:`skilldeck.skill._workers`), with the same checks and the same result.
 
 A refused *file* leaves the rest of its skill served; a refused *skill* leaves the other skills
 served. Each refusal is a :class:`~skilldeck.errors.SkillError` naming the path and the rule.
@@ -33,25 +35,34 @@ import logging
 import os
 import pickle
 import stat
-import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from skilldeck.errors import FrontmatterError, NotServedError, SkillError, SourceError, shorten
+from skilldeck.skill._beneath import (
+    O_FOLDER,
+    O_ROOT,
+    Listing,
+    Root,
+    _Escape,
+    _NotRegular,
+    entry_name,
+    open_beneath,
+    read_at_most,
+)
 from skilldeck.skill._frontmatter import parse_skill_md, validate_frontmatter
 from skilldeck.skill._manifest import (
     MAX_RESOURCES_PER_SKILL,
     MAX_SKILL_BYTES,
     SkillEntry,
-    SkillResource,
     build_entry,
     check_limits,
 )
-from skilldeck.skill._uri import DIRECTORY_MIME_TYPE, SKILL_MD, directory_uri, file_uri, mime_type_for
+from skilldeck.skill._static import DirectoryChild, LoadResult, SkillFile, StaticSkill, children_of
+from skilldeck.skill._uri import SKILL_MD, file_uri, mime_type_for
+from skilldeck.skill._workers import MAX_PROCESSES, Part, Worker, _WorkerFailed, usable_cpus
 
 __all__ = [
     "DEFAULT_IGNORE",
@@ -75,80 +86,8 @@ _log = logging.getLogger(__name__)
 PARALLEL_FROM = 2_000
 """Top folders a root needs before :class:`DirectorySource` reads it with several processes."""
 
-MAX_PROCESSES = 4
-"""At most this many processes read one root (by default, the CPUs this process may use)."""
-
 DEFAULT_IGNORE = frozenset({".git", ".hg", ".svn", "__pycache__", ".DS_Store", ".pytest_cache", ".mypy_cache"})
 """Names never treated as skill files (version-control and cache folders)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SkillFile:
-    """One served file: its URI, type and the exact bytes its digest covers."""
-
-    uri: str
-    path: str
-    mime_type: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class StaticSkill:
-    """A skill whose files were snapshotted at load: ``files`` maps ``/`` paths (relative to the skill root) to bytes."""
-
-    skill_path: str
-    entry: SkillEntry
-    files: Mapping[str, bytes]
-    origin: str = ""
-    """Where it was loaded from (a folder), for reports."""
-
-
-@dataclass(frozen=True, slots=True)
-class DirectoryChild:
-    """A direct child of a directory resource, as ``resources/directory/read`` lists it."""
-
-    uri: str
-    name: str
-    mime_type: str
-    size: int | None = None
-
-    def to_wire(self) -> dict[str, object]:
-        wire: dict[str, object] = {"uri": self.uri, "name": self.name, "mimeType": self.mime_type}
-        if self.size is not None:
-            wire["size"] = self.size
-        return wire
-
-
-def children_of(prefix: str, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> list[DirectoryChild]:
-    """Direct children of the directory ``prefix`` (a ``/`` path, ``""`` for the top) among file ``paths``.
-
-    URIs are ``skill://`` URIs of the full paths; sorted by name, folders and files alike.
-    """
-    base = f"{prefix}/" if prefix else ""
-    found: dict[str, DirectoryChild] = {}
-    for path in paths:
-        if not path.startswith(base):
-            continue
-        rest = path[len(base) :]
-        head, sep, _ = rest.partition("/")
-        full = base + head
-        skill_path, _, file_path = full.rpartition("/")
-        if sep:
-            found.setdefault(head, DirectoryChild(uri=directory_uri(full), name=head, mime_type=DIRECTORY_MIME_TYPE))
-        else:
-            uri = file_uri(skill_path, file_path) if skill_path else directory_uri(file_path)
-            found[head] = DirectoryChild(
-                uri=uri, name=head, mime_type=mime_type_for(head), size=None if sizes is None else sizes.get(path)
-            )
-    return [found[name] for name in sorted(found)]
-
-
-@dataclass
-class LoadResult:
-    """What one load produced: the skills to serve and everything refused on the way."""
-
-    skills: list[StaticSkill] = field(default_factory=list)
-    problems: list[SkillError] = field(default_factory=list)
 
 
 class DirectorySource:
@@ -186,7 +125,7 @@ class DirectorySource:
             raise SourceError(f"processes is {processes}; give 1 or more (1 reads in this process)", rule="processes")
         if parallel_from < 1:
             raise SourceError(f"parallel_from is {parallel_from}; give 1 or more", rule="processes")
-        self.processes = _usable_cpus() if processes is None else processes
+        self.processes = usable_cpus() if processes is None else processes
         self.parallel_from = parallel_from
         self.roots: tuple[Path, ...] = tuple(Path(r) for r in roots)
         for root in self.roots:
@@ -209,7 +148,7 @@ class DirectorySource:
     # Every open below the root is relative to a descriptor already held (openat style), with
     # O_NOFOLLOW at every component, so a folder swapped for a symlink at any moment makes that
     # open fail instead of leading outside the root. Symlinked *files* are resolved by
-    # :func:`_open_beneath`, one component at a time from the root descriptor, and refused as
+    # :func:`open_beneath`, one component at a time from the root descriptor, and refused as
     # soon as they would leave it. Bytes are read from the descriptor that was checked.
 
     def _load_root(self, root: Path, problems: list[SkillError]) -> list[StaticSkill]:
@@ -244,11 +183,11 @@ class DirectorySource:
             ctx.listings.clear()
 
     @staticmethod
-    def _open_root(root: Path) -> _Root:
+    def _open_root(root: Path) -> Root:
         """Open ``root`` (the configured path itself may be a link: the user chose it). Raises ``OSError``."""
         real_root = Path(os.path.realpath(root))
-        fd = os.open(root, _O_ROOT)
-        return _Root(
+        fd = os.open(root, O_ROOT)
+        return Root(
             fd=fd,
             path=root,
             shown=str(root),
@@ -271,8 +210,8 @@ class DirectorySource:
         return [folders[a:b] for a, b in itertools.pairwise(cuts)]
 
     def _read_parallel(
-        self, ctx: _Root, listing: _Listing, chunks: list[list[str]], found: list[SkillError]
-    ) -> list[_Part]:
+        self, ctx: Root, listing: Listing, chunks: list[list[str]], found: list[SkillError]
+    ) -> list[Part]:
         """Read the first run of top folders here and each other run in a process of its own, at once.
 
         A worker is this Python running :func:`_worker_main`: it opens the root by its configured path
@@ -283,7 +222,7 @@ class DirectorySource:
         instead, and said in a warning: the result is the same, only slower."""
         folders, files, refused = listing
         found.extend(refused)
-        workers = [_Worker.start(ctx.path, self.prefix, self.ignore, chunk) for chunk in chunks[1:]]
+        workers = [Worker.start(ctx.path, self.prefix, self.ignore, chunk) for chunk in chunks[1:]]
         try:
 
             def own() -> Iterator[tuple[tuple[str, ...], int, list[str], dict[str, bool]]]:
@@ -293,7 +232,7 @@ class DirectorySource:
             parts = [self._read(ctx, own(), found)]
             for chunk, worker in zip(chunks[1:], workers, strict=True):
                 try:
-                    parts.append(_Part.unpacked(worker.result()))
+                    parts.append(Part.unpacked(worker.result()))
                 except (_WorkerFailed, ValueError, TypeError) as exc:  # the last two: columns of another shape
                     _log.warning("%s; read here instead (slower, the same skills)", exc)
                     parts.append(self._read_run(ctx, chunk))
@@ -302,21 +241,21 @@ class DirectorySource:
             for worker in workers:
                 worker.close()
 
-    def _read_run(self, ctx: _Root, folders: list[str]) -> _Part:
+    def _read_run(self, ctx: Root, folders: list[str]) -> Part:
         """Read the skills below the root's top ``folders`` (a worker's run, or one read here instead)."""
         found: list[SkillError] = []
         return self._read(ctx, self._walk_children(ctx, ctx.fd, (), folders, found, skip_listed=True), found)
 
     def _read(
         self,
-        ctx: _Root,
+        ctx: Root,
         walk: Iterator[tuple[tuple[str, ...], int, list[str], dict[str, bool]]],
         found: list[SkillError],
-    ) -> _Part:
+    ) -> Part:
         """Read every skill ``walk`` finds. The walk is top-down with each folder's names sorted, so skills
         come in the order of their paths; each is read as soon as it is found, while its folders' listings
         are fresh (see :meth:`_walk`)."""
-        part = _Part()
+        part = Part()
         for parts, fd, _folders, files in walk:
             if SKILL_MD in files:
                 rel = ctx.name if not parts else "/".join(parts)
@@ -339,7 +278,7 @@ class DirectorySource:
         return part
 
     @staticmethod
-    def _merge(problems: list[SkillError], parts: list[_Part]) -> list[StaticSkill]:
+    def _merge(problems: list[SkillError], parts: list[Part]) -> list[StaticSkill]:
         """The skills of ``parts`` in order; their problems into ``problems``: the misnamed files first, then
         what the skills refused, then folders too deep (each once, and not if said already)."""
         for part in parts:
@@ -355,7 +294,7 @@ class DirectorySource:
         return [skill for part in parts for skill in part.skills]
 
     def _load_skill(
-        self, ctx: _Root, folder_fd: int, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
+        self, ctx: Root, folder_fd: int, parts: tuple[str, ...], skill_path: str, problems: list[SkillError]
     ) -> StaticSkill:
         """Read the skill in the folder the root walk holds open as ``folder_fd`` (at ``parts``; opened with
         ``O_NOFOLLOW`` at every component, and listed). The root walk owns the descriptor and closes it."""
@@ -402,7 +341,7 @@ class DirectorySource:
         return StaticSkill(skill_path=skill_path, entry=entry, files=files, origin=skill_dir)
 
     def _walk_files(
-        self, ctx: _Root, skill_fd: int, parts: tuple[str, ...], problems: list[SkillError]
+        self, ctx: Root, skill_fd: int, parts: tuple[str, ...], problems: list[SkillError]
     ) -> Generator[tuple[str, str, int, tuple[str, ...], str, bool], None, None]:
         """Every file of one skill: ``(path in the skill, path for messages, folder fd, folder parts, name,
         plain)``; ``plain``: the listing saw a regular file (not a symlink or a special file).
@@ -420,7 +359,7 @@ class DirectorySource:
 
     def _walk(
         self,
-        ctx: _Root,
+        ctx: Root,
         dir_fd: int,
         parts: tuple[str, ...],
         problems: list[SkillError],
@@ -461,7 +400,7 @@ class DirectorySource:
 
     def _walk_children(
         self,
-        ctx: _Root,
+        ctx: Root,
         dir_fd: int,
         parts: tuple[str, ...],
         folders: Iterable[str],
@@ -488,7 +427,7 @@ class DirectorySource:
                     yield here, -1, listed[0], listed[1]
                     continue
             try:
-                child = os.open(name, _O_FOLDER, dir_fd=dir_fd)
+                child = os.open(name, O_FOLDER, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno != errno.ENOENT:
                     problems.append(
@@ -505,7 +444,7 @@ class DirectorySource:
             finally:
                 os.close(child)
 
-    def _list(self, ctx: _Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]) -> _Listing | None:
+    def _list(self, ctx: Root, dir_fd: int, parts: tuple[str, ...], problems: list[SkillError]) -> Listing | None:
         """One folder's ``(folders, files, refused)``, names sorted; ``None`` (said in ``problems``) when unlisted.
 
         Types come from the listing itself (``scandir``'s ``d_type``; a file system without them
@@ -516,7 +455,7 @@ class DirectorySource:
         """
         try:
             with os.scandir(dir_fd) as found:
-                entries = sorted((e for e in found if e.name not in self.ignore), key=_name)
+                entries = sorted((e for e in found if e.name not in self.ignore), key=entry_name)
         except OSError as exc:
             problems.append(
                 SkillError(
@@ -558,7 +497,7 @@ class DirectorySource:
 
     @staticmethod
     def _read_file(
-        ctx: _Root,
+        ctx: Root,
         dir_fd: int,
         dir_parts: tuple[str, ...],
         name: str,
@@ -569,9 +508,9 @@ class DirectorySource:
     ) -> bytes | None:
         """The bytes of one file, or ``None`` (with a problem recorded) when it must not be served.
 
-        ``plain``: the folder's listing saw a regular file (see :func:`_open_beneath`)."""
+        ``plain``: the folder's listing saw a regular file (see :func:`open_beneath`)."""
         try:
-            fd = _open_beneath(ctx, dir_fd, dir_parts, name, plain=plain)
+            fd = open_beneath(ctx, dir_fd, dir_parts, name, plain=plain)
         except _Escape:
             problems.append(
                 SkillError(
@@ -603,7 +542,7 @@ class DirectorySource:
                     )
                 )
                 return None
-            return _read_at_most(fd, MAX_SKILL_BYTES + 1, first=st.st_size + 1)
+            return read_at_most(fd, MAX_SKILL_BYTES + 1, first=st.st_size + 1)
         except OSError as exc:
             problems.append(
                 SkillError(f"cannot be read ({exc.strerror or exc}); refused", path=path, rule="unreadable")
@@ -622,307 +561,6 @@ def _special_file(path: str) -> SkillError:
 MAX_DEPTH = 32
 """Folder levels below a root that are walked; deeper folders are reported and not read."""
 
-MAX_SYMLINK_HOPS = 40
-"""Symlinks followed while resolving one file (the kernel's own limit); more is a loop."""
-
-_O_ROOT = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_O_FOLDER = _O_ROOT | os.O_NOFOLLOW
-_O_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO never blocks the open
-
-
-_Listing = tuple[list[str], dict[str, bool], tuple[SkillError, ...]]
-"""One folder's sub-folders and files (names, sorted; a file with whether it is a regular one) and the
-symlinked folders refused in it."""
-
-
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
-
-
-@dataclass(frozen=True)
-class _Root:
-    """One root during one load: its descriptor, and the names absolute symlinks may use for it."""
-
-    fd: int
-    path: Path  # as configured, for messages only
-    shown: str  # ``str(path)``
-    name: str  # the real folder's name (the skill name when the root is itself a skill)
-    absolute: tuple[tuple[str, ...], ...]  # the root's absolute path as configured and resolved, as parts
-    listings: dict[tuple[str, ...], _Listing] = field(default_factory=dict)
-    """Each folder's listing, by its parts below the root, as the root walk found it (this load only)."""
-
-    def shown_path(self, *parts: str) -> str:
-        """``str(self.path.joinpath(*parts))`` for names (no ``/``, not ``.`` or ``..``), without pathlib's cost."""
-        if not parts:
-            return self.shown
-        joined = "/".join(parts)
-        if self.shown == ".":
-            return joined
-        return self.shown + joined if self.shown.endswith("/") else f"{self.shown}/{joined}"
-
-
-class _Escape(Exception):
-    """A symlink resolves outside the root."""
-
-
-class _NotRegular(Exception):
-    """The file is a FIFO, socket, device or folder: it is not opened at all."""
-
-
-def _open_beneath(ctx: _Root, dir_fd: int, dir_parts: tuple[str, ...], name: str, *, plain: bool = False) -> int:
-    """Open file ``name`` of the open folder ``dir_fd`` (at ``dir_parts`` below the root) for reading.
-
-    A regular file is opened with ``O_NOFOLLOW`` right there: at once when the folder's listing saw
-    one (``plain``; if it was swapped for a symlink since, the open fails with ``ELOOP`` and the
-    link is resolved as below; the caller checks with ``fstat`` what it opened, and ``O_NONBLOCK``
-    keeps a FIFO swapped in from blocking), else after an ``lstat`` says it is one. A symlink is
-    resolved by hand from the root descriptor: each component is opened with ``O_NOFOLLOW``, each
-    link met is read and spliced in, ``..`` steps back along the descriptors already opened, and an
-    absolute target must name the root as configured or as resolved. Anything that would leave the
-    root raises :class:`_Escape`; a rename racing with this can only make an open fail, never reach
-    outside.
-    """
-    if plain:
-        try:
-            return os.open(name, _O_FILE, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    if not stat.S_ISLNK(st.st_mode):
-        if not stat.S_ISREG(st.st_mode):
-            raise _NotRegular
-        return os.open(name, _O_FILE, dir_fd=dir_fd)
-    pending = [*dir_parts, name]
-    stack = [os.dup(ctx.fd)]
-    hops = 0
-    try:
-        while pending:
-            part = pending.pop(0)
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if len(stack) == 1:
-                    raise _Escape
-                os.close(stack.pop())
-                continue
-            here = stack[-1]
-            st = os.stat(part, dir_fd=here, follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                hops += 1
-                if hops > MAX_SYMLINK_HOPS:
-                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
-                target = PurePosixPath(os.readlink(part, dir_fd=here))
-                if target.is_absolute():
-                    inside = next((target.parts[len(a) :] for a in ctx.absolute if target.parts[: len(a)] == a), None)
-                    if inside is None:
-                        raise _Escape
-                    while len(stack) > 1:
-                        os.close(stack.pop())
-                    pending[:0] = inside
-                else:
-                    pending[:0] = target.parts
-                continue
-            if pending:
-                stack.append(os.open(part, _O_FOLDER, dir_fd=here))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                raise _NotRegular
-            return os.open(part, _O_FILE, dir_fd=here)
-        raise _NotRegular  # the link resolves to the root folder itself
-    finally:
-        for fd in stack:
-            os.close(fd)
-
-
-def _read_at_most(fd: int, limit: int, first: int = 1 << 20) -> bytes:
-    """Up to ``limit`` bytes of ``fd``, to its end. The first read asks for ``first`` (what ``fstat`` gave, plus
-    one), later ones for 1 MiB: a small file is not read through a 1 MiB buffer."""
-    chunks: list[bytes] = []
-    size = 0
-    ask = first
-    while size < limit:
-        want = max(1, min(ask, limit - size))
-        chunk = os.read(fd, want)
-        ask = 1 << 20
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if len(chunk) < want:  # a regular file reads short only at its end: no read to learn it
-            break
-    return b"".join(chunks)
-
-
-def _usable_cpus() -> int:
-    """The CPUs this process may run on, at most :data:`MAX_PROCESSES`; 1 when it cannot start a worker."""
-    if _not_a_python() is not None:
-        return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_PROCESSES, cpus))
-
-
-def _not_a_python() -> str | None:
-    """Why this process cannot start a worker as ``sys.executable -c ...``, or ``None`` when it can.
-
-    A frozen program's executable is the program itself, and an embedding server's (uWSGI, say) is
-    that server: given ``-c``, either would start itself again, not read skills."""
-    if not sys.executable:
-        return "this Python does not know its own executable"
-    if getattr(sys, "frozen", False):
-        return "this is a frozen program, not a Python interpreter"
-    if not os.path.basename(sys.executable).lower().startswith("python"):
-        return f"its executable ({os.path.basename(sys.executable)}) is not a Python interpreter"
-    return None
-
-
-_Columns = tuple[
-    list[str],  # skill paths
-    list[str],  # origins
-    list[str],  # entry URIs
-    list[Mapping[str, Any]],  # frontmatters
-    list[Mapping[str, bytes]],  # files
-    list[int],  # resources per skill
-    list[str],  # resource URIs, every skill's in turn
-    list[str],  # their digests
-    list[int],  # their sizes
-]
-_Packed = tuple[_Columns, list[SkillError], list[SkillError], list[SkillError]]
-
-
-@dataclass
-class _Part:
-    """What reading one run of a root's folders found: skills in path order, and the problems by kind."""
-
-    skills: list[StaticSkill] = field(default_factory=list)
-    misnamed: list[SkillError] = field(default_factory=list)
-    refused: list[SkillError] = field(default_factory=list)
-    deep: list[SkillError] = field(default_factory=list)
-
-    def packed(self) -> _Packed:
-        """The part for a worker to send: its skills as columns, one list per field.
-
-        A pickled dataclass costs ten times a tuple to load, and a tuple per skill (or per file) is
-        made and dropped between the objects that stay, leaving the heap holed: columns are a few
-        long lists, gone whole once unpacked (100,000 skills: 22 MB more at start-up with tuples)."""
-        paths, origins, uris, frontmatters, files, counts = [], [], [], [], [], []
-        resource_uris, digests, sizes = [], [], []
-        for skill in self.skills:
-            entry = skill.entry
-            if isinstance(entry.resources, str):  # never from a pack: its skills are read, not generated
-                raise TypeError(f"{skill.skill_path}: a skill read from a folder has a manifest")
-            paths.append(skill.skill_path)
-            origins.append(skill.origin)
-            uris.append(entry.uri)
-            frontmatters.append(entry.frontmatter)
-            files.append(skill.files)
-            counts.append(len(entry.resources))
-            for resource in entry.resources:
-                resource_uris.append(resource.uri)
-                digests.append(resource.digest)
-                sizes.append(resource.size)
-        columns = (paths, origins, uris, frontmatters, files, counts, resource_uris, digests, sizes)
-        return columns, self.misnamed, self.refused, self.deep
-
-    @classmethod
-    def unpacked(cls, packed: _Packed) -> _Part:
-        (paths, origins, uris, frontmatters, files, counts, resource_uris, digests, sizes), *problems = packed
-        misnamed, refused, deep = problems
-        skills = []
-        at = 0
-        for path, origin, uri, frontmatter, skill_files, count in zip(
-            paths, origins, uris, frontmatters, files, counts, strict=True
-        ):
-            resources = tuple(
-                map(SkillResource, resource_uris[at : at + count], digests[at : at + count], sizes[at : at + count])
-            )
-            at += count
-            entry = SkillEntry(uri=uri, frontmatter=frontmatter, resources=resources)
-            skills.append(StaticSkill(skill_path=path, entry=entry, files=skill_files, origin=origin))
-        return cls(skills=skills, misnamed=misnamed, refused=refused, deep=deep)
-
-
-_WORKER_CODE = (
-    "import sys; sys.path.append(sys.argv[1]); from skilldeck.skill._pack import _worker_main; _worker_main()"
-)
-"""What a worker process runs (``python -c CODE FOLDER``): the folder skilldeck is imported from goes at the end
-of the worker's path, so that skilldeck is found when only the caller's own path held it, and nothing the
-worker's Python would import otherwise is shadowed (``PYTHONPATH`` would go before the standard library)."""
-
-
-class _WorkerFailed(Exception):
-    """A worker of :meth:`DirectorySource._read_parallel` sent no result; the message says why."""
-
-
-@dataclass
-class _Worker:
-    """One worker process reading a run of a root's top folders (see :meth:`DirectorySource._read_parallel`).
-
-    Its request and its result go through temporary files, not pipes: neither side ever waits
-    for the other to read."""
-
-    process: subprocess.Popen[bytes] | None
-    output: IO[bytes]
-    errors: IO[bytes]
-    why: str = ""
-
-    @classmethod
-    def start(cls, root: Path, prefix: str, ignore: frozenset[str], folders: list[str]) -> _Worker:
-        """Start reading the top ``folders`` of ``root``."""
-        # closed by close(), or handed to the worker and closed here right away
-        request, output, errors = (tempfile.TemporaryFile() for _ in range(3))  # noqa: SIM115
-        module = Path(__file__).resolve()
-        try:
-            if (why := _not_a_python()) is not None:
-                raise OSError(why)
-            pickle.dump(
-                {"root": str(root), "prefix": prefix, "ignore": ignore, "folders": folders, "module": str(module)},
-                request,
-            )
-            request.seek(0)
-            process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE, str(module.parents[2])],
-                stdin=request,
-                stdout=output,
-                stderr=errors,
-            )
-        except (OSError, ValueError) as exc:  # no such program, no more processes or no disk space
-            return cls(None, output, errors, why=f"could not start a worker to read skills ({exc})")
-        finally:
-            request.close()
-        return cls(process, output, errors)
-
-    def result(self) -> _Packed:
-        """The worker's part, once it has exited.
-
-        Raises:
-            _WorkerFailed: it did not start, exited with an error, or wrote what does not unpickle.
-        """
-        if self.process is None:
-            raise _WorkerFailed(self.why)
-        code = self.process.wait()
-        if code != 0:
-            self.errors.seek(0)
-            tail = self.errors.read()[-400:].decode(errors="replace").strip()
-            raise _WorkerFailed(f"a worker reading skills exited with {code}: {shorten(tail)}")
-        self.output.seek(0)
-        try:
-            packed: _Packed = pickle.load(self.output)  # our own worker, started by us: trusted
-        except Exception as exc:  # any malformed result, whatever unpickling raises
-            raise _WorkerFailed(f"a worker reading skills wrote an unreadable result ({exc})") from None
-        return packed
-
-    def close(self) -> None:
-        """Stop the worker if it still runs (this load failed) and remove its files."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.output.close()
-        self.errors.close()
-
 
 def _worker_main() -> None:
     """A worker's body: the request from standard input, the packed part to standard output.
@@ -931,8 +569,9 @@ def _worker_main() -> None:
     collection every 700 of them would walk them all again and again to free none."""
     gc.disable()
     request = pickle.load(sys.stdin.buffer)
-    if Path(__file__).resolve() != Path(request["module"]):  # its result's shape is this copy's
-        sys.exit(f"this worker imported another copy of skilldeck ({__file__}, not {request['module']})")
+    package = Path(__file__).resolve().parents[1]
+    if package != Path(request["package"]):  # its result's shape is this copy's
+        sys.exit(f"this worker imported another copy of skilldeck ({package}, not {request['package']})")
     root = Path(request["root"])
     source = DirectorySource(root, prefix=request["prefix"], ignore=request["ignore"], processes=1)
     ctx = source._open_root(root)
