@@ -169,14 +169,29 @@ class DirectorySource:
             if listing is None:  # the root opened but cannot be listed: said, not served empty in silence
                 problems.extend(found)
                 return []
-            folders, files, _refused = listing
-            chunks = self._chunks(folders) if SKILL_MD not in files else []
-            if len(chunks) < 2:
-                ctx.listings[()] = listing  # the walk takes it from there instead of listing the root again
-                return self._merge(
-                    problems, [self._read(ctx, self._walk(ctx, ctx.fd, (), found, skip_listed=True), found)]
-                )
-            parts = self._read_parallel(ctx, listing, chunks, found)
+            folders, files, refused = listing
+            chunks = self._chunks(folders) if SKILL_MD not in files else [folders]  # a root that is a skill: here
+            # Each run of top folders but the first goes to a worker process of its own, started first; this
+            # process reads the first run meanwhile. A worker is this Python running :func:`_worker_main`: it
+            # opens the root by its configured path and reads the top folders of its run (as listed here),
+            # with every check made here, and sends back its skills and problems as a pickle in a temporary
+            # file. Not :mod:`multiprocessing`: that would run the importing program's main script again in
+            # each worker. A run whose worker fails (cannot start, dies, sends nothing readable) is read here
+            # instead, and said in a warning: the result is the same, only slower.
+            workers = [Worker.start(ctx.path, self.prefix, self.ignore, chunk) for chunk in chunks[1:]]
+            try:
+                # the walk takes the root's listing, cut to the first run, instead of listing the root again
+                ctx.listings[()] = (chunks[0], files, refused)
+                parts = [self._read(ctx, self._walk(ctx, ctx.fd, (), found, skip_listed=True), found)]
+                for chunk, worker in zip(chunks[1:], workers, strict=True):
+                    try:
+                        parts.append(Part.unpacked(worker.result()))
+                    except (_WorkerFailed, ValueError, TypeError) as exc:  # the last two: columns of another shape
+                        _log.warning("%s; read here instead (slower, the same skills)", exc)
+                        parts.append(self._read_run(ctx, chunk))
+            finally:
+                for worker in workers:
+                    worker.close()
             return self._merge(problems, parts)
         finally:
             os.close(ctx.fd)
@@ -208,38 +223,6 @@ class DirectorySource:
         share = len(folders) / (count + 0.5)
         cuts = [0, round(1.5 * share), *(round(1.5 * share + i * share) for i in range(1, count - 1)), len(folders)]
         return [folders[a:b] for a, b in itertools.pairwise(cuts)]
-
-    def _read_parallel(
-        self, ctx: Root, listing: Listing, chunks: list[list[str]], found: list[SkillError]
-    ) -> list[Part]:
-        """Read the first run of top folders here and each other run in a process of its own, at once.
-
-        A worker is this Python running :func:`_worker_main`: it opens the root by its configured path
-        and reads the top folders of its run (as this process listed them), with every check made
-        here; it sends back its skills and problems as a pickle in a temporary file. Not
-        :mod:`multiprocessing`: that would run the importing program's main script again in each
-        worker. A run whose worker fails (cannot start, dies, sends nothing readable) is read here
-        instead, and said in a warning: the result is the same, only slower."""
-        folders, files, refused = listing
-        found.extend(refused)
-        workers = [Worker.start(ctx.path, self.prefix, self.ignore, chunk) for chunk in chunks[1:]]
-        try:
-
-            def own() -> Iterator[tuple[tuple[str, ...], int, list[str], dict[str, bool]]]:
-                yield (), ctx.fd, folders, files
-                yield from self._walk_children(ctx, ctx.fd, (), chunks[0], found, skip_listed=True)
-
-            parts = [self._read(ctx, own(), found)]
-            for chunk, worker in zip(chunks[1:], workers, strict=True):
-                try:
-                    parts.append(Part.unpacked(worker.result()))
-                except (_WorkerFailed, ValueError, TypeError) as exc:  # the last two: columns of another shape
-                    _log.warning("%s; read here instead (slower, the same skills)", exc)
-                    parts.append(self._read_run(ctx, chunk))
-            return parts
-        finally:
-            for worker in workers:
-                worker.close()
 
     def _read_run(self, ctx: Root, folders: list[str]) -> Part:
         """Read the skills below the root's top ``folders`` (a worker's run, or one read here instead)."""

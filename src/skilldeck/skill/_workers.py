@@ -135,12 +135,13 @@ worker's Python would import otherwise is shadowed (``PYTHONPATH`` would go befo
 
 
 class _WorkerFailed(Exception):
-    """A worker of :meth:`DirectorySource._read_parallel` sent no result; the message says why."""
+    """A worker of :meth:`~skilldeck.skill._pack.DirectorySource._load_root` sent no result; the message says why."""
 
 
 @dataclass
 class Worker:
-    """One worker process reading a run of a root's top folders (see :meth:`DirectorySource._read_parallel`).
+    """One worker process reading a run of a root's top folders
+    (see :meth:`~skilldeck.skill._pack.DirectorySource._load_root`).
 
     Its request and its result go through temporary files, not pipes: neither side ever waits
     for the other to read."""
