@@ -174,11 +174,11 @@ class RankSteps:
 
     def combine_views(self, views: np.ndarray) -> np.ndarray:
         """The fused server score: each view (a row of ``views``) z-scored across servers, summed."""
-        # :func:`zscore` of every row at once (a few array passes, not a few per view), then their sum
+        # :func:`zscore` of every row at once (a few array passes, not a few per view), then their sum;
+        # a flat view is divided by infinity: all zeros, as zscore gives it
         sd = views.std(axis=1, keepdims=True)
-        z = np.subtract(views, views.mean(axis=1, keepdims=True))
-        np.divide(z, sd, out=z, where=sd > 1e-12)
-        z[(sd <= 1e-12)[:, 0]] = 0.0
+        z = views - views.mean(axis=1, keepdims=True)
+        z /= np.where(sd > 1e-12, sd, np.inf)
         fused: np.ndarray = z.sum(axis=0)
         return fused
 
