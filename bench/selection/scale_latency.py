@@ -122,7 +122,8 @@ def measure(n_cards: int, servers: list[dict[str, Any]], questions: list[str], r
 
 def blas() -> list[dict[str, Any]]:
     """The BLAS numpy runs the encoder's products on, and the kernel it chose (``OPENBLAS_CORETYPE`` in the
-    environment overrides OpenBLAS's own choice: on an AVX-512 CPU, forcing ``Haswell`` costs ~10%)."""
+    environment overrides OpenBLAS's own choice: on an AVX-512 CPU, forcing ``Haswell`` makes the encoder
+    about a quarter slower)."""
     from threadpoolctl import threadpool_info
 
     return [
@@ -135,6 +136,16 @@ def blas() -> list[dict[str, Any]]:
         for lib in threadpool_info()
         if lib.get("user_api") == "blas"
     ]
+
+
+def header(argv: list[str]) -> dict[str, Any]:
+    """What every report of this script starts with: its command, when, on what, and what the vectors are."""
+    return {
+        "command": " ".join(["bench/selection/scale_latency.py", *argv]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "catalog_vectors": "stand-ins (a seeded unit vector per text); questions encoded by minilm, cache off",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,13 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     data = HERE / "data" / "livemcpbench"
     servers = load_catalog(data)
     questions = [task.question for task in load_tasks(data, servers)]
-    report: dict[str, Any] = {
-        "command": " ".join(["bench/selection/scale_latency.py", *(argv if argv is not None else sys.argv[1:])]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "blas": blas()},
-        "catalog_vectors": "stand-ins (a seeded unit vector per text); questions encoded by minilm, cache off",
-        "results": [],
-    }
+    report = header(argv if argv is not None else sys.argv[1:])
+    report["machine"]["blas"] = blas()
+    report["results"] = []
     for n in args.cards:
         found = measure(n, servers, questions, args.reps)
         print(json.dumps(found), flush=True)
@@ -191,13 +198,8 @@ def compare_kernels(args: argparse.Namespace, argv: list[str]) -> int:
                 subprocess.run([sys.executable, __file__, *forwarded, "--output", str(out)], env=env, check=True)
                 child = json.loads(out.read_text())
                 runs.append({"kernel": label, "blas": child["machine"]["blas"], "results": child["results"]})
-    report = {
-        "command": " ".join(["bench/selection/scale_latency.py", *argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "catalog_vectors": "stand-ins (a seeded unit vector per text); questions encoded by minilm, cache off",
-        "runs": runs,
-    }
+    report = header(argv)
+    report["runs"] = runs
     args.output.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.output}")
     return 0
