@@ -217,3 +217,23 @@ def test_a_file_the_listing_saw_plain_then_swapped_for_a_fifo_is_refused_without
         assert [p.rule for p in problems] == ["special-file"]
     finally:
         os.close(ctx.fd)
+
+
+def test_a_root_is_closed_and_its_listings_dropped_when_its_block_ends_even_by_an_error(tmp_path: Path) -> None:
+    """The one place a root's descriptor is opened for a load (this process's or a worker's) closes it."""
+    (tmp_path / "link").symlink_to(tmp_path)
+    seen: list[Root] = []
+
+    def use_and_fail() -> None:
+        with Root.open(tmp_path / "link") as root:
+            seen.append(root)
+            assert os.path.samefile(f"/proc/self/fd/{root.fd}", tmp_path)  # the configured path may be a link
+            assert (root.name, root.shown) == (tmp_path.name, str(tmp_path / "link"))
+            root.listings[()] = ([], {}, ())
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        use_and_fail()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(seen[0].fd)  # closed, not left open for the process's life
+    assert seen[0].listings == {}

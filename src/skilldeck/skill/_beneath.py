@@ -12,6 +12,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -57,6 +59,25 @@ class Root:
     absolute: tuple[tuple[str, ...], ...]  # the root's absolute path as configured and resolved, as parts
     listings: dict[tuple[str, ...], Listing] = field(default_factory=dict)
     """Each folder's listing, by its parts below the root, as the root walk found it (this load only)."""
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path) -> Iterator[Root]:
+        """``path`` opened for one load, closed (and its listings dropped) when the block ends. The
+        configured path itself may be a link: the user chose it. Raises ``OSError``."""
+        real = Path(os.path.realpath(path))
+        root = cls(
+            fd=os.open(path, O_ROOT),
+            path=path,
+            shown=str(path),
+            name=real.name,
+            absolute=(PurePosixPath(os.path.abspath(path)).parts, PurePosixPath(real).parts),
+        )
+        try:
+            yield root
+        finally:
+            os.close(root.fd)
+            root.listings.clear()
 
     def shown_path(self, *parts: str) -> str:
         """``str(self.path.joinpath(*parts))`` for names (no ``/``, not ``.`` or ``..``), without pathlib's cost."""

@@ -28,6 +28,7 @@ served. Each refusal is a :class:`~skilldeck.errors.SkillError` naming the path 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import itertools
@@ -37,13 +38,12 @@ import pickle
 import stat
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from skilldeck.errors import FrontmatterError, NotServedError, SkillError, SourceError, shorten
 from skilldeck.skill._beneath import (
     O_FOLDER,
-    O_ROOT,
     Listing,
     Root,
     _Escape,
@@ -82,6 +82,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+MAX_DEPTH = 32
+"""Folder levels below a root that are walked; deeper folders are reported and not read."""
 
 PARALLEL_FROM = 2_000
 """Top folders a root needs before :class:`DirectorySource` reads it with several processes."""
@@ -152,18 +155,18 @@ class DirectorySource:
     # soon as they would leave it. Bytes are read from the descriptor that was checked.
 
     def _load_root(self, root: Path, problems: list[SkillError]) -> list[StaticSkill]:
-        try:
-            ctx = self._open_root(root)
-        except OSError as exc:
-            problems.append(
-                SourceError(
-                    f"cannot be opened ({exc.strerror or exc}); no skills served from it",
-                    path=str(root),
-                    rule="unreadable",
+        with contextlib.ExitStack() as held:
+            try:
+                ctx = held.enter_context(Root.open(root))
+            except OSError as exc:
+                problems.append(
+                    SourceError(
+                        f"cannot be opened ({exc.strerror or exc}); no skills served from it",
+                        path=str(root),
+                        rule="unreadable",
+                    )
                 )
-            )
-            return []
-        try:
+                return []
             found: list[SkillError] = []  # only depth is reported from here; the rest when a skill is read
             listing = self._list(ctx, ctx.fd, (), found)
             if listing is None:  # the root opened but cannot be listed: said, not served empty in silence
@@ -193,22 +196,6 @@ class DirectorySource:
                 for worker in workers:
                     worker.close()
             return self._merge(problems, parts)
-        finally:
-            os.close(ctx.fd)
-            ctx.listings.clear()
-
-    @staticmethod
-    def _open_root(root: Path) -> Root:
-        """Open ``root`` (the configured path itself may be a link: the user chose it). Raises ``OSError``."""
-        real_root = Path(os.path.realpath(root))
-        fd = os.open(root, O_ROOT)
-        return Root(
-            fd=fd,
-            path=root,
-            shown=str(root),
-            name=real_root.name,
-            absolute=(PurePosixPath(os.path.abspath(root)).parts, PurePosixPath(real_root).parts),
-        )
 
     def _chunks(self, folders: list[str]) -> list[list[str]]:
         """The root's top folders in ``processes`` runs, or one run when there are fewer than
@@ -539,12 +526,6 @@ def _special_file(path: str) -> SkillError:
     return SkillError("is not a regular file (FIFO, socket or device); refused", path=path, rule="special-file")
 
 
-# -- opening below a root without following links out of it ---------------------------------------
-
-MAX_DEPTH = 32
-"""Folder levels below a root that are walked; deeper folders are reported and not read."""
-
-
 def _worker_main() -> None:
     """A worker's body: the request from standard input, the packed part to standard output.
 
@@ -557,12 +538,8 @@ def _worker_main() -> None:
         sys.exit(f"this worker imported another copy of skilldeck ({package}, not {request['package']})")
     root = Path(request["root"])
     source = DirectorySource(root, prefix=request["prefix"], ignore=request["ignore"], processes=1)
-    ctx = source._open_root(root)
-    try:
+    with Root.open(root) as ctx:
         packed = source._read_run(ctx, request["folders"]).packed()
-    finally:
-        os.close(ctx.fd)
-        ctx.listings.clear()
     pickle.dump(packed, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
     sys.stdout.buffer.flush()
 
