@@ -22,7 +22,9 @@ load, CPU time much less. Each tree keeps its own vector cache (their encoders' 
 * ``latency_527`` / ``latency_10k``: ``Selector.decide`` per question, the encoder's query cache
   off (every question is encoded), p50/p95 of wall and CPU milliseconds.
 
-Writes ``bench/results/selection_speed.json`` (with the machine's load average at start and end).
+Writes ``bench/results/selection_speed.json`` (with the machine's load average at start and end, and
+the BLAS kernel the latency runs' products ran on: ``OPENBLAS_CORETYPE`` in the environment overrides
+OpenBLAS's own choice, see ``scale_latency.py --kernels``).
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ else:
     for name, catalog in args["catalogs"].items():
         selector = Selector(build_cards(load_snapshot(catalog)), encoder=encoder, cache_dir=args["cache"])
         out[name] = lat(selector, questions, args["reps"])
+    from threadpoolctl import threadpool_info  # the kernel the encoder's products ran on
+    out["blas"] = [{"kernel": i.get("architecture"), "version": i.get("version")}
+                   for i in threadpool_info() if i.get("user_api") == "blas"]
 print(json.dumps(out))
 """
 
@@ -171,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             results[name]["latency_527"] = lat["527"]
             results[name]["latency_10k"] = lat["10k"]
+            results[name]["blas"] = lat["blas"]
             print(f"  {lat}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
