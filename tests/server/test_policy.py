@@ -8,6 +8,7 @@ administrators only, so it is hidden from everyone else) and ``style-guide`` (in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,16 @@ from skilldeck.errors import NotServedError
 from skilldeck.server._audience import allowed_tools, catalog_for
 from skilldeck.server._catalog import Catalog
 from skilldeck.serving._policy import (
+    MAX_CLAIM_PATH,
+    MAX_CLAIM_WARNINGS,
     Caller,
     Match,
     Policy,
     PolicyError,
     SkillPolicy,
+    caller_for,
     caller_from_claims,
+    claim_value,
     load_policy,
     parse_policy,
     render_template,
@@ -174,6 +179,14 @@ BAD_POLICIES: list[tuple[Any, str]] = [
     ({"skills": {"x": {"variables": [{"set": {}}, {"when": 3, "set": {}}]}}}, "skills.x.variables[1].when"),
     ({"skills": {"x": {"instruction_only": "yes"}}}, "skills.x.instruction_only"),
     ({"public_tools": 5}, "public_tools"),
+    ({"claims": {"roles": 5}}, "claims.roles: must be a claim's name"),
+    ({"claims": {"roles": []}}, "claims.roles: must be a claim's name"),
+    ({"claims": {"tenant": ["org", ""]}}, "claims.tenant: must be a claim's name"),
+    ({"claims": {"tenant": ["org", 1]}}, "claims.tenant: must be a claim's name"),
+    ({"claims": {"roles": "realm_access..roles"}}, "claims.roles: 'realm_access..roles' has an empty key"),
+    ({"claims": {"roles": ".roles"}}, "claims.roles: '.roles' has an empty key"),
+    ({"claims": {"roles": ["k"] * 9}}, "claims.roles: a claim path has at most 8 keys, not 9"),
+    ({"claims": {"roles": ".".join("k" * 9)}}, "claims.roles: a claim path has at most 8 keys, not 9"),
 ]
 
 
@@ -346,6 +359,105 @@ def test_caller_from_claims_reads_only_the_configured_claims() -> None:
     assert bare.tenant is None
     assert bare.roles == frozenset()
     assert bare.authenticated is True
+
+
+KEYCLOAK = {  # the shape of a Keycloak access token's role claims
+    "realm_access": {"roles": ["admin", "offline_access"]},
+    "resource_access": {"orders.app": {"roles": ["refunder"]}, "account": {"roles": ["view-profile"]}},
+    "org": "acme",
+}
+
+
+def test_claim_paths_read_nested_claims_and_prefer_a_claim_named_exactly() -> None:
+    assert claim_value(KEYCLOAK, "realm_access.roles") == ["admin", "offline_access"]
+    assert claim_value(KEYCLOAK, ("resource_access", "orders.app", "roles")) == ["refunder"]  # a key with a dot
+    assert claim_value(KEYCLOAK, "resource_access.orders.app.roles") is None  # as a string it is four keys
+    namespaced = {"https://acme.test/roles": ["a"], "https://acme": {"test/roles": ["b"]}}  # Auth0's style
+    assert claim_value(namespaced, "https://acme.test/roles") == ["a"]  # the exact name wins over the path
+    assert claim_value(namespaced, ("https://acme", "test/roles")) == ["b"]
+    for missing in ["roles", "realm_access.groups", "org.name", "realm_access.roles.admin", ("org",) * 2]:
+        assert claim_value(KEYCLOAK, missing) is None, missing  # a missing key, or a step that is not an object
+    policy = parse_policy({"claims": {"tenant": ["org"], "roles": ["k"] * MAX_CLAIM_PATH}})  # the bound itself
+    assert (policy.tenant_claim, policy.roles_claim) == (("org",), ("k",) * MAX_CLAIM_PATH)
+    keycloak = parse_policy({"claims": {"roles": "realm_access.roles"}})
+    caller = caller_for(keycloak, _Token(KEYCLOAK))
+    assert (caller.roles, caller.tenant) == (frozenset({"admin", "offline_access"}), None)
+
+
+def test_a_claim_of_another_shape_gives_nothing_and_says_why() -> None:
+    said: list[str] = []
+
+    def caller(claims: dict[str, Any], roles: Any = "roles", tenant: Any = "tenant") -> Caller:
+        said.clear()
+        return caller_from_claims(
+            subject="u",
+            client_id=None,
+            scopes=[],
+            claims=claims,
+            roles_claim=roles,
+            tenant_claim=tenant,
+            warn=said.append,
+        )
+
+    # an object's keys are not roles (before: every client id of resource_access became a "role")
+    assert caller(KEYCLOAK, roles="resource_access").roles == frozenset()
+    assert said == [
+        "the claim 'resource_access' is an object, not a list of roles or a space-separated string "
+        "(to read the list inside it: claims: {roles: resource_access.orders.app.roles}); the caller has no roles"
+    ]
+    assert caller({"roles": ["a", 3, {"b": 1}, True, None]}).roles == frozenset({"a", "3"})
+    assert said == ["the claim 'roles' holds items that are not strings; they are not roles"]
+    assert caller({"roles": 7}).roles == frozenset()
+    assert said == [
+        "the claim 'roles' is a number, not a list of roles or a space-separated string; the caller has no roles"
+    ]
+    for value, kind in [(["acme"], "a list"), ({"id": "acme"}, "an object"), (True, "a boolean")]:
+        assert caller({"tenant": value}).tenant is None
+        assert said == [f"the claim 'tenant' is {kind}, not a string or a number; the caller has no tenant"]
+    assert caller({"tenant": 42, "roles": "a b"}) == Caller(
+        subject="u", tenant="42", roles=frozenset({"a", "b"}), authenticated=True
+    )
+    assert said == []
+    # the claim is missing, and the token carries roles elsewhere: the path to them is suggested
+    assert caller(KEYCLOAK).roles == frozenset()
+    assert said == [
+        "this token has no claim 'roles' but carries roles at realm_access.roles "
+        "(to read them: claims: {roles: realm_access.roles})"
+    ]
+    assert caller({"sub": "u", "scope": "a b"}).roles == frozenset()
+    assert said == []  # a token with no roles anywhere is a caller without roles, not a misfit
+
+
+@dataclass
+class _Token:
+    claims: dict[str, Any]
+    subject: str = "u"
+    client_id: str | None = None
+    scopes: tuple[str, ...] = ()
+
+
+def test_a_misfit_is_logged_once_per_policy_and_kind_up_to_a_bound(caplog: pytest.LogCaptureFixture) -> None:
+    first, second = parse_policy({}), parse_policy({"claims": {"tenant": "org"}})
+    with caplog.at_level("WARNING", logger="skilldeck.serving._policy"):
+        for _ in range(3):
+            caller_for(first, _Token({"roles": {"x": 1}}))
+            caller_for(second, _Token({"roles": {"x": 1}}))
+        caller_for(None, _Token({"roles": {"x": 1}}))  # no policy: roles decide nothing, nothing is said
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == 2 * [
+        "the policy's claims do not fit this token: the claim 'roles' is an object, "
+        "not a list of roles or a space-separated string; the caller has no roles (said once)"
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="skilldeck.serving._policy"):
+        for n in range(MAX_CLAIM_WARNINGS + 5):  # kinds of misfit (here: claims named differently)
+            first.warn_once(f"kind {n}")
+    assert len(caplog.records) == MAX_CLAIM_WARNINGS - 1  # the object above was the first kind
+    assert (
+        caplog.records[-1]
+        .getMessage()
+        .startswith(f"the policy's claims do not fit this token: kind {MAX_CLAIM_WARNINGS - 2} ")
+    )
 
 
 def test_audience_is_what_rendering_depends_on_not_who() -> None:

@@ -266,10 +266,10 @@ async def _names(wire: SkillsWire) -> set[str]:
     return {e["frontmatter"]["name"] for e in (await wire.list_skills())["skills"]}
 
 
-@pytest.fixture(scope="module")
-def jwt_server(tmp_path_factory: pytest.TempPathFactory, jwks_url: JwksServer) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("jwt-serve")
-    (tmp / "policy.yaml").write_text(POLICY)
+@contextmanager
+def _serve_with_tokens(tmp: Path, policy: str, jwks_url: JwksServer) -> Iterator[Served]:
+    """``skilldeck serve --http`` with ``policy``, verifying tokens against ``jwks_url``."""
+    (tmp / "policy.yaml").write_text(policy)
     with _serve(
         tmp,
         "--http", "127.0.0.1:0",
@@ -278,6 +278,12 @@ def jwt_server(tmp_path_factory: pytest.TempPathFactory, jwks_url: JwksServer) -
         "--jwt-issuer", ISSUER,
         "--jwt-audience", AUDIENCE,
     ) as served:  # fmt: skip
+        yield served
+
+
+@pytest.fixture(scope="module")
+def jwt_server(tmp_path_factory: pytest.TempPathFactory, jwks_url: JwksServer) -> Iterator[Served]:
+    with _serve_with_tokens(tmp_path_factory.mktemp("jwt-serve"), POLICY, jwks_url) as served:
         yield served
 
 
@@ -367,3 +373,26 @@ def test_serve_refuses_incomplete_token_settings(
     )
     assert proc.returncode == 1
     assert message in proc.stderr
+
+
+@pytest.mark.anyio
+async def test_roles_nested_in_the_token_are_read_and_a_misfit_is_said_once(
+    tmp_path: Path, keys: Keys, jwks_url: JwksServer
+) -> None:
+    """Keycloak puts realm roles at ``realm_access.roles``: a policy names that path and they admit. A token
+    without it but with roles elsewhere gives a caller without roles and one warning naming where they are."""
+    policy = POLICY.replace("roles: groups}", "roles: realm_access.roles}")
+    admin = _token(keys.rsa_key, sub="bob", org="globex", realm_access={"roles": ["admin", "offline_access"]})
+    elsewhere = _token(keys.rsa_key, sub="dan", org="globex", resource_access={"orders": {"roles": ["admin"]}})
+    with _serve_with_tokens(tmp_path, policy, jwks_url) as served:
+        async with _client(served.url, admin, "auto") as wire:
+            assert "code-review" in await _names(wire)
+        for mode in ("auto", "legacy"):  # two sessions, each caller worked out per request
+            async with _client(served.url, elsewhere, mode) as wire:
+                assert await _names(wire) == set()  # no roles: job-search and the admin skills are hidden
+        warnings = [line for line in served.text().splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: the policy's claims do not fit this token: this token has no claim 'realm_access.roles' but "
+        "carries roles at resource_access.orders.roles (to read them: claims: {roles: resource_access.orders.roles}) "
+        "(said once)"
+    ]

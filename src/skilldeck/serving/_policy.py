@@ -23,9 +23,11 @@ would force every host to opt in to unverifiable content).
 
 from __future__ import annotations
 
+import itertools
+import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
@@ -38,7 +40,9 @@ from skilldeck.errors import PolicyError
 
 __all__ = [
     "HINTS_PREFIX",
+    "MAX_CLAIM_PATH",
     "Caller",
+    "ClaimPath",
     "Match",
     "Policy",
     "PolicyError",
@@ -47,10 +51,13 @@ __all__ = [
     "SkillPolicy",
     "caller_for",
     "caller_from_claims",
+    "claim_value",
     "load_policy",
     "parse_policy",
     "render_template",
 ]
+
+_log = logging.getLogger(__name__)
 
 HINTS_PREFIX = "dev.skilldeck/"
 """Reverse-DNS prefix of the request ``_meta`` hints skilldeck reads (e.g. ``dev.skilldeck/locale``)."""
@@ -79,26 +86,136 @@ class Caller:
         return (self.tenant, tuple(sorted(self.roles)), tuple(sorted(self.scopes)), self.locale)
 
 
+ClaimPath = str | tuple[str, ...]
+"""Where a token carries a value: a claim's name, or the keys down to it through nested claims.
+
+A name is looked up as a top-level claim first; only when no claim has that exact name and the name
+holds a dot is it read as a path (``realm_access.roles``: Keycloak's realm roles). A tuple is always a
+path (``("resource_access", "my.app", "roles")``, for keys that hold dots themselves)."""
+
+MAX_CLAIM_WARNINGS = 32
+"""Kinds of misfit between tokens and a policy's ``claims`` logged, once each, per policy."""
+
+MAX_CLAIM_PATH = 8
+"""Keys a claim path may have (identity providers nest roles at most three deep)."""
+
+
+def claim_value(claims: Mapping[str, Any], path: ClaimPath) -> Any:
+    """The value at ``path`` in ``claims``; ``None`` when a key is missing or a step is not an object."""
+    if isinstance(path, str):
+        if path in claims or "." not in path:
+            return claims.get(path)
+        path = tuple(path.split("."))
+    value: Any = claims
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def shown_claim(path: ClaimPath) -> str:
+    """``path`` as a policy file writes it."""
+    return path if isinstance(path, str) else ".".join(path)
+
+
+def _scalar(value: Any) -> str | None:
+    """A role or a tenant as a string: a string, or a number (the tenant ``42`` is ``"42"``); else ``None``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _kind(value: Any) -> str:
+    """What JSON calls ``value``'s type."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else "a list" if isinstance(value, list) else "a value"
+
+
+def _roles_from(value: Any, path: ClaimPath) -> tuple[frozenset[str], str | None]:
+    """The roles a claim's value holds, and why some or all were not taken (``None`` when all were).
+
+    A string holds space-separated roles; a list holds one role per item. An object is never read as
+    roles: its keys are not roles (Keycloak's ``resource_access`` maps client ids to objects that hold
+    them)."""
+    if value is None:
+        return frozenset(), None
+    if isinstance(value, str):
+        return frozenset(value.split()), None
+    if isinstance(value, list):
+        roles = [role for role in map(_scalar, value) if role is not None]
+        if len(roles) == len(value):
+            return frozenset(roles), None
+        return frozenset(roles), f"the claim {shown_claim(path)!r} holds items that are not strings; they are not roles"
+    why = f"the claim {shown_claim(path)!r} is {_kind(value)}, not a list of roles or a space-separated string"
+    if isinstance(value, Mapping) and (inside := _roles_elsewhere(value)) is not None:
+        why += f" (to read the list inside it: claims: {{roles: {shown_claim(path)}.{inside}}})"
+    return frozenset(), why + "; the caller has no roles"
+
+
+_ROLE_KEYS = ("roles", "groups")
+"""Where identity providers put roles: ``roles`` (Keycloak's ``realm_access.roles``, Entra ID, Auth0
+namespaced), ``groups`` (Okta, Cognito's ``cognito:groups`` aside)."""
+
+
+def _roles_elsewhere(claims: Mapping[str, Any], depth: int = 3) -> str | None:
+    """The first path (dotted) to a list named ``roles`` or ``groups`` in ``claims``, ``depth`` keys deep
+    at most, looking at no more than 64 keys of any one object; ``None`` when there is none."""
+    for key, value in itertools.islice(claims.items(), 64):
+        if key in _ROLE_KEYS and isinstance(value, list):
+            return key
+        if depth > 1 and isinstance(value, Mapping):
+            inner = _roles_elsewhere(value, depth - 1)
+            if inner is not None:
+                return f"{key}.{inner}"
+    return None
+
+
 def caller_from_claims(
     *,
     subject: str | None,
     client_id: str | None,
     scopes: Iterable[str],
     claims: Mapping[str, Any] | None,
-    tenant_claim: str = "tenant",
-    roles_claim: str = "roles",
+    tenant_claim: ClaimPath = "tenant",
+    roles_claim: ClaimPath = "roles",
     locale: str = "en",
+    warn: Callable[[str], None] | None = None,
 ) -> Caller:
-    """A :class:`Caller` from a verified token's fields (roles may be a list or a space-separated string)."""
+    """A :class:`Caller` from a verified token's fields.
+
+    The tenant and the roles are read at their claim paths (:data:`ClaimPath`): the roles from a list
+    or a space-separated string, the tenant from a string or a number. A value of another shape gives
+    no tenant or no roles, never its keys or its ``repr``, and ``warn`` is told why, naming the claim.
+    """
     claims = claims or {}
-    roles_value = claims.get(roles_claim, [])
-    roles = roles_value.split() if isinstance(roles_value, str) else [str(r) for r in roles_value or []]
-    tenant = claims.get(tenant_claim)
+    roles_value = claim_value(claims, roles_claim)
+    roles, why = _roles_from(roles_value, roles_claim)
+    tenant_value = claim_value(claims, tenant_claim)
+    tenant = _scalar(tenant_value)
+    if warn is not None:
+        if why is not None:
+            warn(why)
+        if roles_value is None and (elsewhere := _roles_elsewhere(claims)) is not None:
+            warn(
+                f"this token has no claim {shown_claim(roles_claim)!r} but carries roles at {elsewhere} "
+                f"(to read them: claims: {{roles: {elsewhere}}})"
+            )
+        if tenant_value is not None and tenant is None:
+            warn(
+                f"the claim {shown_claim(tenant_claim)!r} is {_kind(tenant_value)}, not a string or a number; "
+                "the caller has no tenant"
+            )
     return Caller(
         subject=subject,
         client_id=client_id,
-        tenant=str(tenant) if tenant is not None else None,
-        roles=frozenset(roles),
+        tenant=tenant,
+        roles=roles,
         scopes=frozenset(scopes),
         authenticated=True,
         locale=locale,
@@ -118,6 +235,7 @@ def caller_for(policy: Policy | None, token: Any, locale_hint: object = None) ->
             tenant_claim=policy.tenant_claim if policy else "tenant",
             roles_claim=policy.roles_claim if policy else "roles",
             locale=locale,
+            warn=policy.warn_once if policy else None,
         )
     identity = policy.default_identity if policy else Caller()
     return replace(identity, locale=locale)
@@ -189,14 +307,24 @@ class Policy:
     public_tools: frozenset[str] = frozenset()
     """Tools every caller may list and call, whatever skills they see."""
     default_identity: Caller = field(default_factory=Caller)
-    tenant_claim: str = "tenant"
-    roles_claim: str = "roles"
+    tenant_claim: ClaimPath = "tenant"
+    roles_claim: ClaimPath = "roles"
     locales: tuple[str, ...] = ("en",)
     """The locales a ``dev.skilldeck/locale`` hint may pick; the first is the default.
 
     The hint comes from anyone, and every locale is one more rendered variant of the catalog,
     so only these are honoured: any other hint is answered in the default locale.
     """
+    _warned: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
+
+    def warn_once(self, why: str) -> None:
+        """Log ``why`` (a verified token's claims do not fit :attr:`tenant_claim` or :attr:`roles_claim`)
+        the first time it happens under this policy: once per kind, and at most :data:`MAX_CLAIM_WARNINGS`
+        kinds, so a misconfigured claim is said without a line per request."""
+        if why in self._warned or len(self._warned) >= MAX_CLAIM_WARNINGS:
+            return
+        self._warned.add(why)
+        _log.warning("the policy's claims do not fit this token: %s (said once)", why)
 
     def skill(self, name: str) -> SkillPolicy | None:
         """The rule written for ``name`` exactly (see :meth:`rule_for` for a gateway's ids)."""
@@ -374,9 +502,29 @@ class _Identity(Model):
     scopes: _Names = Field(default=[], description=_NAMES)
 
 
+def _claim_path(value: object) -> ClaimPath:
+    """``claims.tenant`` / ``claims.roles``: a claim's name (a dotted path when no claim has that name),
+    or a list of keys down through nested claims."""
+    if isinstance(value, str):
+        keys = value.split(".")
+        if not value or "" in keys:
+            raise ValueError(f"{value!r} has an empty key; write the keys as a list, e.g. [realm_access, roles]")
+    elif isinstance(value, list) and value and all(isinstance(key, str) and key for key in value):
+        keys = value
+    else:
+        raise ValueError("must be a claim's name (realm_access.roles reads nested claims) or a list of keys")
+    if len(keys) > MAX_CLAIM_PATH:
+        raise ValueError(f"a claim path has at most {MAX_CLAIM_PATH} keys, not {len(keys)}")
+    return value if isinstance(value, str) else tuple(value)
+
+
+_Claim = Annotated[Any, AfterValidator(_claim_path)]
+_CLAIM = "a claim's name, a dotted path (realm_access.roles) or a list of keys"
+
+
 class _Claims(Model):
-    tenant: Any = "tenant"
-    roles: Any = "roles"
+    tenant: _Claim = Field(default="tenant", description=_CLAIM)
+    roles: _Claim = Field(default="roles", description=_CLAIM)
 
 
 def _locales(tags: list[str]) -> list[str]:
@@ -427,7 +575,7 @@ def parse_policy(data: object) -> Policy:
             authenticated=False,
             locale=doc.locales[0],
         ),
-        tenant_claim=str(claims.tenant),
-        roles_claim=str(claims.roles),
+        tenant_claim=claims.tenant,
+        roles_claim=claims.roles,
         locales=tuple(doc.locales),
     )
