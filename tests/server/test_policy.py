@@ -428,6 +428,21 @@ def test_a_claim_of_another_shape_gives_nothing_and_says_why() -> None:
     assert said == []  # a token with no roles anywhere is a caller without roles, not a misfit
 
 
+def test_the_search_for_roles_elsewhere_is_shallowest_first_and_bounded() -> None:
+    said: list[str] = []
+
+    def suggested(claims: dict[str, Any]) -> str | None:
+        said.clear()
+        caller_from_claims(subject="u", client_id=None, scopes=[], claims=claims, warn=said.append)
+        return said[0].split(" carries roles at ")[1].split(" ")[0] if said else None
+
+    assert suggested({"a": {"b": {"roles": ["x"]}}, "c": {"groups": ["y"]}}) == "c.groups"
+    assert suggested({"a": {"b": {"c": {"roles": ["x"]}}}}) is None  # deeper than three keys
+    filler = {f"k{i}": {"n": i} for i in range(255)}  # each object is searched a level down too
+    assert suggested({**filler, "groups": ["y"]}) == "groups"  # the 256th key looked at
+    assert suggested({**filler, "k255": 0, "groups": ["y"]}) is None  # the 257th is not
+
+
 @dataclass
 class _Token:
     claims: dict[str, Any]

@@ -159,20 +159,31 @@ def _roles_from(value: Any, path: ClaimPath) -> tuple[frozenset[str], str | None
 
 
 _ROLE_KEYS = ("roles", "groups")
-"""Where identity providers put roles: ``roles`` (Keycloak's ``realm_access.roles``, Entra ID, Auth0
-namespaced), ``groups`` (Okta, Cognito's ``cognito:groups`` aside)."""
+"""The names identity providers give a list of roles: ``roles`` (Keycloak's ``realm_access.roles``,
+Entra ID) and ``groups`` (Okta)."""
+
+_ROLES_SEARCH_KEYS = 256
+"""Keys of a token looked at, at most, for a list of roles the policy does not name (once per request
+whose roles claim is missing: a bound on what a large token costs)."""
 
 
 def _roles_elsewhere(claims: Mapping[str, Any], depth: int = 3) -> str | None:
-    """The first path (dotted) to a list named ``roles`` or ``groups`` in ``claims``, ``depth`` keys deep
-    at most, looking at no more than 64 keys of any one object; ``None`` when there is none."""
-    for key, value in itertools.islice(claims.items(), 64):
-        if key in _ROLE_KEYS and isinstance(value, list):
-            return key
-        if depth > 1 and isinstance(value, Mapping):
-            inner = _roles_elsewhere(value, depth - 1)
-            if inner is not None:
-                return f"{key}.{inner}"
+    """The dotted path of a list named ``roles`` or ``groups`` in ``claims``, the shallowest first,
+    ``depth`` keys deep at most, looking at :data:`_ROLES_SEARCH_KEYS` keys in all; else ``None``."""
+    level: list[tuple[str, Mapping[str, Any]]] = [("", claims)]
+    budget = _ROLES_SEARCH_KEYS
+    for _ in range(depth):
+        deeper: list[tuple[str, Mapping[str, Any]]] = []
+        for prefix, claims_here in level:
+            for key, value in itertools.islice(claims_here.items(), budget):
+                budget -= 1
+                if key in _ROLE_KEYS and isinstance(value, list):
+                    return prefix + key
+                if isinstance(value, Mapping):
+                    deeper.append((f"{prefix}{key}.", value))
+            if budget <= 0:
+                return None
+        level = deeper
     return None
 
 
