@@ -441,6 +441,9 @@ def test_the_search_for_roles_elsewhere_is_shallowest_first_and_bounded() -> Non
     filler = {f"k{i}": {"n": i} for i in range(255)}  # each object is searched a level down too
     assert suggested({**filler, "groups": ["y"]}) == "groups"  # the 256th key looked at
     assert suggested({**filler, "k255": 0, "groups": ["y"]}) is None  # the 257th is not
+    # a key's name is the issuer's text: the path quoted is cut at 200 characters ("k" * 194 + ".roles" is 200)
+    assert suggested({"k" * 194: {"roles": ["x"]}}) == "k" * 194 + ".roles"
+    assert suggested({"k" * 195: {"roles": ["x"]}}) == "k" * 195 + ".rol\u2026"
 
 
 @dataclass

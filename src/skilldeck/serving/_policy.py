@@ -36,11 +36,12 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from skilldeck._documents import load_document
 from skilldeck._suggest import did_you_mean
 from skilldeck._validation import Model, parse
-from skilldeck.errors import PolicyError
+from skilldeck.errors import PolicyError, shorten
 
 __all__ = [
     "HINTS_PREFIX",
     "MAX_CLAIM_PATH",
+    "MAX_CLAIM_WARNINGS",
     "Caller",
     "ClaimPath",
     "Match",
@@ -154,6 +155,7 @@ def _roles_from(value: Any, path: ClaimPath) -> tuple[frozenset[str], str | None
         return frozenset(roles), f"the claim {shown_claim(path)!r} holds items that are not strings; they are not roles"
     why = f"the claim {shown_claim(path)!r} is {_kind(value)}, not a list of roles or a space-separated string"
     if isinstance(value, Mapping) and (inside := _roles_elsewhere(value)) is not None:
+        inside = shorten(inside, 200)  # a token's key names: what the issuer wrote, kept short in a log line
         why += f" (to read the list inside it: claims: {{roles: {shown_claim(path)}.{inside}}})"
     return frozenset(), why + "; the caller has no roles"
 
@@ -213,6 +215,7 @@ def caller_from_claims(
         if why is not None:
             warn(why)
         if roles_value is None and (elsewhere := _roles_elsewhere(claims)) is not None:
+            elsewhere = shorten(elsewhere, 200)
             warn(
                 f"this token has no claim {shown_claim(roles_claim)!r} but carries roles at {elsewhere} "
                 f"(to read them: claims: {{roles: {elsewhere}}})"
