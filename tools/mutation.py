@@ -797,6 +797,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a re-published skill is admitted by its bare name, not LABEL/NAME: the policy's rule misses it",
     ),
     _m(
+        "jwks-kidless-token-picks-among-several",
+        "server/_jwks.py",
+        "        if len(keys) == 1:\n            return next(iter(keys.values()))\n",
+        "        if len(keys) >= 1:\n            return next(iter(keys.values()))\n",
+        f"{T_JWKS}::test_a_token_without_a_kid_is_verified_with_the_one_key_of_a_set_and_refused_when_there_are_two",
+        "a token without a kid is verified with the first of several keys: the issuer's choice is guessed",
+    ),
+    _m(
         "policy-claim-object-keys-as-roles",
         "serving/_policy.py",
         "    if isinstance(value, list):\n        roles = [",

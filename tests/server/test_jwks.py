@@ -53,10 +53,16 @@ def jwks(*pairs: tuple[str, rsa.RSAPrivateKey], use: str = "sig") -> dict[str, A
     }
 
 
-def token(key: rsa.RSAPrivateKey, kid: str) -> str:
+def token(key: rsa.RSAPrivateKey, kid: str | None) -> str:
+    """A valid token signed with ``key``, naming ``kid`` in its header (``None``: no ``kid`` at all)."""
     now = int(time.time())
     claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "iat": now, "exp": now + 600}
-    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid} if kid is not None else None)
+
+
+def unnamed(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the ``kid`` of every key taken out."""
+    return {"keys": [{k: v for k, v in key.items() if k != "kid"} for key in document["keys"]]}
 
 
 class Clock:
@@ -65,6 +71,13 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def on_a_clock(provider: IdentityProvider) -> tuple[Clock, JwksUrl, JwtVerifier]:
+    """A verifier of ``provider``'s JWKS whose time is a clock the test moves."""
+    clock = Clock()
+    source = JwksUrl(provider.url, clock=clock)
+    return clock, source, JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
 
 
 # -- a file ----------------------------------------------------------------------------------------
@@ -88,6 +101,55 @@ async def test_a_rotated_jwks_file_takes_effect_without_a_restart(
     rewrite(path, json.dumps(jwks(("new", new_key))))  # the old key revoked, the new one published
     assert await verifier.verify_token(token(old_key, "old")) is None
     assert await verifier.verify_token(token(new_key, "new")) is not None
+
+
+async def test_a_token_without_a_kid_is_verified_with_the_one_key_of_a_set_and_refused_when_there_are_two(
+    tmp_path: Path, old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey
+) -> None:
+    """A kid is how a token picks its key among several; with one key there is nothing to pick (as FastMCP's
+    verifier has it). The signature, issuer, audience and expiry are checked as for any token."""
+    path = tmp_path / "jwks.json"
+    rewrite(path, json.dumps(unnamed(jwks(("x", old_key)))))  # one key, published without a kid
+    verifier = JwtVerifier(str(path), issuer=ISSUER, audience=AUDIENCE)
+    assert await verifier.verify_token(token(old_key, None)) is not None
+    assert await verifier.verify_token(token(old_key, "")) is not None  # an empty kid names no key either
+    assert await verifier.verify_token(token(new_key, None)) is None  # the one key did not sign it
+    with pytest.raises(jwt.InvalidTokenError, match="no signing key with kid 'x' in the JWKS file"):
+        await verifier.keys.key("x")  # a kid never names a key published without one
+    rewrite(path, json.dumps(jwks(("old", old_key))))  # one named key: a token without a kid picks it too
+    assert await verifier.verify_token(token(old_key, None)) is not None
+    rewrite(path, json.dumps(jwks(("old", old_key), ("new", new_key))))  # two keys: the token must name one
+    assert await verifier.verify_token(token(old_key, None)) is None
+    assert await verifier.verify_token(token(new_key, None)) is None
+    with pytest.raises(jwt.InvalidTokenError, match="has no 'kid' header and the JWKS file holds 2 signing keys"):
+        await verifier.keys.key(None)
+    assert await verifier.verify_token(token(new_key, "new")) is not None
+
+
+async def test_keys_without_a_kid_are_used_only_alone(old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey) -> None:
+    """Beside a named key, a key without a kid could never be picked: it is left out. Two keys without one
+    could never be told apart: a set of only those is refused, as a set with no signing key is."""
+    one_of_each = {"keys": jwks(("new", new_key))["keys"] + unnamed(jwks(("x", old_key)))["keys"]}
+    assert set(parse_jwks(json.dumps(one_of_each).encode(), "test")) == {"new"}
+    assert set(parse_jwks(json.dumps(unnamed(jwks(("x", old_key)))).encode(), "test")) == {""}
+    with pytest.raises(JwksUnavailable, match=r"no signing key with a 'kid' \(or a single one without\)"):
+        parse_jwks(json.dumps(unnamed(jwks(("x", old_key), ("y", new_key)))).encode(), "test")
+
+
+async def test_a_url_that_comes_to_publish_a_second_key_refuses_tokens_without_a_kid_from_then_on(
+    provider: IdentityProvider, old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey
+) -> None:
+    clock, source, verifier = on_a_clock(provider)
+    for _ in range(3):  # the set is fresh: fetched once
+        assert await verifier.verify_token(token(old_key, None)) is not None
+    provider.body = json.dumps(jwks(("old", old_key), ("new", new_key))).encode()  # a rotation begins
+    assert await verifier.verify_token(token(old_key, None)) is not None  # until the set is fetched again
+    clock.now += source.lifespan
+    assert await verifier.verify_token(token(old_key, None)) is None
+    with pytest.raises(jwt.InvalidTokenError, match="holds 2 signing keys"):
+        await source.key(None)
+    assert await verifier.verify_token(token(old_key, "old")) is not None
+    assert provider.hits == ["ok", "ok"]
 
 
 @pytest.mark.parametrize(
@@ -230,9 +292,7 @@ async def test_a_hanging_jwks_endpoint_costs_one_fetch_and_holds_up_no_token(
 async def test_the_last_good_keys_stay_while_refreshing_fails(
     provider: IdentityProvider, old_key: rsa.RSAPrivateKey, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
-    source = JwksUrl(provider.url, clock=clock)
-    verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
+    clock, source, verifier = on_a_clock(provider)
     assert await verifier.verify_token(token(old_key, "old")) is not None
     provider.mode = "error"
     caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")

@@ -15,8 +15,10 @@ source take the keys away or the server down:
   fails is not tried again for ``cooldown`` seconds, and the last good set stays in force
   meanwhile.
 
-Both keep only signing keys (``use`` ``sig`` or unset) that have a ``kid`` and an asymmetric
-algorithm of :data:`ALGORITHMS`.
+Both keep only signing keys (``use`` ``sig`` or unset) with an asymmetric algorithm of
+:data:`ALGORITHMS` that have a ``kid``, or the one such key of a set that holds only one. A token
+picks its key by its ``kid`` header; a token without one is verified with the set's key when the set
+holds exactly one (as FastMCP's verifier does), and refused, saying so, when it holds more.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "JwksSource",
     "JwksUrl",
     "parse_jwks",
+    "pick_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -62,13 +65,14 @@ class JwksSource(Protocol):
 
     source: str
 
-    async def key(self, kid: str) -> jwt.PyJWK:
-        """The signing key named ``kid``; raises :class:`jwt.InvalidTokenError` when there is none."""
+    async def key(self, kid: str | None) -> jwt.PyJWK:
+        """The signing key named ``kid`` (``None``: the set's one key); raises :class:`jwt.InvalidTokenError`
+        when there is none."""
         ...
 
 
 def parse_jwks(data: bytes, where: str) -> dict[str, jwt.PyJWK]:
-    """The usable signing keys of a JWKS document, by ``kid``.
+    """The usable signing keys of a JWKS document, by ``kid`` (``""``: the set's one key, which has none).
 
     Raises:
         JwksUnavailable: over :data:`MAX_JWKS_BYTES`, not a JWKS, or no usable signing key in it.
@@ -79,18 +83,37 @@ def parse_jwks(data: bytes, where: str) -> dict[str, jwt.PyJWK]:
         keys = jwt.PyJWKSet.from_json(data.decode("utf-8")).keys
     except (UnicodeDecodeError, json.JSONDecodeError, jwt.PyJWTError) as exc:
         raise JwksUnavailable(f'{where}: not a JWKS ({{"keys": [...]}}): {exc}') from None
-    usable = {
-        k.key_id: k for k in keys if k.key_id and k.public_key_use in ("sig", None) and k.algorithm_name in ALGORITHMS
-    }
+    signing = [k for k in keys if k.public_key_use in ("sig", None) and k.algorithm_name in ALGORITHMS]
+    if len(signing) == 1 and not signing[0].key_id:  # one key: a token needs no kid to pick it
+        return {"": signing[0]}
+    usable = {k.key_id: k for k in signing if k.key_id}
     if not usable:
         raise JwksUnavailable(
-            f"{where}: the JWKS has no signing key with a 'kid' and an asymmetric algorithm ({', '.join(ALGORITHMS)})"
+            f"{where}: the JWKS has no signing key with a 'kid' (or a single one without) and an asymmetric "
+            f"algorithm ({', '.join(ALGORITHMS)})"
         )
     return usable
 
 
-def _unknown(kid: str, where: str) -> jwt.InvalidTokenError:
-    return jwt.InvalidTokenError(f"no signing key with kid {kid!r} in the JWKS {where}")
+def pick_key(keys: dict[str, jwt.PyJWK], kid: str | None, where: str) -> jwt.PyJWK:
+    """The key of ``keys`` named ``kid``; for ``None``, the set's key when it holds one.
+
+    Raises:
+        jwt.InvalidTokenError: no key has that ``kid``, or the token names none and the set holds several.
+    """
+    if not keys:  # a first fetch that has not come back yet
+        raise jwt.InvalidTokenError(f"the JWKS {where} holds no signing key yet")
+    if kid is None:
+        if len(keys) == 1:
+            return next(iter(keys.values()))
+        raise jwt.InvalidTokenError(
+            f"the token has no 'kid' header and the JWKS {where} holds {len(keys)} signing keys: "
+            "the issuer must name the key that signed it"
+        )
+    found = keys.get(kid) if kid else None
+    if found is None:
+        raise jwt.InvalidTokenError(f"no signing key with kid {kid!r} in the JWKS {where}")
+    return found
 
 
 class JwksFile:
@@ -138,11 +161,8 @@ class JwksFile:
                 )
         return self._keys
 
-    async def key(self, kid: str) -> jwt.PyJWK:
-        found = self.keys().get(kid)
-        if found is None:
-            raise _unknown(kid, "file")
-        return found
+    async def key(self, kid: str | None) -> jwt.PyJWK:
+        return pick_key(self.keys(), kid, "file")
 
 
 class JwksUrl:
@@ -187,17 +207,14 @@ class JwksUrl:
         self.fetches = 0
         """Fetches begun (one shared by all who waited for it counts once)."""
 
-    async def key(self, kid: str) -> jwt.PyJWK:
+    async def key(self, kid: str | None) -> jwt.PyJWK:
         now = self._clock()
         fresh = self._fetched is not None and now - self._fetched < self.lifespan
-        if not (fresh and kid in self._keys):
+        if not (fresh and (kid in self._keys if kid is not None else self._keys)):
             await self._refresh(now)
-        found = self._keys.get(kid)
-        if found is not None:
-            return found
         if self._failure is not None and not self._keys:
             raise jwt.PyJWKClientConnectionError(self._failure)
-        raise _unknown(kid, f"at {self.source}")
+        return pick_key(self._keys, kid, f"at {self.source}")
 
     async def _refresh(self, now: float) -> None:
         """Start a fetch unless one runs or the cooldown holds, and wait at most :attr:`wait` for it.

@@ -2,8 +2,8 @@
 
 :class:`JwtVerifier` is what ``skilldeck serve --http --jwt-jwks ... --jwt-issuer ... --jwt-audience ...``
 plugs into the SDK (``MCPServer(token_verifier=..., auth=AuthSettings(...))``). A token is accepted
-only when its signature verifies with a key of the JWKS (picked by the token's ``kid``, with an
-asymmetric algorithm bound to that key: RS*, PS*, ES*, EdDSA; never ``HS*`` or ``none``), its
+only when its signature verifies with a key of the JWKS (picked by the token's ``kid``, or the
+JWKS's one key for a token without a ``kid``, with an asymmetric algorithm bound to that key: RS*, PS*, ES*, EdDSA; never ``HS*`` or ``none``), its
 ``iss`` is the configured issuer, its ``aud`` names the configured audience, and it has not expired.
 Anything else is ``None``, which the SDK answers with ``401``.
 
@@ -88,9 +88,9 @@ class JwtVerifier:
             return None
         try:
             kid = jwt.get_unverified_header(token).get("kid")
-            if not isinstance(kid, str) or not kid:
-                raise jwt.InvalidTokenError("the token has no 'kid' header naming its key")
-            key = await self.keys.key(kid)
+            if kid is not None and not isinstance(kid, str):
+                raise jwt.InvalidTokenError("the token's 'kid' header is not a string")
+            key = await self.keys.key(kid or None)  # none (or empty): the JWKS's one key, if it has one
             claims: dict[str, Any] = jwt.decode(
                 token,
                 key,
