@@ -104,7 +104,7 @@ async def test_a_rotated_jwks_file_takes_effect_without_a_restart(
 
 
 async def test_a_token_without_a_kid_is_verified_with_the_one_key_of_a_set_and_refused_when_there_are_two(
-    tmp_path: Path, old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey
+    tmp_path: Path, old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A kid is how a token picks its key among several; with one key there is nothing to pick (as FastMCP's
     verifier has it). The signature, issuer, audience and expiry are checked as for any token."""
@@ -124,6 +124,11 @@ async def test_a_token_without_a_kid_is_verified_with_the_one_key_of_a_set_and_r
     with pytest.raises(jwt.InvalidTokenError, match="has no 'kid' header and the JWKS file holds 2 signing keys"):
         await verifier.keys.key(None)
     assert await verifier.verify_token(token(new_key, "new")) is not None
+    rewrite(path, json.dumps(unnamed(jwks(("x", new_key)))))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="skilldeck.server._jwks"):
+        assert await verifier.verify_token(token(new_key, None)) is not None
+    assert [r.getMessage() for r in caplog.records] == ["JWKS file re-read: 1 signing keys (one without a kid)"]
 
 
 async def test_keys_without_a_kid_are_used_only_alone(old_key: rsa.RSAPrivateKey, new_key: rsa.RSAPrivateKey) -> None:

@@ -157,7 +157,9 @@ class JwksFile:
                 )
             else:
                 logger.warning(
-                    "JWKS file re-read: %d signing keys (%s)", len(self._keys), ", ".join(sorted(self._keys))
+                    "JWKS file re-read: %d signing keys (%s)",
+                    len(self._keys),
+                    ", ".join(k or "one without a kid" for k in sorted(self._keys)),
                 )
         return self._keys
 
