@@ -813,6 +813,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a roles claim that is an object makes each of its keys a role (Keycloak's client ids)",
     ),
     _m(
+        "policy-missing-claim-unsaid",
+        "serving/_policy.py",
+        "            if dimension not in self.conditions_on or claim_value(claims, path) is not None:\n",
+        "            if True:\n",
+        f"{T_POLICY}::test_a_missing_claim_the_policys_conditions_need_is_said_once_with_where_to_look",
+        "a token without the claim the policy's conditions read is answered as a caller with nothing, in silence",
+    ),
+    _m(
         "policy-claim-path-not-followed",
         "serving/_policy.py",
         '        path = tuple(path.split("."))\n',

@@ -8,6 +8,7 @@ administrators only, so it is hidden from everyone else) and ``style-guide`` (in
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -418,22 +419,57 @@ def test_a_claim_of_another_shape_gives_nothing_and_says_why() -> None:
         subject="u", tenant="42", roles=frozenset({"a", "b"}), authenticated=True
     )
     assert said == []
-    # the claim is missing, and the token carries roles elsewhere: the path to them is suggested
-    assert caller(KEYCLOAK).roles == frozenset()
-    assert said == [
+    assert caller(KEYCLOAK).roles == frozenset()  # missing claims are the policy's to say (below)
+    assert said == []
+
+
+ROLE_AND_TENANT_RULES = {
+    "skills": {"x": {"admit": {"roles": ["admin"]}, "variables": [{"when": {"tenant": "a"}, "set": {"k": "v"}}]}}
+}
+
+
+def _hints(claims: dict[str, Any], document: dict[str, Any] = ROLE_AND_TENANT_RULES) -> list[str]:
+    """What a new policy of ``document`` says about a first token of ``claims`` (the log's words, each once)."""
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("skilldeck.serving._policy")
+    logger.addHandler(handler)
+    try:
+        caller_for(parse_policy(document), _Token(claims))
+    finally:
+        logger.removeHandler(handler)
+    prefix, suffix = "the policy's claims do not fit this token: ", " (said once)"
+    assert all(line.startswith(prefix) and line.endswith(suffix) for line in said), said
+    return [line.removeprefix(prefix).removesuffix(suffix) for line in said]
+
+
+def test_a_missing_claim_the_policys_conditions_need_is_said_once_with_where_to_look() -> None:
+    assert _hints(KEYCLOAK) == [  # the tenant is missing (its claims listed); the roles are elsewhere (the path)
+        "a token has no claim 'tenant', so the policy's tenants conditions match nothing of it; if the provider "
+        "puts it elsewhere, name that in the policy's claims (this token's claims: realm_access, resource_access, org)",
         "this token has no claim 'roles' but carries roles at realm_access.roles "
-        "(to read them: claims: {roles: realm_access.roles})"
+        "(to read them: claims: {roles: realm_access.roles})",
     ]
-    assert caller({"sub": "u", "scope": "a b"}).roles == frozenset()
-    assert said == []  # a token with no roles anywhere is a caller without roles, not a misfit
+    assert _hints(KEYCLOAK, {"claims": {"tenant": "org"}, **ROLE_AND_TENANT_RULES}) == [
+        "this token has no claim 'roles' but carries roles at realm_access.roles "
+        "(to read them: claims: {roles: realm_access.roles})",
+    ]
+    assert _hints(KEYCLOAK, {"skills": {"x": {"admit": {"scopes": ["s"]}}}}) == []  # nothing depends on them
+    assert _hints({"tenant": "a", "roles": []}) == []  # present, if empty: a caller with no roles
+    many = {f"claim{i}": i for i in range(30)}
+    assert _hints(many, {"skills": {"x": {"admit": {"tenant": "a"}}}}) == [
+        "a token has no claim 'tenant', so the policy's tenants conditions match nothing of it; if the provider "
+        f"puts it elsewhere, name that in the policy's claims (this token's claims: "
+        f"{', '.join(f'claim{i}' for i in range(24))}, ...)"
+    ]
+    policy = parse_policy(ROLE_AND_TENANT_RULES)
+    assert policy.conditions_on == frozenset({"roles", "tenants"})
 
 
 def test_the_search_for_roles_elsewhere_is_shallowest_first_and_bounded() -> None:
-    said: list[str] = []
-
     def suggested(claims: dict[str, Any]) -> str | None:
-        said.clear()
-        caller_from_claims(subject="u", client_id=None, scopes=[], claims=claims, warn=said.append)
+        said = [line for line in _hints(claims, {"skills": {"x": {"admit": {"roles": ["a"]}}}}) if "carries" in line]
         return said[0].split(" carries roles at ")[1].split(" ")[0] if said else None
 
     assert suggested({"a": {"b": {"roles": ["x"]}}, "c": {"groups": ["y"]}}) == "c.groups"

@@ -29,6 +29,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -214,12 +215,6 @@ def caller_from_claims(
     if warn is not None:
         if why is not None:
             warn(why)
-        if roles_value is None and (elsewhere := _roles_elsewhere(claims)) is not None:
-            elsewhere = shorten(elsewhere, 200)
-            warn(
-                f"this token has no claim {shown_claim(roles_claim)!r} but carries roles at {elsewhere} "
-                f"(to read them: claims: {{roles: {elsewhere}}})"
-            )
         if tenant_value is not None and tenant is None:
             warn(
                 f"the claim {shown_claim(tenant_claim)!r} is {_kind(tenant_value)}, not a string or a number; "
@@ -241,7 +236,7 @@ def caller_for(policy: Policy | None, token: Any, locale_hint: object = None) ->
     policy's default identity. Only a locale the policy lists is honoured: the hint is anyone's."""
     locale = policy.locale_for(locale_hint) if policy else "en"
     if token is not None:
-        return caller_from_claims(
+        caller = caller_from_claims(
             subject=token.subject,
             client_id=token.client_id,
             scopes=token.scopes,
@@ -251,6 +246,9 @@ def caller_for(policy: Policy | None, token: Any, locale_hint: object = None) ->
             locale=locale,
             warn=policy.warn_once if policy else None,
         )
+        if policy is not None:
+            policy.missing_claims(token.claims or {})
+        return caller
     identity = policy.default_identity if policy else Caller()
     return replace(identity, locale=locale)
 
@@ -293,6 +291,10 @@ class SkillPolicy:
     def admits(self, caller: Caller) -> bool:
         return not self.admit or any(m.matches(caller) for m in self.admit)
 
+    def conditions(self) -> list[Match]:
+        """Every condition of the rule: admission, routes and variables."""
+        return [*self.admit, *(m for m, _ in self.routes), *(m for m, _ in self.variables)]
+
     def route(self, caller: Caller) -> frozenset[str]:
         if not self.routes:
             return frozenset(self.tools)
@@ -331,14 +333,45 @@ class Policy:
     """
     _warned: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
-    def warn_once(self, why: str) -> None:
+    def warn_once(self, why: str, detail: str = "") -> None:
         """Log ``why`` (a verified token's claims do not fit :attr:`tenant_claim` or :attr:`roles_claim`)
-        the first time it happens under this policy: once per kind, and at most :data:`MAX_CLAIM_WARNINGS`
-        kinds, so a misconfigured claim is said without a line per request."""
+        the first time it happens under this policy: once per ``why``, and at most
+        :data:`MAX_CLAIM_WARNINGS` of them, so a misconfigured claim is said without a line per request.
+        ``detail`` (what this one token shows) is said with it but does not make it another kind."""
         if why in self._warned or len(self._warned) >= MAX_CLAIM_WARNINGS:
             return
         self._warned.add(why)
-        _log.warning("the policy's claims do not fit this token: %s (said once)", why)
+        _log.warning("the policy's claims do not fit this token: %s%s (said once)", why, detail)
+
+    @cached_property
+    def conditions_on(self) -> frozenset[str]:
+        """The dimensions (``tenants``, ``roles``, ``scopes``) some condition of this policy names."""
+        matches = [m for rule in self.skills.values() for m in rule.conditions()]
+        return frozenset(d for d in ("tenants", "roles", "scopes") if any(getattr(m, d) for m in matches))
+
+    def missing_claims(self, claims: Mapping[str, Any]) -> None:
+        """Say once when a token lacks the tenant or roles claim this policy's conditions depend on.
+
+        A token may lack them for a good reason (a user of no tenant), so this is a hint, said once per
+        policy: the first such token's claim names go with it, since a claim named wrongly in ``claims``
+        (``tenant`` where the provider writes ``org_id``) otherwise shows only as callers who see nothing."""
+        for dimension, path in (("tenants", self.tenant_claim), ("roles", self.roles_claim)):
+            if dimension not in self.conditions_on or claim_value(claims, path) is not None:
+                continue
+            if dimension == "roles" and (elsewhere := _roles_elsewhere(claims)) is not None:
+                elsewhere = shorten(elsewhere, 200)  # a token's key names: what the issuer wrote
+                self.warn_once(
+                    f"this token has no claim {shown_claim(path)!r} but carries roles at {elsewhere} "
+                    f"(to read them: claims: {{roles: {elsewhere}}})"
+                )
+                continue
+            names = [shorten(str(name), 40) for name in itertools.islice(claims, 24)]
+            more = ", ..." if len(claims) > len(names) else ""
+            self.warn_once(
+                f"a token has no claim {shown_claim(path)!r}, so the policy's {dimension} conditions match "
+                "nothing of it; if the provider puts it elsewhere, name that in the policy's claims",
+                f" (this token's claims: {', '.join(names)}{more})",
+            )
 
     def skill(self, name: str) -> SkillPolicy | None:
         """The rule written for ``name`` exactly (see :meth:`rule_for` for a gateway's ids)."""
