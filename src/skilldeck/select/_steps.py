@@ -28,9 +28,12 @@ VIEWS = ("lexical", "best_bm25", "top2_cosine", "centroid_cosine", "label_cosine
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
-    """``x`` less its mean, over its standard deviation (all zeros when it is flat)."""
-    sd = float(x.std())
-    return (x - float(x.mean())) / sd if sd > 1e-12 else np.zeros_like(x)
+    """``x`` less its mean, over its standard deviation, along its last axis (each row of a matrix on its
+    own); all zeros where it is flat (divided by infinity)."""
+    sd = x.std(axis=-1, keepdims=True)
+    z: np.ndarray = x - x.mean(axis=-1, keepdims=True)
+    z /= np.where(sd > 1e-12, sd, np.inf)
+    return z
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,12 +177,7 @@ class RankSteps:
 
     def combine_views(self, views: np.ndarray) -> np.ndarray:
         """The fused server score: each view (a row of ``views``) z-scored across servers, summed."""
-        # :func:`zscore` of every row at once (a few array passes, not a few per view), then their sum;
-        # a flat view is divided by infinity: all zeros, as zscore gives it
-        sd = views.std(axis=1, keepdims=True)
-        z = views - views.mean(axis=1, keepdims=True)
-        z /= np.where(sd > 1e-12, sd, np.inf)
-        fused: np.ndarray = z.sum(axis=0)
+        fused: np.ndarray = zscore(views).sum(axis=0)  # every row at once: a few array passes, not a few per view
         return fused
 
     def fuse(self, fusion: Fusion, qvec: np.ndarray) -> tuple[np.ndarray, Evidence]:
