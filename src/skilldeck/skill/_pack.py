@@ -62,7 +62,7 @@ from skilldeck.skill._manifest import (
 )
 from skilldeck.skill._static import DirectoryChild, LoadResult, SkillFile, StaticSkill, children_of
 from skilldeck.skill._uri import SKILL_MD, file_uri, mime_type_for
-from skilldeck.skill._workers import MAX_PROCESSES, Part, Worker, _WorkerFailed, usable_cpus
+from skilldeck.skill._workers import MAX_PROCESSES, Part, Worker, _WorkerFailed, this_package, usable_cpus
 
 __all__ = [
     "DEFAULT_IGNORE",
@@ -533,7 +533,7 @@ def _worker_main() -> None:
     collection every 700 of them would walk them all again and again to free none."""
     gc.disable()
     request = pickle.load(sys.stdin.buffer)
-    package = Path(__file__).resolve().parents[1]
+    package = this_package()
     if package != Path(request["package"]):  # its result's shape is this copy's
         sys.exit(f"this worker imported another copy of skilldeck ({package}, not {request['package']})")
     root = Path(request["root"])

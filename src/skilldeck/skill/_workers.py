@@ -30,6 +30,7 @@ __all__ = [
     "Part",
     "Worker",
     "not_a_python",
+    "this_package",
     "usable_cpus",
 ]
 
@@ -128,6 +129,11 @@ class Part:
         return cls(skills=skills, misnamed=misnamed, refused=refused, deep=deep)
 
 
+def this_package() -> Path:
+    """The folder of the skilldeck package this process imported: a worker must import the same one."""
+    return Path(__file__).resolve().parents[1]
+
+
 WORKER_CODE = "import sys; sys.path.append(sys.argv[1]); from skilldeck.skill._pack import _worker_main; _worker_main()"
 """What a worker process runs (``python -c CODE FOLDER``): the folder skilldeck is imported from goes at the end
 of the worker's path, so that skilldeck is found when only the caller's own path held it, and nothing the
@@ -156,7 +162,7 @@ class Worker:
         """Start reading the top ``folders`` of ``root``."""
         # closed by close(), or handed to the worker and closed here right away
         request, output, errors = (tempfile.TemporaryFile() for _ in range(3))  # noqa: SIM115
-        package = Path(__file__).resolve().parents[1]  # this copy of skilldeck, which the worker must import
+        package = this_package()
         try:
             if (why := not_a_python()) is not None:
                 raise OSError(why)
