@@ -156,7 +156,6 @@ def _roles_from(value: Any, path: ClaimPath) -> tuple[frozenset[str], str | None
         return frozenset(roles), f"the claim {shown_claim(path)!r} holds items that are not strings; they are not roles"
     why = f"the claim {shown_claim(path)!r} is {_kind(value)}, not a list of roles or a space-separated string"
     if isinstance(value, Mapping) and (inside := _roles_elsewhere(value)) is not None:
-        inside = shorten(inside, 200)  # a token's key names: what the issuer wrote, kept short in a log line
         why += f" (to read the list inside it: claims: {{roles: {shown_claim(path)}.{inside}}})"
     return frozenset(), why + "; the caller has no roles"
 
@@ -172,7 +171,8 @@ whose roles claim is missing: a bound on what a large token costs)."""
 
 def _roles_elsewhere(claims: Mapping[str, Any], depth: int = 3) -> str | None:
     """The dotted path of a list named ``roles`` or ``groups`` in ``claims``, the shallowest first,
-    ``depth`` keys deep at most, looking at :data:`_ROLES_SEARCH_KEYS` keys in all; else ``None``."""
+    ``depth`` keys deep at most, looking at :data:`_ROLES_SEARCH_KEYS` keys in all; else ``None``. The
+    path is cut at 200 characters: its keys are the issuer's text, and it goes into a log line."""
     level: list[tuple[str, Mapping[str, Any]]] = [("", claims)]
     budget = _ROLES_SEARCH_KEYS
     for _ in range(depth):
@@ -181,7 +181,7 @@ def _roles_elsewhere(claims: Mapping[str, Any], depth: int = 3) -> str | None:
             for key, value in itertools.islice(claims_here.items(), budget):
                 budget -= 1
                 if key in _ROLE_KEYS and isinstance(value, list):
-                    return prefix + key
+                    return shorten(prefix + key, 200)
                 if isinstance(value, Mapping):
                     deeper.append((f"{prefix}{key}.", value))
             if budget <= 0:
@@ -208,8 +208,7 @@ def caller_from_claims(
     no tenant or no roles, never its keys or its ``repr``, and ``warn`` is told why, naming the claim.
     """
     claims = claims or {}
-    roles_value = claim_value(claims, roles_claim)
-    roles, why = _roles_from(roles_value, roles_claim)
+    roles, why = _roles_from(claim_value(claims, roles_claim), roles_claim)
     tenant_value = claim_value(claims, tenant_claim)
     tenant = _scalar(tenant_value)
     if warn is not None:
@@ -359,7 +358,6 @@ class Policy:
             if dimension not in self.conditions_on or claim_value(claims, path) is not None:
                 continue
             if dimension == "roles" and (elsewhere := _roles_elsewhere(claims)) is not None:
-                elsewhere = shorten(elsewhere, 200)  # a token's key names: what the issuer wrote
                 self.warn_once(
                     f"this token has no claim {shown_claim(path)!r} but carries roles at {elsewhere} "
                     f"(to read them: claims: {{roles: {elsewhere}}})"
