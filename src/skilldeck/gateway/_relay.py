@@ -249,7 +249,8 @@ def legacy_asker(ctx: ServerRequestContext[Any, Any]) -> Ask:
         # The question goes on the stream of the call it serves, under an id of our own: when the caller
         # cancels that call its stream is closed, and the SDK's own notice withdrawing the question goes
         # there and is lost; ours goes on the session's GET stream, which is still open. (The SDK's
-        # `send_request` mints its ids itself, so its related channel is used directly.)
+        # `send_request` mints its ids itself, so its related channel is used directly: a private name of the
+        # SDK, see docs/sdk-workarounds.md#relay.)
         outbound = session._request_outbound
         question_id = f"relay-{secrets.token_hex(8)}"
         wire = request.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -453,7 +453,7 @@ def _check_param_headers(server: MCPServer[Any], middleware: GatewayMiddleware) 
     server's ``get_tool_input_schema``. ``MCPServer`` points that at its own tool manager, which knows
     none of the tools the gateway's middleware answers; this looks up the pinned tools first. The
     SDK's validator does the checking. (``MCPServer`` offers no public way to set the lookup, so its
-    low-level server is reached directly.)
+    low-level server is reached directly: ``docs/sdk-workarounds.md#param-headers``.)
     """
     lowlevel = server._lowlevel_server
     own = lowlevel.get_tool_input_schema

@@ -22,6 +22,9 @@ the server is unreachable, which is how a supervised server that stopped is noti
 again. (The fix in the SDK would be for ``_run_request_post`` to catch ``httpx2.TransportError`` from
 the POST and resolve that request with ``_resolve_abandoned_request``, as it does for an SSE answer
 that ends early.)
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#broken-request`` says what it corrects and what
+change to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

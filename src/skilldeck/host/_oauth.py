@@ -23,6 +23,9 @@ document, PKCE, the scopes of a ``WWW-Authenticate`` challenge or ``scopes_suppo
 * **client credentials** (``"grant": "client_credentials"``): the SDK's
   :class:`~mcp.client.auth.extensions.client_credentials.ClientCredentialsOAuthProvider`, with the
   tokens it gets kept in the same store; such an entry never needs a login.
+
+The provider offers no hooks for this: the host overrides and calls its private methods, as
+``docs/sdk-workarounds.md#oauth`` lists; ``tests/sdk`` pins their shape.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ left out otherwise, so the upstream is never told of a capability the caller lac
 host declares (extensions it handles itself) is kept. A 2025-11-25 upstream session declared its
 capabilities once, at its handshake, for every caller; it carries none per request, and the relay
 refuses what the caller cannot answer instead (see :mod:`skilldeck.gateway._relay`).
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#on-behalf`` says what it corrects and what change
+to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ MCP shutdown sequence asks: its stdin closed, then SIGTERM, then SIGKILL, within
 guard as the leader of a new one), so the server's own children end too. Without this a server
 that ignores the end of its stdin (most Node servers do) outlived its host until its next write
 failed, which for one that writes only when asked was never.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#stdio-guard`` says what it corrects and what
+change to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ hangs up before the body is whole; nothing catches it, so uvicorn logs "Exceptio
 application" with a traceback of some forty lines each time (60 such requests gave 30
 tracebacks, 106 KB of log). :func:`quiet_disconnects` ends such a request quietly, counted at
 debug level; there is nobody left to answer.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#disconnects`` says what it corrects and what
+change to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ for POSTs that name a session (every legacy request after ``initialize``).
 
 Cost: the body is looked at as bytes first; only a body where some ``"id":`` is followed by
 something other than a string or an integer is parsed, so an ordinary request is not decoded twice.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#request-ids`` says what it corrects and what
+change to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

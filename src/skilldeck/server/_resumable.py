@@ -20,6 +20,9 @@ session manager hands every transport the same. So each session gets a store of 
 (guessed or stolen) replays nothing. :func:`resume_per_session` gives each new session its store as
 the manager admits it. 2026-07-28 requests are not sessions and are not resumable (the protocol
 dropped resumption); they are untouched.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#resumable`` says what it corrects and what change
+to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

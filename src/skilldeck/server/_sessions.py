@@ -25,6 +25,10 @@ same synchronous step, so a slot is freed exactly when a new session needs it. E
 deadline is the end of its last request plus the idle timeout. Everything else is the SDK's own
 path: cancelling that scope is what the idle timeout does, and the SDK then terminates the
 transport and forgets the session.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md`` (``#sessions`` and ``#unknown-sessions``) says
+what it corrects and what change to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it
+relies on.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ stops in these steps instead:
 
 The signal is not raised again afterwards (uvicorn would, killing the process before a gateway
 closed its upstreams): the server returns, and the program ends normally.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#shutdown`` says what it corrects and what change
+to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ a response already in JSON, and every message after the choice, is passed on unt
 saves is on the wire (one write of one body instead of four chunked writes, and the client's SSE
 parsing); the SDK still runs its SSE machinery for the request (its task group, memory streams and
 ``sse_starlette`` tasks), which only a choice inside the SDK's transport could skip.
+
+A stop-gap for the SDK: ``docs/sdk-workarounds.md#single-body`` says what it corrects and what
+change to the SDK would retire it; ``tests/sdk`` pins the SDK behaviour it relies on.
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ class LegacyConnections:
         return self._remember(session)
 
     def _remember(self, session: ServerSession) -> tuple[int, LegacyConnection]:
+        # The SDK keeps the connection private to the session: docs/sdk-workarounds.md#legacy-connections.
         connection = getattr(session, "_connection", None)
         key = id(connection if connection is not None else session)
         found = self._connections.get(key)

@@ -189,6 +189,7 @@ class ServingMetrics:
         sessions = None
         if self._server is not None:
             try:
+                # no public count of sessions: a private name of the SDK (docs/sdk-workarounds.md#metrics)
                 sessions = self._server.session_manager._server_instances
             except RuntimeError:  # not serving HTTP (yet)
                 sessions = None
