@@ -60,6 +60,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE))  # appended: bench/agents.py never shadows the agents package
 sys.path.insert(0, str(HERE / "selection"))
 
+from calibrate import auroc  # noqa: E402
 from livemcpbench import Task  # noqa: E402
 
 from gateway_agent import MAX_QUERY_CHARS, catalog, upstream_server  # noqa: E402
@@ -131,6 +132,7 @@ def abstentions(
             "false_abstain_floor": round(mean([float(c < floor) for c in ins]), 4),
             "false_accept_calibrated": round(mean([float(c >= threshold) for c in outs]), 4),
             "false_accept_floor": round(mean([float(c >= floor) for c in outs]), 4),
+            "auroc": round(auroc(ins, outs), 4),
             "n": len(ins),
         }
     return out
@@ -205,8 +207,8 @@ async def run(fit: float | None) -> dict[str, Any]:
 def table(results: dict[str, Any]) -> str:
     lines = [
         "| ranker | Hit@1 | Recall@5 | shown Recall@5 | false abstain (calibrated / floor) | "
-        "twins accepted (calibrated / floor) | answered by |",
-        "|---|---|---|---|---|---|---|",
+        "twins accepted (calibrated / floor) | AUROC | answered by |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in ("default", "lexical"):
         r = results[name]
@@ -214,7 +216,8 @@ def table(results: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['hit@1']:.2f} | {s['recall@5']:.2f} | {s['shown_recall@5']:.2f} | "
             f"{a['false_abstain_calibrated']:.2f} / {a['false_abstain_floor']:.2f} | "
-            f"{a['false_accept_calibrated']:.2f} / {a['false_accept_floor']:.2f} | {', '.join(s['rankers'])} |"
+            f"{a['false_accept_calibrated']:.2f} / {a['false_accept_floor']:.2f} | {a['auroc']:.3f} | "
+            f"{', '.join(s['rankers'])} |"
         )
     return "\n".join(lines)
 
