@@ -33,6 +33,11 @@ class RankConfig:
     fused_server_weight: float = 0.98
     """With an encoder: a card's score = this share of its server's fused score (in [0, 1]) + the rest of its
     own, so servers come out in fused order and each server's cards by their own score (chosen on half A)."""
+    intent_weight: float = 0.3
+    """How much what a question asks to do to data (read, write, delete) agreeing with what a tool's
+    annotations say it does adds to the card's own score, or takes from it when they contradict
+    (:mod:`skilldeck.select._intent`; ``bench/selection/everyday.py``: 0.1, 0.3 and 0.6 put the same
+    first cards within a point of each other, 0.3 the best; no effect on a tool without annotations)."""
     history_weight: float = 0.5
     """BM25F weight of a card's past questions (a field of their own, scored on its own index; see
     :mod:`skilldeck.select._history`), added to the card's own score."""

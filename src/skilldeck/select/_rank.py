@@ -58,6 +58,7 @@ from skilldeck.select._bm25f import Background, BM25Index, CatalogIndex
 from skilldeck.select._cards import Card
 from skilldeck.select._config import RankConfig
 from skilldeck.select._history import History, HistoryIndex, cap
+from skilldeck.select._intent import Intent, agreement, question_intent, tool_effect
 from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, implied_needs, split_jobs
 from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
 from skilldeck.select._steps import VIEWS, Fusion, RankSteps, SemanticVectors, ServerGroups
@@ -173,6 +174,19 @@ class Ranker:
         )
         """The catalog's BM25F indexes."""
         self._inherit = _skills_inherit(self.cards)
+        effects = [
+            tool_effect(schemas.get(card.server, {}).get(card.name)) if card.kind == "tool" else None
+            for card in self.cards
+        ]
+        self._agreement: dict[Intent, np.ndarray] | None = (
+            {
+                intent: np.array([agreement(intent, effect) for effect in effects], dtype=np.float64)
+                for intent in ("read", "write", "delete")
+            }
+            if any(e is not None for e in effects) and config.intent_weight
+            else None
+        )
+        """Per intent a question may have, each card's agreement with it (``None``: no tool gives a hint)."""
         self._named = dict(self._inherit)
         self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
         self._primed: dict[str, np.ndarray] = {}
@@ -663,8 +677,10 @@ class Ranker:
         # lexical; the encoder's views are fused below
         card, server, evidence = self._unit(question, None, history, fold, terms)
         mixed, jobs_found = self._mix_jobs(card, server, jobs, qvecs, history, fold)
+        own_share = 1.0 - self.config.fused_server_weight
         if qvecs is not None and vectors is not None:
             mixed, evidence = self._fusion(mixed, card, evidence, qvecs[0], vectors, history)
+        mixed = self._with_intent(question, mixed, own_share)
         peak = mixed.max()
         if peak > 0:
             mixed = mixed / peak
@@ -687,6 +703,16 @@ class Ranker:
             indexing=self.indexing,
             history=history.size,
         )
+
+    def _with_intent(self, question: str, scores: np.ndarray, own_share: float) -> np.ndarray:
+        """``scores`` with each card's own share moved by how its tool's annotations agree with what the
+        question asks to do (:mod:`skilldeck.select._intent`); as they are when no tool gives a hint."""
+        if self._agreement is None:
+            return scores
+        intent = question_intent(question)
+        if intent is None:
+            return scores
+        return scores + own_share * self.config.intent_weight * self._agreement[intent]
 
     def _query_vectors(self, question: str, jobs: list[str], implied: bool) -> np.ndarray:
         """The question's vectors (:meth:`RankSteps.query_texts`): primed, or encoded with the needs it
