@@ -51,6 +51,7 @@ from skilldeck.gateway._activation import Activation, ActivationStore, Activatio
 from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
+from skilldeck.gateway._shortlist import shortlist_order
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._registry import SkillRecord
@@ -73,8 +74,6 @@ from skilldeck.skill._uri import is_text_mime_type, mime_type_for
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "tool_id"]
 
-SERVERS_FIRST = 5
-"""``find`` leads with the best card of each of this many servers, in the decision's server order."""
 SCORE_DECIMALS = 2
 """Decimals of the scores and confidence ``find`` shows: a model compares them, it does not need four (the
 decision log keeps the confidence to four)."""
@@ -515,24 +514,8 @@ class GatewayService:
 
     @staticmethod
     def _servers_first(index: _Index, decision: Decision) -> list[Scored]:
-        """The decision's cards, led by the best card of each of its first :data:`SERVERS_FIRST` servers.
-
-        The five cards a model sees then name five servers in the order the ranking puts them
-        (including the place it gives the server a need the question implies, such as a file path,
-        whose best card for that need is shown), rather than the several tools of one server that
-        score alike; the rest follow by score."""
-        best: dict[str, Scored] = {}
-        for scored in decision.ranked:
-            best.setdefault(scored.card.server, scored)
-        head_servers = decision.servers[:SERVERS_FIRST]
-        for entry in decision.needs:
-            card = index.selector.ranker.best_card(entry["need"]) if entry.get("implied") else None
-            if card is not None and card.server not in best:
-                score = next((s for label, s in head_servers if label == card.server), 0.0)
-                best[card.server] = Scored(card, score, 0.0)
-        head = [best[label] for label, _ in head_servers if label in best]
-        keys = {s.card.key for s in head}
-        return [*head, *(s for s in decision.ranked if s.card.key not in keys)]
+        """The decision's cards in the order :func:`shortlist_order` puts them."""
+        return shortlist_order(decision, index.selector.ranker.best_card)
 
     # -- load --------------------------------------------------------------------------------------
 
