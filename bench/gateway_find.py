@@ -19,7 +19,7 @@ server has several of them).
 
 Abstention. Every task is in scope (its servers are connected), so each abstention is a false one:
 the report gives the false-abstain rate at the calibrated threshold (what ``select`` uses) and at
-the gateway's plausibility floor (:data:`skilldeck.gateway._service.PLAUSIBLE`), below which it still
+the gateway's plausibility floor (the calibration's ``floor``), below which it still
 abstains, above which it shows the card flagged ``low_confidence``. The cost of the floor is
 counted on the out-of-scope twins (``bench/selection``'s: the question against the gateway's cards
 without the task's servers, ranked by a ``Selector`` on the same cards and vectors): the share that
@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from skilldeck.gateway._service import PLAUSIBLE, GatewayService
+from skilldeck.gateway._service import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.select import CardSet, Selector
 from skilldeck.serving._policy import Caller
@@ -177,7 +177,10 @@ async def run_ranker(host: Host, tasks: Sequence[Task], lexical: bool, fit: floa
     result["summary"] = summarise(rows)
     semantic = rows[0]["ranker"] == "semantic"
     threshold = index.selector.threshold
-    floor = PLAUSIBLE["semantic" if semantic else "lexical"]
+    judged_by = (
+        index.selector.calibration if semantic else (index.selector.lexical_calibration or index.selector.calibration)
+    )
+    floor = judged_by.floor if judged_by.floor is not None else threshold
     twins = out_of_scope(service, tasks)
     result["threshold"] = {"calibrated": round(threshold, 4), "floor": floor}
     result["abstention"] = abstentions(rows, twins, threshold, floor)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from mcp.client import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
-from skilldeck.gateway._service import DEFAULT_ENCODER, PLAUSIBLE, GatewayService
+from skilldeck.gateway._service import DEFAULT_ENCODER, GatewayService
 from skilldeck.select._encoders import MiniLMEncoder, load_encoder
 from skilldeck.serving._policy import Caller
 
@@ -211,16 +212,14 @@ async def test_the_cli_gateway_falls_back_to_lexical_with_one_line_when_the_enco
     assert "--lexical" in notices[0], notices
 
 
-async def test_a_plausible_card_is_shown_flagged_low_confidence_from_the_floor_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_plausible_card_is_shown_flagged_low_confidence_from_the_floor_up() -> None:
     upstreams = {"fs": fs_upstream(), "memory": memory_upstream()}
     async with open_gateway(upstreams, encoder=None) as gw, client(gw, "modern") as c:
         selector = gw.service.index_for(Caller()).selector
         decision = selector.decide(EVERYDAY)
         assert decision.abstain, decision.reason  # under the calibrated threshold
         at = decision.confidence
-        monkeypatch.setitem(PLAUSIBLE, "lexical", at)  # the floor exactly at its confidence: shown
+        selector.calibration = replace(selector.calibration, floor=at)  # the floor exactly at its confidence: shown
         result = await c.call_tool("find", {"query": EVERYDAY})
         found = check_structured("find", result)
         assert found["low_confidence"] is True, found
@@ -228,18 +227,19 @@ async def test_a_plausible_card_is_shown_flagged_low_confidence_from_the_floor_u
         assert found["reason"].startswith("low confidence"), found
         assert found["cards"][0]["id"] == "fs/list_directory", found
         assert "Closest matches, low confidence" in result.content[0].text, result.content  # type: ignore[union-attr]
-        monkeypatch.setitem(PLAUSIBLE, "lexical", math.nextafter(at, 1.0))  # just above it: abstains
+        selector.calibration = replace(selector.calibration, floor=math.nextafter(at, 1.0))  # just above: abstains
         found = check_structured("find", await c.call_tool("find", {"query": EVERYDAY}))
         assert found["abstain"] is True, found
         assert "low_confidence" not in found, found
         assert found["reason"].startswith("abstained: nothing is close enough"), found
 
 
-async def test_a_threshold_given_by_the_operator_is_not_lowered_by_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_threshold_given_by_the_operator_is_not_lowered_by_the_floor() -> None:
     upstreams = {"fs": fs_upstream(), "memory": memory_upstream()}
     async with open_gateway(upstreams, encoder=None) as gw:
         gw.service.threshold = 0.99
-        monkeypatch.setitem(PLAUSIBLE, "lexical", 0.0)
+        selector = gw.service.index_for(Caller()).selector
+        selector.calibration = replace(selector.calibration, floor=0.0)
         found = gw.service.find(Caller(), "test", EVERYDAY)
         assert found["abstain"] is True, found
         assert "low_confidence" not in found, found
@@ -271,3 +271,22 @@ async def test_an_upstream_is_ranked_by_the_description_it_gives_of_itself() -> 
         found = check_structured("find", await c.call_tool("find", {"query": "will it rain tomorrow"}))
         assert found["cards"][0]["id"] == "wx/lookup", found
         assert not found["abstain"], found
+
+
+async def test_a_restarted_cli_gateway_ranks_semantically_at_its_first_find(tmp_path: Path) -> None:
+    # the card vectors are kept on disk (under the test's own SKILLDECK_HOME), keyed by the encoder's
+    # fingerprint and each card text's digest: the second process reads them instead of encoding
+    proc, match = start_gateway(jobs_config(tmp_path), tmp_path / "first.log")
+    try:
+        with anyio.fail_after(120):
+            while (await find_over_http(match["url"], "python jobs in Berlin"))["ranker"] != "semantic":
+                await anyio.sleep(0.2)
+    finally:
+        stop(proc)
+    proc, match = start_gateway(jobs_config(tmp_path), tmp_path / "second.log")
+    try:
+        found = await find_over_http(match["url"], "python jobs in Berlin")
+        assert found["ranker"] == "semantic", found
+        assert "indexing" not in found, found
+    finally:
+        stop(proc)

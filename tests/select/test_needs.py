@@ -11,6 +11,7 @@ import pytest
 
 from skilldeck.cli import main
 from skilldeck.select import CardSet, Ranker, Selector, build_cards, parse_snapshot
+from skilldeck.select._config import SMALL_CATALOG_SERVERS
 from skilldeck.select._rank import IMPLIED_SLOT, implied_needs
 
 from .conftest import CATALOG, _tool
@@ -44,9 +45,11 @@ def test_implied_needs_are_found_by_general_rules(question: str, needs: list[str
 
 
 def _finance_catalog() -> dict[str, Any]:
-    """The test catalog plus servers that all outrank 'files' for a finance question."""
+    """The test catalog plus servers that all outrank 'files' for a finance question: a large catalog
+    (more than SMALL_CATALOG_SERVERS servers)."""
     catalog = copy.deepcopy(CATALOG)
-    for i, topic in enumerate(["market news", "equity research", "stock screener", "earnings calendar", "analyst"]):
+    topics = ["market news", "equity research", "stock screener", "earnings calendar", "analyst", "ipo calendar"]
+    for i, topic in enumerate(topics):
         catalog["servers"].append(
             {
                 "label": f"finance-{i}",
@@ -54,6 +57,7 @@ def _finance_catalog() -> dict[str, Any]:
                 "tools": [_tool(f"get_{i}_stock_{topic.replace(' ', '_')}", f"Stock {topic} of a company by ticker")],
             }
         )
+    assert len(catalog["servers"]) > SMALL_CATALOG_SERVERS
     return catalog
 
 
@@ -99,6 +103,46 @@ def test_two_implied_needs_both_keep_a_place_in_the_first_five() -> None:
     assert servers[: IMPLIED_SLOT - 1] == plain[: IMPLIED_SLOT - 1]
     scores = [score for _, score in ranking.servers]
     assert scores == sorted(scores, reverse=True)
+
+
+def _small_catalog(size: int) -> dict[str, Any]:
+    """The finance catalog cut to ``size`` servers, 'files' and 'clock' among them."""
+    catalog = _finance_catalog()
+    catalog["servers"].append(
+        {
+            "label": "clock",
+            "description": "Current time and date in any timezone",
+            "tools": [_tool("get_current_time", "Get the current date and time in a timezone")],
+        }
+    )
+    keep = [s for s in catalog["servers"] if s["label"] in ("files", "clock")]
+    rest = [s for s in catalog["servers"] if s["label"] not in ("files", "clock")]
+    catalog["servers"] = [*rest[: size - len(keep)], *keep]
+    return catalog
+
+
+@pytest.mark.parametrize(
+    ("size", "first_for_a_file"), [(SMALL_CATALOG_SERVERS, True), (SMALL_CATALOG_SERVERS + 1, False)]
+)
+def test_in_a_small_catalog_a_file_the_question_names_puts_its_server_first(size: int, first_for_a_file: bool) -> None:
+    cards = build_cards(parse_snapshot(_small_catalog(size)))
+    ranker = Ranker(cards.cards, schemas=cards.tools)
+    assert len(ranker.server_labels) == size
+    question = "Give me the stock price and company news for AAPL and put everything in notes.md"
+    assert ranker.rank(question, implied=False).servers[0][0] != "files"
+    servers = [label for label, _ in ranker.rank(question).servers]
+    assert (servers[0] == "files") is first_for_a_file, servers
+    assert "files" in servers[: IMPLIED_SLOT + 1]
+
+
+def test_in_a_small_catalog_a_date_keeps_the_fifth_place() -> None:
+    cards = build_cards(parse_snapshot(_small_catalog(SMALL_CATALOG_SERVERS)))
+    ranker = Ranker(cards.cards, schemas=cards.tools)
+    question = "Give me the stock price and company news for AAPL for next week"
+    plain = [label for label, _ in ranker.rank(question, implied=False).servers]
+    servers = [label for label, _ in ranker.rank(question).servers]
+    assert plain.index("clock") > IMPLIED_SLOT
+    assert servers.index("clock") == IMPLIED_SLOT, servers  # the clock is seldom what the question is for
 
 
 def test_needs_given_by_the_caller_are_each_ranked_judged_and_given_slots(cardset: CardSet) -> None:

@@ -59,7 +59,7 @@ from skilldeck.learning._learner import Learner
 from skilldeck.learning._ledger import history_by_key, normalise_question
 from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
-from skilldeck.select._decide import Decision, Selector, indexing_note
+from skilldeck.select._decide import Decision, Selector, indexing_note, what_to_check
 from skilldeck.select._gate import ToolGate
 from skilldeck.select._project import count_tokens, history_a
 from skilldeck.select._rank import Encoder, Scored
@@ -83,12 +83,6 @@ DEFAULT_ENCODER: Literal["default"] = "default"
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
-PLAUSIBLE: dict[str, float] = {"semantic": 0.3379, "lexical": 0.3055}
-"""Per ranker, the confidence from which ``find`` shows its best card flagged ``low_confidence`` rather
-than abstaining, when it falls short of the calibrated threshold: the model sees five cards and can
-judge a close one, while an abstention hides them all. Each keeps 97% of LiveMCPBench half A's
-in-scope questions through the gateway (``bench/gateway_find.py --fit 0.97``, which also reports the
-cost on the out-of-scope twins); the calibrated thresholds keep 90%."""
 
 
 class DecisionLog(JsonLinesLog):
@@ -429,12 +423,14 @@ class GatewayService:
         index = self.index_for(caller)
         decision = index.selector.decide(list(needs) if needs else query)
         cards = []
+        shown: list[Scored] = []
         seen: set[str] = set()
         for scored in self._servers_first(index, decision):
             card_id = self.card_id(scored.card)
             if card_id in seen:
                 continue
             seen.add(card_id)
+            shown.append(scored)
             cards.append(
                 {
                     "id": card_id,
@@ -448,13 +444,15 @@ class GatewayService:
             if len(cards) >= limit:
                 break
         abstain, reason = decision.abstain, decision.reason
-        plausible = self.threshold is None and decision.confidence >= PLAUSIBLE[decision.ranker]
+        floor = index.selector.floor_for(decision)
+        plausible = floor is not None and decision.confidence >= floor
         low_confidence = abstain and plausible and bool(cards)
         if low_confidence:
             abstain = False
             reason = (
                 f"low confidence ({decision.confidence:.2f}, under the {index.selector.threshold_for(decision):.2f} "
-                f"a sure choice needs): {cards[0]['id']} is the closest card; check that it fits before loading it"
+                f"a sure choice needs): {cards[0]['id']} is the closest card; "
+                + what_to_check(query if not needs else "; ".join(needs), shown[0])
             )
             if decision.indexing is not None:
                 reason += indexing_note(decision.indexing)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RankConfig"]
+__all__ = ["SMALL_CATALOG_SERVERS", "RankConfig"]
+
+SMALL_CATALOG_SERVERS = 12
+"""A catalog of at most this many servers is a *small* one: a user's own few servers, where a question is
+almost always meant for one of them, not one of a market's seventy. It is ranked and judged as such: a need the
+question implies (a file it names, a URL) puts its server first rather than fifth
+(:meth:`~skilldeck.select._rank.Ranker.place_implied`), and with an encoder the confidence is the model fitted on
+small catalogs (``calibration-semantic-small.json``, ``bench/selection/calibrate_small.py``)."""
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ import numpy as np
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.select._cards import Card, CardSet
+from skilldeck.select._config import SMALL_CATALOG_SERVERS
 from skilldeck.select._history import History
 from skilldeck.select._rank import Encoder, IndexingState, RankConfig, Ranker, Ranking, Scored, Unit
 from skilldeck.select._text import tokens_of_each
@@ -64,6 +65,7 @@ __all__ = [
     "FEATURES",
     "HISTORY_FEATURES",
     "MAX_NEEDS",
+    "SMALL_CATALOG_SERVERS",
     "Calibration",
     "Decision",
     "DecisionLog",
@@ -71,6 +73,7 @@ __all__ = [
     "default_calibration",
     "implied_features",
     "unit_features",
+    "what_to_check",
 ]
 
 FEATURES = (
@@ -109,6 +112,9 @@ class Calibration:
     defaults: dict[str, float] = field(default_factory=dict)
     """The value a feature takes when a question does not have it (e.g. the implied-need features of a
     question that implies no need); a feature absent from both counts 0."""
+    floor: float | None = None
+    """Below the threshold, the confidence from which the best cards are still worth showing, flagged
+    as a low-confidence answer (the gateway's ``find``), rather than abstaining; ``None``: the threshold."""
 
     def confidence(self, features: dict[str, float]) -> float:
         values = {**self.defaults, **features}
@@ -124,6 +130,7 @@ class Calibration:
             source=str(data.get("source", "file")),
             metrics=dict(data.get("metrics", {})),
             defaults={str(k): float(v) for k, v in data.get("defaults", {}).items()},
+            floor=float(data["floor"]) if data.get("floor") is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +140,8 @@ class Calibration:
             "threshold": self.threshold,
             "source": self.source,
         }
+        if self.floor is not None:
+            out["floor"] = self.floor
         if self.defaults:
             out["defaults"] = self.defaults
         if self.metrics:
@@ -140,9 +149,13 @@ class Calibration:
         return out
 
 
-def default_calibration(semantic: bool) -> Calibration:
-    """The shipped calibration for the lexical (default) or semantic (``minilm``) selector."""
-    name = "calibration-semantic.json" if semantic else "calibration-lexical.json"
+def default_calibration(semantic: bool, *, small: bool = False) -> Calibration:
+    """The shipped calibration for the lexical (default) or semantic (``minilm``) selector; ``small``: the
+    semantic one fitted on catalogs of at most :data:`SMALL_CATALOG_SERVERS` servers."""
+    if small and semantic:
+        name = "calibration-semantic-small.json"
+    else:
+        name = "calibration-semantic.json" if semantic else "calibration-lexical.json"
     path = resources.files("skilldeck.select") / name
     return Calibration.from_json(json.loads(path.read_text(encoding="utf-8")))
 
@@ -264,6 +277,22 @@ def _surface(question: str) -> dict[str, str]:
     return found
 
 
+def what_to_check(query: str, scored: Scored) -> str:
+    """What a model should check before loading ``scored``, the closest card of a low-confidence answer:
+    which of the question's words its text shares, and which it does not."""
+    words = _surface(query)
+    asked = list(dict.fromkeys(t for t in words if t))
+    shared = [t for t in asked if t in scored.matched_terms]
+    missing = [t for t in asked if t not in scored.matched_terms]
+    card = f"{scored.card.server}/{scored.card.name}"
+    if not shared:
+        return f"{card} shares no word with the question: check that its description does what was asked"
+    note = f"{card} shares {_quoted(shared, 4, words)} with the question"
+    if missing:
+        note += f" but not {_quoted(missing, 4, words)}"
+    return note + ": check that its description does what was asked"
+
+
 def _quoted(terms: Sequence[str], n: int, surface: dict[str, str] | None = None) -> str:
     surface = surface or {}
     terms = [surface.get(t, t) for t in terms]
@@ -313,6 +342,8 @@ class Selector:
         history_calibration: how a semantic ranking that read a usage history is judged (``None``, the
             default: by ``calibration``, as any other -- a refit with history in place was measured and not
             better, see ``bench/selection/learning.py``).
+        small_calibration: with an encoder and no ``calibration`` given, judge a catalog of at most
+            :data:`SMALL_CATALOG_SERVERS` servers by the model fitted on small catalogs (the default).
     """
 
     def __init__(
@@ -335,6 +366,7 @@ class Selector:
         cache: VectorCache | None = None,
         history: History | None = None,
         history_calibration: Calibration | None = None,
+        small_calibration: bool = True,
     ) -> None:
         schemas = cards.tools if isinstance(cards, CardSet) else None
         self.cards = cards.cards if isinstance(cards, CardSet) else list(cards)
@@ -350,7 +382,9 @@ class Selector:
             history=history,
         )
         self.lexical_calibration = lexical_calibration or (default_calibration(False) if encoder is not None else None)
-        self.calibration = calibration or default_calibration(encoder is not None)
+        servers = len({card.server for card in self.cards})
+        small = small_calibration and encoder is not None and servers <= SMALL_CATALOG_SERVERS
+        self.calibration = calibration or default_calibration(encoder is not None, small=small)
         self.threshold = self.calibration.threshold if threshold is None else threshold
         self._threshold_given = threshold is not None
         self.history_calibration = history_calibration
@@ -477,6 +511,14 @@ class Selector:
         """The threshold ``decision`` was judged against (the lexical model's while card vectors are encoded)."""
         return self._threshold(decision.ranker == "semantic", bool(self.ranker.history))
 
+    def floor_for(self, decision: Decision) -> float | None:
+        """The confidence from which ``decision``'s cards are worth showing though it abstained (the floor of
+        the model that judged it); ``None`` when the threshold was given, or the model has no floor."""
+        if self._threshold_given:
+            return None
+        calibration, _ = self._model(decision.ranker == "semantic", bool(self.ranker.history))
+        return calibration.floor
+
     def _threshold(self, semantic: bool, history: bool = False) -> float:
         if not semantic and self.lexical_calibration is not None:
             return self.lexical_calibration.threshold
@@ -487,10 +529,13 @@ class Selector:
     def _calibration_for(self, ranking: Ranking) -> tuple[Calibration, float]:
         """The model and threshold a ranking is judged by: the lexical model while card vectors are
         encoded, the history-aware one for a semantic ranking that read a usage history."""
-        threshold = self._threshold(ranking.semantic, ranking.history > 0)
-        if not ranking.semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
+        return self._model(ranking.semantic, ranking.history > 0)
+
+    def _model(self, semantic: bool, history: bool) -> tuple[Calibration, float]:
+        threshold = self._threshold(semantic, history)
+        if not semantic and self.lexical_calibration is not None:  # an encoder, its vectors not ready
             return self.lexical_calibration, threshold
-        if ranking.semantic and ranking.history > 0 and self.history_calibration is not None:
+        if semantic and history and self.history_calibration is not None:
             return self.history_calibration, threshold
         return self.calibration, threshold
 

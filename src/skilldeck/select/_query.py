@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["IMPLIED_NEEDS", "IMPLIED_SLOT", "implied_needs", "path_words", "split_jobs"]
+__all__ = ["IMPLIED_NEEDS", "IMPLIED_SLOT", "LEADING_NEEDS", "implied_needs", "path_words", "split_jobs"]
 
 _EXTENSIONS: dict[str, str] = {
     "md": "markdown text file",
@@ -98,6 +98,10 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
 (the work has to be read or saved somewhere), a URL, arithmetic, a date relative to today (the
 work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
 questions that say them need fresh data, not the clock."""
+LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:3])
+"""The implied needs that name the very thing the question is about (a file, a URL, a sum): in a small
+catalog their server goes first. A date relative to today ("rain tomorrow") does not: the clock is
+seldom what such a question is for."""
 IMPLIED_SLOT = 4
 """An implied need's best server is moved up to this index of the server list (the fifth place) when
 it is not already above it; a second one to the place before, and so on."""

@@ -56,10 +56,10 @@ import numpy as np
 
 from skilldeck.select._bm25f import Background, BM25Index, CatalogIndex
 from skilldeck.select._cards import Card
-from skilldeck.select._config import RankConfig
+from skilldeck.select._config import SMALL_CATALOG_SERVERS, RankConfig
 from skilldeck.select._history import History, HistoryIndex, cap
 from skilldeck.select._intent import Intent, agreement, question_intent, tool_effect
-from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, implied_needs, split_jobs
+from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, LEADING_NEEDS, implied_needs, split_jobs
 from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
 from skilldeck.select._steps import VIEWS, Fusion, RankSteps, SemanticVectors, ServerGroups
 from skilldeck.select._text import semantic_text, server_text, tokens
@@ -164,6 +164,11 @@ class Ranker:
         self.groups = ServerGroups.of(card_server, len(self.server_labels))
         """Which server each card is on (:class:`ServerGroups`)."""
         self._card_server = card_server
+        self.small = len(self.server_labels) <= SMALL_CATALOG_SERVERS
+        """A small catalog (:data:`~skilldeck.select._config.SMALL_CATALOG_SERVERS`): a need that names what
+        the question is about (:data:`~skilldeck.select._query.LEADING_NEEDS`: a file, a URL, a sum) moves
+        its server to the first place, not the fifth (everyday questions: first card right 85.1% -> 87.6% on
+        the five-server catalog); in a large one (LiveMCPBench) a file is most often a task's second job."""
         self.index = CatalogIndex.build(
             self.cards,
             card_server.tolist(),
@@ -812,7 +817,10 @@ class Ranker:
             best = self.best_server(need)
             if best is not None:
                 found.append((need, best))
-        _move_up(servers, list(dict.fromkeys(best for _, best in found))[: IMPLIED_SLOT + 1])
+        leading = [best for need, best in found if self.small and need in LEADING_NEEDS][:1]
+        others = [best for _, best in found if best not in leading]
+        _move_up(servers, list(dict.fromkeys(others))[: IMPLIED_SLOT + 1])
+        _move_up(servers, leading, 0)
         return found
 
     def best_server(self, need: str) -> str | None:
@@ -862,12 +870,12 @@ def _skills_inherit(cards: Sequence[Card]) -> list[tuple[int, np.ndarray]]:
     return [(i, js) for i, js in inherit if len(js)]
 
 
-def _move_up(servers: list[tuple[str, float]], wanted: list[str]) -> None:
-    """Give each of ``wanted`` a place among the first :data:`IMPLIED_SLOT` + 1 of ``servers`` (in place).
+def _move_up(servers: list[tuple[str, float]], wanted: list[str], slot: int = IMPLIED_SLOT) -> None:
+    """Give each of ``wanted`` a place among the first ``slot`` + 1 of ``servers`` (in place).
 
     Each server moved up takes the place of the last of the first places that no need asked for;
     scores stay non-increasing."""
-    width = IMPLIED_SLOT + 1
+    width = slot + 1
     top = servers[:width]
     moved = [label for label in wanted if all(label != t for t, _ in top)]
     if not moved:
