@@ -115,9 +115,14 @@ def _find_text(result: FindResult) -> str:
     if result["abstain"]:
         lines = [f"No card fits well enough: {result['reason']}"]
         if result["cards"]:
-            lines.append("Closest (not recommended):")
+            lines.append(
+                "The closest cards, none a clear match (load one only if its description does what was asked):"
+            )
     elif result.get("low_confidence"):
-        lines = [f"Closest matches, low confidence ({result['confidence']:.2f}): check one fits, then load it by id:"]
+        lines = [
+            f"Closest matches, low confidence ({result['confidence']:.2f}): {result['reason']}. "
+            "If it does, load it by id:"
+        ]
     else:
         lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]
     lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]
