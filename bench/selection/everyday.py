@@ -32,6 +32,8 @@ Reported per catalog:
     .venv/bin/python bench/selection/everyday.py                  # about a minute on 2 cores
     .venv/bin/python bench/selection/everyday.py --live           # the real servers (npx, PyPI venv)
     .venv/bin/python bench/selection/everyday.py --lexical        # no encoder
+    .venv/bin/python bench/selection/everyday.py --ablation       # each change taken out, card texts tried,
+                                                                   # here and on LiveMCPBench (about 5 minutes)
 
 Writes ``bench/results/selection_everyday.json`` (``--output``) and prints a table.
 """
@@ -66,6 +68,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from everyday_ablation import VARIANTS  # noqa: E402
 from everyday_snapshot import SETS, parameters, python_venv  # noqa: E402
 
 from gateway_agent import CountingUpstream  # noqa: E402
@@ -208,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lexical", action="store_true", help="rank without an encoder")
     parser.add_argument("--catalog", choices=sorted(SETS), action="append", help="only this catalog (repeatable)")
     parser.add_argument("--misses", action="store_true", help="print every question whose first card is not accepted")
+    parser.add_argument(
+        "--ablation", action="store_true", help="each variant of everyday_ablation.py, here and on LiveMCPBench"
+    )
     args = parser.parse_args(argv)
+    if args.ablation:
+        return ablation(args.output.with_name("selection_everyday_ablation.json"), argv)
     load = [round(x, 2) for x in os.getloadavg()]
     servers = load_servers()
     questions = load_questions()
@@ -239,6 +247,53 @@ def main(argv: list[str] | None = None) -> int:
             for row in r["none"]:
                 if not row["abstain"]:
                     print(f"[{catalog}] FALSE ANSWER {row['confidence']:.2f} {row['question']!r}: {row['shown'][:2]}")
+    return 0
+
+
+def ablation(output: Path, argv: list[str] | None) -> int:
+    """Every variant on both catalogs and on LiveMCPBench through the gateway (``gateway_find.run``)."""
+    from calibrate import auroc
+
+    from gateway_find import run as livemcpbench
+
+    servers, questions = load_servers(), load_questions()
+    rows: dict[str, Any] = {}
+    for name, variant in VARIANTS.items():
+        with variant():
+            catalogs = {c: asyncio.run(run_catalog(c, questions, servers, live=False, lexical=False)) for c in SETS}
+            lmb = asyncio.run(livemcpbench(None))["default"]
+        fit = [r for c in catalogs.values() for r in c["rows"]]
+        none = [r for c in catalogs.values() for r in c["none"]]
+        rows[name] = {
+            "everyday": summary(fit, none),
+            "everyday_auroc": round(
+                auroc([r["confidence"] for r in fit if r["first_accepted"]], [r["confidence"] for r in none]), 4
+            ),
+            "livemcpbench": {
+                "hit@1": lmb["summary"]["all"]["hit@1"],
+                "recall@5": lmb["summary"]["all"]["recall@5"],
+                "shown_recall@5": lmb["summary"]["all"]["shown_recall@5"],
+                "auroc": lmb["abstention"]["all"]["auroc"],
+            },
+        }
+        e, m = rows[name]["everyday"], rows[name]["livemcpbench"]
+        print(
+            f"| {name} | {e['right_and_answered']:.1%} | {e['first_accepted']:.1%} | {e['shown_accepted']:.1%} | "
+            f"{e['false_answers']:.1%} | {rows[name]['everyday_auroc']:.3f} | {m['hit@1']:.2f} | {m['recall@5']:.2f} | "
+            f"{m['shown_recall@5']:.2f} | {m['auroc']:.3f} |",
+            flush=True,
+        )
+    payload = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "command": " ".join(["bench/selection/everyday.py", *(argv if argv is not None else sys.argv[1:])]),
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load": [round(x, 2) for x in os.getloadavg()],
+        },
+        "variants": rows,
+    }
+    output.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
