@@ -1419,7 +1419,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '_NEGATED_FORGET.sub("remember", question)',
         "question",
         "tests/select/test_intent.py",
-        "\"don't forget X\" is read as a request to delete",
+        '"don\'t forget X" is read as a request to delete',
     ),
     _m(
         "intent-destructive-write-contradicts",
