@@ -23,7 +23,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the plugin that ends the run: skips grouped by reason, and exit at the summary line."""
+    """Register the plugins: the user's state guarded (every fixture, whatever its scope, in a temporary
+    home), and the end of the run (skips grouped by reason, exit at the summary line)."""
+    guard = _load_script("tests", "home_guard.py")
+    config.pluginmanager.register(guard, "skilldeck-home-guard")
     config.pluginmanager.register(_load_script("tests", "session_report.py"), "skilldeck-session-report")
 
 
@@ -63,14 +66,12 @@ def load_tool() -> Callable[[str], ModuleType]:
 
 
 @pytest.fixture(autouse=True)
-def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Commands that keep state (approvals, caches, card vectors) keep it in a temporary home, never the user's.
+def _state_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that keep state (approvals, caches, card vectors) keep it in the process's temporary home
+    (``tests/home_guard.py`` set it before any fixture ran), never the user's.
 
     The caches are shared by the tests of a worker; the usage ledger is not: every test starts with
     none, so what one test's gateway learned never ranks another's questions."""
-    if "SKILLDECK_HOME" not in os.environ:
-        home = tmp_path_factory.getbasetemp() / "skilldeck-home"
-        monkeypatch.setenv("SKILLDECK_HOME", str(home))
-        for learned in home.glob("ledger.sqlite3*"):
-            learned.unlink()
+    for learned in Path(os.environ["SKILLDECK_HOME"]).glob("ledger.sqlite3*"):
+        learned.unlink()
     monkeypatch.setenv("SKILLDECK_KEYRING", "0")  # OAuth tokens a test stores go to that home, never to a keyring
