@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -44,11 +45,15 @@ async def gateway_learning_in(
     policy: Policy | None = None,
     pinned: Iterable[tuple[str, str]] = (),
     shared: ActivationStore | None = None,
+    url: str | None = None,
 ) -> AsyncIterator[Learning]:
     """A gateway (lexical ranking) over :func:`usage_server` served on loopback, learning into ``store``
-    (``shared``: the activations, and so the paths, it shares with other replicas)."""
-    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    with serving_in_thread(app) as url:
+    (``shared``: the activations, and so the paths, it shares with other replicas; ``url``: an upstream
+    already served there, as replicas with one configuration share it, instead of one of its own)."""
+    with contextlib.ExitStack() as serving:
+        if url is None:
+            app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+            url = serving.enter_context(serving_in_thread(app))
         async with Host([ServerSpec("up", HttpServer(url), timeout=30)]) as host:
             ticks = itertools.count(1_000)
             learner = Learner(store, clock=lambda: float(next(ticks)))

@@ -22,7 +22,9 @@ from skilldeck.learning import RedisLedgerStore
 from skilldeck.serving._policy import Caller
 
 from ..gateway.gateway_clients_support import client
+from ..host.hostile_http import serving_in_thread
 from .learning_support import gateway_learning_in
+from .usage_upstream import usage_server
 
 pytestmark = pytest.mark.anyio
 
@@ -32,11 +34,17 @@ NAMESPACES = itertools.count()
 
 async def test_a_second_replica_ranks_with_what_the_first_learned(redis_url: str) -> None:
     prefix = f"test:replicas:{next(NAMESPACES)}"
+    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    with serving_in_thread(app) as url:  # replicas of one configuration: one upstream, the same URL
+        await _second_ranks_with_the_first(redis_url, prefix, url)
+
+
+async def _second_ranks_with_the_first(redis_url: str, prefix: str, url: str) -> None:
     async with (
         RedisLedgerStore(redis_url, prefix=prefix) as first_store,
         RedisLedgerStore(redis_url, prefix=prefix) as second_store,
-        gateway_learning_in(first_store) as first,
-        gateway_learning_in(second_store) as second,
+        gateway_learning_in(first_store, url=url) as first,
+        gateway_learning_in(second_store, url=url) as second,
         client(first.gateway, "modern") as c1,
         client(second.gateway, "modern") as c2,
     ):

@@ -86,7 +86,7 @@ async def test_two_learners_on_one_store_see_each_others_uses(store: LedgerStore
     # the second's view is stale: its change is refused, it reads the audience again and retries
     assert await second.record("", "rain in Lyon", "up/weather", "bob")
     assert await first.refresh("")
-    assert first.questions("") == {"up/weather": ["rain in Lyon", "weather in Paris"]}
+    assert first.questions("") == {("", "up/weather"): ["rain in Lyon", "weather in Paris"]}
     assert not await second.refresh("")  # nothing moved since its own write
     assert await store.clear("") == 2
     assert await first.refresh("")
@@ -109,7 +109,9 @@ async def test_a_file_that_is_not_a_ledger_is_refused_with_what_to_do(tmp_path: 
     path.write_bytes(b"not a database" * 100)
     from skilldeck.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="remove the file, set SKILLDECK_HOME elsewhere, or pass --no-learning"):
+    with pytest.raises(
+        ConfigError, match=r"move the file away \(what it learned is lost with it\) or set SKILLDECK_HOME elsewhere"
+    ):
         SqliteLedgerStore(path)
 
 
@@ -129,7 +131,7 @@ async def test_a_learner_holds_at_most_its_audiences_and_reads_an_evicted_one_ag
     assert sorted(learner._ledgers) == ["globex", "initech"]  # two held: acme, the least recent, went
     assert learner.questions("acme") == {}  # not held: nothing read until it is refreshed
     assert await learner.refresh("acme")
-    assert learner.questions("acme") == {"up/weather": ["question of acme"]}
+    assert learner.questions("acme") == {("", "up/weather"): ["question of acme"]}
     assert sorted(learner._ledgers) == ["acme", "initech"]
     store.close()
 
@@ -146,7 +148,7 @@ async def test_a_change_the_store_refused_to_write_is_not_believed_written(tmp_p
     assert learner.questions("") == {}
     store._db.execute("PRAGMA query_only = OFF")
     assert await learner.record("", "weather in Paris", "up/weather", "alice")
-    assert learner.questions("") == {"up/weather": ["weather in Paris"]}
+    assert learner.questions("") == {("", "up/weather"): ["weather in Paris"]}
     store.close()
 
 
@@ -197,11 +199,11 @@ async def test_a_learner_says_how_many_callers_an_audience_has_and_what_they_tru
     store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
     learner = Learner(store, clock=lambda: 1.0)
     assert learner.callers("") == 0
-    assert not learner.questions_of("", "up/weather").trusted
+    assert not learner.questions_of("", ("", "up/weather")).trusted
     await learner.record("", "weather in Paris", "up/weather", "alice")
     assert learner.callers("") == 1
-    assert learner.questions_of("", "up/weather").trusted  # the audience's only caller teaches fully
+    assert learner.questions_of("", ("", "up/weather")).trusted  # the audience's only caller teaches fully
     await learner.record("", "merge two pdfs", "up/pdf", "bob")
     assert learner.callers("") == 2
-    assert not learner.questions("")["up/weather"].trusted  # one caller of several: capped
+    assert not learner.questions("")[("", "up/weather")].trusted  # one caller of several: capped
     store.close()

@@ -221,7 +221,10 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             learning = None
             if not args.no_learning and not args.check:  # --check records nothing: it answers no client
                 ledger = ledger_store(replicas.redis_url, args.name, max_audiences=args.ledger_audiences)
-                learning = Learner(await stack.enter_async_context(ledger))
+                try:
+                    learning = Learner(await stack.enter_async_context(ledger))
+                except ConfigError as exc:  # learning is optional: every upstream is served without it
+                    report("warning", f"serving without learning from use: {exc}")
             await listener.beside(
                 lambda: serve(shared, learning), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
             )

@@ -92,6 +92,11 @@ class Upstreams(Protocol):
         """The skill's id, unique among all listed (``LABEL/NAME``)."""
         ...
 
+    def origin(self, label: str) -> str:
+        """The identity of the upstream ``label`` names (what the usage ledger keys what it taught by:
+        :attr:`~skilldeck.host.ServerSpec.identity`)."""
+        ...
+
     def tool_names(self, label: str) -> frozenset[str]:
         """The names of the tools ``label`` lists now."""
         ...

@@ -41,13 +41,14 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.errors import GateRefused, SkilldeckError, ToolNotListed, shorten
 from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, per_connection
+from skilldeck.gateway._ledger_view import LedgerView
 from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
@@ -56,13 +57,14 @@ from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpst
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._registry import SkillRecord
 from skilldeck.learning._learner import Learner
-from skilldeck.learning._ledger import history_by_key, normalise_question
+from skilldeck.learning._ledger import CardRef, history_by_key, normalise_question
 from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select._decide import Decision, Selector, indexing_note, what_to_check
 from skilldeck.select._gate import ToolGate
 from skilldeck.select._project import count_tokens, history_a
 from skilldeck.select._rank import Encoder, Scored
+from skilldeck.select._taught import Taught
 from skilldeck.select._vectors import VectorCache
 from skilldeck.server._audience import allowed_tools
 from skilldeck.serving._audit import GRANTED, NOT_GRANTED, AuditLog
@@ -283,11 +285,24 @@ class GatewayService:
 
     # -- the usage ledger --------------------------------------------------------------------------
 
+    def ledger_view(self) -> LedgerView:
+        """The usage ledger's cards as this gateway's configuration sees them (see :mod:`~skilldeck.gateway._ledger_view`)."""
+        snapshot = self.upstreams.snapshot()
+        labels = [*(server.label for server in snapshot.servers), *self.upstreams.failures]
+        origins = {label: self.upstreams.origin(label) for label in labels}
+        listed = [self.card_id(card) for card in build_cards(snapshot).cards]
+        return LedgerView(origins, listed, self.upstreams.failures)
+
+    def _questions(self, audience: str, view: LedgerView | None = None) -> dict[str, Taught]:
+        """The audience's past questions by the card ids this gateway shows."""
+        assert self.learning is not None
+        return (view or self.ledger_view()).questions(self.learning.questions(audience))
+
     def _history(self, audience: str, ids: Mapping[str, Card]) -> dict[str, list[str]] | None:
         """The audience's past questions by card key, for the cards of ``ids``; ``None`` without a ledger."""
         if self.learning is None:
             return None
-        return history_by_key(self.learning.questions(audience), {i: card.key for i, card in ids.items()})
+        return history_by_key(self._questions(audience), {i: card.key for i, card in ids.items()})
 
     def _give_history(self, index: _Index, *, fresh: bool = False) -> None:
         """Have the index's ranker read its audience's past questions (indexed on a thread: see :attr:`history_updates`).
@@ -297,17 +312,18 @@ class GatewayService:
         if history is not None and (history or not fresh):
             self.history_updates.submit(index.selector, history)
 
-    def _history_changed(self, audience: str, cards: Iterable[str] | None = None) -> None:
+    def _history_changed(self, audience: str, cards: Iterable[CardRef] | None = None) -> None:
         """The audience's past questions changed (of ``cards`` only, when known): its rankers read them."""
+        view = self.ledger_view() if cards is not None and self.learning is not None else None
+        moved = {here for ref in cards or () if view is not None and (here := view.here(ref)) is not None}
+        questions = self._questions(audience, view) if moved else {}
         for index in self._indexes.values():
             if index.ledger_audience != audience:
                 continue
             if cards is None or self.learning is None:
                 self._give_history(index)
                 continue
-            changes = {
-                index.ids[card].key: self.learning.questions_of(audience, card) for card in cards if card in index.ids
-            }
+            changes = {index.ids[card].key: questions.get(card, Taught()) for card in moved if card in index.ids}
             if changes:
                 self.history_updates.submit_changes(index.selector, changes)
 
@@ -315,15 +331,11 @@ class GatewayService:
         """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
         return self.history_updates.wait(timeout)
 
-    def _listed(self) -> Callable[[str], bool]:
-        """Whether a card id is listed now (a card of an upstream that is down counts as listed)."""
-        ids = frozenset(self.card_id(card) for card in build_cards(self.upstreams.snapshot()).cards)
-        failures = frozenset(self.upstreams.failures)
-        return lambda card: card in ids or card.partition("/")[0] in failures
-
     async def refresh_history(self, caller: Caller) -> None:
         """Read in the caller's audience of the usage ledger if it changed elsewhere (another replica,
-        ``skilldeck history --clear``), and drop the uses of cards gone since the catalog was last indexed."""
+        ``skilldeck history --clear``), and, once per catalog, adopt the uses recorded before origins were
+        kept and drop the uses of this gateway's cards gone since (never another gateway's: see
+        :mod:`~skilldeck.gateway._ledger_view`)."""
         if self.learning is None:
             return
         audience = self.ledger_audience(caller)
@@ -331,9 +343,11 @@ class GatewayService:
             changed = await self.learning.refresh(audience)
             if self._pruned.get(audience) != self._generation:
                 self._pruned[audience] = self._generation
-                changed |= await self.learning.prune(audience, self._listed())
+                view = self.ledger_view()
+                changed |= await self.learning.adopt(audience, view.adopted)
+                changed |= await self.learning.prune(audience, view.is_listed)
         except Exception as exc:  # learning never fails a request
-            logger.warning("the usage ledger at %s cannot be read: %s", self.learning.store.where, exc)
+            self.learning.failed("read", exc)
             return
         if changed:
             self._history_changed(audience)
@@ -353,15 +367,17 @@ class GatewayService:
         for question, card in done:
             alone = self.learning.callers(audience) <= 1
             try:
-                change = await self.learning.record(audience, question, card, who)
+                change = await self.learning.record(
+                    audience, question, card, who, self.upstreams.origin(card.partition("/")[0])
+                )
             except Exception as exc:  # learning never fails a call
-                logger.warning("the usage ledger at %s cannot be written: %s", self.learning.store.where, exc)
+                self.learning.failed("write", exc)
                 return
             self.log.record("learned", client, card=card, recorded=bool(change))
             if change and alone != (self.learning.callers(audience) <= 1):  # every card's trust moved
                 self._history_changed(audience)
             elif change:  # only the cards whose questions moved are read again
-                self._history_changed(audience, {u.card for u in (*change.written, *change.removed)})
+                self._history_changed(audience, {u.ref for u in (*change.written, *change.removed)})
 
     def card_id(self, card: Card) -> str:
         if card.kind == "skill":

@@ -148,6 +148,10 @@ class HostUpstreams:
     def skill_id(self, record: SkillRecord) -> str:
         return self.host.skill_id(record)
 
+    def origin(self, label: str) -> str:
+        spec = next((spec for spec in self.host.specs if spec.label == label), None)
+        return spec.identity if spec is not None else f"label {label}"
+
     def tool_names(self, label: str) -> frozenset[str]:
         return frozenset(t.name for t in self.host.tools(label))
 

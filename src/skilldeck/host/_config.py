@@ -34,6 +34,7 @@ machine-to-machine entry), and ``"oauth": false`` turns it off.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -133,6 +134,24 @@ class ServerSpec:
 
     def __repr__(self) -> str:
         return self.redact(f"ServerSpec(label={self.label!r}, transport={self.transport!r}, timeout={self.timeout!r})")
+
+    @property
+    def identity(self) -> str:
+        """What the server is, whatever label a host gives it: a stdio server's command line (its command,
+        arguments and folder), an HTTP server's kind and URL, an in-process server's label; every value taken
+        from the environment written as its ``${VAR}``, so no secret is in it. Two entries with the same
+        identity in two configurations are the same server (the usage ledger keys what it learned by it)."""
+        transport = self.transport
+        if isinstance(transport, StdioServer):
+            parts: list[str] = [transport.command, *transport.args]
+            text = "stdio " + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+            if transport.cwd:
+                text += " in " + transport.cwd
+        elif isinstance(transport, HttpServer):
+            text = f"{self.kind} {transport.url}"
+        else:
+            text = f"in-process {self.label}"
+        return self.redact(text)
 
     @property
     def kind(self) -> str:

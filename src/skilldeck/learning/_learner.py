@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from skilldeck.learning._ledger import Change, Ledger, LedgerLimits
+from skilldeck.learning._ledger import CardRef, Change, Ledger, LedgerLimits
 from skilldeck.learning._stores import LedgerFull, LedgerStore
 from skilldeck.select import Taught
 
@@ -62,18 +62,21 @@ class Learner:
         """Uses refused because the store held its most audiences (:class:`~skilldeck.learning._stores.LedgerFull`)."""
         self._refused_told = 0
         self._warned: float | None = None
+        self.failures: dict[str, int] = {}
+        """Per operation (``read``, ``write``), how many times the store failed it (see :meth:`failed`)."""
+        self._failure_told: dict[str, tuple[float, int]] = {}
 
     def callers(self, audience: str) -> int:
         """How many distinct callers the audience's uses have, as last read."""
         found = self._ledgers.get(audience)
         return found[1].callers if found is not None else 0
 
-    def questions(self, audience: str) -> dict[str, Taught]:
-        """Per card id, the audience's past questions as last read (newest first; none too old)."""
+    def questions(self, audience: str) -> dict[CardRef, Taught]:
+        """Per card, the audience's past questions as last read (newest first; none too old)."""
         found = self._ledgers.get(audience)
         return found[1].questions(self.clock()) if found is not None else {}
 
-    def questions_of(self, audience: str, card: str) -> Taught:
+    def questions_of(self, audience: str, card: CardRef) -> Taught:
         """The card's past questions in the audience as last read (newest first; none too old)."""
         found = self._ledgers.get(audience)
         return found[1].questions_of(card, self.clock()) if found is not None else Taught()
@@ -91,14 +94,38 @@ class Learner:
             self._ledgers.popitem(last=False)
         return True
 
-    async def record(self, audience: str, question: str, card: str, caller: str) -> Change:
-        """Record one use; the change to the ledger (empty, so false, when nothing changed: a caller
-        over its share of the card), whose uses name the cards whose questions moved."""
-        return await self._change(audience, lambda ledger: ledger.add(question, card, caller, self.clock()))
+    async def record(self, audience: str, question: str, card: str, caller: str, origin: str = "") -> Change:
+        """Record one use of ``card`` of the upstream ``origin``; the change to the ledger (empty, so false,
+        when nothing changed: a caller over its share of the card), whose uses name the cards whose questions moved."""
+        return await self._change(audience, lambda ledger: ledger.add(question, card, caller, self.clock(), origin))
 
-    async def prune(self, audience: str, listed: Callable[[str], bool]) -> bool:
+    async def adopt(self, audience: str, adopted: Callable[[CardRef], CardRef | None]) -> bool:
+        """Give the audience's uses recorded before origins were kept their origin (:meth:`Ledger.adopt`); whether any moved."""
+        return bool(await self._change(audience, lambda ledger: ledger.adopt(adopted)))
+
+    async def prune(self, audience: str, listed: Callable[[CardRef], bool]) -> bool:
         """Drop the audience's uses of cards ``listed`` says are gone (and those too old); whether any went."""
         return bool(await self._change(audience, lambda ledger: ledger.prune(listed, self.clock())))
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        """The store could not ``what`` (``read``, ``write``): the use is dropped, serving goes on. Said in one
+        log line the first time, then at most once every :data:`WARN_EVERY` seconds with how many since."""
+        self.failures[what] = self.failures.get(what, 0) + 1
+        now = time.monotonic()
+        told = self._failure_told.get(what)
+        if told is not None and now - told[0] < WARN_EVERY:
+            return
+        since = self.failures[what] - (told[1] if told is not None else 0)
+        self._failure_told[what] = (now, self.failures[what])
+        logger.warning(
+            "the usage ledger at %s cannot be %s (%d time%s since the last warning): %s; serving goes on "
+            "without it (`skilldeck history` says what is wrong with it)",
+            self.store.where,
+            "read" if what == "read" else "written",
+            since,
+            "" if since == 1 else "s",
+            str(exc)[:300],
+        )
 
     def _refused(self, full: LedgerFull) -> None:
         """A use of a new audience was refused: say so at most once every :data:`WARN_EVERY` seconds."""

@@ -18,7 +18,15 @@ and keeps them bounded (:class:`LedgerLimits`):
 * per audience at most ``max_entries`` uses and ``max_bytes`` of text (oldest dropped first), and a
   question is cut to ``max_question_chars``;
 * uses of a card that is no longer listed are dropped when the catalog is indexed again
-  (:meth:`Ledger.prune`).
+  (:meth:`Ledger.prune`), by the gateway whose configuration holds the upstream that taught them.
+
+**A use belongs to the upstream that taught it.** Besides the card's id as ``find`` showed it
+(``LABEL/NAME``), a use keeps the upstream's *origin*: its identity whatever label a configuration
+gives it (a stdio server's command line, an HTTP server's URL:
+:attr:`~skilldeck.host.ServerSpec.identity`). A card is one ``(origin, card)`` pair (:data:`CardRef`),
+so two gateways on one home, each with its own configuration, share what their upstreams have in
+common and never prune what the other's upstreams taught. A use recorded before origins were kept
+has the origin ``""`` and is adopted by the first gateway that holds an upstream under its label.
 
 Every change is returned as a :class:`Change` (uses written, uses removed) that a store applies,
 so the same rules hold in memory, in SQLite and in Redis. Nothing here does I/O or reads a clock:
@@ -32,9 +40,12 @@ from dataclasses import dataclass, field
 
 from skilldeck.select import Taught
 
-__all__ = ["Change", "Ledger", "LedgerLimits", "Use", "balanced", "history_by_key", "normalise_question"]
+__all__ = ["CardRef", "Change", "Ledger", "LedgerLimits", "Use", "balanced", "history_by_key", "normalise_question"]
 
 DAY = 86_400.0
+
+CardRef = tuple[str, str]
+"""A card as the ledger keeps it: ``(origin, card id)`` (see the module docs)."""
 
 
 @dataclass(frozen=True)
@@ -76,16 +87,28 @@ class Use:
     """Who asked: the verified token's subject (or client id); ``""`` for the default identity."""
     at: float
     """When, in seconds since the epoch."""
+    origin: str = ""
+    """The identity of the upstream that taught it (``""``: recorded before origins were kept)."""
 
     @property
-    def key(self) -> tuple[str, str]:
-        """What makes two uses the same entry: the card and the exact question."""
-        return self.card, self.question
+    def ref(self) -> CardRef:
+        """The card this use teaches: its upstream's origin and its id."""
+        return self.origin, self.card
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two uses the same entry: the card (with its origin) and the exact question."""
+        return self.origin, self.card, self.question
 
     @property
     def size(self) -> int:
         """The bytes this use counts against the audience's ``max_bytes``."""
-        return len(self.question.encode()) + len(self.card.encode()) + len(self.caller.encode())
+        return (
+            len(self.question.encode())
+            + len(self.card.encode())
+            + len(self.caller.encode())
+            + len(self.origin.encode())
+        )
 
 
 @dataclass
@@ -139,8 +162,8 @@ class Ledger:
 
     def __init__(self, uses: Iterable[Use] = (), limits: LedgerLimits | None = None) -> None:
         self.limits = limits or LedgerLimits()
-        self._cards: dict[str, dict[str, Use]] = {}
-        self._read: dict[str, tuple[float, list[str], int]] = {}
+        self._cards: dict[CardRef, dict[str, Use]] = {}
+        self._read: dict[CardRef, tuple[float, list[str], int]] = {}
         """Per card, its oldest use's time, its questions newest first and its callers, made again only when the card changed."""
         self._callers: dict[str, int] = {}
         """Per caller, its uses in the audience (on any card)."""
@@ -157,13 +180,13 @@ class Ledger:
         """The bytes this audience's uses count against ``max_bytes``."""
         return self._bytes
 
-    def uses(self, card: str | None = None) -> list[Use]:
+    def uses(self, card: CardRef | None = None) -> list[Use]:
         """Every use (of ``card`` only, when given), newest first."""
         cards = [self._cards.get(card, {})] if card is not None else self._cards.values()
         return sorted((u for entries in cards for u in entries.values()), key=lambda u: u.at, reverse=True)
 
-    def cards(self) -> list[str]:
-        """The ids of the cards with at least one question."""
+    def cards(self) -> list[CardRef]:
+        """The cards with at least one question."""
         return sorted(self._cards)
 
     @property
@@ -171,15 +194,15 @@ class Ledger:
         """How many distinct callers the audience's uses have."""
         return len(self._callers)
 
-    def questions(self, now: float) -> dict[str, Taught]:
-        """Per card id, its questions newest first, leaving out uses older than ``max_age`` at ``now``."""
-        found: dict[str, Taught] = {}
+    def questions(self, now: float) -> dict[CardRef, Taught]:
+        """Per card, its questions newest first, leaving out uses older than ``max_age`` at ``now``."""
+        found: dict[CardRef, Taught] = {}
         for card in self._cards:
             if asked := self.questions_of(card, now):
                 found[card] = asked
         return found
 
-    def questions_of(self, card: str, now: float) -> Taught:
+    def questions_of(self, card: CardRef, now: float) -> Taught:
         """The card's questions newest first, leaving out uses older than ``max_age`` at ``now`` (none: ``[]``);
         trusted (:class:`~skilldeck.select.Taught`) when two distinct callers or more taught them, or
         when the audience has a single caller."""
@@ -197,14 +220,15 @@ class Ledger:
         kept = [u for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]
         return Taught([u.question for u in kept], alone or len({u.caller for u in kept}) > 1)
 
-    def add(self, question: str, card: str, caller: str, now: float) -> Change:
-        """Record that ``question`` led to a successful use of ``card`` by ``caller`` at ``now``."""
+    def add(self, question: str, card: str, caller: str, now: float, origin: str = "") -> Change:
+        """Record that ``question`` led to a successful use of ``card`` (of the upstream ``origin``) by
+        ``caller`` at ``now``."""
         text = normalise_question(question, self.limits)
         if not text or not card:
             return Change()
-        use = Use(text, card, caller, now)
+        use = Use(text, card, caller, now, origin)
         change = Change()
-        old = self._cards.get(card, {})
+        old = self._cards.get(use.ref, {})
         known = old.get(text)
         if known is not None and known.caller == caller and 0 <= now - known.at < self.limits.refresh_after:
             return change  # the same use, recorded a moment ago: nothing to learn, nothing to write
@@ -221,12 +245,12 @@ class Ledger:
             self._drop(replaced)
         self._put(use)
         change.written.append(use)
-        change.removed.extend(self._expire(now, card))
+        change.removed.extend(self._expire(now, use.ref))
         change.removed.extend(self._over_audience_bounds())
         change.written = [u for u in change.written if u not in change.removed]
         return change
 
-    def prune(self, listed: Callable[[str], bool], now: float) -> Change:
+    def prune(self, listed: Callable[[CardRef], bool], now: float) -> Change:
         """Drop the uses of cards ``listed`` says are gone, and the uses older than ``max_age``."""
         change = Change(removed=self._expire(now))
         for card in [c for c in self._cards if not listed(c)]:
@@ -235,31 +259,53 @@ class Ledger:
                 change.removed.append(use)
         return change
 
+    def adopt(self, adopted: Callable[[CardRef], CardRef | None]) -> Change:
+        """Give the uses recorded before origins were kept (origin ``""``) the key ``adopted`` names for their
+        card (``None``: left as they are); an entry already under that key keeps the newer of the two."""
+        change = Change()
+        for ref in [r for r in self._cards if not r[0]]:
+            new = adopted(ref)
+            if new is None or new == ref:
+                continue
+            for use in list(self._cards[ref].values()):
+                self._drop(use)
+                change.removed.append(use)
+                existing = self._cards.get(new, {}).get(use.question)
+                if existing is not None and existing.at >= use.at:
+                    continue
+                if existing is not None:
+                    self._drop(existing)
+                    change.removed.append(existing)
+                moved = Use(use.question, new[1], use.caller, use.at, new[0])
+                self._put(moved)
+                change.written.append(moved)
+        return change
+
     def _put(self, use: Use) -> None:
-        self._read.pop(use.card, None)
-        entries = self._cards.setdefault(use.card, {})
+        self._read.pop(use.ref, None)
+        entries = self._cards.setdefault(use.ref, {})
         if use.question in entries:
             self._drop(entries[use.question])
-            entries = self._cards.setdefault(use.card, {})
+            entries = self._cards.setdefault(use.ref, {})
         entries[use.question] = use
         self._callers[use.caller] = self._callers.get(use.caller, 0) + 1
         self._count += 1
         self._bytes += use.size
 
     def _drop(self, use: Use) -> None:
-        entries = self._cards.get(use.card)
+        entries = self._cards.get(use.ref)
         if entries is None or entries.pop(use.question, None) is None:
             return
-        self._read.pop(use.card, None)
+        self._read.pop(use.ref, None)
         if not entries:
-            del self._cards[use.card]
+            del self._cards[use.ref]
         left = self._callers.pop(use.caller) - 1
         if left:
             self._callers[use.caller] = left
         self._count -= 1
         self._bytes -= use.size
 
-    def _expire(self, now: float, card: str | None = None) -> list[Use]:
+    def _expire(self, now: float, card: CardRef | None = None) -> list[Use]:
         oldest = now - self.limits.max_age
         cards = [self._cards.get(card, {})] if card is not None else list(self._cards.values())
         gone = [u for entries in cards for u in entries.values() if u.at < oldest]

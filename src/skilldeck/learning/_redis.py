@@ -4,7 +4,8 @@ Every replica records the uses it sees here, and reads every audience's uses bac
 version changed, so each replica learns from the uses of all. Per audience (named by a hash, so
 a tenant's length never reaches Redis):
 
-* ``<prefix>:uses:<audience hash>``: a hash, field ``["<card>","<question>"]`` -> ``["<caller>",<time>]``;
+* ``<prefix>:uses:<audience hash>``: a hash, field ``["<card>","<question>","<origin>"]`` (a use recorded
+  before origins were kept: ``["<card>","<question>"]``, read as origin ``""``) -> ``["<caller>",<time>]``;
 * ``<prefix>:version:<audience hash>``: the audience's version, raised by every change;
 * ``<prefix>:audiences``: audience hash -> the audience's name (what ``skilldeck history`` lists),
   for the audiences holding uses: at most ``max_audiences`` (a use of a new audience beyond is
@@ -50,19 +51,27 @@ end
 return redis.call('INCR', KEYS[2])
 """
 
-# KEYS: uses, version, audiences. ARGV: audience hash, cards... (none: all)
+# KEYS: uses, version, audiences. ARGV: audience hash, filter: JSON {"cards": [...] or null, "questions": [...] or null}
 _CLEAR = """
 local gone = 0
-if #ARGV == 1 then
+local filter = cjson.decode(ARGV[2])
+local cards, questions = nil, nil
+if type(filter.cards) == 'table' then
+  cards = {}
+  for _, c in ipairs(filter.cards) do cards[c] = true end
+end
+if type(filter.questions) == 'table' then
+  questions = {}
+  for _, q in ipairs(filter.questions) do questions[q] = true end
+end
+if cards == nil and questions == nil then
   gone = redis.call('HLEN', KEYS[1])
   redis.call('DEL', KEYS[1])
 else
   local fields = redis.call('HKEYS', KEYS[1])
-  local wanted = {}
-  for i = 2, #ARGV do wanted[ARGV[i]] = true end
   for _, f in ipairs(fields) do
     local ok, pair = pcall(cjson.decode, f)
-    if ok and type(pair) == 'table' and wanted[pair[1]] then
+    if ok and type(pair) == 'table' and (cards == nil or cards[pair[1]]) and (questions == nil or questions[pair[2]]) then
       redis.call('HDEL', KEYS[1], f)
       gone = gone + 1
     end
@@ -145,13 +154,16 @@ class RedisLedgerStore(RedisConnection):
         if len(field) > limit or len(value) > 1_024:
             return None
         try:
-            card, question = json.loads(field)
+            parts = json.loads(field)
             caller, at = json.loads(value)
         except (ValueError, TypeError):
             return None
-        if not all(isinstance(x, str) for x in (card, question, caller)) or not isinstance(at, int | float):
+        if not isinstance(parts, list) or len(parts) not in (2, 3):
             return None
-        return Use(question, card, caller, float(at))
+        card, question, origin = (*parts, "") if len(parts) == 2 else parts
+        if not all(isinstance(x, str) for x in (card, question, caller, origin)) or not isinstance(at, int | float):
+            return None
+        return Use(question, card, caller, float(at), origin)
 
     async def load(self, audience: str) -> tuple[int, list[Use]]:
         keys, _ = self._keys(audience)
@@ -162,7 +174,8 @@ class RedisLedgerStore(RedisConnection):
 
     @staticmethod
     def _field(use: Use) -> str:
-        return json.dumps([use.card, use.question], ensure_ascii=False, separators=(",", ":"))
+        parts = [use.card, use.question, use.origin] if use.origin else [use.card, use.question]
+        return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
     async def apply(self, audience: str, change: Change, base: int) -> int | None:
         keys, member = self._keys(audience)
@@ -182,8 +195,14 @@ class RedisLedgerStore(RedisConnection):
             found = await self._redis.hvals(f"{self.prefix}:audiences")
         return sorted(_text(a) for a in found)
 
-    async def clear(self, audience: str, cards: Sequence[str] | None = None) -> int:
+    async def clear(
+        self, audience: str, cards: Sequence[str] | None = None, questions: Sequence[str] | None = None
+    ) -> int:
         keys, member = self._keys(audience)
-        if cards is not None and not cards:
+        if (cards is not None and not cards) or (questions is not None and not questions):
             return 0
-        return int(await self._run(_CLEAR, keys, [member, *(cards or ())]))
+        chosen = {
+            "cards": None if cards is None else list(cards),
+            "questions": None if questions is None else list(questions),
+        }
+        return int(await self._run(_CLEAR, keys, [member, json.dumps(chosen, ensure_ascii=False)]))

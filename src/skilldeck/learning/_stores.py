@@ -22,15 +22,22 @@ The owner logs the refusal, at most once an hour (:class:`~skilldeck.learning._l
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import anyio.to_thread
 
 from skilldeck.errors import ConfigError, LedgerFull
 from skilldeck.learning._ledger import Change, Use
 
-__all__ = ["LEDGER_FILE", "MAX_AUDIENCES", "LedgerFull", "LedgerStore", "SqliteLedgerStore"]
+__all__ = ["LEDGER_FILE", "MAX_AUDIENCES", "SCHEMA_VERSION", "LedgerFull", "LedgerStore", "SqliteLedgerStore"]
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 LEDGER_FILE = "ledger.sqlite3"
 """The embedded ledger's file name under ``$SKILLDECK_HOME``."""
@@ -66,26 +73,56 @@ class LedgerStore(Protocol):
         """The audiences holding at least one use."""
         ...
 
-    async def clear(self, audience: str, cards: Sequence[str] | None = None) -> int:
-        """Forget the audience's uses (of ``cards`` only, when given); how many were forgotten."""
+    async def clear(
+        self, audience: str, cards: Sequence[str] | None = None, questions: Sequence[str] | None = None
+    ) -> int:
+        """Forget the audience's uses (of ``cards`` only, and of ``questions`` only, when given); how many were forgotten."""
         ...
 
+
+SCHEMA_VERSION = 2
+"""The ledger file's layout (``PRAGMA user_version``): 1, uses by (audience, card, question); 2, by (audience,
+origin, card, question), the upstream that taught each use kept (:mod:`skilldeck.learning._ledger`). A file of
+layout 1 is brought to 2 in place when it is opened, every use kept (its origin ``""``); a file of a layout
+newer than this code knows is refused, never rewritten."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS uses (
     audience TEXT NOT NULL,
+    origin TEXT NOT NULL DEFAULT '',
     card TEXT NOT NULL,
     question TEXT NOT NULL,
     caller TEXT NOT NULL,
     at REAL NOT NULL,
-    PRIMARY KEY (audience, card, question)
+    PRIMARY KEY (audience, origin, card, question)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS versions (audience TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+_FROM_1 = """
+CREATE TABLE uses_2 (
+    audience TEXT NOT NULL,
+    origin TEXT NOT NULL DEFAULT '',
+    card TEXT NOT NULL,
+    question TEXT NOT NULL,
+    caller TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (audience, origin, card, question)
+) WITHOUT ROWID;
+INSERT INTO uses_2 (audience, origin, card, question, caller, at) SELECT audience, '', card, question, caller, at FROM uses;
+DROP TABLE uses;
+ALTER TABLE uses_2 RENAME TO uses;
 """
 
 
 class SqliteLedgerStore:
     """The embedded :class:`LedgerStore`: one SQLite file (see the module docs).
+
+    Every call runs on a thread of its own, one at a time (a :class:`anyio.CapacityLimiter` of one), so a
+    write waiting for another process's lock (``timeout``) never holds the event loop: other clients are
+    served meanwhile. A file removed while the store is open (by ``rm``, or a neighbour's clean-up) is
+    noticed at the next call, which opens the path again and says so in one log line, rather than
+    writing on into an unlinked file.
 
     Args:
         path: the file (its folder is created, mode 0700).
@@ -95,7 +132,7 @@ class SqliteLedgerStore:
         max_audiences: audiences with uses held at most (a new one beyond: :class:`LedgerFull`).
 
     Raises:
-        ConfigError: the file cannot be opened as a ledger.
+        ConfigError: the file cannot be opened as a ledger (it is not a database, or of a newer layout).
     """
 
     def __init__(
@@ -105,21 +142,84 @@ class SqliteLedgerStore:
             raise ValueError("max_audiences must be at least 1")
         self.path = Path(path)
         self.max_audiences = max_audiences
-        where: str | Path = self.path if create or self.path.exists() else ":memory:"
+        self.timeout = timeout
+        self.create = create
+        self.reopened = 0
+        """How many times the file was found removed (or replaced) and opened again."""
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._db, self._inode = self._open()
+
+    def _open(self) -> tuple[sqlite3.Connection, int | None]:
+        where: str | Path = self.path if self.create or self.path.exists() else ":memory:"
+        db: sqlite3.Connection | None = None
         try:
             if where != ":memory:":
                 self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._db = sqlite3.connect(where, timeout=timeout, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            db = sqlite3.connect(where, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            layout = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if layout > SCHEMA_VERSION:
+                db.close()
+                raise ConfigError(
+                    f"the usage ledger {self.path} has layout {layout}, newer than this skilldeck knows "
+                    f"({SCHEMA_VERSION}): upgrade skilldeck, or set SKILLDECK_HOME elsewhere; it is left as it is"
+                )
+            db.execute("PRAGMA journal_mode=WAL")
             # in WAL mode a commit is durable at the next checkpoint and the file never corrupt: a power
             # cut may lose the last uses, never the ledger (6 ms to under 1 ms a recorded use, measured)
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._upgrade(db)
         except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
             raise ConfigError(
-                f"cannot open the usage ledger {self.path}: {exc}; remove the file, set SKILLDECK_HOME "
-                "elsewhere, or pass --no-learning"
+                f"cannot open the usage ledger {self.path}: {exc or type(exc).__name__}; move the file away (what "
+                "it learned is lost with it) or set SKILLDECK_HOME elsewhere"
             ) from None
+        return db, self._current_inode()
+
+    @staticmethod
+    def _upgrade(db: sqlite3.Connection) -> None:
+        """Bring the file to :data:`SCHEMA_VERSION` in one transaction, every use kept."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            columns = {str(row[1]) for row in db.execute("PRAGMA table_info(uses)")}
+            if columns and "origin" not in columns:  # layout 1
+                for statement in _FROM_1.strip().split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def _current_inode(self) -> int | None:
+        try:
+            return self.path.stat().st_ino
+        except OSError:
+            return None
+
+    def _in_place(self) -> None:
+        """Open the path again when the file open here was removed or replaced (see the class docs)."""
+        if not self.create or self._inode == self._current_inode():
+            return
+        self._db.close()
+        self._db, self._inode = self._open()
+        self.reopened += 1
+        logger.warning("the usage ledger %s was removed or replaced while in use: opened it again", self.path)
+
+    async def _call(self, function: Callable[..., _T], *args: Any) -> _T:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+
+        def run() -> _T:
+            self._in_place()
+            return function(*args)
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
     @property
     def where(self) -> str:
@@ -154,20 +254,23 @@ class SqliteLedgerStore:
         return int(found[0]) >= self.max_audiences
 
     async def version(self, audience: str) -> int:
-        return self._version(audience)
+        return await self._call(self._version, audience)
 
-    async def load(self, audience: str) -> tuple[int, list[Use]]:
+    def _load(self, audience: str) -> tuple[int, list[Use]]:
         self._db.execute("BEGIN")
         try:
             version = self._version(audience)
             rows = self._db.execute(
-                "SELECT question, card, caller, at FROM uses WHERE audience = ?", (audience,)
+                "SELECT question, card, caller, at, origin FROM uses WHERE audience = ?", (audience,)
             ).fetchall()
         finally:
             self._db.execute("COMMIT")
-        return version, [Use(str(q), str(card), str(caller), float(at)) for q, card, caller, at in rows]
+        return version, [Use(str(q), str(card), str(caller), float(at), str(o)) for q, card, caller, at, o in rows]
 
-    async def apply(self, audience: str, change: Change, base: int) -> int | None:
+    async def load(self, audience: str) -> tuple[int, list[Use]]:
+        return await self._call(self._load, audience)
+
+    def _apply(self, audience: str, change: Change, base: int) -> int | None:
         self._db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
         try:
             version = self._version(audience)
@@ -177,12 +280,12 @@ class SqliteLedgerStore:
             if change.written and self._full_without(audience):
                 raise LedgerFull(audience, self.max_audiences, self.where)
             self._db.executemany(
-                "DELETE FROM uses WHERE audience = ? AND card = ? AND question = ?",
-                [(audience, u.card, u.question) for u in change.removed],
+                "DELETE FROM uses WHERE audience = ? AND origin = ? AND card = ? AND question = ?",
+                [(audience, u.origin, u.card, u.question) for u in change.removed],
             )
             self._db.executemany(
-                "INSERT OR REPLACE INTO uses (audience, card, question, caller, at) VALUES (?, ?, ?, ?, ?)",
-                [(audience, u.card, u.question, u.caller, u.at) for u in change.written],
+                "INSERT OR REPLACE INTO uses (audience, origin, card, question, caller, at) VALUES (?, ?, ?, ?, ?, ?)",
+                [(audience, u.origin, u.card, u.question, u.caller, u.at) for u in change.written],
             )
             version = self._bump(audience, version)
         except BaseException:
@@ -191,22 +294,36 @@ class SqliteLedgerStore:
         self._db.execute("COMMIT")
         return version
 
-    async def audiences(self) -> list[str]:
+    async def apply(self, audience: str, change: Change, base: int) -> int | None:
+        return await self._call(self._apply, audience, change, base)
+
+    def _audiences(self) -> list[str]:
         return [str(a) for (a,) in self._db.execute("SELECT DISTINCT audience FROM uses ORDER BY audience")]
 
-    async def clear(self, audience: str, cards: Sequence[str] | None = None) -> int:
+    async def audiences(self) -> list[str]:
+        return await self._call(self._audiences)
+
+    def _clear(self, audience: str, cards: Sequence[str] | None, questions: Sequence[str] | None) -> int:
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            if cards is None:
-                gone = self._db.execute("DELETE FROM uses WHERE audience = ?", (audience,)).rowcount
-            else:
-                gone = sum(
-                    self._db.execute("DELETE FROM uses WHERE audience = ? AND card = ?", (audience, card)).rowcount
-                    for card in cards
-                )
+            where, params = "audience = ?", [audience]
+            if cards is not None:
+                where += f" AND card IN ({', '.join('?' * len(cards))})"
+                params += list(cards)
+            if questions is not None:
+                where += f" AND question IN ({', '.join('?' * len(questions))})"
+                params += list(questions)
+            gone = self._db.execute(f"DELETE FROM uses WHERE {where}", params).rowcount
             self._bump(audience, self._version(audience))
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
         return int(gone)
+
+    async def clear(
+        self, audience: str, cards: Sequence[str] | None = None, questions: Sequence[str] | None = None
+    ) -> int:
+        if (cards is not None and not cards) or (questions is not None and not questions):
+            return 0
+        return await self._call(self._clear, audience, cards, questions)
