@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +18,7 @@ from rich.markup import escape
 from skilldeck._suggest import did_you_mean
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole, counted
-from skilldeck.errors import UsageError
+from skilldeck.errors import ConfigError, UsageError
 from skilldeck.learning import LEDGER_FILE, MAX_AUDIENCES, LedgerStore, Use
 
 __all__ = ["add_history_command", "ledger_store"]
@@ -56,7 +59,11 @@ def add_history_command(sub: Any) -> None:
     )
     history.add_argument("--audience", metavar="TENANT", help="only this audience (a tenant; '' for no tenant)")
     history.add_argument("--card", metavar="ID", help="only this card (LABEL/NAME, as find shows it)")
+    history.add_argument("--question", metavar="TEXT", help="only the entries of this exact question")
     history.add_argument("--clear", action="store_true", help="forget what is shown instead of printing it")
+    history.add_argument(
+        "--remove", metavar="ENTRY", help="forget one entry by the id the listing shows for it (8 hex digits)"
+    )
     history.add_argument("--redis", metavar="URL", help="the ledger of gateway replicas in Redis at URL")
     history.add_argument(
         "--name", default="skilldeck-gateway", help="with --redis: the replicas' --name (default skilldeck-gateway)"
@@ -68,9 +75,20 @@ def _audience_name(audience: str) -> str:
     return repr(audience) if audience else "(no tenant)"
 
 
-def _line(use: Use) -> str:
+def entry_id(audience: str, use: Use) -> str:
+    """A short, stable name of one entry (``--remove`` takes it): 8 hex digits of its key's digest."""
+    key = json.dumps([audience, use.origin, use.card, use.question], ensure_ascii=False)
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def _line(audience: str, use: Use) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(use.at))
-    return f"    {when}Z  {use.caller or '-'}  {use.question}"
+    return f"    [{entry_id(audience, use)}] {when}Z  {use.caller or '-'}  {use.question}"
+
+
+def _card_line(card: str, origins: set[str]) -> str:
+    taught = "; ".join(sorted(o or "(recorded before upstreams were told apart)" for o in origins))
+    return f"  {card}  (taught by {taught[:300]})"
 
 
 async def _run(args: argparse.Namespace, out: Console) -> None:
@@ -91,18 +109,33 @@ async def _run(args: argparse.Namespace, out: Console) -> None:
                     f"no question is recorded for the card {args.card!r}{did_you_mean(args.card, cards)}; "
                     "card ids are LABEL/NAME, as find shows them (`skilldeck history` lists them)"
                 )
+            held = {a: [u for u in uses if u.card == args.card] for a, uses in held.items()}
+        if args.question is not None:
+            asked = {u.question for uses in held.values() for u in uses}
+            if args.question not in asked:
+                raise UsageError(
+                    f"no entry holds the question {args.question!r}{did_you_mean(args.question, asked)}; "
+                    "give it exactly as `skilldeck history` shows it"
+                )
+            held = {a: [u for u in uses if u.question == args.question] for a, uses in held.items()}
+        if args.remove is not None:
+            await _remove(store, held, args.remove, out)
+            return
         if args.clear:
             gone = 0
-            for audience in chosen:
-                gone += await store.clear(audience, None if args.card is None else [args.card])
+            for audience, uses in held.items():
+                if uses or (args.card is None and args.question is None):
+                    gone += await store.clear(
+                        audience,
+                        None if args.card is None else [args.card],
+                        None if args.question is None else [args.question],
+                    )
             out.print(f"cleared {counted(gone, 'question')} from {escape(store.where)}", highlight=False)
             return
         if not any(held.values()):
             out.print(f"the usage ledger at {escape(store.where)} is empty", highlight=False)
             return
         for audience, uses in held.items():
-            if args.card is not None:
-                uses = [u for u in uses if u.card == args.card]
             if not uses:
                 continue
             shown = sorted({u.card for u in uses})
@@ -111,12 +144,33 @@ async def _run(args: argparse.Namespace, out: Console) -> None:
                 highlight=False,
             )
             for card in shown:
-                out.print(f"  {escape(card)}", highlight=False)
-                for use in sorted((u for u in uses if u.card == card), key=lambda u: u.at, reverse=True):
-                    out.print(escape(_line(use)), highlight=False, soft_wrap=True)
+                of_card = [u for u in uses if u.card == card]
+                out.print(escape(_card_line(card, {u.origin for u in of_card})), highlight=False, soft_wrap=True)
+                for use in sorted(of_card, key=lambda u: u.at, reverse=True):
+                    out.print(escape(_line(audience, use)), highlight=False, soft_wrap=True)
+
+
+async def _remove(store: LedgerStore, held: dict[str, list[Use]], wanted: str, out: Console) -> None:
+    """Forget the one entry whose id is ``wanted`` (refused, with the ids there are, when none is)."""
+    found = [(a, u) for a, uses in held.items() for u in uses if entry_id(a, u) == wanted.strip().lower()]
+    if not found:
+        ids = [entry_id(a, u) for a, uses in held.items() for u in uses]
+        raise UsageError(
+            f"no entry has the id {wanted!r}{did_you_mean(wanted, ids)}; `skilldeck history` shows each entry's "
+            "id in brackets"
+        )
+    audience, use = found[0]
+    gone = await store.clear(audience, [use.card], [use.question])
+    out.print(f"removed {counted(gone, 'question')} ({escape(use.card)}: {escape(use.question)!r})", highlight=False)
 
 
 def run_history_command(args: argparse.Namespace, err: Console) -> int:
     out = StdoutConsole(soft_wrap=True, highlight=False)
-    anyio.run(_run, args, out)
+    try:
+        anyio.run(_run, args, out)
+    except sqlite3.Error as exc:  # a file damaged after it opened: say what, never a traceback
+        raise ConfigError(
+            f"cannot read the usage ledger: {exc or type(exc).__name__} ({type(exc).__name__}); move "
+            "$SKILLDECK_HOME/ledger.sqlite3 away (what it learned is lost with it)"
+        ) from None
     return ExitCode.OK
