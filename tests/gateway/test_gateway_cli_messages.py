@@ -8,6 +8,7 @@ from pathlib import Path
 
 from skilldeck.cli import _build_parser
 from skilldeck.cli._auth import serve_warnings
+from skilldeck.cli._gateway import anonymous_learning
 
 from ..server.helpers import start_gateway, stop, write_skill
 from .test_gateway_config import JOBS, run_gateway, write
@@ -37,6 +38,27 @@ def test_the_shared_activation_warning_is_the_gateways_and_goes_with_token_verif
     assert any(SHARED in w for w in serve_warnings(parse(["gateway", "--config", "c", *http]), gateway=True))
     assert serve_warnings(parse(["gateway", "--config", "c", *http, *jwt]), gateway=True) == []
     assert serve_warnings(parse(["serve", "skills", *http])) == []  # serve holds no activations
+
+
+def test_learning_from_callers_without_a_token_is_off_unless_the_operator_lets_them_teach() -> None:
+    parse = _build_parser().parse_args
+    http = ["gateway", "--config", "c", "--http", "127.0.0.1:0"]
+    jwt = ["--jwt-jwks", "keys.json", "--jwt-issuer", "https://id", "--jwt-audience", "https://gw"]
+
+    def learning_lines(*extra: str) -> list[str]:
+        return [w for w in serve_warnings(parse([*http, *extra]), gateway=True) if "teach" in w]
+
+    (off,) = learning_lines()
+    assert "learning from use is off for callers without a token" in off
+    assert "--learn-anonymous" in off
+    (untrusted,) = learning_lines("--learn-anonymous")
+    assert "one untrusted caller" in untrusted
+    assert learning_lines("--no-learning") == []
+    assert learning_lines("--check") == []  # --check records nothing
+    assert learning_lines(*jwt) == []  # every caller has a verified identity
+    assert anonymous_learning(parse(["gateway", "--config", "c"])) == "trusted"  # stdio: the one local user
+    assert anonymous_learning(parse(http)) == "off"
+    assert anonymous_learning(parse([*http, "--learn-anonymous"])) == "untrusted"
 
 
 def test_an_upstream_change_is_one_line_that_keeps_its_label(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.gateway._activation import ActivationStore
+from skilldeck.gateway._service import AnonymousLearning
 from skilldeck.host import Host, HttpServer, ServerSpec
 from skilldeck.learning import Learner, LedgerStore, Use
 from skilldeck.serving._policy import Caller, Policy
@@ -46,6 +47,7 @@ async def gateway_learning_in(
     pinned: Iterable[tuple[str, str]] = (),
     shared: ActivationStore | None = None,
     url: str | None = None,
+    anonymous: AnonymousLearning = "trusted",
 ) -> AsyncIterator[Learning]:
     """A gateway (lexical ranking) over :func:`usage_server` served on loopback, learning into ``store``
     (``shared``: the activations, and so the paths, it shares with other replicas; ``url``: an upstream
@@ -57,6 +59,14 @@ async def gateway_learning_in(
         async with Host([ServerSpec("up", HttpServer(url), timeout=30)]) as host:
             ticks = itertools.count(1_000)
             learner = Learner(store, clock=lambda: float(next(ticks)))
-            service = GatewayService(host, encoder=None, policy=policy, pinned=pinned, learning=learner, shared=shared)
+            service = GatewayService(
+                host,
+                encoder=None,
+                policy=policy,
+                pinned=pinned,
+                learning=learner,
+                shared=shared,
+                anonymous=anonymous,
+            )
             server, middleware = create_gateway(service)
             yield Learning(Gateway(host, service, server, middleware), store)

@@ -49,14 +49,18 @@ async def test_a_second_gateway_of_another_configuration_keeps_what_the_first_le
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
-    first, started = start_gateway(config_of(tmp_path, "a.json", upstream("up")), tmp_path / "a.log", "--lexical")
+    first, started = start_gateway(
+        config_of(tmp_path, "a.json", upstream("up")), tmp_path / "a.log", "--lexical", "--learn-anonymous"
+    )
     try:
         await use(started["url"], "c1", WEATHER, "up/forecast", "up/forecast", {"city": "Paris"})
     finally:
         stop(first)
     assert "up/forecast" in await history(capsys)
     # a desktop's gateway and an editor's, one home: the second has none of the first's upstreams
-    second, started = start_gateway(config_of(tmp_path, "b.json", PACK), tmp_path / "b.log", "--lexical")
+    second, started = start_gateway(
+        config_of(tmp_path, "b.json", PACK), tmp_path / "b.log", "--lexical", "--learn-anonymous"
+    )
     try:  # a find reads the ledger and prunes the cards its own upstreams no longer list
         assert (await first_card(started["url"], "review my pull request"))[0] == "pack/code-review"
     finally:
@@ -70,13 +74,15 @@ async def test_the_same_server_under_another_label_ranks_with_what_it_taught(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("SKILLDECK_HOME", str(tmp_path / "home"))
-    first, started = start_gateway(config_of(tmp_path, "a.json", upstream("up")), tmp_path / "a.log", "--lexical")
+    first, started = start_gateway(
+        config_of(tmp_path, "a.json", upstream("up")), tmp_path / "a.log", "--lexical", "--learn-anonymous"
+    )
     try:
         await teach(started["url"])
     finally:
         stop(first)
     renamed = config_of(tmp_path, "b.json", upstream("weather"))  # the same command line, another label
-    second, started = start_gateway(renamed, tmp_path / "b.log", "--lexical")
+    second, started = start_gateway(renamed, tmp_path / "b.log", "--lexical", "--learn-anonymous")
     try:
         assert await first_card_once_learned(started["url"], NEW) == ("weather/forecast", 1)
     finally:

@@ -201,7 +201,7 @@ async def test_a_tenants_rankers_trust_its_only_callers_questions_then_those_two
     async with learning_gateway(tmp_path, policy=EVERY_TOOL) as learning:
         await teach(alice, WEATHER, "up/forecast", {"city": "Paris"})
         assert trusted() == {"forecast"}
-        await teach(bob, "convert 10 euros to dollars", "up/convert", {"amount": 10, "currency": "USD"})
+        await teach(bob, "convert an amount of money to dollars", "up/convert", {"amount": 10, "currency": "USD"})
         assert trusted() == set()
         await teach(bob, "weather forecast for Lyon tomorrow", "up/forecast", {"city": "Lyon"})
         assert trusted() == {"forecast"}

@@ -142,11 +142,11 @@ async def test_a_change_the_store_refused_to_write_is_not_believed_written(tmp_p
     store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
     learner = Learner(store, clock=lambda: 1.0)
     await learner.refresh("")
-    store._db.execute("PRAGMA query_only = ON")  # reads answer, every write fails
+    store._lanes["write"].db.execute("PRAGMA query_only = ON")  # reads answer, every write fails
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         await learner.record("", "weather in Paris", "up/weather", "alice")
     assert learner.questions("") == {}
-    store._db.execute("PRAGMA query_only = OFF")
+    store._lanes["write"].db.execute("PRAGMA query_only = OFF")
     assert await learner.record("", "weather in Paris", "up/weather", "alice")
     assert learner.questions("") == {("", "up/weather"): ["weather in Paris"]}
     store.close()

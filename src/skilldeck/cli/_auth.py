@@ -78,6 +78,19 @@ def serve_warnings(args: argparse.Namespace, *, gateway: bool = False) -> list[s
             "(_meta dev.skilldeck/conversation) share one activation, so one caller's load activates tools for "
             "all of them; add --jwt-jwks, --jwt-issuer and --jwt-audience"
         )
+        if getattr(args, "no_learning", False) or getattr(args, "check", False):
+            pass  # nothing is learned
+        elif getattr(args, "learn_anonymous", False):
+            warnings.append(
+                "--learn-anonymous: callers without a token teach the usage ledger as one untrusted caller (at most "
+                "half of a card's questions once a caller with a token taught it, never trusted)"
+            )
+        else:
+            warnings.append(
+                "learning from use is off for callers without a token (anyone could teach it anything): add "
+                "--jwt-jwks, --jwt-issuer and --jwt-audience, or --learn-anonymous to let them teach as one "
+                "untrusted caller"
+            )
     if args.policy and not args.jwt_jwks:
         warnings.append(
             "--policy over HTTP without token verification: every caller gets the policy's default_identity; "

@@ -21,9 +21,11 @@ from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
 from skilldeck.learning import MAX_AUDIENCES
+from skilldeck.learning._stores import DEFAULT_LEDGER_TIMEOUT
 
 if TYPE_CHECKING:
     from skilldeck.gateway._metrics import GatewayMetrics
+    from skilldeck.gateway._service import AnonymousLearning
 
 __all__ = ["add_gateway_command"]
 
@@ -141,6 +143,22 @@ def add_gateway_command(sub: Any) -> None:
         help=f"audiences (tenants) the usage ledger holds at most (default {MAX_AUDIENCES}): once full, uses of "
         "another audience are not recorded (logged once an hour), what others learned is kept",
     )
+    gateway.add_argument(
+        "--learn-anonymous",
+        action="store_true",
+        help="over HTTP without token verification, learn from use anyway: every caller without a token is one "
+        "untrusted caller (at most half of a card's questions once a caller with a token taught it, never "
+        "lifting a card for others beyond its own evidence); by default they teach nothing",
+    )
+    gateway.add_argument(
+        "--ledger-timeout",
+        type=float,
+        default=DEFAULT_LEDGER_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long recording a use waits for another process holding the ledger's lock (default "
+        f"{DEFAULT_LEDGER_TIMEOUT:g}; at most 60) before it is dropped with one log line; only the client whose "
+        "call taught it waits, every other client is served meanwhile",
+    )
     add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
     add_console_argument(gateway, "the upstreams, the catalog, a search box running find, and decisions live")
@@ -168,6 +186,14 @@ async def upstream_names_lines(middleware: Any) -> list[str]:
     ]
 
 
+def anonymous_learning(args: argparse.Namespace) -> AnonymousLearning:
+    """What a use by a caller without a token teaches: a stdio gateway's one user, fully; over HTTP without
+    token verification nothing, unless ``--learn-anonymous`` (then they are one untrusted caller)."""
+    if args.http is None:
+        return "trusted"
+    return "untrusted" if args.learn_anonymous else "off"
+
+
 def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.gateway._app import run_gateway
     from skilldeck.gateway._audiences import audience_lines, flag_warnings
@@ -191,6 +217,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             f"--ready-upstreams {args.ready_upstreams}: {args.config} names only {len(specs)} servers, so the "
             f"gateway would never be ready; pass at most {len(specs)}"
         )
+    if not 0 < args.ledger_timeout <= 60:
+        raise ConfigError(f"--ledger-timeout {args.ledger_timeout:g}: give a number of seconds above 0 and at most 60")
     policy = load_policy(args.policy) if args.policy else None
     verifier, auth = serve_auth(args)
     # Replicas share activations and the request-state key; each follows its upstreams itself, so
@@ -220,7 +248,9 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 shared = await stack.enter_async_context(store)
             learning = None
             if not args.no_learning and not args.check:  # --check records nothing: it answers no client
-                ledger = ledger_store(replicas.redis_url, args.name, max_audiences=args.ledger_audiences)
+                ledger = ledger_store(
+                    replicas.redis_url, args.name, max_audiences=args.ledger_audiences, lock_wait=args.ledger_timeout
+                )
                 try:
                     learning = Learner(await stack.enter_async_context(ledger))
                 except ConfigError as exc:  # learning is optional: every upstream is served without it
@@ -281,6 +311,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 encoder=encoder,
                 cache_dir=vector_cache_dir(args) if encoder is not None else None,
                 learning=learning,
+                anonymous=anonymous_learning(args),
             )
             if metrics is not None:
                 metrics.observe(service)

@@ -20,13 +20,19 @@ from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole, counted
 from skilldeck.errors import ConfigError, UsageError
 from skilldeck.learning import LEDGER_FILE, MAX_AUDIENCES, LedgerStore, Use
+from skilldeck.learning._stores import DEFAULT_LEDGER_TIMEOUT
 
 __all__ = ["add_history_command", "ledger_store"]
 
 
 @asynccontextmanager
 async def ledger_store(
-    redis_url: str | None, name: str, *, create: bool = True, max_audiences: int = MAX_AUDIENCES
+    redis_url: str | None,
+    name: str,
+    *,
+    create: bool = True,
+    max_audiences: int = MAX_AUDIENCES,
+    lock_wait: float = DEFAULT_LEDGER_TIMEOUT,
 ) -> AsyncIterator[LedgerStore]:
     """The gateway's ledger: in Redis under ``skilldeck:NAME:ledger`` with ``--redis``, else ``$SKILLDECK_HOME/ledger.sqlite3``
     (``create=False``: a file that does not exist reads as empty and is not created), holding at most
@@ -42,7 +48,9 @@ async def ledger_store(
     from skilldeck.host._credentials import skilldeck_home
     from skilldeck.learning import SqliteLedgerStore
 
-    store = SqliteLedgerStore(skilldeck_home() / LEDGER_FILE, create=create, max_audiences=max_audiences)
+    store = SqliteLedgerStore(
+        skilldeck_home() / LEDGER_FILE, create=create, max_audiences=max_audiences, timeout=lock_wait
+    )
     try:
         yield store
     finally:

@@ -41,7 +41,9 @@ __all__ = [
     "ActivationStore",
     "ActivationTable",
     "SharedActivation",
+    "best_question",
     "client_key",
+    "credited",
     "per_connection",
 ]
 
@@ -52,6 +54,29 @@ PENDING_KEPT = 64
 """Loaded cards an activation follows until one of their tools is called (oldest forgotten first)."""
 
 
+def credited(cards: Sequence[Mapping[str, Any]], abstained: bool, gap: float) -> list[str]:
+    """The ids of a ``find`` answer's cards a later load and successful call may teach the ledger: none when
+    it abstained; else those the ranking put forward, scoring within ``gap`` of the first card (the cards
+    that tie with it and the best cards of servers close to it), never another server's filler shown only
+    to fill the shortlist. In the order shown."""
+    if abstained or not cards:
+        return []
+    top = max(float(c["score"]) for c in cards)
+    return [str(c["id"]) for c in cards if top - float(c["score"]) <= gap + 1e-9]
+
+
+def best_question(questions: Sequence[tuple[str, Sequence[str]]], card: str) -> str | None:
+    """Of ``questions`` (oldest first, each with the cards it put forward, best first), the one that ranked
+    ``card`` best; of those that ranked it equally, the newest; ``None`` when none put it forward."""
+    best: tuple[int, str] | None = None
+    for question, cards in reversed(questions):
+        if card in cards:
+            place = list(cards).index(card)
+            if best is None or place < best[0]:
+                best = (place, question)
+    return None if best is None else best[1]
+
+
 @dataclass
 class Activation:
     """One client's loaded skills (id -> the loaded skill) and active tools (``(label, tool)``)."""
@@ -59,18 +84,19 @@ class Activation:
     skills: dict[str, Any] = field(default_factory=dict)
     tools: dict[tuple[str, str], None] = field(default_factory=dict)
     """Insertion-ordered set: injected tools are listed in the order they were loaded."""
-    questions: deque[tuple[str, frozenset[str]]] = field(default_factory=lambda: deque(maxlen=FINDS_KEPT))
-    """The last questions found, each with the ids of the cards it was shown, newest last."""
+    questions: deque[tuple[str, tuple[str, ...]]] = field(default_factory=lambda: deque(maxlen=FINDS_KEPT))
+    """The last questions found, each with the ids of the cards its answer put forward (best first), newest last."""
     pending: OrderedDict[str, tuple[str, frozenset[tuple[str, str]]]] = field(default_factory=OrderedDict)
     """Card id -> the question that showed it before it was loaded, and the tools the load activated."""
 
     def found(self, question: str, cards: list[str]) -> None:
-        """``find`` showed ``cards`` for ``question``."""
-        self.questions.append((question, frozenset(cards)))
+        """``find`` put ``cards`` forward for ``question``, best first (see :func:`credited`)."""
+        self.questions.append((question, tuple(cards)))
 
     def loaded(self, card: str, tools: list[tuple[str, str]]) -> None:
-        """``card`` was loaded, activating ``tools``: followed if a recent question showed it."""
-        question = next((q for q, shown in reversed(self.questions) if card in shown), None)
+        """``card`` was loaded, activating ``tools``: followed if a recent question put it forward, credited
+        to the question that ranked it best (the newest of those that ranked it as well)."""
+        question = best_question(self.questions, card)
         if question is None or not tools:
             return
         self.pending.pop(card, None)

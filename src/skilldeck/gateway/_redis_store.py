@@ -96,12 +96,14 @@ for i = #asked, 1, -1 do
 end
 local followed = 0
 for i = 7, #ARGV, 2 do
-  local question = nil
+  local question, place = nil, nil
   for _, e in ipairs(finds) do
-    for _, shown in ipairs(e[2]) do
-      if shown == ARGV[i] then question = e[1] break end
+    for j, shown in ipairs(e[2]) do
+      if shown == ARGV[i] then
+        if place == nil or j < place then question, place = e[1], j end
+        break
+      end
     end
-    if question then break end
   end
   if question then
     redis.call('HSET', KEYS[4], ARGV[i], '[' .. cjson.encode(question) .. ',' .. ARGV[i + 1] .. ']')

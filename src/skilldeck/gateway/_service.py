@@ -47,17 +47,17 @@ from typing import Any, Literal, TypeVar, cast
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.errors import GateRefused, SkilldeckError, ToolNotListed, shorten
-from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, per_connection
+from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, credited, per_connection
 from skilldeck.gateway._ledger_view import LedgerView
 from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
-from skilldeck.gateway._shortlist import shortlist_order
+from skilldeck.gateway._shortlist import FILLER_GAP, shortlist_order
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
 from skilldeck.host import Host, LoadedSkill
 from skilldeck.host._registry import SkillRecord
 from skilldeck.learning._learner import Learner
-from skilldeck.learning._ledger import CardRef, history_by_key, normalise_question
+from skilldeck.learning._ledger import ANONYMOUS, CardRef, history_by_key, normalise_question
 from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
 from skilldeck.select._decide import Decision, Selector, indexing_note, what_to_check
@@ -82,6 +82,12 @@ decision log keeps the confidence to four)."""
 MAX_SELECTORS = 32
 """Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 DEFAULT_ENCODER: Literal["default"] = "default"
+AnonymousLearning = Literal["trusted", "untrusted", "off"]
+"""What a successful use teaches when its caller has no verified identity (no token): ``trusted``, a
+local user's (a stdio gateway, an in-process session: one person); ``untrusted``, one caller for all of
+them (:data:`~skilldeck.learning._ledger.ANONYMOUS`: at most half of a card's questions once an identified
+caller taught it, never trusted, so never lifting a card for others beyond its own evidence); ``off``,
+nothing (an HTTP gateway without token verification, unless its operator lets them teach)."""
 """``GatewayService(encoder=...)``: the encoder ``skilldeck select`` ranks with by default (MiniLM, fused)."""
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -163,9 +169,12 @@ class GatewayService:
         shared: ActivationStore | None = None,
         upstreams: Upstreams | None = None,
         learning: Learner | None = None,
+        anonymous: AnonymousLearning = "trusted",
     ) -> None:
         self.host = host
         self.learning = learning
+        self.anonymous: AnonymousLearning = anonymous
+        """What a use by a caller without a verified identity teaches (see :data:`AnonymousLearning`)."""
         self._generation = 0
         """Raised by every :meth:`reindex`: each ledger audience is pruned of vanished cards once per generation."""
         self._pruned: dict[str, int] = {}
@@ -364,6 +373,12 @@ class GatewayService:
             done = activation.succeeded(tool) if activation is not None else []
         audience = self.ledger_audience(caller)
         who = caller.subject or caller.client_id or ""
+        if not caller.authenticated and self.anonymous != "trusted":
+            if self.anonymous == "off":
+                for _, card in done:
+                    self.log.record("learned", client, card=card, recorded=False, why="anonymous")
+                return
+            who = ANONYMOUS  # however many clients: one caller, never trusted
         for question, card in done:
             alone = self.learning.callers(audience) <= 1
             try:
@@ -492,7 +507,7 @@ class GatewayService:
         if unavailable:
             result["unavailable"] = unavailable
         if self.learning is not None and not self._shares(client):  # a shared path: see share_found
-            self.activations.get(client).found(query, [str(c["id"]) for c in cards])
+            self.activations.get(client).found(query, credited(cards, abstain, FILLER_GAP))
         self.log.record(
             "find",
             client,
@@ -516,7 +531,8 @@ class GatewayService:
             return
         assert self.shared is not None
         question = normalise_question(query, self.learning.limits)
-        await self._on_path(self.shared.found(client, question, [str(c["id"]) for c in result.get("cards", ())]))
+        put_forward = credited(result.get("cards", ()), bool(result.get("abstain")), FILLER_GAP)
+        await self._on_path(self.shared.found(client, question, put_forward))
 
     async def _on_path(self, step: Awaitable[_T]) -> _T | None:
         """``step`` on a client's shared path; ``None`` (logged) when the store cannot be reached."""

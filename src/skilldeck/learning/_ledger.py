@@ -13,7 +13,8 @@ and keeps them bounded (:class:`LedgerLimits`):
   card too (a caller alone on a card, such as a desktop's only user, teaches it fully);
 * a card's questions are *trusted* (:class:`~skilldeck.select.Taught`) when two distinct callers
   or more taught it, or when the audience has a single caller: the ranker lifts trusted questions
-  further (``RankConfig.history_trusted_floor``), so one caller among several cannot;
+  further (``RankConfig.history_trusted_floor``), so one caller among several cannot; callers the
+  gateway cannot identify are one caller, :data:`ANONYMOUS`, that is never counted towards trust;
 * uses older than ``max_age`` seconds are dropped;
 * per audience at most ``max_entries`` uses and ``max_bytes`` of text (oldest dropped first), and a
   question is cut to ``max_question_chars``;
@@ -40,9 +41,25 @@ from dataclasses import dataclass, field
 
 from skilldeck.select import Taught
 
-__all__ = ["CardRef", "Change", "Ledger", "LedgerLimits", "Use", "balanced", "history_by_key", "normalise_question"]
+__all__ = [
+    "ANONYMOUS",
+    "CardRef",
+    "Change",
+    "Ledger",
+    "LedgerLimits",
+    "Use",
+    "balanced",
+    "history_by_key",
+    "normalise_question",
+]
 
 DAY = 86_400.0
+
+ANONYMOUS = "~anonymous"
+"""The caller every use of a caller the gateway cannot identify is recorded under (HTTP without a token
+verifier, when the operator lets them teach): one caller however many clients they are, so they hold at
+most half of a card's questions once an identified caller taught it too, and never trusted: their questions
+never count as a second caller's, nor make a single-caller audience (see :meth:`Ledger.questions_of`)."""
 
 CardRef = tuple[str, str]
 """A card as the ledger keeps it: ``(origin, card id)`` (see the module docs)."""
@@ -131,8 +148,24 @@ def balanced(uses: Iterable[Use], per_card: int) -> list[Use]:
     """At most ``per_card`` of one card's ``uses``, newest first, no caller over half once several taught it.
 
     Newest first, a use is taken while its caller holds at most half (rounded up) of what is taken;
-    then a caller over half of the result gives up its oldest entries until it holds half.
+    then a caller over half of the result gives up its oldest entries until it holds half. Uses of
+    :data:`ANONYMOUS` never displace an identified caller's: the identified callers' uses are balanced
+    among themselves first, then anonymous ones fill what is left, newest first, while they are no more
+    than the identified ones (all of it, when no identified caller taught the card).
     """
+    every = list(uses)
+    anonymous = sorted((u for u in every if u.caller == ANONYMOUS), key=lambda u: u.at, reverse=True)
+    if not anonymous:
+        return _balanced(every, per_card)
+    identified = _balanced([u for u in every if u.caller != ANONYMOUS], per_card)
+    room = per_card - len(identified)
+    share = room if not identified else min(room, len(identified))
+    kept = [*identified, *anonymous[: max(share, 0)]]
+    return sorted(kept, key=lambda u: u.at, reverse=True)
+
+
+def _balanced(uses: Iterable[Use], per_card: int) -> list[Use]:
+    """:func:`balanced` among identified callers."""
     ordered = sorted(uses, key=lambda u: u.at, reverse=True)
     if per_card < 2 or len({u.caller for u in ordered}) <= 1:  # one question cannot be shared: the newest
         return ordered[:per_card]
@@ -163,8 +196,9 @@ class Ledger:
     def __init__(self, uses: Iterable[Use] = (), limits: LedgerLimits | None = None) -> None:
         self.limits = limits or LedgerLimits()
         self._cards: dict[CardRef, dict[str, Use]] = {}
-        self._read: dict[CardRef, tuple[float, list[str], int]] = {}
-        """Per card, its oldest use's time, its questions newest first and its callers, made again only when the card changed."""
+        self._read: dict[CardRef, tuple[float, list[str], bool]] = {}
+        """Per card, its oldest use's time, its questions newest first and whether they are trusted, made again only
+        when the card changed (a change of the audience's callers clears it all: see :meth:`_put`)."""
         self._callers: dict[str, int] = {}
         """Per caller, its uses in the audience (on any card)."""
         self._bytes = 0
@@ -204,21 +238,28 @@ class Ledger:
 
     def questions_of(self, card: CardRef, now: float) -> Taught:
         """The card's questions newest first, leaving out uses older than ``max_age`` at ``now`` (none: ``[]``);
-        trusted (:class:`~skilldeck.select.Taught`) when two distinct callers or more taught them, or
-        when the audience has a single caller."""
+        trusted (:class:`~skilldeck.select.Taught`) when two distinct identified callers or more taught them,
+        or when the audience has a single identified caller and no :data:`ANONYMOUS` use is among them (a flood
+        of anonymous uses leaves the single user's other cards trusted, and the card it flooded capped)."""
         entries = self._cards.get(card)
         if not entries:
             return Taught()
         read = self._read.get(card)
         if read is None:
             ordered = sorted(entries.values(), key=lambda u: u.at, reverse=True)
-            read = self._read[card] = (ordered[-1].at, [u.question for u in ordered], len({u.caller for u in ordered}))
-        oldest = now - self.limits.max_age
-        alone = len(self._callers) <= 1
-        if read[0] >= oldest:
-            return Taught(read[1], alone or read[2] > 1)
-        kept = [u for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= oldest]
-        return Taught([u.question for u in kept], alone or len({u.caller for u in kept}) > 1)
+            read = self._read[card] = (ordered[-1].at, [u.question for u in ordered], self._trusted(ordered))
+        if read[0] >= now - self.limits.max_age:
+            return Taught(read[1], read[2])
+        kept = [u for u in sorted(entries.values(), key=lambda u: -u.at) if u.at >= now - self.limits.max_age]
+        return Taught([u.question for u in kept], self._trusted(kept))
+
+    def _trusted(self, uses: list[Use]) -> bool:
+        callers = {u.caller for u in uses}
+        identified = callers - {ANONYMOUS}
+        if len(identified) > 1:
+            return True
+        alone = len(set(self._callers) - {ANONYMOUS}) <= 1
+        return alone and bool(identified) and ANONYMOUS not in callers
 
     def add(self, question: str, card: str, caller: str, now: float, origin: str = "") -> Change:
         """Record that ``question`` led to a successful use of ``card`` (of the upstream ``origin``) by
@@ -288,6 +329,8 @@ class Ledger:
             self._drop(entries[use.question])
             entries = self._cards.setdefault(use.ref, {})
         entries[use.question] = use
+        if use.caller not in self._callers:
+            self._read.clear()  # every card's trust reads how many callers the audience has
         self._callers[use.caller] = self._callers.get(use.caller, 0) + 1
         self._count += 1
         self._bytes += use.size
@@ -302,6 +345,8 @@ class Ledger:
         left = self._callers.pop(use.caller) - 1
         if left:
             self._callers[use.caller] = left
+        else:
+            self._read.clear()
         self._count -= 1
         self._bytes -= use.size
 

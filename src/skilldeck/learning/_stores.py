@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -41,6 +42,8 @@ _T = TypeVar("_T")
 
 LEDGER_FILE = "ledger.sqlite3"
 """The embedded ledger's file name under ``$SKILLDECK_HOME``."""
+DEFAULT_LEDGER_TIMEOUT = 1.0
+"""Seconds a call of the store waits for another process's write lock before it fails (the use is dropped)."""
 MAX_AUDIENCES = 256
 """Audiences with uses a store holds by default (at most 32 MiB each: 8 GiB in all, at worst)."""
 
@@ -115,6 +118,16 @@ ALTER TABLE uses_2 RENAME TO uses;
 """
 
 
+@dataclass
+class _Lane:
+    """One connection to the file, and the limiter that lets one call at a time use it."""
+
+    db: sqlite3.Connection
+    inode: int | None
+    """The file's inode when it was opened (``None``: a database in memory)."""
+    limiter: anyio.CapacityLimiter | None = None
+
+
 class SqliteLedgerStore:
     """The embedded :class:`LedgerStore`: one SQLite file (see the module docs).
 
@@ -136,7 +149,12 @@ class SqliteLedgerStore:
     """
 
     def __init__(
-        self, path: str | Path, *, timeout: float = 5.0, create: bool = True, max_audiences: int = MAX_AUDIENCES
+        self,
+        path: str | Path,
+        *,
+        timeout: float = DEFAULT_LEDGER_TIMEOUT,
+        create: bool = True,
+        max_audiences: int = MAX_AUDIENCES,
     ) -> None:
         if max_audiences < 1:
             raise ValueError("max_audiences must be at least 1")
@@ -146,8 +164,9 @@ class SqliteLedgerStore:
         self.create = create
         self.reopened = 0
         """How many times the file was found removed (or replaced) and opened again."""
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._db, self._inode = self._open()
+        writes = _Lane(*self._open())
+        reads = writes if writes.inode is None else _Lane(*self._open())  # in memory: one database, one lane
+        self._lanes = {"read": reads, "write": writes}
 
     def _open(self) -> tuple[sqlite3.Connection, int | None]:
         where: str | Path = self.path if self.create or self.path.exists() else ":memory:"
@@ -175,7 +194,7 @@ class SqliteLedgerStore:
                 f"cannot open the usage ledger {self.path}: {exc or type(exc).__name__}; move the file away (what "
                 "it learned is lost with it) or set SKILLDECK_HOME elsewhere"
             ) from None
-        return db, self._current_inode()
+        return db, self._current_inode() if where != ":memory:" else None
 
     @staticmethod
     def _upgrade(db: sqlite3.Connection) -> None:
@@ -202,51 +221,58 @@ class SqliteLedgerStore:
         except OSError:
             return None
 
-    def _in_place(self) -> None:
-        """Open the path again when the file open here was removed or replaced (see the class docs)."""
-        if not self.create or self._inode == self._current_inode():
+    def _in_place(self, lane: _Lane) -> None:
+        """Open the path again when the file ``lane`` has open was removed or replaced (see the class docs)."""
+        if lane.inode is None or lane.inode == self._current_inode():
             return
-        self._db.close()
-        self._db, self._inode = self._open()
-        self.reopened += 1
-        logger.warning("the usage ledger %s was removed or replaced while in use: opened it again", self.path)
+        lane.db.close()
+        lane.db, lane.inode = self._open()
+        if lane is self._lanes["write"]:  # said once per removal, by the lane that writes
+            self.reopened += 1
+            logger.warning("the usage ledger %s was removed or replaced while in use: opened it again", self.path)
 
-    async def _call(self, function: Callable[..., _T], *args: Any) -> _T:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(1)
+    async def _call(self, kind: str, function: Callable[..., _T], *args: Any) -> _T:
+        """``function(db, *args)`` on a thread, one at a time per lane: reads never wait behind a write that
+        waits on another process's lock (SQLite's write-ahead log lets them read meanwhile)."""
+        lane = self._lanes[kind]
+        if lane.limiter is None:
+            lane.limiter = anyio.CapacityLimiter(1)
 
         def run() -> _T:
-            self._in_place()
-            return function(*args)
+            self._in_place(lane)
+            return function(lane.db, *args)
 
-        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(run, limiter=lane.limiter)
 
     @property
     def where(self) -> str:
         return str(self.path)
 
     def close(self) -> None:
-        self._db.close()
+        for lane in {id(lane): lane for lane in self._lanes.values()}.values():
+            lane.db.close()
 
-    def _version(self, audience: str) -> int:
-        row = self._db.execute("SELECT version FROM versions WHERE audience = ?", (audience,)).fetchone()
+    @staticmethod
+    def _version(db: sqlite3.Connection, audience: str) -> int:
+        row = db.execute("SELECT version FROM versions WHERE audience = ?", (audience,)).fetchone()
         return int(row[0]) if row else 0
 
-    def _bump(self, audience: str, version: int) -> int:
-        self._db.execute(
+    @staticmethod
+    def _bump(db: sqlite3.Connection, audience: str, version: int) -> int:
+        db.execute(
             "INSERT INTO versions (audience, version) VALUES (?, ?) "
             "ON CONFLICT (audience) DO UPDATE SET version = excluded.version",
             (audience, version + 1),
         )
         return version + 1
 
-    def _full_without(self, audience: str) -> bool:
+    def _full_without(self, db: sqlite3.Connection, audience: str) -> bool:
         """Whether ``audience`` holds no use and the others are as many as the store holds."""
-        if self._db.execute("SELECT 1 FROM uses WHERE audience = ? LIMIT 1", (audience,)).fetchone():
+        if db.execute("SELECT 1 FROM uses WHERE audience = ? LIMIT 1", (audience,)).fetchone():
             return False
         # every audience that ever wrote has a version: one index seek each, where DISTINCT over the
         # uses reads every row (21 ms at 510,000 uses, 0.7 ms this way; up to 64 million rows are allowed)
-        found = self._db.execute(
+        found = db.execute(
             "SELECT COUNT(*) FROM (SELECT 1 FROM versions v WHERE EXISTS "
             "(SELECT 1 FROM uses u WHERE u.audience = v.audience) LIMIT ?)",
             (self.max_audiences,),
@@ -254,57 +280,60 @@ class SqliteLedgerStore:
         return int(found[0]) >= self.max_audiences
 
     async def version(self, audience: str) -> int:
-        return await self._call(self._version, audience)
+        return await self._call("read", self._version, audience)
 
-    def _load(self, audience: str) -> tuple[int, list[Use]]:
-        self._db.execute("BEGIN")
+    def _load(self, db: sqlite3.Connection, audience: str) -> tuple[int, list[Use]]:
+        db.execute("BEGIN")
         try:
-            version = self._version(audience)
-            rows = self._db.execute(
+            version = self._version(db, audience)
+            rows = db.execute(
                 "SELECT question, card, caller, at, origin FROM uses WHERE audience = ?", (audience,)
             ).fetchall()
         finally:
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
         return version, [Use(str(q), str(card), str(caller), float(at), str(o)) for q, card, caller, at, o in rows]
 
     async def load(self, audience: str) -> tuple[int, list[Use]]:
-        return await self._call(self._load, audience)
+        return await self._call("read", self._load, audience)
 
-    def _apply(self, audience: str, change: Change, base: int) -> int | None:
-        self._db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
+    def _apply(self, db: sqlite3.Connection, audience: str, change: Change, base: int) -> int | None:
+        db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
         try:
-            version = self._version(audience)
+            version = self._version(db, audience)
             if version != base:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 return None
-            if change.written and self._full_without(audience):
+            if change.written and self._full_without(db, audience):
                 raise LedgerFull(audience, self.max_audiences, self.where)
-            self._db.executemany(
+            db.executemany(
                 "DELETE FROM uses WHERE audience = ? AND origin = ? AND card = ? AND question = ?",
                 [(audience, u.origin, u.card, u.question) for u in change.removed],
             )
-            self._db.executemany(
+            db.executemany(
                 "INSERT OR REPLACE INTO uses (audience, origin, card, question, caller, at) VALUES (?, ?, ?, ?, ?, ?)",
                 [(audience, u.origin, u.card, u.question, u.caller, u.at) for u in change.written],
             )
-            version = self._bump(audience, version)
+            version = self._bump(db, audience, version)
         except BaseException:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        db.execute("COMMIT")
         return version
 
     async def apply(self, audience: str, change: Change, base: int) -> int | None:
-        return await self._call(self._apply, audience, change, base)
+        return await self._call("write", self._apply, audience, change, base)
 
-    def _audiences(self) -> list[str]:
-        return [str(a) for (a,) in self._db.execute("SELECT DISTINCT audience FROM uses ORDER BY audience")]
+    @staticmethod
+    def _audiences(db: sqlite3.Connection) -> list[str]:
+        return [str(a) for (a,) in db.execute("SELECT DISTINCT audience FROM uses ORDER BY audience")]
 
     async def audiences(self) -> list[str]:
-        return await self._call(self._audiences)
+        return await self._call("read", self._audiences)
 
-    def _clear(self, audience: str, cards: Sequence[str] | None, questions: Sequence[str] | None) -> int:
-        self._db.execute("BEGIN IMMEDIATE")
+    def _clear(
+        self, db: sqlite3.Connection, audience: str, cards: Sequence[str] | None, questions: Sequence[str] | None
+    ) -> int:
+        db.execute("BEGIN IMMEDIATE")
         try:
             where, params = "audience = ?", [audience]
             if cards is not None:
@@ -313,12 +342,12 @@ class SqliteLedgerStore:
             if questions is not None:
                 where += f" AND question IN ({', '.join('?' * len(questions))})"
                 params += list(questions)
-            gone = self._db.execute(f"DELETE FROM uses WHERE {where}", params).rowcount
-            self._bump(audience, self._version(audience))
+            gone = db.execute(f"DELETE FROM uses WHERE {where}", params).rowcount
+            self._bump(db, audience, self._version(db, audience))
         except BaseException:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        db.execute("COMMIT")
         return int(gone)
 
     async def clear(
@@ -326,4 +355,4 @@ class SqliteLedgerStore:
     ) -> int:
         if (cards is not None and not cards) or (questions is not None and not questions):
             return 0
-        return await self._call(self._clear, audience, cards, questions)
+        return await self._call("write", self._clear, audience, cards, questions)
