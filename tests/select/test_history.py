@@ -385,3 +385,20 @@ def test_two_callers_uses_lift_a_card_further_than_one_callers_flood(
         assert places[True] <= places[False], question
         lifted += places[True] < places[False]
     assert lifted == len(POISON_QUESTIONS)
+
+
+def test_past_questions_vectors_are_kept_on_disk_so_a_restart_encodes_none_of_them(cardset: CardSet, tmp_path) -> None:
+    """The ledger's questions are encoded through the ranker's vector cache (the gateway's is on disk):
+    a restarted ranker with the same history reads their vectors, and encodes only a question it never saw."""
+    forecast = key(cardset, "weather", "get_forecast")
+    first = CountingEncoder()
+    ranker = Ranker(cardset.cards, encoder=first, cache_dir=tmp_path)
+    ranker.set_history({forecast: PAST})
+    assert set(PAST) <= set(first.seen)  # encoded once, stored
+    again = CountingEncoder()
+    restarted = Ranker(cardset.cards, encoder=again, cache_dir=tmp_path)
+    restarted.set_history({forecast: PAST})
+    assert again.seen == []  # neither the cards nor the past questions encoded again
+    assert restarted.history.vectors is not None
+    restarted.set_history({forecast: [*PAST, "rain gear for the weekend hike"]})
+    assert again.seen == ["rain gear for the weekend hike"]  # only the new question

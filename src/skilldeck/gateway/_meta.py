@@ -271,6 +271,14 @@ class FindResult(TypedDict):
     history: NotRequired[
         Annotated[int, Field(description="past questions of the first card that led to its successful use and match")]
     ]
+    worked_before: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="a past question, this very one in other words, that led to a successful call of the first card"
+            ),
+        ]
+    ]
 
 
 class LoadedSkill(TypedDict):

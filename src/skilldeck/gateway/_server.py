@@ -123,6 +123,12 @@ def _find_text(result: FindResult) -> str:
             f"Closest matches, low confidence ({result['confidence']:.2f}): {result['reason']}. "
             "If it does, load it by id:"
         ]
+    elif "worked_before" in result:
+        first = result["cards"][0]["id"] if result["cards"] else "the first card"
+        lines = [
+            f"Best matches: {first} worked before for this question ({result['worked_before']!r} led to a "
+            "successful call); load one by id:"
+        ]
     else:
         lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]
     lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]

@@ -498,6 +498,8 @@ class GatewayService:
             result["low_confidence"] = True
         if decision.history:  # past questions of the card chosen that this question matched
             result["history"] = decision.history
+        if decision.worked_before is not None:  # this very question already led to a successful call
+            result["worked_before"] = decision.worked_before
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [

@@ -220,6 +220,10 @@ class Decision:
     history: int = 0
     """How many past questions of the card chosen (or, abstaining, of the best candidate) the question
     matched (:mod:`skilldeck.select._history`): 0 without a usage history."""
+    worked_before: str | None = None
+    """The trusted past question, the same as this one but for word order and inflection, that already led to a
+    successful use of the card chosen (:meth:`~skilldeck.select._rank.Ranker.recalled`): that card is put first
+    and the question answered, whatever the confidence."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -548,6 +552,9 @@ class Selector:
         feats = unit_features(unit) | implied_features(ranking.implied_units)
         calibration, threshold = self._calibration_for(ranking)
         confidence = calibration.confidence(feats)
+        recalled = self._recalled(query, ranking)
+        if recalled is not None:
+            return self._worked_before(query, ranking, recalled, confidence, feats, unit)
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)
             return Decision(
@@ -595,6 +602,50 @@ class Selector:
             servers=ranking.servers,
             jobs=jobs,
             history=unit.history,
+        )
+
+    def _recalled(self, query: str, ranking: Ranking) -> tuple[Scored, str] | None:
+        """The best-ranked card a trusted past question, this very question, led to, with that question."""
+        found = self.ranker.recalled(query)
+        if not found:
+            return None
+        place = {s.card.key: i for i, s in enumerate(ranking.scored)}
+        card, past = min(found, key=lambda f: place.get(self.cards[f[0]].key, len(place)))
+        at = place.get(self.cards[card].key)
+        scored = ranking.scored[at] if at is not None else Scored(self.cards[card], ranking.scored[0].score, 0.0)
+        return scored, past
+
+    def _worked_before(
+        self,
+        query: str,
+        ranking: Ranking,
+        recalled: tuple[Scored, str],
+        confidence: float,
+        feats: dict[str, float],
+        unit: Unit,
+    ) -> Decision:
+        """The card a trusted past question (this very question) led to, first and chosen (see :attr:`Decision.worked_before`)."""
+        scored, past = recalled
+        card = scored.card
+        ranked = [scored, *(s for s in ranking.scored if s.card.key != card.key)]
+        servers = [s for s in ranking.servers if s[0] == card.server] or [(card.server, scored.score)]
+        servers += [s for s in ranking.servers if s[0] != card.server]
+        reason = (
+            f"chose {card.kind} {card.server}/{card.name}: it worked before for this question ({past!r} led to a "
+            f"successful call; confidence {confidence:.2f} on the catalog's own words)"
+        )
+        return Decision(
+            query=query,
+            abstain=False,
+            confidence=confidence,
+            reason=reason,
+            ranked=ranked,
+            chosen=[card],
+            tools=self._tools_for([card], ranking),
+            features=feats,
+            servers=servers,
+            history=max(unit.history, 1),
+            worked_before=past,
         )
 
     def _tools_for(self, chosen: list[Card], ranking: Ranking) -> list[tuple[str, str]]:

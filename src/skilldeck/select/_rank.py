@@ -207,6 +207,7 @@ class Ranker:
         self._keys = {card.key: i for i, card in enumerate(self.cards)}
         self._history = HistoryIndex.empty(len(self.cards))
         self._folded: tuple[HistoryIndex, SemanticVectors, np.ndarray] | None = None
+        self._recall: tuple[HistoryIndex, dict[frozenset[str], list[tuple[int, str]]]] | None = None
         self._floors: tuple[HistoryIndex, tuple[np.ndarray, np.ndarray]] | None = None
         self._history_lock = threading.Lock()  # one writer at a time; a ranking reads the index it started with
         if encoder is not None and self.cards:
@@ -654,6 +655,24 @@ class Ranker:
             return False
         cards = np.flatnonzero(self._card_server == server)
         return any(history.matched(int(card), terms) >= need for card in cards)
+
+    def recalled(self, question: str) -> list[tuple[int, str]]:
+        """The cards whose *trusted* past questions hold this very question, in other words order or
+        inflection (the same index terms), each with that past question: a question that already led to a
+        successful use, asked again (see :meth:`~skilldeck.select.Selector.decide`). Empty without one."""
+        history = self._history
+        if not history or not history.trusted:
+            return []
+        known = self._recall
+        if known is None or known[0] is not history:
+            table: dict[frozenset[str], list[tuple[int, str]]] = {}
+            for card in sorted(history.trusted):
+                for past in history.questions.get(card, ()):
+                    terms = frozenset(tokens(past))
+                    if terms:
+                        table.setdefault(terms, []).append((card, past))
+            known = self._recall = (history, table)
+        return list(known[1].get(frozenset(tokens(question)), ()))
 
     def _inherit_named(self, scores: np.ndarray) -> None:
         """A skill scores at least as well as the best tool it names (discounted), in place."""

@@ -1,0 +1,61 @@
+"""A question that already led to a successful call is answered with that card first, and says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skilldeck.agents import SkillSession
+from skilldeck.serving._policy import Caller
+
+from ..gateway.gateway_clients_support import check_structured, client
+from .test_recording import learning_gateway
+
+pytestmark = pytest.mark.anyio
+
+NEW = "umbrella for the rain in Paris on Saturday?"
+
+
+async def test_a_question_that_worked_before_is_answered_with_its_card_first(tmp_path: Path) -> None:
+    async with learning_gateway(tmp_path) as learning, client(learning.gateway, "modern") as c:
+        before = check_structured("find", await c.call_tool("find", {"query": NEW}))
+        assert [card["id"] for card in before["cards"][:2]] == ["up/events", "up/forecast"]  # forecast put forward
+        assert "worked_before" not in before
+        assert not (await c.call_tool("load", {"ids": ["up/forecast"]})).is_error
+        assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
+        assert [u.question for u in await learning.uses()] == [NEW]
+        assert learning.history()  # the ranker read it
+        for asked in (NEW, "On Saturday in Paris: umbrellas for rain?"):  # the same words, other order and form
+            result = await c.call_tool("find", {"query": asked})
+            found = check_structured("find", result)
+            assert found["cards"][0]["id"] == "up/forecast", found
+            assert found["abstain"] is False
+            assert found["worked_before"] == NEW
+            assert "worked before for this question" in found["reason"]
+            assert "up/forecast worked before for this question" in result.content[0].text  # type: ignore[union-attr]
+        other = check_structured("find", await c.call_tool("find", {"query": "umbrella for the snow in Paris"}))
+        assert "worked_before" not in other  # another question: ranked as usual
+
+
+async def test_an_untrusted_past_question_is_not_recalled(tmp_path: Path) -> None:
+    alice = Caller(subject="alice", authenticated=True)
+    bob = Caller(subject="bob", authenticated=True)
+    carol = Caller(subject="carol", authenticated=True)
+    money = {"amount": 1, "currency": "USD"}
+    async with learning_gateway(tmp_path) as learning:
+        for caller, question, card, args in (
+            (bob, "convert an amount of money to dollars", "up/convert", money),
+            (carol, "convert an amount of money to pounds", "up/convert", money),  # two callers: trusted
+            (alice, NEW, "up/forecast", {"city": "Paris"}),
+        ):
+            session = SkillSession(learning.service, caller=caller)
+            session.find(question)
+            await session.load([card])
+            assert not (await session.call(card, args)).get("isError")
+        assert learning.history(alice)
+        # alice alone taught the forecast, in an audience of three callers: not trusted, so not recalled
+        found = SkillSession(learning.service, caller=alice).find(NEW)
+        assert "worked_before" not in found
+        again = SkillSession(learning.service, caller=bob).find("convert an amount of money to dollars")
+        assert again["worked_before"] == "convert an amount of money to dollars"  # the trusted card is
