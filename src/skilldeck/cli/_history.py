@@ -110,22 +110,8 @@ async def _run(args: argparse.Namespace, out: Console) -> None:
             )
         chosen = audiences if args.audience is None else [args.audience]
         held = {audience: (await store.load(audience))[1] for audience in chosen}
-        if args.card is not None:
-            cards = {u.card for uses in held.values() for u in uses}
-            if args.card not in cards:
-                raise UsageError(
-                    f"no question is recorded for the card {args.card!r}{did_you_mean(args.card, cards)}; "
-                    "card ids are LABEL/NAME, as find shows them (`skilldeck history` lists them)"
-                )
-            held = {a: [u for u in uses if u.card == args.card] for a, uses in held.items()}
-        if args.question is not None:
-            asked = {u.question for uses in held.values() for u in uses}
-            if args.question not in asked:
-                raise UsageError(
-                    f"no entry holds the question {args.question!r}{did_you_mean(args.question, asked)}; "
-                    "give it exactly as `skilldeck history` shows it"
-                )
-            held = {a: [u for u in uses if u.question == args.question] for a, uses in held.items()}
+        held = _only(held, "card", args.card, "no question is recorded for the card", CARD_HINT)
+        held = _only(held, "question", args.question, "no entry holds the question", QUESTION_HINT)
         if args.remove is not None:
             await _remove(store, held, args.remove, out)
             return
@@ -156,6 +142,21 @@ async def _run(args: argparse.Namespace, out: Console) -> None:
                 out.print(escape(_card_line(card, {u.origin for u in of_card})), highlight=False, soft_wrap=True)
                 for use in sorted(of_card, key=lambda u: u.at, reverse=True):
                     out.print(escape(_line(audience, use)), highlight=False, soft_wrap=True)
+
+
+CARD_HINT = "card ids are LABEL/NAME, as find shows them (`skilldeck history` lists them)"
+QUESTION_HINT = "give it exactly as `skilldeck history` shows it"
+
+
+def _only(held: dict[str, list[Use]], field: str, wanted: str | None, missing: str, hint: str) -> dict[str, list[Use]]:
+    """``held`` with only the uses whose ``field`` is ``wanted`` (all when ``None``); a value no use has is
+    refused, with the nearest one held."""
+    if wanted is None:
+        return held
+    values = {str(getattr(u, field)) for uses in held.values() for u in uses}
+    if wanted not in values:
+        raise UsageError(f"{missing} {wanted!r}{did_you_mean(wanted, values)}; {hint}")
+    return {a: [u for u in uses if getattr(u, field) == wanted] for a, uses in held.items()}
 
 
 async def _remove(store: LedgerStore, held: dict[str, list[Use]], wanted: str, out: Console) -> None:

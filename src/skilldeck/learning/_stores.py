@@ -89,8 +89,7 @@ origin, card, question), the upstream that taught each use kept (:mod:`skilldeck
 layout 1 is brought to 2 in place when it is opened, every use kept (its origin ``""``); a file of a layout
 newer than this code knows is refused, never rewritten."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS uses (
+_USES = """(
     audience TEXT NOT NULL,
     origin TEXT NOT NULL DEFAULT '',
     card TEXT NOT NULL,
@@ -98,20 +97,16 @@ CREATE TABLE IF NOT EXISTS uses (
     caller TEXT NOT NULL,
     at REAL NOT NULL,
     PRIMARY KEY (audience, origin, card, question)
-) WITHOUT ROWID;
+) WITHOUT ROWID"""
+"""The uses table's columns at :data:`SCHEMA_VERSION` (created new, or made for a layout-1 file's uses)."""
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS uses {_USES};
 CREATE TABLE IF NOT EXISTS versions (audience TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
 """
 
-_FROM_1 = """
-CREATE TABLE uses_2 (
-    audience TEXT NOT NULL,
-    origin TEXT NOT NULL DEFAULT '',
-    card TEXT NOT NULL,
-    question TEXT NOT NULL,
-    caller TEXT NOT NULL,
-    at REAL NOT NULL,
-    PRIMARY KEY (audience, origin, card, question)
-) WITHOUT ROWID;
+_FROM_1 = f"""
+CREATE TABLE uses_2 {_USES};
 INSERT INTO uses_2 (audience, origin, card, question, caller, at) SELECT audience, '', card, question, caller, at FROM uses;
 DROP TABLE uses;
 ALTER TABLE uses_2 RENAME TO uses;
