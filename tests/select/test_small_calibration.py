@@ -36,7 +36,8 @@ def test_the_shipped_small_model_has_a_floor_under_its_threshold() -> None:
     large = default_calibration(True)
     assert "calibrate_small.py" in small.source, small.source
     assert "calibrate_small.py" not in large.source
-    assert small.floor is not None and large.floor is not None
+    assert small.floor is not None
+    assert large.floor is not None
     assert 0.0 < small.floor < small.threshold < 1.0
     assert large.floor < large.threshold
     assert default_calibration(False, small=True) == default_calibration(False)  # no small lexical model
