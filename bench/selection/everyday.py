@@ -12,7 +12,9 @@ Two catalogs of real servers (``everyday_snapshot.py`` captured what each lists,
 The questions (``data/everyday/questions.json``) are written the way people and models phrase them:
 short requests, model-written capability queries ("get current time in timezone"), paraphrases,
 questions that name no tool word; each names the cards it accepts as the first card. The ``none``
-questions fit no server of the catalog they are asked of.
+questions fit no server of the catalog they are asked of. ``data/everyday/heldout.json`` holds 91 + 23
+more, written after the ranking's and the calibration's settings had been chosen on the first set, to
+tell how much of a figure is that set's (none of them is used to choose anything).
 
 Each upstream is an in-process ``MCPServer`` that answers ``initialize`` with the real server's
 ``serverInfo`` and ``instructions`` and lists its real tools (names, titles, descriptions, input
@@ -32,6 +34,8 @@ Reported per catalog:
     .venv/bin/python bench/selection/everyday.py                  # about a minute on 2 cores
     .venv/bin/python bench/selection/everyday.py --live           # the real servers (npx, PyPI venv)
     .venv/bin/python bench/selection/everyday.py --lexical        # no encoder
+    .venv/bin/python bench/selection/everyday.py --questions bench/selection/data/everyday/heldout.json \
+        --output bench/results/selection_everyday_heldout.json    # the held-out questions
     .venv/bin/python bench/selection/everyday.py --ablation       # each change taken out, card texts tried,
                                                                    # here and on LiveMCPBench (about 5 minutes)
 
@@ -210,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", action="store_true", help="start the real servers instead of their captured replicas")
     parser.add_argument("--lexical", action="store_true", help="rank without an encoder")
     parser.add_argument("--catalog", choices=sorted(SETS), action="append", help="only this catalog (repeatable)")
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=DATA / "questions.json",
+        help="the questions to ask (data/everyday/heldout.json: the held-out ones)",
+    )
     parser.add_argument("--misses", action="store_true", help="print every question whose first card is not accepted")
     parser.add_argument(
         "--ablation", action="store_true", help="each variant of everyday_ablation.py, here and on LiveMCPBench"
@@ -219,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return ablation(args.output.with_name("selection_everyday_ablation.json"), argv)
     load = [round(x, 2) for x in os.getloadavg()]
     servers = load_servers()
-    questions = load_questions()
+    questions = load_questions(args.questions)
     started = time.perf_counter()
     results: dict[str, Any] = {}
     for catalog in args.catalog or list(SETS):

@@ -22,6 +22,9 @@ from skilldeck.select._intent import MAX_WORDS, agreement, question_intent, tool
         ("don't forget I'm allergic to peanuts", "write"),  # not a request to forget
         ("Do not forget the meeting", "write"),
         ("DISCARD the staged changes", "delete"),
+        ("add 42 and 58", "read"),  # arithmetic asks for a result, not to add to data
+        ("what is 17 plus 25", "read"),
+        ("add 2 files to the commit", "write"),
         ("git log", None),
         ("give me some resource links", None),  # "links" is a thing, not a request to link
         ("synthesize the findings", None),  # nor "findings" one to find

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from skilldeck.cli import main
@@ -38,6 +39,13 @@ TIME_NEED = "get the current date and time"
         ("What happened 3 days ago? Save it to notes.md", [FILES_NEED, TIME_NEED]),
         ("Tell me the price of the stock right now", []),  # fresh data, not the clock
         ("Find the latest papers on web agents and today's news", []),
+        # arithmetic in words
+        ("what is 17 plus 25", ["calculate a math expression"]),
+        ("add 42 and 58", ["calculate a math expression"]),
+        ("sum 3.5 and 4", ["calculate a math expression"]),
+        ("add 2 files to the commit", []),  # a count of things, not a sum
+        ("add 5 to the shopping list", []),
+        ("add two numbers", []),  # no numbers: the ranking's to read
     ],
 )
 def test_implied_needs_are_found_by_general_rules(question: str, needs: list[str]) -> None:
@@ -188,6 +196,76 @@ def test_select_cli_takes_needs_and_reports_each_shortlist(
     assert "at most 8 strings" in capsys.readouterr().err
     assert main([*argv, *(a for i in range(9) for a in ("--need", f"need {i}"))]) == 1
     assert "at most 8 --need" in capsys.readouterr().err
+
+
+MATH_NEED = "calculate a math expression"
+
+
+class _TopicEncoder:
+    """Vectors that say whether a text is about arithmetic (one axis) or about something else (a hash of
+    it on the other axes): the cosine of a card that sums to the arithmetic need is ~0.9, of any other
+    card ~0."""
+
+    name = "topic"
+    fingerprint = "topic-v1"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            rng = np.random.default_rng(abs(hash(text)) % 2**32)
+            row = np.zeros(16, dtype=np.float32)
+            row[1:] = rng.standard_normal(15).astype(np.float32) * 0.05
+            if any(w in text.lower() for w in ("math", "sum of", "plus")):
+                row[0] = 1.0
+            else:
+                row[1 + abs(hash(text)) % 15] += 1.0
+            rows.append(row / np.linalg.norm(row))
+        return np.stack(rows)
+
+
+def _math_catalog(filler_servers: int) -> CardSet:
+    """A server whose one card sums numbers (in words no need shares: it matches the arithmetic need by
+    meaning only) among many unrelated tools, a refunds server whose card shares the word 'calculate'
+    with the need, and ``filler_servers`` unrelated ones."""
+    servers: list[dict[str, Any]] = [
+        {
+            "label": "toolbox",
+            "tools": [
+                _tool("get_sum", "Returns the sum of two numbers", a="First number", b="Second number"),
+                *(_tool(f"echo_{i}", f"Echoes message number {i} back") for i in range(8)),
+            ],
+        },
+        {"label": "refunds", "tools": [_tool("refund_amount", "Calculate the refund owed on a returned order")]},
+    ]
+    servers += [
+        {"label": f"other-{i}", "tools": [_tool(f"weather_{i}", f"Weather forecast for region {i}")]}
+        for i in range(filler_servers)
+    ]
+    return build_cards(parse_snapshot({"servers": servers}))
+
+
+@pytest.mark.parametrize(
+    ("filler", "need_server"), [(SMALL_CATALOG_SERVERS - 2, "toolbox"), (SMALL_CATALOG_SERVERS - 1, "refunds")]
+)
+def test_in_a_small_catalog_an_implied_need_is_served_by_the_card_closest_in_meaning(
+    filler: int, need_server: str
+) -> None:
+    """In a small catalog the server of a leading need goes first, so it is the server of the card that
+    serves the need (by its cosine), not the one the fused views put first: a summing tool among eight
+    echoes loses the views to a refunds card that shares the word 'calculate' (in a large catalog, where
+    the need gets the fifth place, the views choose as before)."""
+    cards = _math_catalog(filler)
+    ranker = Ranker(cards.cards, encoder=_TopicEncoder(), schemas=cards.tools)
+    assert ranker.small is (need_server == "toolbox")
+    assert ranker.rank(MATH_NEED, implied=False).servers[0][0] == "refunds"  # the views' choice
+    assert ranker.best_server(MATH_NEED) == need_server
+    if ranker.small:
+        card = ranker.best_card(MATH_NEED)
+        assert card is not None
+        assert card.name == "get_sum"
+        ranking = ranker.rank("what is 17 plus 25")
+        assert ranking.implied == [(MATH_NEED, "toolbox")]
+        assert ranking.servers[0][0] == "toolbox"
 
 
 class _Recording:

@@ -33,6 +33,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from skilldeck.select._query import ARITHMETIC
+
 __all__ = ["Effect", "Intent", "agreement", "question_intent", "tool_effect"]
 
 Intent = Literal["read", "write", "delete"]
@@ -74,7 +76,11 @@ def _cues() -> dict[str, Intent]:
 
 
 def question_intent(question: str) -> Intent | None:
-    """What ``question`` asks to do to data: the intent of its first cue word, ``None`` without one."""
+    """What ``question`` asks to do to data: the intent of its first cue word, ``None`` without one; a
+    read when it asks for arithmetic (``add 42 and 58`` asks for a result, not to add to data:
+    :data:`~skilldeck.select._query.ARITHMETIC`)."""
+    if ARITHMETIC.search(question):
+        return "read"
     text = _NEGATED_FORGET.sub("remember", question)
     cues = _cues()
     for word in _WORD.findall(text)[:MAX_WORDS]:

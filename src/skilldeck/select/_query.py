@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["IMPLIED_NEEDS", "IMPLIED_SLOT", "LEADING_NEEDS", "implied_needs", "path_words", "split_jobs"]
+__all__ = ["ARITHMETIC", "IMPLIED_NEEDS", "IMPLIED_SLOT", "LEADING_NEEDS", "implied_needs", "path_words", "split_jobs"]
 
 _EXTENSIONS: dict[str, str] = {
     "md": "markdown text file",
@@ -75,14 +75,18 @@ _LOCAL_FILE = re.compile(
     r"|\b[\w\-]+\.(?:md|txt|csv|tsv|xlsx?|docx?|pptx?|pdf|json|ya?ml|png|jpe?g|gif|svg|html?|log)\b",  # a file name
     re.IGNORECASE,
 )
+ARITHMETIC = re.compile(
+    r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b"
+    r"|\d\s+(?:plus|minus|times|divided by|multiplied by)\s+-?\d"
+    r"|\b(?:add|sum|multiply|subtract)\s+(?:up\s+)?-?\d[\d.,]*\s+(?:and|to|by|from)\s+-?\d",
+    re.IGNORECASE,
+)
+"""Arithmetic in a question: 17*23, 2^10, 17 - 3, 10 / 2, 17 plus 25, add 42 and 58, calculate (a date
+such as 2024-05-01 or 5/1/2024 is not, nor "add 2 files to the commit")."""
 IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_LOCAL_FILE, "read and write files in a local folder"),
     (re.compile(r"\bhttps?://\S+", re.IGNORECASE), "fetch the content of a web page at a URL"),
-    # arithmetic: 17*23, 2^10, 17 - 3, 10 / 2 (a date such as 2024-05-01 or 5/1/2024 is not)
-    (
-        re.compile(r"\d\s*[+*×÷^]\s*\d|\d\s+[-/]\s+\d|\b(?:calculate|compute)\b", re.IGNORECASE),
-        "calculate a math expression",
-    ),
+    (ARITHMETIC, "calculate a math expression"),
     # a date relative to today: tomorrow, next Wednesday, the last 24h, three days ago, ...
     (
         re.compile(

@@ -686,6 +686,12 @@ class Ranker:
 
         With ``implied``, each need the question implies (:func:`implied_needs`) moves its own best
         server up to the fifth place of the server list."""
+        return self._rank(question, limit=limit, implied=implied)
+
+    def _rank(self, question: str, *, limit: int | None, implied: bool, by_own: bool = False) -> Ranking:
+        """:meth:`rank`; with ``by_own``, ``units[0]`` is told about the card with the best evidence of its own
+        (its lexical score and cosine, mixed as a card's own score is) rather than the first card of the
+        fused ranking: what an implied need, one capability, is served by (:meth:`need_unit`)."""
         jobs = self.steps.jobs(question)
         if not self.cards:
             return Ranking(question, [], [])
@@ -716,6 +722,8 @@ class Ranker:
         needs = self.place_implied(question, servers) if implied else []
         # the whole question is told about its top card: what a decision chooses
         top_card = int(order[0]) if len(order) else int(np.argmax(mixed))
+        if by_own and evidence.card_sem is not None:
+            top_card = int(np.argmax(evidence.card_sem))
         return Ranking(
             question=question,
             scored=scored,
@@ -856,7 +864,7 @@ class Ranker:
         """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
         key = (self.semantic, need)  # a need ranked lexically while vectors were encoded is ranked again
         if key not in self._best_for_need:
-            ranking = self.rank(need, implied=False)
+            ranking = self._rank(need, limit=50, implied=False, by_own=self.small)
             top = ranking.scored[0].score if ranking.scored else 0.0
             unit = ranking.units[0] if top > 0 and ranking.units else None
             self._best_for_need[(ranking.semantic, need)] = unit
