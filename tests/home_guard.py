@@ -6,6 +6,11 @@ every process a test starts (it inherits the environment) sees a temporary ``$SK
 * each pytest process (the controller and every xdist worker) points ``SKILLDECK_HOME`` at a folder
   of its own, made at configure time and removed at the end; the caller's own ``SKILLDECK_HOME`` is
   never used, whatever it is set to;
+* and ``HOME`` too, at a home of its own that links to every entry of the real home but the state
+  skilldeck keeps (``.local/state``, ``.cache/skilldeck``): a process a test starts through the MCP SDK
+  gets only a few variables (``HOME``, ``PATH``...), not ``SKILLDECK_HOME``, so a stdio gateway a client
+  starts would otherwise keep its ledger and vectors in the user's ``~/.local/state/skilldeck``, while
+  npm's cache, the test cache and the rest are still found where they are;
 * at the start of the run the controller lists the user's state: the caller's ``$SKILLDECK_HOME``
   when set, ``$XDG_STATE_HOME/skilldeck`` (``~/.local/state/skilldeck``) and
   ``$XDG_CACHE_HOME/skilldeck`` (``~/.cache/skilldeck``): every file's size and modification time,
@@ -29,13 +34,15 @@ _GUARDED = pytest.StashKey[dict[Path, dict[str, tuple[int, int] | None]]]()
 _OWN_HOME = pytest.StashKey[Path]()
 _CALLERS_HOME = "SKILLDECK_TEST_CALLERS_HOME"
 """Where the caller's own ``SKILLDECK_HOME`` is kept for the workers (they inherit the replaced one)."""
+_REAL_HOME = "SKILLDECK_TEST_REAL_HOME"
+"""The user's own home (``HOME`` is replaced for the run: see the module docs)."""
 MAX_FILES = 100_000
 """Files listed per guarded folder at most (a larger home is listed that far, the rest by count)."""
 
 
 def watched(env: os._Environ[str] | dict[str, str]) -> list[Path]:
     """The folders of the user's state a test run must not touch."""
-    home = Path.home()
+    home = Path(env.get(_REAL_HOME) or Path.home())
     state = Path(env.get("XDG_STATE_HOME") or home / ".local" / "state") / "skilldeck"
     cache = Path(env.get("XDG_CACHE_HOME") or home / ".cache") / "skilldeck"
     folders = [state, cache]
@@ -73,15 +80,38 @@ def differences(before: dict[str, tuple[int, int] | None], after: dict[str, tupl
     return lines[:20]
 
 
+def linked_home(real: Path, into: Path) -> Path:
+    """A home at ``into`` whose every entry links to ``real``'s, but ``.local/state`` and ``.cache/skilldeck``
+    (fresh folders): what a process given ``HOME=into`` keeps of skilldeck's state stays out of the real one."""
+    into.mkdir(parents=True, exist_ok=True)
+    keep_apart = {".local": {"state"}, ".cache": {"skilldeck"}}
+    entries = list(real.iterdir()) if real.is_dir() else []
+    for entry in entries:
+        if entry.name in keep_apart and entry.is_dir() and not entry.is_symlink():
+            inner = into / entry.name
+            inner.mkdir(exist_ok=True)
+            for child in entry.iterdir():
+                if child.name not in keep_apart[entry.name]:
+                    (inner / child.name).symlink_to(child)
+        else:
+            (into / entry.name).symlink_to(entry)
+    for folder in (".local/state", ".cache/skilldeck"):
+        (into / folder).mkdir(parents=True, exist_ok=True)
+    return into
+
+
 def pytest_configure(config: pytest.Config) -> None:
     worker = hasattr(config, "workerinput")
+    if _REAL_HOME not in os.environ:
+        os.environ[_REAL_HOME] = str(Path.home())
     if not worker:
         if "SKILLDECK_HOME" in os.environ and _CALLERS_HOME not in os.environ:
             os.environ[_CALLERS_HOME] = os.environ["SKILLDECK_HOME"]
         config.stash[_GUARDED] = {folder: listing(folder) for folder in watched(os.environ)}
-    home = Path(tempfile.mkdtemp(prefix="skilldeck-test-home-"))
-    config.stash[_OWN_HOME] = home
-    os.environ["SKILLDECK_HOME"] = str(home)
+    temporary = Path(tempfile.mkdtemp(prefix="skilldeck-test-home-"))
+    config.stash[_OWN_HOME] = temporary
+    os.environ["SKILLDECK_HOME"] = str(temporary / "skilldeck")
+    os.environ["HOME"] = str(linked_home(Path(os.environ[_REAL_HOME]), temporary / "home"))
 
 
 @pytest.hookimpl(tryfirst=True)
