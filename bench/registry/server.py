@@ -13,7 +13,8 @@ of :data:`HUGE_BYTES`); ``drip`` (a page that trickles a byte every half second,
 ``redirect-away`` (a redirect to the same path on another origin); ``redirect-loop`` (redirects to
 itself); ``cursor-loop`` (a ``nextCursor`` that never changes); ``endless`` (a new cursor on every
 page, one entry each); ``not-json``; ``error`` (HTTP 500). Every request's path and query is kept
-in :attr:`Registry.requests`, so a test can count what was asked.
+in :attr:`Registry.requests`, so a test can count what was asked; :attr:`Registry.down` makes every
+answer HTTP 503 (an outage).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class Registry:
         self.away = away
         """The other origin ``redirect-away`` sends a client to."""
         self.requests: list[str] = []
+        self.down = False
+        """While set, every request is answered HTTP 503 (an outage)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -70,6 +73,9 @@ class Registry:
         self.requests.append(f"{path}?{query}" if query else path)
         mode, _, rest = path.lstrip("/").partition("/")
         args = {k: v[-1] for k, v in parse_qs(query).items()}
+        if self.down:
+            await _json(send, {"error": "the registry is down for maintenance"}, 503)
+            return
         if mode not in MODES or not rest.startswith("v0.1/servers"):
             await _json(send, {"error": "not found"}, 404)
             return
