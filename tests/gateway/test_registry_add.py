@@ -419,3 +419,37 @@ async def test_every_client_of_both_eras_is_told_when_a_server_is_added(
             assert heard["legacy"] >= 1, heard
             assert heard["modern"] >= 1, heard
             tg.cancel_scope.cancel()
+
+
+async def test_a_remote_that_needs_a_login_is_not_added_and_the_answer_names_the_login(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry_app: ModuleType
+) -> None:
+    from ..host.oauth_server import Provider, oauth_server
+
+    with oauth_server(Provider()) as protected:
+        entry = {
+            "server": {
+                "name": "io.github.skilldeck-tests/protected",
+                "description": "Family cooking recipes kept behind a login: cakes, soups, bread",
+                "version": "2.0.0",
+                "remotes": [{"type": "streamable-http", "url": protected}],
+            }
+        }
+        app = registry_app.Registry([entry])
+        with serving_in_thread(app, path="/ok") as url, gateway(tmp_path, monkeypatch, "--registry", url) as gw:
+            async with client(gw.url, "auto", Person(content={})) as c:
+                found = check_structured(
+                    "find", await c.call_tool("find", {"query": "find my grandmother's chocolate cake recipe"})
+                )
+                (card,) = found["catalog"]
+                assert card["needs"] == {"login": True}
+                answer = await c.call_tool("add", {"id": card["id"]})
+                text = refusal(answer, "did not start")
+                assert "needs a login" in text
+                assert f"run skilldeck login {protected}" in text
+                assert "nothing was added" in text
+                found = check_structured(
+                    "find", await c.call_tool("find", {"query": "find my grandmother's chocolate cake recipe"})
+                )
+                assert [c["id"] for c in found["catalog"]] == [card["id"]]  # still offered: it was stopped again
+    assert not (gw.home / "added.json").exists()
