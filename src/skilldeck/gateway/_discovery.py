@@ -38,7 +38,7 @@ from skilldeck.catalog._added import AddedServers
 from skilldeck.catalog._consent import cli_command, launch_refusal, policy_refusal
 from skilldeck.catalog._entries import DEFAULT_LIMITS, CatalogEntry, CatalogLimits
 from skilldeck.catalog._fetch import CatalogCache, Fetched, RegistryClient, merged, read_registry_file
-from skilldeck.catalog._launch import Launch, Runtimes, choose
+from skilldeck.catalog._launch import ADDED_META, Launch, Runtimes, choose
 from skilldeck.catalog._runtimes import prepare
 from skilldeck.catalog._search import CatalogIndex, catalog_card
 from skilldeck.errors import AddRefused, ConfigError, RegistryError, ServerEntryError, shorten
@@ -131,6 +131,7 @@ class Discovery:
         self._failing: set[str] = set()
         """Sources whose last read failed (said once until one is read again)."""
         self._adding = anyio.Lock()
+        self._added_seen: tuple[tuple[int, int], frozenset[str]] | None = None
 
     # -- the catalogs ----------------------------------------------------------------------------
 
@@ -243,12 +244,21 @@ class Discovery:
 
     # -- find ------------------------------------------------------------------------------------
 
-    def _added_names(self) -> set[str]:
+    def _added_names(self) -> frozenset[str]:
+        """The registry names ``added.json`` holds, read again only when the file changed (``find`` asks each time)."""
+        try:
+            stamp = self.added.path.stat()
+            key: tuple[int, int] | None = (stamp.st_mtime_ns, stamp.st_size)
+        except OSError:
+            key = None
+        if key is not None and self._added_seen is not None and self._added_seen[0] == key:
+            return self._added_seen[1]
         try:
             entries = self.added.entries()
         except ConfigError:
-            return set()
-        names = {str(entry.get("dev.skilldeck/registry", {}).get("name")) for entry in entries.values()}
+            entries = {}
+        names = frozenset(str(entry.get(ADDED_META, {}).get("name")) for entry in entries.values())
+        self._added_seen = (key, names) if key is not None else None
         return names
 
     def offerable(self, caller: Caller) -> Callable[[CatalogEntry], Launch | None]:
