@@ -468,38 +468,25 @@ async def test_a_consent_is_good_once_and_only_for_the_client_that_was_asked(
             assert isinstance(asked, types.InputRequiredResult)
             assert asked.input_requests is not None
             assert list(asked.input_requests) == ["consent"]
+
+            async def answer(meta: dict[str, str]) -> types.CallToolResult:
+                """The retry a client sends with ``meta``, carrying the consent and ``asked``'s requestState."""
+                result = await c.session.call_tool(
+                    "add",
+                    {"id": card},
+                    meta=meta,  # type: ignore[arg-type]
+                    input_responses={"consent": accept},
+                    request_state=asked.request_state,
+                    allow_input_required=True,
+                )
+                assert isinstance(result, types.CallToolResult)
+                return result
+
             before = len(seen.headers)
-            stolen = await c.session.call_tool(
-                "add",
-                {"id": card},
-                meta=theirs,
-                input_responses={"consent": accept},
-                request_state=asked.request_state,
-                allow_input_required=True,
-            )
-            assert isinstance(stolen, types.CallToolResult)
-            refusal(stolen, "requestState names no consent of yours")
+            refusal(await answer(theirs), "requestState names no consent of yours")
             assert len(seen.headers) == before  # nothing was connected to
-            answered = await c.session.call_tool(
-                "add",
-                {"id": card},
-                meta=ours,
-                input_responses={"consent": accept},
-                request_state=asked.request_state,
-                allow_input_required=True,
-            )
-            assert isinstance(answered, types.CallToolResult)
-            check_structured_add(answered)
-            replayed = await c.session.call_tool(
-                "add",
-                {"id": card},
-                meta=ours,
-                input_responses={"consent": accept},
-                request_state=asked.request_state,
-                allow_input_required=True,
-            )
-            assert isinstance(replayed, types.CallToolResult)
-            refusal(replayed, "requestState names no consent of yours")
+            check_structured_add(await answer(ours))
+            refusal(await answer(ours), "requestState names no consent of yours")  # good once
 
 
 async def test_a_server_added_or_removed_from_a_terminal_is_started_or_stopped_on_sighup(
