@@ -119,7 +119,9 @@ class Running:
 
 
 @contextmanager
-def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, upstreams: int = 1) -> Iterator[Running]:
+def gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, upstreams: int = 1, label: str = "deck"
+) -> Iterator[Running]:
     """``skilldeck gateway --config mcp.json --http 127.0.0.1:0 --lexical --log decisions.jsonl EXTRA`` with its own home."""
     home = tmp_path / "home"
     monkeypatch.setenv("SKILLDECK_HOME", str(home))
@@ -128,7 +130,7 @@ def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, upstre
     import sys
 
     deck["command"] = sys.executable
-    config.write_text(json.dumps({"mcpServers": {"deck": deck}}))
+    config.write_text(json.dumps({"mcpServers": {label: deck}}))
     log, decisions = tmp_path / f"gateway-{len(list(tmp_path.glob('gateway-*')))}.log", tmp_path / "decisions.jsonl"
     proc, match = start_gateway(config, log, "--lexical", "--log", str(decisions), *extra, timeout=120)
     try:
@@ -584,3 +586,44 @@ async def test_a_catalog_is_read_again_and_its_new_servers_are_offered(
             await until_logged(gw, f"catalog {url}: 319 servers (changes read")
             await weather_card(c)
     assert any("updated_since=" in request for request in app.requests)
+
+
+async def test_a_label_a_configured_upstream_has_is_not_taken_by_an_added_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry: tuple[Any, str], weather: tuple[Weather, str]
+) -> None:
+    seen, _ = weather
+    with gateway(tmp_path, monkeypatch, "--registry", registry[1], label="weather") as gw:
+        async with client(gw.url, "legacy", Person()) as c:
+            before = len(seen.headers)
+            text = refusal(
+                await c.call_tool("add", {"id": (await weather_card(c))["id"]}), "the label 'weather' is taken"
+            )
+            assert f"skilldeck servers add {WEATHER} --version 1.0.0 --label OTHER" in text
+            assert len(seen.headers) == before
+    assert not (gw.home / "added.json").exists()
+
+
+async def test_a_sure_answer_gains_no_catalog_cards_even_where_the_catalog_has_a_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry_app: ModuleType
+) -> None:
+    review = {
+        "server": {
+            "name": "io.github.skilldeck-tests/code-review",
+            "description": "Review a pull request diff for bugs, security problems and missing tests",
+            "version": "1.0.0",
+            "packages": [{"registryType": "npm", "identifier": "code-review-mcp", "version": "1.0.0"}],
+        }
+    }
+    app = registry_app.Registry([review])
+    question = "review this pull request diff for bugs and missing tests"
+    with serving_in_thread(app, path="/ok") as url, gateway(tmp_path, monkeypatch, "--registry", url) as gw:
+        async with client(gw.url, "auto", Person()) as c:
+            sure = check_structured("find", await c.call_tool("find", {"query": question}))
+            assert not sure["abstain"], sure
+            assert not sure.get("low_confidence"), sure
+            assert "catalog" not in sure
+            weak = check_structured(
+                "find", await c.call_tool("find", {"query": "review my pull request in code-review-mcp"})
+            )
+            if weak["abstain"] or weak.get("low_confidence"):  # the same catalog card, on a weak answer
+                assert [card["name"] for card in weak["catalog"]] == ["io.github.skilldeck-tests/code-review"]
