@@ -41,6 +41,10 @@ PURE = [
     "gateway/_meta.py",
     "gateway/_activation.py",
     "learning/_ledger.py",
+    "catalog/_entries.py",
+    "catalog/_launch.py",
+    "catalog/_consent.py",
+    "catalog/_search.py",
 ]
 
 

@@ -16,6 +16,7 @@ PACKAGES = [
     "skilldeck.select",
     "skilldeck.gateway",
     "skilldeck.learning",
+    "skilldeck.catalog",
 ]
 
 
@@ -57,6 +58,7 @@ PUBLIC_MODULES = {
     "skilldeck.agents.pydantic_ai",
     "skilldeck.ask",
     "skilldeck.authoring",
+    "skilldeck.catalog",
     "skilldeck.cli",
     "skilldeck.demo",
     "skilldeck.errors",

@@ -2,7 +2,7 @@
 
 Every mutation is an exact ``(file, old snippet, new snippet)``: a flipped comparison, a dropped
 check, a swapped order, an off-by-one on a limit, a prefix test without its ``/``. Each worker
-(``--jobs``, 2 by default) copies ``src``, ``tests``, ``examples`` and ``pyproject.toml`` to a temporary
+(``--jobs``, 2 by default) copies ``src``, ``tests``, ``examples``, ``bench`` and ``pyproject.toml`` to a temporary
 folder and makes a venv of its own with that copy installed editable, once; the tests must pass there
 unchanged. Then the workers take one mutation at a time (the old snippet must occur exactly once, else
 the mutation is reported as stale with the file named), apply it to their copy, run the tests named for
@@ -51,7 +51,8 @@ from pathlib import Path
 from queue import Queue
 
 REPO = Path(__file__).resolve().parent.parent
-COPIED = ("src", "tests", "examples", "pyproject.toml")
+COPIED = ("src", "tests", "examples", "bench", "pyproject.toml")
+"""What each worker copies: ``bench`` too, for the tests that read its data (the registry catalog) or load its modules."""
 RESULTS = REPO / "tools" / "results" / "mutation.json"
 PYTEST_ARGS = ("-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-o", "timeout=120")  # -n 0: one process
 
@@ -83,6 +84,13 @@ def _m(
 
 
 T_POLICY = "tests/server/test_policy.py"
+T_CATALOG_ENTRIES = "tests/catalog/test_entries.py"
+T_CATALOG_FETCH = "tests/catalog/test_fetch.py"
+T_CATALOG_CONSENT = "tests/catalog/test_consent.py"
+T_CATALOG_ADDED = "tests/catalog/test_added.py"
+T_CATALOG_SEARCH = "tests/catalog/test_search.py"
+T_ADD_CONSENTS = "tests/gateway/test_add_consents.py"
+T_REGISTRY_ADD = "tests/gateway/test_registry_add.py"
 T_DYN_POLICY = "tests/server/test_dynamic_under_policy.py"
 T_CONTEXT = "tests/server/test_context_aware_http.py"
 T_LIMITS = "tests/server/test_limits_and_prefix_siblings.py"
@@ -1396,6 +1404,178 @@ MUTATIONS: tuple[Mutation, ...] = (
         f"{T_DECIDE}::test_a_confidence_exactly_at_the_threshold_chooses_and_just_below_abstains",
         "a lexical ranking (card vectors not ready) is judged against the semantic threshold",
     ),
+    # -- catalogs: what a registry may make the gateway read, run or ask -------------------------------
+    _m(
+        "catalog-version-latest-taken",
+        "catalog/_entries.py",
+        'if version.lower() == "latest":',
+        'if version.lower() == "latest!":',
+        T_CATALOG_ENTRIES,
+        "a package version 'latest' is taken as an exact version",
+    ),
+    _m(
+        "catalog-identifier-prefix-only",
+        "catalog/_entries.py",
+        "if not IDENTIFIERS[kind].fullmatch(identifier):",
+        "if not IDENTIFIERS[kind].match(identifier):",
+        T_CATALOG_ENTRIES,
+        "a package identifier need only start like a plain name ('weather; rm -rf ~' passes)",
+    ),
+    _m(
+        "catalog-name-dot-parts",
+        "catalog/_entries.py",
+        'if any(part in ("", ".", "..") or part.startswith(".") for part in (namespace, server)):',
+        'if any(part in ("",) for part in (namespace, server)):',
+        T_CATALOG_ENTRIES,
+        "a server name whose part is '..' or starts with '.' is taken",
+    ),
+    _m(
+        "catalog-entry-bytes-off-by-one",
+        "catalog/_entries.py",
+        "if size > limits.max_entry_bytes:",
+        "if size >= limits.max_entry_bytes:",
+        T_CATALOG_ENTRIES,
+        "an entry exactly at its byte bound is skipped",
+    ),
+    _m(
+        "catalog-secret-argument-runnable",
+        "catalog/_entries.py",
+        "elif any(i.secret and i.asked for i in (*runtime_arguments, *package_arguments)):",
+        "elif False:",
+        T_CATALOG_ENTRIES,
+        "a package that takes a secret on its command line is offered",
+    ),
+    _m(
+        "catalog-redirect-any-origin",
+        "catalog/_fetch.py",
+        "if _origin(target) != origin:",
+        'if _origin(target) == ("", "", None):',
+        T_CATALOG_FETCH,
+        "a registry's redirect to another origin is followed",
+    ),
+    _m(
+        "catalog-page-bytes-unbounded",
+        "catalog/_fetch.py",
+        "if len(body) > cap:",
+        "if len(body) > 100 * cap:",
+        T_CATALOG_FETCH,
+        "a page (or a refresh) over its byte bound is read on",
+    ),
+    _m(
+        "catalog-cursor-loop",
+        "catalog/_fetch.py",
+        "if cursor in seen:",
+        "if cursor in seen and not cursor:",
+        T_CATALOG_FETCH,
+        "a registry that gives the same cursor again keeps the refresh going (until the page bound)",
+    ),
+    _m(
+        "catalog-pages-off-by-one",
+        "catalog/_fetch.py",
+        "if fetched.pages >= limits.max_pages:",
+        "if fetched.pages > limits.max_pages:",
+        T_CATALOG_FETCH,
+        "one page more than the bound is read",
+    ),
+    _m(
+        "catalog-consent-decline-adds",
+        "catalog/_consent.py",
+        'if action != "accept":',
+        'if action not in ("accept", "decline"):',
+        (T_CATALOG_CONSENT, f"{T_REGISTRY_ADD}::test_a_decline_adds_nothing_and_connects_to_nothing"),
+        "a person's decline is taken as an accept",
+    ),
+    _m(
+        "catalog-consent-required-unchecked",
+        "catalog/_consent.py",
+        "            if item.required and item.default is None:\n                raise AddRefused(",
+        "            if False:\n                raise AddRefused(",
+        (T_CATALOG_CONSENT, f"{T_REGISTRY_ADD}::test_an_accepted_form_without_a_required_secret_adds_nothing"),
+        "an accepted form without a required input adds the server",
+    ),
+    _m(
+        "catalog-consent-control-characters",
+        "catalog/_consent.py",
+        "if _CONTROL.search(value):",
+        "if _CONTROL.search(value[:0]):",
+        T_CATALOG_CONSENT,
+        "a value with a line break (a header split in two) is taken",
+    ),
+    _m(
+        "catalog-consent-value-length-off-by-one",
+        "catalog/_consent.py",
+        "if len(value) > MAX_VALUE_CHARS:",
+        "if len(value) > MAX_VALUE_CHARS + 1:",
+        T_CATALOG_CONSENT,
+        "a value one character over its bound is taken",
+    ),
+    _m(
+        "catalog-policy-add-rule-ignored",
+        "catalog/_consent.py",
+        "    if not rules.may_add(caller):",
+        "    if False:",
+        (
+            T_CATALOG_CONSENT,
+            f"{T_REGISTRY_ADD}::test_a_policy_refuses_add_with_its_reason_and_find_offers_nothing_it_refuses",
+        ),
+        "a caller the policy's registry.add rule does not admit may add",
+    ),
+    _m(
+        "catalog-added-readable-by-others",
+        "catalog/_added.py",
+        "os.fchmod(file.fileno(), 0o600)",
+        "os.fchmod(file.fileno(), 0o644)",
+        T_CATALOG_ADDED,
+        "added.json, which holds secrets, is written readable by other users",
+    ),
+    _m(
+        "add-consent-any-client",
+        "gateway/_add.py",
+        "if pending is None or pending.client != client or pending.card != card",
+        "if pending is None or pending.card != card",
+        (T_ADD_CONSENTS, f"{T_REGISTRY_ADD}::test_a_consent_is_good_once_and_only_for_the_client_that_was_asked"),
+        "another client may answer the consent a client was asked for",
+    ),
+    _m(
+        "add-asks-without-elicitation",
+        "gateway/_add.py",
+        "if missing_capability(_form(launch), ctx.session.client_capabilities) is not None:",
+        "if False:",
+        f"{T_REGISTRY_ADD}::test_a_client_that_cannot_ask_a_person_is_refused_with_the_terminal_command",
+        "a client that declared no form elicitation is sent the form anyway",
+    ),
+    _m(
+        "discovery-cards-on-sure-answers",
+        "gateway/_discovery.py",
+        'if index is None or not (found.get("abstain") or found.get("low_confidence")):',
+        "if index is None:",
+        f"{T_REGISTRY_ADD}::test_a_sure_answer_gains_no_catalog_cards_even_where_the_catalog_has_a_match",
+        "find adds catalog cards to a sure answer",
+    ),
+    _m(
+        "discovery-offers-what-the-policy-refuses",
+        "gateway/_discovery.py",
+        "if entry.name in added or policy_refusal(policy, caller, entry) is not None:",
+        "if entry.name in added:",
+        f"{T_REGISTRY_ADD}::test_a_policy_refuses_add_with_its_reason_and_find_offers_nothing_it_refuses",
+        "find offers a catalog server the policy does not let this caller add",
+    ),
+    _m(
+        "discovery-label-of-a-configured-upstream",
+        "gateway/_discovery.py",
+        "if any(spec.label == label for spec in self.service.host.specs):",
+        "if False:",
+        f"{T_REGISTRY_ADD}::test_a_label_a_configured_upstream_has_is_not_taken_by_an_added_server",
+        "an added server may take the label of a configured upstream",
+    ),
+    _m(
+        "catalog-search-no-evidence",
+        "catalog/_search.py",
+        "if not scored.matched_terms and (cosine is None or cosine < MIN_COSINE):",
+        "if False:",
+        T_CATALOG_SEARCH,
+        "a catalog card that shares nothing with the question is shown",
+    ),
     _m(
         "log-drops-uncounted",
         "cli/_output.py",
@@ -1689,7 +1869,9 @@ def _failed(output: str) -> list[str]:
 def _make_copy(where: Path) -> Path:
     copy = where / "repo"
     copy.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "node_modules")
+    ignore = shutil.ignore_patterns(
+        "__pycache__", "*.pyc", ".pytest_cache", "node_modules", ".venv*", ".ts-skills-server"
+    )
     for name in COPIED:
         source = REPO / name
         if source.is_dir():

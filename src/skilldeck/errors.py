@@ -31,15 +31,18 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     │   │   ├── ToolNotListed
     │   │   ├── ToolNotActive
     │   │   └── InvalidArguments
-    │   └── LedgerFull              the usage ledger holds its most audiences: a new one's use is not recorded
+    │   ├── LedgerFull              the usage ledger holds its most audiences: a new one's use is not recorded
+    │   └── AddRefused              a catalog server was not added (no consent, a policy, cannot run here)
     ├── NotServedError              the other side, as a client: it asked this server for what it does not serve
     └── PeerError                   the other side, as a server: it broke the rules (names the server label)
         ├── EntryError
         ├── ReadFailed
         ├── MessageTooLarge
         ├── BudgetExceeded
-        └── VerificationError
-            └── SkillChanged
+        ├── VerificationError
+        │   └── SkillChanged
+        ├── RegistryError           a server registry that could not be read within its bounds
+        └── ServerEntryError        one server.json entry of a registry that is skipped (names why)
 
 Every error is a :class:`SkilldeckError`, so callers can catch the whole family at once. A
 message says what went wrong and what to do about it; labels print as ``[label] …``.
@@ -50,6 +53,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AddRefused",
     "AmbiguousName",
     "AuthConfigError",
     "BudgetExceeded",
@@ -73,7 +77,9 @@ __all__ = [
     "PolicyError",
     "ReadFailed",
     "Refused",
+    "RegistryError",
     "ServeError",
+    "ServerEntryError",
     "SkillChanged",
     "SkillError",
     "SkillLimitError",
@@ -269,6 +275,21 @@ class LedgerFull(Refused):
         )
 
 
+class AddRefused(Refused):
+    """A server of a catalog was not added: nothing was run, fetched or written.
+
+    ``code`` names the rule that said no, for logs, metrics and tests: ``declined`` (the person said
+    no), ``no_elicitation`` (the client cannot ask a person), ``policy``, ``not_runnable`` (nothing
+    here can run it), ``unknown`` (no such card), ``added`` (it is added already), ``label`` (its
+    label is taken), ``inputs`` (a required input is missing or does not fit), ``failed`` (it was
+    started but did not answer).
+    """
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 # -- the other side -------------------------------------------------------------------------------------
 
 
@@ -341,3 +362,20 @@ class SkillChanged(VerificationError):
         )
         self.cause = cause
         self.current = current
+
+
+class RegistryError(PeerError):
+    """A server registry that could not be read within the bounds (a page too large, too slow, a redirect
+    to another origin, not the registry API): the last good catalog stays in force."""
+
+
+class ServerEntryError(PeerError):
+    """One ``server.json`` entry of a registry that cannot be offered; it is skipped with this reason.
+
+    ``name`` is the entry's name as :func:`shorten` cuts it (``"?"`` when it has none).
+    """
+
+    def __init__(self, message: str, *, name: str | None = None, label: str | None = None) -> None:
+        self.name = shorten(name, 120) if name else "?"
+        self.reason = message
+        super().__init__(f"{self.name}: {message}", label=label)

@@ -37,6 +37,7 @@ from skilldeck.cli._output import (
 )
 from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import add_select_commands
+from skilldeck.cli._servers import add_servers_command
 from skilldeck.errors import SkilldeckError, UsageError
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
+    add_servers_command(sub)
     add_history_command(sub)
     add_login_commands(sub)
     add_authoring_commands(sub)

@@ -159,10 +159,51 @@ def add_gateway_command(sub: Any) -> None:
         f"{DEFAULT_LEDGER_TIMEOUT:g}; at most 60) before it is dropped with one log line; only the client whose "
         "call taught it waits, every other client is served meanwhile",
     )
+    add_registry_arguments(gateway)
     add_replica_arguments(gateway, gateway=True)
     add_auth_arguments(gateway)
     add_console_argument(gateway, "the upstreams, the catalog, a search box running find, and decisions live")
     gateway.set_defaults(handler=run_gateway_command)
+
+
+def registry_base(value: str) -> str:
+    from skilldeck.catalog._fetch import registry_url
+
+    try:
+        return registry_url(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_registry_arguments(parser: argparse.ArgumentParser, *, gateway: bool = True) -> None:
+    """``--registry`` and ``--registry-file`` (and, for the gateway, ``--registry-refresh``)."""
+    parser.add_argument(
+        "--registry",
+        action="append",
+        default=[],
+        type=registry_base,
+        metavar="URL",
+        help="a server registry speaking the MCP registry API (repeatable; 'official' for the official MCP "
+        "Registry): find adds servers of it a person could add to weak answers, and the add tool asks them"
+        if gateway
+        else "a server registry to read the server from (repeatable; 'official' for the official MCP Registry); "
+        "default: the catalogs a gateway cached under $SKILLDECK_HOME",
+    )
+    parser.add_argument(
+        "--registry-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a JSON file of server.json entries (a registry API page or a list), for teams without network (repeatable)",
+    )
+    if gateway:
+        parser.add_argument(
+            "--registry-refresh",
+            type=seconds,
+            default=3_600.0,
+            metavar="SECONDS",
+            help="read the catalogs again this often (default 3600; only what changed, from a registry)",
+        )
 
 
 async def upstream_names_lines(middleware: Any) -> list[str]:
@@ -195,13 +236,17 @@ def anonymous_learning(args: argparse.Namespace) -> AnonymousLearning:
 
 
 def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
+    from skilldeck.catalog._added import AddedServers
+    from skilldeck.catalog._runtimes import find_runtimes
     from skilldeck.gateway._app import run_gateway
     from skilldeck.gateway._audiences import audience_lines, flag_warnings
+    from skilldeck.gateway._discovery import Discovery, Source
     from skilldeck.gateway._reload import GatewayConfig
     from skilldeck.gateway._server import create_gateway
     from skilldeck.gateway._service import DecisionLog, GatewayService
     from skilldeck.host import Host, load_config
     from skilldeck.host._backoff import Backoff
+    from skilldeck.host._credentials import skilldeck_home
     from skilldeck.host._watch import CatalogChange
     from skilldeck.learning import Learner
     from skilldeck.server._app import collect_less_often, drop_idle_tracing, event_loop_options, freeze_startup_heap
@@ -209,7 +254,20 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     with_console = console_wanted(args)  # a flag that cannot work is said before anything is read
+    home = skilldeck_home()
+    added = AddedServers(home)
     specs = load_config(args.config, timeout=args.timeout)
+    configured = {spec.label for spec in specs}
+    for spec in added.specs(timeout=args.timeout):  # servers a person added from a catalog
+        if spec.label in configured:
+            err.print(
+                f"[yellow]warning:[/] {escape(str(added.path))}: {escape(spec.label)!r} is also in {escape(args.config)}, "
+                "whose entry is used; remove one (skilldeck servers remove LABEL) or rename it",
+                highlight=False,
+                soft_wrap=True,
+            )
+            continue
+        specs.append(spec)
     if not specs:
         raise ConfigError(f"{args.config} names no servers; add entries under mcpServers")
     if args.ready_upstreams > len(specs):
@@ -316,7 +374,13 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             if metrics is not None:
                 metrics.observe(service)
             config = GatewayConfig(
-                service, specs, config_path=args.config, policy_path=args.policy, timeout=args.timeout, report=report
+                service,
+                specs,
+                config_path=args.config,
+                policy_path=args.policy,
+                timeout=args.timeout,
+                report=report,
+                added=added,
             )
             await config.check()  # a policy id that matches nothing stops the gateway here
             for warning in flag_warnings(args.pin, args.grant, host, [s.label for s in specs]):
@@ -335,6 +399,18 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 request_state_codec=replicas.ring,
                 names=args.names,
             )
+            if args.registry or args.registry_file:  # none by default: no network by surprise
+                discovery = Discovery(
+                    [Source(url, "registry") for url in args.registry]
+                    + [Source(path, "file") for path in args.registry_file],
+                    service=service,
+                    home=home,
+                    runtimes=find_runtimes(home),
+                    report=report,
+                    refresh_every=args.registry_refresh,
+                )
+                await discovery.load()
+                middleware.discover(discovery)
             configure_from_environment("skilldeck-gateway")  # OTEL_* asking for traces installs a provider first
             if args.names == "upstream":
                 for line in await upstream_names_lines(middleware):

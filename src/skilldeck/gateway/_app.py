@@ -29,11 +29,13 @@ from anyio.abc import TaskGroup
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
+from skilldeck.gateway._discovery import Discovery
 from skilldeck.gateway._reload import GatewayConfig
 from skilldeck.gateway._server import GatewayMiddleware
 from skilldeck.gateway._service import GatewayService
 from skilldeck.host import Host
-from skilldeck.host._watch import CatalogChange
+from skilldeck.host._config import ServerSpec
+from skilldeck.host._watch import CatalogChange, HostWatcher
 from skilldeck.server._app import run_http
 from skilldeck.server._connections import DEFAULT_HTTP_LIMITS, HttpLimits
 from skilldeck.server._health import Readiness
@@ -72,7 +74,8 @@ def follow_upstreams(
         pruned = service.reindex(change.label, names)
         pinned = any(label == change.label for label, _ in service.pinned)
         tools_differ = bool(change.tools_added or change.tools_removed or change.tools_changed)
-        back = "reconnected" in change.reasons  # an upstream back after an outage: every client re-lists
+        # an upstream back after an outage, or one a person added: every client re-lists
+        back = bool({"reconnected", "added"} & change.reasons)
         if back or pruned or (tools_differ and any(a.tools for a in service.activations.values())):
             await middleware.tools_changed()
         bus = middleware.subscriptions
@@ -142,6 +145,9 @@ async def run_gateway(
     admit = config.admit if config is not None else None
     changed = follow_upstreams(service, middleware, on_change, admit)
     async with service.host.watch(on_change=changed) as watcher, anyio.create_task_group() as tg:
+        if middleware.discovery is not None:
+            _start_added_servers(middleware.discovery, watcher, changed, config)
+            tg.start_soon(middleware.discovery.run)
         if config is not None:
 
             async def reload() -> None:
@@ -161,6 +167,42 @@ async def run_gateway(
             console=console,
         )
         tg.cancel_scope.cancel()
+
+
+def _start_added_servers(
+    discovery: Discovery, watcher: HostWatcher, changed: Callable[[CatalogChange], Any], config: GatewayConfig | None
+) -> None:
+    """Give ``discovery`` the running gateway's way of starting a server a person added (and of stopping it).
+
+    The server is connected like a configured upstream (supervised, verified), followed by the watcher,
+    listed into the gateway (``changed``, with the reason ``added``: every client of both eras is told),
+    and known to the config, so a reload keeps it.
+    """
+    host = discovery.service.host
+
+    async def start(spec: ServerSpec) -> str | None:
+        if not await host.add_server(spec):
+            failure = host.failures.get(spec.label)
+            reason = failure.reason if failure is not None else "it did not connect"
+            host.remove_server(spec.label)
+            host.failures.pop(spec.label, None)
+            return reason
+        if config is not None:
+            config.specs[spec.label] = spec
+        await watcher.follow(spec.label)
+        await changed(await host.relist(spec.label, ("added",)))
+        return None
+
+    async def stop(label: str) -> None:
+        tools = tuple(sorted(t.name for t in host.tools(label)))
+        host.remove_server(label)
+        if config is not None:
+            config.specs.pop(label, None)
+        await changed(
+            CatalogChange(label, frozenset({"removed", "prompts", "resources"}), tools_removed=tools, tools=())
+        )
+
+    discovery.starter, discovery.stopper = start, stop
 
 
 async def announce_policy(middleware: GatewayMiddleware) -> None:

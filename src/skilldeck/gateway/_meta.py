@@ -45,6 +45,8 @@ from skilldeck.errors import InvalidArguments
 from skilldeck.select._decide import MAX_NEEDS
 
 __all__ = [
+    "ADD",
+    "ADD_TOOL",
     "CALL",
     "DEFAULT_FIND_LIMIT",
     "FIND",
@@ -59,8 +61,11 @@ __all__ = [
     "META_TOOLS",
     "META_TOOL_NAMES",
     "READ_SKILL_FILE",
+    "AddArguments",
+    "AddResult",
     "CallArguments",
     "Card",
+    "CatalogCard",
     "FindArguments",
     "FindResult",
     "LoadArguments",
@@ -77,6 +82,7 @@ FIND: Final = "find"
 LOAD: Final = "load"
 READ_SKILL_FILE: Final = "read_skill_file"
 CALL: Final = "call"
+ADD: Final = "add"
 
 MAX_QUERY_CHARS: Final = 2_000
 """The longest ``find`` query (and each of its ``needs``)."""
@@ -229,6 +235,18 @@ class CallArguments(MetaArguments):
     ] = None
 
 
+class AddArguments(MetaArguments):
+    """``add``: a catalog card's id from ``find`` (``NAME@VERSION``)."""
+
+    tool_name: ClassVar[str] = ADD
+    complaints: ClassVar[Mapping[str, str]] = {"id": "add needs id: a catalog card's id from find (NAME@VERSION)"}
+    too_long: ClassVar[Mapping[str, str]] = {
+        "id": f"a catalog card id is {_TOO_LONG} (NAME@VERSION, as find returned it); nothing was added"
+    }
+
+    id: Annotated[_Id, Field(description="A catalog card's id from find (NAME@VERSION)")]
+
+
 # -- results -----------------------------------------------------------------------------------------
 
 
@@ -257,6 +275,40 @@ class Unavailable(TypedDict):
     reason: str
 
 
+class CatalogRuns(TypedDict):
+    """What a catalog server would run: a package at its exact version, or a remote URL."""
+
+    registryType: NotRequired[str]
+    package: NotRequired[str]
+    version: NotRequired[str]
+    transport: NotRequired[str]
+    url: NotRequired[str]
+
+
+class CatalogNeeds(TypedDict):
+    """What a catalog server needs, by name (each asked of the person who adds it)."""
+
+    env: NotRequired[list[str]]
+    secrets: NotRequired[list[str]]
+    headers: NotRequired[list[str]]
+    arguments: NotRequired[list[str]]
+    login: NotRequired[bool]
+
+
+class CatalogCard(TypedDict):
+    """A server of a catalog, not installed: a person may add it with ``add``."""
+
+    id: Annotated[str, Field(description="NAME@VERSION: pass it to add")]
+    kind: Literal["server"]
+    installed: Literal[False]
+    name: str
+    title: NotRequired[str]
+    description: str
+    score: float
+    runs: CatalogRuns
+    needs: CatalogNeeds
+
+
 class FindResult(TypedDict):
     """``find``: the cards, best first, or an abstention with its reason."""
 
@@ -278,6 +330,9 @@ class FindResult(TypedDict):
                 description="a past question, this very one in other words, that led to a successful call of the first card"
             ),
         ]
+    ]
+    catalog: NotRequired[
+        Annotated[list[CatalogCard], Field(description="servers not installed that a person could add (weak answers)")]
     ]
 
 
@@ -312,6 +367,17 @@ class LoadResult(TypedDict):
     skills: list[LoadedSkill]
     tools: list[LoadedTool]
     refused: list[RefusedId]
+
+
+class AddResult(TypedDict):
+    """``add``: the server added, what it runs, and how many tools it brought."""
+
+    added: bool
+    id: str
+    server: Annotated[str, Field(description="the upstream label its tools are under")]
+    runs: str
+    tools: int
+    reason: str
 
 
 class ReadSkillFileResult(TypedDict):
@@ -470,3 +536,14 @@ META_OUTPUT_SCHEMAS: Final[Mapping[str, JsonSchemaValue]] = {
 """The JSON Schema of each meta-tool's ``structuredContent``, by tool name (not listed; for typed clients and tests)."""
 
 META_TOOL_NAMES: Final = frozenset(META)
+
+ADD_TOOL: Final = MetaTool(
+    ADD,
+    "Add a server from the catalog",
+    "Ask the person to add a catalog server that find showed (installed=false): they see exactly what it "
+    "would run and decide. On accept its tools become find cards; a decline adds nothing.",
+    AddArguments,
+    AddResult,
+    {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": True},
+)
+"""``add``: listed only by a gateway that has catalogs (``--registry``, ``--registry-file``)."""

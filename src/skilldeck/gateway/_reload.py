@@ -12,7 +12,7 @@ its listing being in the host's registry only for the requests of the check itse
 
 :meth:`GatewayConfig.reload` (``SIGHUP``, ``--watch-config``) re-reads both files:
 
-* the config: an upstream no longer listed is removed, a new one connected, one whose entry changed
+* the config (and ``added.json``, the servers a person added from a catalog): an upstream no longer listed is removed, a new one connected, one whose entry changed
   reconnected, and one that was unavailable tried again; a new upstream's ids are checked against
   the policy in force before it is listed into the gateway;
 * the policy: checked against the upstreams as they now are, then swapped in one assignment
@@ -29,6 +29,7 @@ from typing import Any
 
 import anyio
 
+from skilldeck.catalog._added import AddedServers
 from skilldeck.errors import ConfigError, PolicyError
 from skilldeck.gateway._policy_check import (
     RULE_KINDS,
@@ -66,6 +67,8 @@ class GatewayConfig:
         policy_path: the policy file to re-read (``None``: no policy).
         timeout: each upstream's connect timeout (``--timeout``) for entries without their own.
         report: where each line goes.
+        added: the servers a person added from a catalog (``$SKILLDECK_HOME/added.json``), re-read with
+            the config: a label the config names too is the config's.
     """
 
     def __init__(
@@ -77,8 +80,10 @@ class GatewayConfig:
         policy_path: str | None,
         timeout: float,
         report: Report,
+        added: AddedServers | None = None,
     ) -> None:
         self.service = service
+        self.added = added
         self.specs = {spec.label: spec for spec in specs}
         self.config_path = config_path
         self.policy_path = policy_path
@@ -210,10 +215,19 @@ class GatewayConfig:
         except ConfigError as exc:
             self.report("error", f"reload: {exc}; the config in force is kept")
             return None
-        if not specs:
+        read = {spec.label: spec for spec in specs}
+        if self.added is not None:
+            try:
+                added = self.added.specs(timeout=self.timeout)
+            except ConfigError as exc:
+                self.report("error", f"reload: {exc}; the added servers in force are kept")
+                added = [spec for spec in self.specs.values() if spec.source == str(self.added.path)]
+            for spec in added:
+                read.setdefault(spec.label, spec)
+        if not read:
             self.report("error", f"reload: {self.config_path} names no servers; the config in force is kept")
             return None
-        return {spec.label: spec for spec in specs}
+        return read
 
     def _read_policy(self) -> tuple[Policy | None, bool]:
         if self.policy_path is None:

@@ -36,8 +36,12 @@ from mcp_types.methods import serialize_server_result
 
 from skilldeck import __version__
 from skilldeck.errors import SkilldeckError
+from skilldeck.gateway._add import AddTool
+from skilldeck.gateway._discovery import Discovery
 from skilldeck.gateway._forward import ForwardedUpstreams
 from skilldeck.gateway._meta import (
+    ADD,
+    ADD_TOOL,
     CALL,
     FIND,
     LOAD,
@@ -45,6 +49,8 @@ from skilldeck.gateway._meta import (
     META,
     META_TOOLS,
     READ_SKILL_FILE,
+    AddArguments,
+    AddResult,
     CallArguments,
     FindArguments,
     FindResult,
@@ -134,7 +140,23 @@ def _find_text(result: FindResult) -> str:
     lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]
     for item in result.get("unavailable", []):
         lines.append(f"(server {item['server']} is unavailable: {item['reason']})")
+    if result.get("catalog"):
+        lines.append("Not installed; a person can add one (call `add` with its id, they are asked first):")
+        lines += [
+            f"- {c['id']} [server, not installed] {c['description'][:160]} (runs {_runs_text(c['runs'])})"
+            for c in result["catalog"]
+        ]
     return "\n".join(lines)
+
+
+def _runs_text(runs: Mapping[str, Any]) -> str:
+    if "url" in runs:
+        return str(runs["url"])
+    return f"{runs.get('registryType')} {runs.get('package')} {runs.get('version')}"
+
+
+def _add_text(result: AddResult) -> str:
+    return f"Added {result['id']} as {result['server']!r}: {result['reason']}"
 
 
 def _load_text(result: LoadResult) -> str:
@@ -185,6 +207,15 @@ class GatewayMiddleware:
             CALL: self._call_loaded,
         }
         """Each meta-tool's handler, by name (the tools themselves are declared in :mod:`skilldeck.gateway._meta`)."""
+        self.discovery: Discovery | None = None
+        """The catalogs behind ``find``'s catalog cards and ``add`` (see :meth:`discover`); ``None``: none."""
+        self._adding: AddTool | None = None
+
+    def discover(self, discovery: Discovery) -> None:
+        """Offer ``discovery``'s catalogs: ``find`` adds their cards to weak answers, and ``add`` is listed."""
+        self.discovery = discovery
+        self._adding = AddTool(discovery)
+        self._meta[ADD] = self._add
 
     # -- who is asking -----------------------------------------------------------------------------
 
@@ -230,6 +261,8 @@ class GatewayMiddleware:
 
     def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
         tools = [dict(t) for t in META_TOOLS]
+        if self.discovery is not None:
+            tools.append(ADD_TOOL.listed())
         listed = set()
         who = self.identify(ctx)
         routed = self.service.tools_for(who.caller)
@@ -299,7 +332,7 @@ class GatewayMiddleware:
             who = self.identify(ctx)
             if who.refusal is not None:
                 return _refused(who.refusal)
-            meta = META.get(str(name))
+            meta = META.get(str(name)) or (ADD_TOOL if name == ADD and self._adding is not None else None)
             if meta is None:  # a pinned or injected tool, by the name the gateway listed it under
                 return await self._upstream_call(ctx, who, str(name), args)
             return await self._meta[meta.name](ctx, who, meta.arguments.parse(args))
@@ -311,7 +344,18 @@ class GatewayMiddleware:
         await self.service.refresh_history(who.caller)  # another replica's uses, a cleared ledger
         found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
         await self.service.share_found(who.client, find.query, found)  # on the shared path: another replica may load
+        if self.discovery is not None:  # a weak answer: servers of the catalogs a person could add
+            self.discovery.offer(who.caller, who.client, find.query, cast(dict[str, Any], found))
         return _ok(found, _find_text(found))
+
+    async def _add(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
+        assert self._adding is not None
+        add: AddArguments = args
+        result = await self._adding(ctx, who, add)
+        if result.get("resultType") == "input_required":  # 2026-07-28: the person is asked, the retry answers
+            return result
+        added = cast(AddResult, result)
+        return _ok(added, _add_text(added))
 
     async def _load(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
         load: LoadArguments = args

@@ -23,6 +23,7 @@ would force every host to opt in to unverifiable content).
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import logging
 import os
@@ -49,6 +50,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "PolicyName",
+    "RegistryRules",
     "Route",
     "SkillPolicy",
     "caller_for",
@@ -314,6 +316,38 @@ class SkillPolicy:
         return merged
 
 
+REGISTRY_TYPES = ("npm", "pypi", "oci")
+"""The package registry types a policy's ``registry.registry_types`` may name (those skilldeck runs)."""
+
+
+@dataclass(frozen=True)
+class RegistryRules:
+    """A gateway policy's ``registry:`` section: who may add servers from a catalog, and which.
+
+    Under a policy nobody may add a server unless ``add`` admits the caller; ``namespaces`` (globs on
+    the server name, ``io.github.modelcontextprotocol/*``), ``registry_types`` and ``remote_hosts``
+    (globs on the host) narrow what may be added, each only when given.
+    """
+
+    add: tuple[Match, ...] = ()
+    """Callers who may add (any match); empty: nobody."""
+    namespaces: tuple[str, ...] = ()
+    registry_types: frozenset[str] = frozenset()
+    remote_hosts: tuple[str, ...] = ()
+
+    def may_add(self, caller: Caller) -> bool:
+        return any(m.matches(caller) for m in self.add)
+
+    def name_allowed(self, name: str) -> bool:
+        return not self.namespaces or any(fnmatch.fnmatchcase(name, p) for p in self.namespaces)
+
+    def type_allowed(self, registry_type: str) -> bool:
+        return not self.registry_types or registry_type in self.registry_types
+
+    def host_allowed(self, host: str) -> bool:
+        return not self.remote_hosts or any(fnmatch.fnmatchcase(host.lower(), p.lower()) for p in self.remote_hosts)
+
+
 @dataclass(frozen=True)
 class Policy:
     """The declarative policy of a server: per-skill rules, public tools, and the stdio identity."""
@@ -330,6 +364,8 @@ class Policy:
     The hint comes from anyone, and every locale is one more rendered variant of the catalog,
     so only these are honoured: any other hint is answered in the default locale.
     """
+    registry: RegistryRules = field(default_factory=RegistryRules)
+    """A gateway's ``registry:`` section: who may add servers from its catalogs, and which."""
     _warned: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     def warn_once(self, why: str, detail: str = "") -> None:
@@ -584,8 +620,55 @@ def _locales(tags: list[str]) -> list[str]:
     return tags
 
 
+_NAMESPACE = re.compile(r"[A-Za-z0-9.*?-]+/[A-Za-z0-9._*?-]+")
+_HOST = re.compile(r"[A-Za-z0-9.*?-]+")
+
+
+def _patterns(pattern: re.Pattern[str], what: str) -> Callable[[list[str]], list[str]]:
+    def check(values: list[str]) -> list[str]:
+        for value in values:
+            if not pattern.fullmatch(value):
+                raise ValueError(f"{value!r} is not {what}")
+        return values
+
+    return check
+
+
+def _registry_types(values: list[str]) -> list[str]:
+    for value in values:
+        if value not in REGISTRY_TYPES:
+            raise ValueError(f"{value!r} is not a registry type skilldeck runs ({', '.join(REGISTRY_TYPES)})")
+    return values
+
+
+class _Registry(Model):
+    expected = "a mapping with add, namespaces, registry_types, remote_hosts"
+    add: Annotated[list[_Match | None], BeforeValidator(lambda v: v if isinstance(v, list) else [v])] = Field(
+        default=[], description="a mapping with tenants, roles or scopes, or a list of them"
+    )
+    namespaces: Annotated[
+        _Names, AfterValidator(_patterns(_NAMESPACE, "a server name or a glob such as io.github.example/*"))
+    ] = Field(default=[], description=_NAMES)
+    registry_types: Annotated[_Names, AfterValidator(_registry_types)] = Field(
+        default=[], description=f"a list of registry types ({', '.join(REGISTRY_TYPES)})"
+    )
+    remote_hosts: Annotated[_Names, AfterValidator(_patterns(_HOST, "a host name or a glob such as *.example.com"))] = (
+        Field(default=[], description=_NAMES)
+    )
+
+    def build(self) -> RegistryRules:
+        return RegistryRules(
+            add=tuple(_match(m) for m in self.add if m is not None),
+            namespaces=tuple(self.namespaces),
+            registry_types=frozenset(self.registry_types),
+            remote_hosts=tuple(self.remote_hosts),
+        )
+
+
 class _Policy(Model):
-    expected = "a mapping with 'skills' (and optionally 'public_tools', 'default_identity', 'claims', 'locales')"
+    expected = (
+        "a mapping with 'skills' (and optionally 'public_tools', 'default_identity', 'claims', 'locales', 'registry')"
+    )
     skills: Annotated[dict[Any, _SkillRule], BeforeValidator(lambda v: v or {})] = Field(
         default={}, description="a mapping of skill names to rules"
     )
@@ -598,6 +681,9 @@ class _Policy(Model):
     )
     locales: Annotated[list[str], BeforeValidator(_one_or_many), Field(min_length=1), AfterValidator(_locales)] = Field(
         default=["en"], description="a list of language tags such as [en, de-CH] (the first is the default)"
+    )
+    registry: Annotated[_Registry | None, BeforeValidator(_empty_as_none)] = Field(
+        default=None, description="a mapping with add, namespaces, registry_types, remote_hosts"
     )
 
 
@@ -623,4 +709,5 @@ def parse_policy(data: object) -> Policy:
         tenant_claim=claims.tenant,
         roles_claim=claims.roles,
         locales=tuple(doc.locales),
+        registry=doc.registry.build() if doc.registry is not None else RegistryRules(),
     )
