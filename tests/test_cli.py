@@ -285,6 +285,7 @@ def test_every_command_runs_through_its_own_handler() -> None:
         "select",
         "snapshot",
         "gateway",
+        "clients",
         "history",
         "login",
         "logout",

@@ -58,6 +58,7 @@ PUBLIC_MODULES = {
     "skilldeck.ask",
     "skilldeck.authoring",
     "skilldeck.cli",
+    "skilldeck.clients",
     "skilldeck.demo",
     "skilldeck.errors",
     "skilldeck.gateway",

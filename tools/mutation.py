@@ -111,6 +111,8 @@ T_FAULTS = "tests/host/test_server_faults.py"
 T_META = "tests/gateway/test_meta_and_identity.py"
 T_FORWARD = "tests/gateway/test_forward.py"
 T_DECIDE = "tests/select/test_decide.py"
+T_CLIENTS_CLI = "tests/clients/test_cli_clients.py"
+T_CLIENTS_PLAN = "tests/clients/test_plan.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- gateway: what a downstream client may reach ---------------------------------------------------
@@ -1412,8 +1414,72 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_cli_output.py", f"{T_BOUNDS}::test_what_refused_requests_make_the_server_log_is_bounded"),
         "the log rate limit lets two lines a second through, not one",
     ),
+    # -- clients: what `skilldeck clients` writes into other programs' files ----------------------------
+    _m(
+        "clients-overwrite-a-file-changed-meanwhile",
+        "clients/_state.py",
+        "    if read_bytes(target) != expected:\n",
+        "    if False:\n",
+        f"{T_CLIENTS_CLI}::test_a_file_changed_between_reading_and_writing_is_not_overwritten",
+        "connect writes over a client file its client rewrote after connect read it",
+    ),
+    _m(
+        "clients-restore-over-edits",
+        "cli/_clients.py",
+        "        if edited and not args.force:\n",
+        "        if False:\n",
+        f"{T_CLIENTS_CLI}::test_disconnect_refuses_a_file_edited_since_and_force_keeps_the_edit",
+        "disconnect restores the copy over a file the user edited since the connect",
+    ),
+    _m(
+        "clients-secrets-world-readable",
+        "clients/_state.py",
+        "        if private:\n            mode &= 0o600\n",
+        "        if private:\n            pass\n",
+        f"{T_CLIENTS_CLI}::test_connecting_says_where_the_secrets_went_and_never_shows_them",
+        "the upstreams file holding moved tokens keeps a mode others may read",
+    ),
+    _m(
+        "clients-diff-shows-secrets",
+        "cli/_clients.py",
+        "            line = line[0] + _redacted(line[1:], secrets)\n",
+        "            pass\n",
+        f"{T_CLIENTS_CLI}::test_a_dry_run_shows_every_change_writes_nothing_and_prints_no_secret",
+        "--dry-run prints env and header values in its diff",
+    ),
+    _m(
+        "clients-tool-filter-moved",
+        "clients/_dialects.py",
+        "        if raw.get(key):\n",
+        "        if False:\n",
+        "tests/clients/test_dialects.py",
+        "a server a client offers only some tools of moves behind the gateway, which offers them all",
+    ),
+    _m(
+        "clients-label-taken-replaced",
+        "clients/_plan.py",
+        "        if f.label not in merged:\n",
+        "        if True:\n",
+        T_CLIENTS_PLAN,
+        "a moved server whose label is taken in the upstreams file replaces the other server there",
+    ),
+    _m(
+        "clients-same-server-by-label",
+        "clients/_plan.py",
+        '    if "url" in entry:\n        return ("url", str(entry["url"]).rstrip("/"))\n',
+        '    return ("label",)\n',
+        T_CLIENTS_PLAN,
+        "servers are matched without their command, arguments or URL",
+    ),
+    _m(
+        "jsonc-dangling-comma",
+        "clients/_jsonc.py",
+        "    if last and index > 0 and member.comma is None:",
+        "    if False:",
+        "tests/clients/test_jsonc.py",
+        "removing a JSON object's last member leaves a comma that strict JSON readers refuse",
+    ),
 )
-
 
 # -- applying -------------------------------------------------------------------------------------------
 

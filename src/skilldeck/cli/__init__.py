@@ -20,6 +20,7 @@ from skilldeck import __version__
 from skilldeck.cli._arguments import add_http_arguments, http_limits, positive
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli._authoring import add_authoring_commands
+from skilldeck.cli._clients import add_clients_command
 from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode, exit_for
 from skilldeck.cli._gateway import add_gateway_command
@@ -115,6 +116,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
+    add_clients_command(sub)
     add_history_command(sub)
     add_login_commands(sub)
     add_authoring_commands(sub)
