@@ -1414,6 +1414,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_cli_output.py", f"{T_BOUNDS}::test_what_refused_requests_make_the_server_log_is_bounded"),
         "the log rate limit lets two lines a second through, not one",
     ),
+    _m(
+        "policy-label-star-public-ignored",
+        "gateway/_service.py",
+        "allowed = allowed_tools(self.policy, ids, caller) | public",
+        "allowed = allowed_tools(self.policy, ids, caller)",
+        "tests/gateway/test_policy_hides.py",
+        "public_tools: [LABEL/*] makes none of that upstream's tools public",
+    ),
+    _m(
+        "policy-hidden-told-to-everyone",
+        "gateway/_service.py",
+        "why = self._hidden(caller, index, card_id) if self.explain_hidden else None",
+        "why = self._hidden(caller, index, card_id)",
+        "tests/gateway/test_policy_hides.py",
+        "a caller over HTTP learns which ids the policy hides from it (load)",
+    ),
+    _m(
+        "policy-hidden-call-told-to-everyone",
+        "gateway/_service.py",
+        "                if self.explain_hidden:\n                    why = self._hidden(caller, index, hidden)",
+        "                if True:\n                    why = self._hidden(caller, index, hidden)",
+        "tests/gateway/test_policy_hides.py",
+        "a caller over HTTP learns which tools the policy hides from it (call)",
+    ),
     # -- clients: what `skilldeck clients` writes into other programs' files ----------------------------
     _m(
         "clients-overwrite-a-file-changed-meanwhile",

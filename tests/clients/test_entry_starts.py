@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import StdioServerParameters
 from mcp.client import Client
@@ -32,16 +32,10 @@ async def test_the_written_entry_starts_with_a_minimal_environment_and_answers(t
     config.write_text(json.dumps({"mcpServers": {"skills": skills}}, indent=2))
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CLAUDE_", "CODEX_"))}
     environ.update(HOME=str(home), SKILLDECK_HOME=str(tmp_path / "state"), COLUMNS="400")
-    done = subprocess.run(
-        [*command, "clients", "connect", "claude-desktop"],
-        env=environ,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = await anyio.run_process(
+        [*command, "clients", "connect", "claude-desktop"], env=environ, cwd=tmp_path, check=False
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr.decode()
     entry = json.loads(config.read_text())["mcpServers"]["skilldeck"]
     assert entry["command"] == command[0]  # the skilldeck it was run with, by its absolute path
     assert os.path.isabs(entry["command"])
