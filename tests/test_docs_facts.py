@@ -1,0 +1,48 @@
+"""What the README and the documentation must say the same way everywhere, checked against the source
+of each fact: the system packages CI installs, and the desktop entry a new user copies."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+MACHINE_PAGES = [REPO / "README.md", DOCS / "getting-started.md", DOCS / "testing.md"]
+
+
+def apt_packages() -> set[str]:
+    """The Debian packages ``.ci/run`` installs for the tests (``apt_install FOR PACKAGE...``)."""
+    found: set[str] = set()
+    for line in (REPO / ".ci" / "run").read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["apt_install"]:
+            found.update(words[2:])
+    return found
+
+
+def test_every_system_package_the_suite_uses_is_named_where_a_new_user_looks() -> None:
+    packages = apt_packages()
+    assert {"redis-server", "haproxy", "chromium", "prometheus"} <= packages, packages
+    for page in MACHINE_PAGES:
+        text = page.read_text()
+        missing = [p for p in sorted(packages) if f"`{p}`" not in text]
+        assert not missing, f"{page.relative_to(REPO)} does not name {missing}"
+
+
+def test_no_copyable_entry_starts_a_bare_skilldeck() -> None:
+    """A desktop client's PATH holds no virtual environment: an entry must name skilldeck by its absolute path."""
+    for page in [REPO / "README.md", *DOCS.rglob("*.md")]:
+        text = page.read_text()
+        assert not re.search(r'"command":\s*"skilldeck"', text), page.relative_to(REPO)
+
+
+def test_the_entry_and_the_check_line_open_the_home_page_and_the_gateway_page() -> None:
+    """The home page shows them before its table of pages; the gateway page in its first quarter (they were
+    at 92% of it)."""
+    for page, before in ((DOCS / "index.md", "| page | what it covers |"), (DOCS / "gateway.md", None)):
+        text = page.read_text()
+        limit = text.index(before) if before else len(text) // 4
+        assert 0 <= text.find('"mcpServers"') < limit, page.name
+        assert 0 <= text.find("--check") < limit, page.name
+        assert re.search(r'"command": "/[^"]+/skilldeck"', text[:limit]), page.name
