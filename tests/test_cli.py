@@ -294,6 +294,8 @@ def test_every_command_runs_through_its_own_handler() -> None:
     }
     for name, sub in commands.choices.items():
         assert callable(sub.get_default("handler")), name
+        assert sub.description, f"skilldeck {name} --help has no description line"
+        assert sub.description in " ".join(sub.format_help().split()), name
 
 
 def test_stdio_command_after_double_dash_is_split_by_the_parser() -> None:

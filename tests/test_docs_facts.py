@@ -46,3 +46,12 @@ def test_the_entry_and_the_check_line_open_the_home_page_and_the_gateway_page() 
         assert 0 <= text.find('"mcpServers"') < limit, page.name
         assert 0 <= text.find("--check") < limit, page.name
         assert re.search(r'"command": "/[^"]+/skilldeck"', text[:limit]), page.name
+
+
+def test_the_readmes_copyable_python_imports_nothing_private() -> None:
+    """A new user copies these blocks into their own code: they import only public modules."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    assert blocks
+    for block in blocks:
+        private = re.findall(r"^(?:from|import) (skilldeck\.\S*\._\w+)", block, flags=re.M)
+        assert not private, private

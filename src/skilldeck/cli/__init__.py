@@ -111,7 +111,14 @@ def _build_parser() -> argparse.ArgumentParser:
     add_console_argument(serve, "the skills served and the policy's decisions on calls")
     serve.set_defaults(handler=_cmd_serve)
 
-    demo = sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
+    demo = sub.add_parser(
+        "demo",
+        help="run the whole path on the bundled example pack (no configuration needed)",
+        description="Answer a question from cards on three in-process servers (the skill chosen, loaded verified, "
+        "its tool called through the gate, History A and B counted), the same among LiveMCPBench's 70 servers, "
+        "an out-of-scope question that abstains, then the Skills extension and the gateway with a real client "
+        "in both protocol eras. Needs no configuration and no network.",
+    )
     demo.set_defaults(handler=_cmd_demo)
     add_host_commands(sub)
     add_select_commands(sub)
