@@ -1438,6 +1438,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/gateway/test_policy_hides.py",
         "a caller over HTTP learns which tools the policy hides from it (call)",
     ),
+    _m(
+        "serve-watch-refusal-said-every-reload",
+        "cli/__init__.py",
+        "            if problem not in reported or reported[problem] != saved:\n",
+        "            if True:\n",
+        "tests/test_cli.py::test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_when_fixed",
+        "serve --watch says every refused skill again on each reload, whatever file changed",
+    ),
+    _m(
+        "serve-watch-refusal-resave-silent",
+        "cli/__init__.py",
+        "            if problem not in reported or reported[problem] != saved:\n",
+        "            if problem not in reported:\n",
+        "tests/test_cli.py::test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_when_fixed",
+        "serve --watch says nothing when a refused skill's file is saved again, still broken",
+    ),
     # -- clients: what `skilldeck clients` writes into other programs' files ----------------------------
     _m(
         "clients-overwrite-a-file-changed-meanwhile",

@@ -8,6 +8,7 @@ output on stdout stay clean.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -201,25 +202,26 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     count = len(extension.catalog)
     view = f" ({_policy_view(extension)})" if policy else ""
 
-    reported = {str(problem) for problem in extension.problems}
+    reported = {str(problem): _saved(problem) for problem in extension.problems}
 
     def on_reload(diff: CatalogDiff) -> None:
         # Every reload is heard, not only one that changed the catalog: a new skill saved with a typo
-        # changes nothing served, and its author must see why at once.
+        # changes nothing served, and its author must see why at once. A refusal is said once per save of
+        # its file: not again when another skill's save reloads the pack.
         nonlocal reported
-        problems = [str(problem) for problem in extension.problems]
+        problems = {str(problem): _saved(problem) for problem in extension.problems}
         if diff:
             err.print(
                 f"reloaded: {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
                 f"({len(extension.catalog)} skills)",
                 highlight=False,
             )
-        for problem in problems:
-            if diff or problem not in reported:
+        for problem, saved in problems.items():
+            if problem not in reported or reported[problem] != saved:
                 err.print(f"[yellow]refused[/] {escape(problem)}", highlight=False, soft_wrap=True)
         for uri in diff.added:
             err.print(f"served {escape(uri)}", highlight=False, soft_wrap=True)
-        reported = set(problems)
+        reported = problems
 
     def on_policy_error(exc: Exception) -> None:
         err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
@@ -295,6 +297,15 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         backend_options=event_loop_options(),  # uvloop where installed
     )
     return ExitCode.OK
+
+
+def _saved(problem: object) -> tuple[int, int] | None:
+    """When the file a refusal names was last saved, and its size (``None`` when it cannot be read)."""
+    try:
+        found = os.stat(getattr(problem, "path", None) or "")
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size
 
 
 def _serving_metrics() -> ServingMetrics:
