@@ -55,3 +55,17 @@ def test_the_readmes_copyable_python_imports_nothing_private() -> None:
     for block in blocks:
         private = re.findall(r"^(?:from|import) (skilldeck\.\S*\._\w+)", block, flags=re.M)
         assert not private, private
+
+
+def test_the_inspector_line_names_node_22_the_tested_inspector_and_a_method_that_lists_skills() -> None:
+    """The Inspector the integration tests run (tests/integration/conftest.py), on the Node they run it on."""
+    conftest = (REPO / "tests" / "integration" / "conftest.py").read_text()
+    node = re.search(r'^NODE = "([^"]+)"', conftest, re.M)
+    inspector = re.search(r'^INSPECTOR = "([^"]+)"', conftest, re.M)
+    assert node and inspector
+    for page in (REPO / "README.md", DOCS / "skills-server.md"):
+        lines = [line for line in page.read_text().splitlines() if "mcp-inspector --cli" in line]
+        assert lines, page.name
+        for line in lines:
+            assert f"-p {node.group(1)} -p {inspector.group(1)} mcp-inspector" in line, line
+            assert "--method skills/list -- skilldeck serve" in line, line
