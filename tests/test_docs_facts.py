@@ -62,7 +62,8 @@ def test_the_inspector_line_names_node_22_the_tested_inspector_and_a_method_that
     conftest = (REPO / "tests" / "integration" / "conftest.py").read_text()
     node = re.search(r'^NODE = "([^"]+)"', conftest, re.M)
     inspector = re.search(r'^INSPECTOR = "([^"]+)"', conftest, re.M)
-    assert node and inspector
+    assert node
+    assert inspector
     for page in (REPO / "README.md", DOCS / "skills-server.md"):
         lines = [line for line in page.read_text().splitlines() if "mcp-inspector --cli" in line]
         assert lines, page.name

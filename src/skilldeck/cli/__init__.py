@@ -269,6 +269,10 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}{replicas.start_note()}",
             highlight=False,
         )
+        if console is not None:
+            from skilldeck.serving._console import console_url
+
+            err.print(f"console at {console_url(url)}", highlight=False)
 
     anyio.run(
         replicas.around,

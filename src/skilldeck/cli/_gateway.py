@@ -335,6 +335,10 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 )
                 if hides:
                     err.print(escape(hides), highlight=False, soft_wrap=True)
+                if console is not None:
+                    from skilldeck.serving._console import console_url
+
+                    err.print(f"console at {console_url(where)}", highlight=False)
 
             if args.http is not None:  # a long-running server: its full collections were its longest stalls
                 freeze_startup_heap()  # the host, the service and the modules stay out of the collector's passes
