@@ -70,3 +70,40 @@ def test_the_inspector_line_names_node_22_the_tested_inspector_and_a_method_that
         for line in lines:
             assert f"-p {node.group(1)} -p {inspector.group(1)} mcp-inspector" in line, line
             assert "--method skills/list -- skilldeck serve" in line, line
+
+
+def test_each_history_a_figure_is_its_sources_and_says_what_it_counts() -> None:
+    """Two counts of History A exist, each labelled where it is quoted: the library's (every schema rendered as an
+    OpenAI tool: the demo, the gateway's history_a_tokens) and the selection benchmark's (each schema as bare JSON)."""
+    import json
+
+    from skilldeck.demo import livemcpbench_snapshot
+    from skilldeck.select._cards import build_cards
+    from skilldeck.select._project import history_a
+
+    rendered = history_a(build_cards(livemcpbench_snapshot())).tokens
+    bench = json.loads((REPO / "bench" / "results" / "selection.json").read_text())
+    bare = bench["modes"]["semantic"]["tokens"]["history_a"]
+    assert (rendered, bare) == (108_953, 102_666)
+    index, gateway = (DOCS / "index.md").read_text(), (DOCS / "gateway.md").read_text()
+    assert f"{bare:,} tokens: the selection benchmark's count" in index
+    assert (
+        f"rendered as OpenAI tools, as `skilldeck demo` and the gateway's\n  `history_a_tokens` count them, {rendered:,}"
+        in index
+    )
+    assert f"{rendered:,} for every schema rendered as OpenAI tools" in gateway
+    assert "each as bare JSON) | 102,666 | 102,666 |" in (DOCS / "benchmarks" / "selection.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    flat = " ".join(readme.split())
+    assert "schemas) it is 109,836 tokens against 798 for History B" in flat  # with the demo's 3 servers' 884 tokens
+    assert "as bare JSON instead, 102,666 tokens" in flat
+
+
+def test_the_mutation_count_quoted_is_the_last_full_runs() -> None:
+    import json
+
+    ran = len(json.loads((REPO / "tools" / "results" / "mutation.json").read_text())["mutations"])
+    for page in (DOCS / "testing.md", DOCS / "benchmarks" / "testing.md"):
+        text = " ".join(page.read_text().split())
+        assert f"the last full run below counted {ran}" in text or f"the last full run counted {ran}" in text, page
+        assert not re.search(r"mutations \(\d+ today\)", text), page  # a count said as today's goes stale
