@@ -220,6 +220,9 @@ def test_what_cannot_be_connected_is_refused_with_what_to_do(
     code, out = run(capsys, "clients", "connect", "cursor")
     assert code == 1
     assert "starts a skilldeck gateway on /x.json; connect with --upstreams /x.json" in out
+    code, out = run(capsys, "clients", "connect", "cursor", "--upstreams", str(machine.path("cursor", "user")))
+    assert code == 1
+    assert "is Cursor's own file; name another file" in out
     machine.path("zed", "user").write_text("{ not json")
     code, out = run(capsys, "clients", "connect", "zed")
     assert code == 1

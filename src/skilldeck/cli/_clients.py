@@ -192,6 +192,8 @@ def _scan(args: argparse.Namespace) -> list[dict[str, Any]]:
             for f in found:
                 kind, what = _summary(f)
                 row["servers"].append({"label": f.label, "kind": kind, "summary": what})
+            if scope == "local" and not row["servers"] and "error" not in row:
+                continue  # ~/.claude.json exists for every project; only one that has servers here is listed
             rows.append(row)
     return rows
 
@@ -292,6 +294,10 @@ def _cmd_connect(args: argparse.Namespace, err: Console) -> int:
         if args.upstreams
         else default_upstreams(system=sys.platform, home=_home(), environ=os.environ)
     )
+    if os.path.realpath(upstreams) == os.path.realpath(location.path):
+        raise UsageError(
+            f"--upstreams {upstreams} is {client.title}'s own file; name another file for the gateway's servers"
+        )
     state = _home_state()
     with state.locked():
         before = read_text(location.path)
