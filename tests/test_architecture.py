@@ -45,6 +45,10 @@ PURE = [
     "catalog/_launch.py",
     "catalog/_consent.py",
     "catalog/_search.py",
+    "clients/_catalog.py",
+    "clients/_dialects.py",
+    "clients/_edits.py",
+    "clients/_plan.py",
 ]
 
 
@@ -117,6 +121,17 @@ def test_learning_sits_below_the_gateway() -> None:
                 path,
                 name,
             )
+
+
+def test_the_clients_core_reads_and_writes_nothing() -> None:
+    """``skilldeck clients`` plans on texts: only its state module and the CLI touch files, and it builds on
+    no server, gateway or CLI module."""
+    for path in (SRC / "clients").glob("*.py"):
+        names = imported_modules(path)
+        above = {n for n in names if n.startswith(("skilldeck.server", "skilldeck.gateway", "skilldeck.cli."))}
+        assert not above | ({"skilldeck.cli"} & names), (path, above)
+        if path.name not in ("_state.py", "__init__.py"):
+            assert not {"os", "tempfile", "shutil", "skilldeck.clients._state"} & names, (path, names)  # PurePath only
 
 
 def test_server_never_imports_host_or_cli() -> None:

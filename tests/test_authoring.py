@@ -223,14 +223,21 @@ def test_near_duplicates_are_told_apart_from_merely_related_descriptions(tmp_pat
     ]
 
 
-def test_new_writes_a_skill_that_validates_without_a_warning(tmp_path: Path) -> None:
+def test_new_writes_a_skill_that_validates_and_warns_until_its_description_is_written(tmp_path: Path) -> None:
     result = run("new", "invoice-review", "--in", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    text = (tmp_path / "invoice-review" / "SKILL.md").read_text()
+    path = tmp_path / "invoice-review" / "SKILL.md"
+    text = path.read_text()
     assert text.startswith("---\n# name:")
     assert "name: invoice-review\n" in text
     for field in ("name", "description", "license", "compatibility", "allowed-tools", "metadata"):
         assert re.search(rf"^# {field}: \S", text, re.M), field  # a comment line saying what it is for
+    report = json.loads(run("validate", str(tmp_path), "--json").stdout)
+    assert (report["ok"], report["errors"], report["warnings"]) == (True, 0, 1), report
+    assert [(f["rule"], f["line"]) for f in report["findings"]] == [("description-template", 6)], report
+    assert "still skilldeck new's placeholder" in report["findings"][0]["message"]
+    written = "Review supplier invoices against purchase orders and draft the reply to the supplier."
+    path.write_text(re.sub(r"^description: .*$", f"description: {written}", text, flags=re.M))
     report = json.loads(run("validate", str(tmp_path), "--json").stdout)
     assert report == {"ok": True, "errors": 0, "warnings": 0, "skills": ["invoice-review"], "findings": []}
 

@@ -286,6 +286,7 @@ def test_every_command_runs_through_its_own_handler() -> None:
         "snapshot",
         "gateway",
         "servers",
+        "clients",
         "history",
         "login",
         "logout",
@@ -294,6 +295,8 @@ def test_every_command_runs_through_its_own_handler() -> None:
     }
     for name, sub in commands.choices.items():
         assert callable(sub.get_default("handler")), name
+        assert sub.description, f"skilldeck {name} --help has no description line"
+        assert sub.description in " ".join(sub.format_help().split()), name
 
 
 def test_stdio_command_after_double_dash_is_split_by_the_parser() -> None:
@@ -354,6 +357,16 @@ def test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_
                 time.sleep(0.2)
             raise AssertionError(f"no {text!r} line in:\n{log.read_text()}")
 
+        def wait_for_count(text: str, count: int) -> list[str]:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                lines = log.read_text().splitlines()
+                if sum(text in line for line in lines) >= count:
+                    return lines
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.2)
+            raise AssertionError(f"fewer than {count} {text!r} lines in:\n{log.read_text()}")
+
         wait_for("skilldeck: serving 1 skills")
         probe = 0
 
@@ -368,9 +381,14 @@ def test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_
         (broken / "SKILL.md").write_text("---\nname: typo\ndescription: [oops\n---\n")  # nothing served changes
         lines = wait_for(f"refused {broken / 'SKILL.md'}: frontmatter is not valid YAML")
         assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 1
+        write_skill(skills, "beta")  # another skill's save reloads the pack: the refusal is not said again
+        lines = wait_for("served skill://beta/SKILL.md")
+        assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 1, lines
+        (broken / "SKILL.md").write_text("---\nname: typo\ndescription: [still oops\n---\n")  # saved again, broken
+        lines = wait_for_count(f"refused {broken / 'SKILL.md'}", 2)
         (broken / "SKILL.md").write_text("---\nname: typo\ndescription: Fixed now.\n---\n")
         lines = wait_for("served skill://typo/SKILL.md")
-        assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 1  # not repeated once fixed
+        assert sum(f"refused {broken / 'SKILL.md'}" in line for line in lines) == 2  # not repeated once fixed
     finally:
         stop(proc)
 

@@ -60,6 +60,7 @@ PUBLIC_MODULES = {
     "skilldeck.authoring",
     "skilldeck.catalog",
     "skilldeck.cli",
+    "skilldeck.clients",
     "skilldeck.demo",
     "skilldeck.errors",
     "skilldeck.gateway",

@@ -119,6 +119,8 @@ T_FAULTS = "tests/host/test_server_faults.py"
 T_META = "tests/gateway/test_meta_and_identity.py"
 T_FORWARD = "tests/gateway/test_forward.py"
 T_DECIDE = "tests/select/test_decide.py"
+T_CLIENTS_CLI = "tests/clients/test_cli_clients.py"
+T_CLIENTS_PLAN = "tests/clients/test_plan.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- gateway: what a downstream client may reach ---------------------------------------------------
@@ -1773,8 +1775,112 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/learning/test_worked_before.py",
         "an untrusted past question is recalled as having worked before",
     ),
+    _m(
+        "policy-label-star-public-ignored",
+        "gateway/_service.py",
+        "allowed = allowed_tools(self.policy, ids, caller) | public",
+        "allowed = allowed_tools(self.policy, ids, caller)",
+        "tests/gateway/test_policy_hides.py",
+        "public_tools: [LABEL/*] makes none of that upstream's tools public",
+    ),
+    _m(
+        "policy-hidden-told-to-everyone",
+        "gateway/_service.py",
+        "why = self._hidden(caller, index, card_id) if self.explain_hidden else None",
+        "why = self._hidden(caller, index, card_id)",
+        "tests/gateway/test_policy_hides.py",
+        "a caller over HTTP learns which ids the policy hides from it (load)",
+    ),
+    _m(
+        "policy-hidden-call-told-to-everyone",
+        "gateway/_service.py",
+        "                if self.explain_hidden:\n                    why = self._hidden(caller, index, hidden)",
+        "                if True:\n                    why = self._hidden(caller, index, hidden)",
+        "tests/gateway/test_policy_hides.py",
+        "a caller over HTTP learns which tools the policy hides from it (call)",
+    ),
+    _m(
+        "serve-watch-refusal-said-every-reload",
+        "cli/__init__.py",
+        "            if problem not in reported or reported[problem] != saved:\n",
+        "            if True:\n",
+        "tests/test_cli.py::test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_when_fixed",
+        "serve --watch says every refused skill again on each reload, whatever file changed",
+    ),
+    _m(
+        "serve-watch-refusal-resave-silent",
+        "cli/__init__.py",
+        "            if problem not in reported or reported[problem] != saved:\n",
+        "            if problem not in reported:\n",
+        "tests/test_cli.py::test_serve_watch_reports_a_new_broken_skill_at_once_and_announces_it_served_when_fixed",
+        "serve --watch says nothing when a refused skill's file is saved again, still broken",
+    ),
+    # -- clients: what `skilldeck clients` writes into other programs' files ----------------------------
+    _m(
+        "clients-overwrite-a-file-changed-meanwhile",
+        "clients/_state.py",
+        "    if read_bytes(target) != expected:\n",
+        "    if False:\n",
+        f"{T_CLIENTS_CLI}::test_a_file_changed_between_reading_and_writing_is_not_overwritten",
+        "connect writes over a client file its client rewrote after connect read it",
+    ),
+    _m(
+        "clients-restore-over-edits",
+        "cli/_clients.py",
+        "        if edited and not args.force:\n",
+        "        if False:\n",
+        f"{T_CLIENTS_CLI}::test_disconnect_refuses_a_file_edited_since_and_force_keeps_the_edit",
+        "disconnect restores the copy over a file the user edited since the connect",
+    ),
+    _m(
+        "clients-secrets-world-readable",
+        "clients/_state.py",
+        "        if private:\n            mode &= 0o600\n",
+        "        if private:\n            pass\n",
+        f"{T_CLIENTS_CLI}::test_connecting_says_where_the_secrets_went_and_never_shows_them",
+        "the upstreams file holding moved tokens keeps a mode others may read",
+    ),
+    _m(
+        "clients-diff-shows-secrets",
+        "cli/_clients.py",
+        "            line = line[0] + _redacted(line[1:], secrets)\n",
+        "            pass\n",
+        f"{T_CLIENTS_CLI}::test_a_dry_run_shows_every_change_writes_nothing_and_prints_no_secret",
+        "--dry-run prints env and header values in its diff",
+    ),
+    _m(
+        "clients-tool-filter-moved",
+        "clients/_dialects.py",
+        "        if raw.get(key):\n",
+        "        if False:\n",
+        "tests/clients/test_dialects.py",
+        "a server a client offers only some tools of moves behind the gateway, which offers them all",
+    ),
+    _m(
+        "clients-label-taken-replaced",
+        "clients/_plan.py",
+        "        if f.label not in merged:\n",
+        "        if True:\n",
+        T_CLIENTS_PLAN,
+        "a moved server whose label is taken in the upstreams file replaces the other server there",
+    ),
+    _m(
+        "clients-same-server-by-label",
+        "clients/_plan.py",
+        '    if "url" in entry:\n        return ("url", str(entry["url"]).rstrip("/"))\n',
+        '    return ("label",)\n',
+        T_CLIENTS_PLAN,
+        "servers are matched without their command, arguments or URL",
+    ),
+    _m(
+        "jsonc-dangling-comma",
+        "clients/_jsonc.py",
+        "    if last and index > 0 and member.comma is None:",
+        "    if False:",
+        "tests/clients/test_jsonc.py",
+        "removing a JSON object's last member leaves a comma that strict JSON readers refuse",
+    ),
 )
-
 
 # -- applying -------------------------------------------------------------------------------------------
 

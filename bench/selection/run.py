@@ -777,7 +777,7 @@ def table(results: dict[str, Any]) -> str:
     )
     row("false accepts at 90% kept (fit A, report B)", lambda r: fa(r, "fit A -> report B"), "<= 45%")
     row("false accepts at 90% kept (fit B, report A)", lambda r: fa(r, "fit B -> report A"), "<= 45%")
-    row("History A tokens (all 527 schemas)", lambda r: f"{r['tokens']['history_a']:,}", "")
+    row("History A tokens (all 527 schemas, each as bare JSON)", lambda r: f"{r['tokens']['history_a']:,}", "")
     row(
         "History B tokens, median (answered)",
         lambda r: f"{r['tokens']['history_b_median']:,.0f} ({r['tokens']['answered']} answered)",

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 
 from skilldeck.agents import SkillSession
 from skilldeck.agents.langchain import SkillMiddleware, tool_name
-from skilldeck.demo._servers import demo_servers
+from skilldeck.demo import demo_servers
 from skilldeck.gateway import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 

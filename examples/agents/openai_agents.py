@@ -20,7 +20,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 
 from skilldeck.agents import SkillSession
 from skilldeck.agents.openai_agents import SkillTools
-from skilldeck.demo._servers import jobs_server
+from skilldeck.demo import jobs_server
 from skilldeck.gateway import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.server._app import run_http

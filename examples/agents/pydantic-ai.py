@@ -17,7 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from skilldeck.agents import SkillSession
 from skilldeck.agents.pydantic_ai import SkillToolset
-from skilldeck.demo._servers import demo_servers
+from skilldeck.demo import demo_servers
 from skilldeck.gateway import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
 

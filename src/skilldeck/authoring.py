@@ -10,6 +10,8 @@ Warnings are what a maintainer wants to hear before publishing, none of which st
 * ``agentskills-field``: a top-level field the Agent Skills format does not define (its reference
   validator refuses such a skill; skilldeck passes the field through);
 * ``body-long``: a body over 500 lines (the format's advice: move detail into referenced files);
+* ``description-template``: the description is still the one ``skilldeck new`` wrote, which says
+  nothing of the skill (:data:`TEMPLATE_DESCRIPTION`);
 * ``description-short`` / ``description-long``: too few words to be found, or so many that the
   words that matter are diluted;
 * ``description-unrelated``: the description shares no index word with the skill's name, body
@@ -40,6 +42,7 @@ __all__ = [
     "DESCRIPTION_MAX_WORDS",
     "DESCRIPTION_MIN_WORDS",
     "DUPLICATE_SIMILARITY",
+    "TEMPLATE_DESCRIPTION",
     "Finding",
     "Report",
     "lint",
@@ -55,6 +58,8 @@ DESCRIPTION_MAX_WORDS = 150
 DUPLICATE_SIMILARITY = 0.75
 """Two descriptions sharing this share of their index words (Jaccard) are near-duplicates."""
 BODY_MAX_LINES = 500
+TEMPLATE_DESCRIPTION = "Describe the task {name} helps with, when to use it, and what it produces from which inputs."
+"""The description ``skilldeck new`` writes for skill ``{name}``: a placeholder, warned about until it is changed."""
 
 Severity = Literal["error", "warning"]
 
@@ -292,7 +297,14 @@ def _warn_description(lint: _Lint) -> list[str]:
     description = lint.skill.entry.description
     words = tokens(description)
     line = _field_line(lint.text, "description")
-    if len(words) < DESCRIPTION_MIN_WORDS:
+    if description == TEMPLATE_DESCRIPTION.format(name=lint.skill.entry.name):
+        lint.warn(
+            "description-template",
+            "the description is still skilldeck new's placeholder: say what the skill does and when to use it, "
+            "in the words a user would ask with (hosts and the gateway choose a skill by this line alone)",
+            line,
+        )
+    elif len(words) < DESCRIPTION_MIN_WORDS:
         lint.warn(
             "description-short",
             f"the description has {len(words)} index words (fewer than {DESCRIPTION_MIN_WORDS}): say what the "

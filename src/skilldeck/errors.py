@@ -16,6 +16,7 @@ In the manner of httpx's ``_exceptions.py`` (the tree) and h11's ``LocalProtocol
     │   ├── LoginRequired
     │   ├── LoginFailed
     │   ├── CredentialStoreError
+    │   ├── ClientFileError
     │   ├── ServeError
     │   ├── SnapshotError
     │   ├── EncoderUnavailable
@@ -57,6 +58,7 @@ __all__ = [
     "AmbiguousName",
     "AuthConfigError",
     "BudgetExceeded",
+    "ClientFileError",
     "ConfigError",
     "CredentialStoreError",
     "CrossOriginRead",
@@ -193,6 +195,11 @@ class LoginFailed(UsageError):
 
 class CredentialStoreError(UsageError):
     """Stored OAuth credentials cannot be read or written (a folder that is not private, an unreadable file)."""
+
+
+class ClientFileError(UsageError):
+    """An MCP client's configuration file cannot be read or changed as asked (``skilldeck clients``); the
+    message names the file and what to do."""
 
 
 class ServeError(UsageError):

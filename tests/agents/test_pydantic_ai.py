@@ -81,10 +81,10 @@ async def test_find_load_call_answer_reveals_exactly_the_loaded_skills_tools() -
         assert result.output == "done"
         # collapsed until the load; then exactly the skill's one tool, never delete_job
         assert seen == [
-            ["find", "load_skill"],
-            ["find", "load_skill"],
-            ["find", "jobs__search_jobs", "load_skill"],
-            ["find", "jobs__search_jobs", "load_skill"],
+            ["find", "load_skill", "read_skill_file"],
+            ["find", "load_skill", "read_skill_file"],
+            ["find", "jobs__search_jobs", "load_skill", "read_skill_file"],
+            ["find", "jobs__search_jobs", "load_skill", "read_skill_file"],
         ]
         found, loaded, called = (p.content for p in returns(result.all_messages()))
         assert found["cards"][0]["id"] == "jobs/job-search"
@@ -155,6 +155,29 @@ def test_the_example_runs_offline_and_reveals_the_skills_tool() -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "pydantic-ai.py"
     done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert "turn 1: the model sees ['find', 'load_skill']" in done.stdout
-    assert "turn 3: the model sees ['find', 'jobs__search_jobs', 'load_skill']" in done.stdout
+    assert "turn 1: the model sees ['find', 'load_skill', 'read_skill_file']" in done.stdout
+    assert "turn 3: the model sees ['find', 'jobs__search_jobs', 'load_skill', 'read_skill_file']" in done.stdout
     assert "jobs__search_jobs -> {'result': [" in done.stdout
+
+
+async def test_read_skill_file_reads_a_loaded_skills_file_and_refuses_one_not_loaded() -> None:
+    """The third tool every adapter offers: a file of a loaded skill, verified; before the load, the reason."""
+    async with open_gateway({"jobs": jobs_upstream()}) as gw:
+        seen: list[list[str]] = []
+        read = {"skill": "jobs/job-search", "path": "SKILL.md"}
+        model = scripted(
+            [
+                call("read_skill_file", read),
+                call("load_skill", {"id": "jobs/job-search"}),
+                call("read_skill_file", read),
+                answer,
+            ],
+            seen,
+        )
+        agent = Agent(model, toolsets=[SkillToolset(SkillSession(gw.service))], retries=3)
+        result = await agent.run("read the job-search skill")
+        before, _loaded, after = returns(result.all_messages())
+        assert "'jobs/job-search' is not a loaded skill (loaded: none); load it first" in str(before.content)
+        assert isinstance(after, ToolReturnPart)
+        assert "job-search" in str(after.content)
+        assert after.outcome != "failed"

@@ -162,7 +162,7 @@ async def test_pydantic_ai_shows_same_named_tools_of_two_servers_as_two_each_cal
         agent = Agent(FunctionModel(respond), toolsets=[SkillToolset(SkillSession(gw.service), cards=0)])
         result = await agent.run("search both archives")
         assert result.output == "done"
-    meta = {"find": "limit,needs,query", "load_skill": "id"}
+    meta = {"find": "limit,needs,query", "load_skill": "id", "read_skill_file": "path,skill"}
     assert seen == [
         meta,
         {**meta, "east__search": "query"},

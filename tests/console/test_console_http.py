@@ -51,8 +51,10 @@ def get(url: str, token: str | None = None, **params: str) -> httpx2.Response:
 
 
 def test_without_a_verifier_the_page_is_the_default_identitys_and_says_so(open_gateway: Gateway) -> None:
+    assert f"console at {open_gateway.console}" in open_gateway.log.read_text().splitlines()  # said at start
     page = get(open_gateway.console)
     assert page.status_code == 200, page.text
+    assert page.text.index('id="live"') < page.text.index('id="view"')  # the live decisions open the page
     assert "no token verifier is configured" in page.text.lower()
     for label in ("deck", "jobs", "hostile", "flaky"):
         assert f'data-label="{label}"' in page.text
@@ -334,6 +336,7 @@ def test_serve_console_shows_the_catalog_without_upstreams_or_search(tmp_path: P
         found = wait_for_startup(proc, log, 60)
         assert not isinstance(found, str), found
         console = found.group(2).removesuffix("/mcp") + "/console"
+        assert f"console at {console}" in log.read_text().splitlines()
         page = get(console)
         assert page.status_code == 200, page.text
         assert "no token verifier is configured" in page.text.lower()

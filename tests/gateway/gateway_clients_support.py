@@ -136,6 +136,7 @@ async def open_gateway(
     server_requests: bool = False,
     encoder: Encoder | Literal["default"] | None = None,
     names: Naming = "label",
+    explain_hidden: bool = False,
 ) -> AsyncIterator[Gateway]:
     """The gateway over in-process ``upstreams`` (label -> ``MCPServer`` or :class:`HostileServer`).
 
@@ -147,7 +148,13 @@ async def open_gateway(
     ]
     async with Host(specs, server_requests=server_requests) as host:
         service = GatewayService(
-            host, policy=policy, grants=grants, pinned=pinned, max_clients=max_clients, encoder=encoder
+            host,
+            policy=policy,
+            grants=grants,
+            pinned=pinned,
+            max_clients=max_clients,
+            encoder=encoder,
+            explain_hidden=explain_hidden,
         )
         server, middleware = create_gateway(service, names=names)
         gateway = Gateway(host, service, server, middleware)

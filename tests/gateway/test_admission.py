@@ -216,7 +216,7 @@ async def test_a_call_of_a_tool_the_policy_hides_is_an_audited_policy_refusal(tm
             loaded = check_structured("load", await alice.call_tool("load", {"ids": ["files/file-help"]}))
             assert [t["name"] for t in loaded["tools"]] == ["files/read_file"], loaded
             assert [(r["id"], r["reason"]) for r in loaded["refused"]] == [
-                ("files/write_file", "files/write_file is not routed to you by the policy")
+                ("files/write_file", "files/write_file is hidden by the policy (no rule routes it to you)")
             ], loaded
             for name in ("files/write_file", "jobs/delete_job"):  # routed to admins only; routed to no one
                 refusal(

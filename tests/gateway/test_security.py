@@ -253,7 +253,7 @@ async def test_a_caller_whose_policy_routes_none_is_refused(era: str, tmp_path: 
         # the skill's tool is refused as not routed; the tool id is not even a card for this caller
         reasons = [(r["id"], r["reason"]) for r in loaded["refused"]]
         assert [i for i, _ in reasons] == ["jobs/search_jobs", "jobs/search_jobs"], reasons
-        assert "not routed to you" in reasons[0][1], reasons
+        assert "hidden by the policy (no rule routes it to you)" in reasons[0][1], reasons
         assert "no card has the id" in reasons[1][1], reasons
         # hidden by the policy, so not in this caller's listing: refused as never listed (nothing disclosed)
         hidden = "never listed a tool named 'search_jobs'"

@@ -83,3 +83,39 @@ async def test_a_session_that_opens_after_its_server_was_closed_is_neither_serve
         assert "notes" not in connections.connected
         assert connections.failures["notes"] is kept_out
         assert states == []
+
+
+BANNER = """\
+import os, sys
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("banner")
+
+
+@server.tool()
+def crash() -> str:
+    sys.stderr.write("fatal: the database went away\\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+sys.stderr.write("Banner MCP Server running on stdio\\n")
+sys.stderr.flush()
+server.run()
+"""
+
+
+async def test_a_server_that_crashes_after_its_start_is_described_by_what_it_said_since() -> None:
+    """Its start banner is what every such server says on starting: the reason keeps only the lines after it."""
+    later = Backoff(first=600, cap=600, jitter=0.0)  # not restarted while the test reads the reason
+    spec = ServerSpec("banner", StdioServer(sys.executable, ("-c", BANNER)), timeout=30)
+    async with Connections([spec], restart=later, on_transition=lambda label, text: None) as connections:
+        assert "banner" in connections.connected, connections.failures
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the process dies under the call
+            await connections.connected["banner"].client.call_tool("crash", {})
+        with anyio.fail_after(30):
+            while "banner" not in connections.failures:
+                await anyio.sleep(0.02)
+        reason = connections.failures["banner"].reason
+        assert reason == "exited (code 1); its stderr ended with: fatal: the database went away", reason
+        assert "Banner MCP Server running on stdio" in connections.stderr("banner")  # still there for the log

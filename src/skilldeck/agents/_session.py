@@ -33,7 +33,12 @@ from skilldeck.gateway._activation import client_key
 from skilldeck.gateway._service import GatewayService
 from skilldeck.serving._policy import Caller
 
-__all__ = ["SkillSession"]
+__all__ = ["SkillSession", "file_text"]
+
+
+def file_text(read: Mapping[str, Any]) -> str:
+    """A ``read_skill_file`` result as a model reads it: the file's text, or a line saying it is binary."""
+    return str(read.get("text") or f"(binary file {read['uri']}, {len(read.get('blob', ''))} base64 characters)")
 
 
 class SkillSession:

@@ -31,7 +31,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 
-from skilldeck.agents._session import SkillSession
+from skilldeck.agents._session import SkillSession, file_text
 from skilldeck.errors import SkilldeckError, shorten
 from skilldeck.gateway._meta import MAX_LOAD_IDS
 
@@ -169,7 +169,7 @@ def _skill_tools() -> list[BaseTool]:
             out = await _session(runtime).read_skill_file(skill, path)
         except SkilldeckError as exc:
             return f"refused: {exc}"
-        return str(out.get("text") or f"(binary file {out['uri']}, {len(out.get('blob', ''))} base64 characters)")
+        return file_text(out)
 
     return [
         StructuredTool.from_function(coroutine=fn, parse_docstring=True) for fn in (find, load_skill, read_skill_file)

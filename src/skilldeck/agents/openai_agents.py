@@ -37,7 +37,7 @@ from agents.mcp import ToolFilterContext
 from agents.tool_guardrails import ToolInputGuardrail, ToolInputGuardrailData
 from mcp.types import Tool as MCPTool
 
-from skilldeck.agents._session import SkillSession
+from skilldeck.agents._session import SkillSession, file_text
 from skilldeck.errors import SkilldeckError, shorten
 from skilldeck.gateway._meta import MAX_LOAD_IDS
 
@@ -110,7 +110,7 @@ class SkillTools:
                 out = await session_of(ctx.context).read_skill_file(skill, path)
             except SkilldeckError as exc:
                 return f"refused: {exc}"
-            return str(out.get("text") or f"(binary file {out['uri']}, {len(out.get('blob', ''))} base64 characters)")
+            return file_text(out)
 
         return [find, load_skill, read_skill_file]
 

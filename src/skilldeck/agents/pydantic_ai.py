@@ -6,9 +6,10 @@
     agent = Agent(model, toolsets=[SkillToolset(session)])
     result = await agent.run("file a refund for order 1234")
 
-The model starts with two tools, ``find`` (cards for a task, never a schema) and ``load_skill``
-(one card id: the verified skill instructions back, its tools active in the session), and the
-instructions list the best cards for the run's prompt. The toolset lists the session's active
+The model starts with three tools, ``find`` (cards for a task, never a schema), ``load_skill``
+(one card id: the verified skill instructions back, its tools active in the session) and
+``read_skill_file`` (a supporting file a loaded skill's instructions name, verified), as the other
+adapters offer them, and the instructions list the best cards for the run's prompt. The toolset lists the session's active
 tools too, each ``defer_loading=True``; ``load_skill`` returns a ``ToolReturn`` whose ``tools``
 name exactly what the load activated, so pydantic-ai reveals those tools from that turn on (and
 records the reveal in the message history, which keeps the earlier prefix, and a provider's prompt
@@ -29,10 +30,18 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from typing_extensions import TypedDict  # pydantic needs this TypedDict before 3.12
 
-from skilldeck.agents._session import SkillSession
+from skilldeck.agents._session import SkillSession, file_text
 from skilldeck.agents.providers import AGENT_TOOLS, LOAD_SKILL
-from skilldeck.errors import GateRefused
-from skilldeck.gateway._meta import FIND, MAX_FIND_LIMIT, MAX_ID_CHARS, MAX_QUERY_CHARS
+from skilldeck.errors import GateRefused, SkilldeckError
+from skilldeck.gateway._meta import (
+    FIND,
+    MAX_FIND_LIMIT,
+    MAX_ID_CHARS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    META_TOOLS,
+    READ_SKILL_FILE,
+)
 from skilldeck.select._project import tool_function_name
 
 __all__ = ["SkillToolset"]
@@ -55,8 +64,16 @@ class _LoadArgs(TypedDict):
     id: Annotated[str, Field(max_length=MAX_ID_CHARS)]
 
 
+class _ReadArgs(TypedDict):
+    skill: Annotated[str, Field(max_length=MAX_ID_CHARS)]
+    path: Annotated[str, Field(max_length=MAX_PATH_CHARS)]
+
+
 _FIND_ARGS = TypeAdapter(_FindArgs)
 _LOAD_ARGS = TypeAdapter(_LoadArgs)
+_READ_ARGS = TypeAdapter(_ReadArgs)
+_READ = next(t for t in META_TOOLS if t["name"] == READ_SKILL_FILE)
+"""The gateway's own ``read_skill_file``: the same name, description and arguments."""
 _ANY_ARGS = TypeAdapter(dict[str, Any])  # upstream tools: the gate validates against the upstream schema
 
 
@@ -120,6 +137,13 @@ class SkillToolset(AbstractToolset[Any]):
                 ),
                 _LOAD_ARGS,
             ),
+            READ_SKILL_FILE: self._tool(
+                ctx,
+                ToolDefinition(
+                    name=READ_SKILL_FILE, parameters_json_schema=_READ["inputSchema"], description=_READ["description"]
+                ),
+                _READ_ARGS,
+            ),
         }
         schemas = {t["name"]: t for t in self.session.active_tools()}
         for name, qualified in self._names().items():
@@ -144,6 +168,11 @@ class SkillToolset(AbstractToolset[Any]):
             return self.session.find(str(tool_args["query"]), tool_args.get("limit"))
         if name == LOAD_SKILL:
             return await self._load(str(tool_args["id"]))
+        if name == READ_SKILL_FILE:
+            try:
+                return file_text(await self.session.read_skill_file(str(tool_args["skill"]), str(tool_args["path"])))
+            except SkilldeckError as exc:  # not loaded, not listed, failed verification: the model hears why
+                raise ToolFailed(str(exc)) from exc
         qualified = (tool.tool_def.metadata or {}).get("dev.skilldeck/tool") or self._names().get(name, name)
         try:
             result = await self.session.call(str(qualified), tool_args)

@@ -8,6 +8,7 @@ output on stdout stay clean.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from skilldeck import __version__
 from skilldeck.cli._arguments import add_http_arguments, http_limits, positive
 from skilldeck.cli._auth import add_auth_arguments, serve_auth, serve_warnings
 from skilldeck.cli._authoring import add_authoring_commands
+from skilldeck.cli._clients import add_clients_command
 from skilldeck.cli._console import add_console_argument, console_wanted
 from skilldeck.cli._exits import ExitCode, exit_for
 from skilldeck.cli._gateway import add_gateway_command
@@ -111,12 +113,20 @@ def _build_parser() -> argparse.ArgumentParser:
     add_console_argument(serve, "the skills served and the policy's decisions on calls")
     serve.set_defaults(handler=_cmd_serve)
 
-    demo = sub.add_parser("demo", help="run the whole path on the bundled example pack (no configuration needed)")
+    demo = sub.add_parser(
+        "demo",
+        help="run the whole path on the bundled example pack (no configuration needed)",
+        description="Answer a question from cards on three in-process servers (the skill chosen, loaded verified, "
+        "its tool called through the gate, History A and B counted), the same among LiveMCPBench's 70 servers, "
+        "an out-of-scope question that abstains, then the Skills extension and the gateway with a real client "
+        "in both protocol eras. Needs no configuration and no network.",
+    )
     demo.set_defaults(handler=_cmd_demo)
     add_host_commands(sub)
     add_select_commands(sub)
     add_gateway_command(sub)
     add_servers_command(sub)
+    add_clients_command(sub)
     add_history_command(sub)
     add_login_commands(sub)
     add_authoring_commands(sub)
@@ -194,25 +204,26 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     count = len(extension.catalog)
     view = f" ({_policy_view(extension)})" if policy else ""
 
-    reported = {str(problem) for problem in extension.problems}
+    reported = {str(problem): _saved(problem) for problem in extension.problems}
 
     def on_reload(diff: CatalogDiff) -> None:
         # Every reload is heard, not only one that changed the catalog: a new skill saved with a typo
-        # changes nothing served, and its author must see why at once.
+        # changes nothing served, and its author must see why at once. A refusal is said once per save of
+        # its file: not again when another skill's save reloads the pack.
         nonlocal reported
-        problems = [str(problem) for problem in extension.problems]
+        problems = {str(problem): _saved(problem) for problem in extension.problems}
         if diff:
             err.print(
                 f"reloaded: {len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed "
                 f"({len(extension.catalog)} skills)",
                 highlight=False,
             )
-        for problem in problems:
-            if diff or problem not in reported:
+        for problem, saved in problems.items():
+            if problem not in reported or reported[problem] != saved:
                 err.print(f"[yellow]refused[/] {escape(problem)}", highlight=False, soft_wrap=True)
         for uri in diff.added:
             err.print(f"served {escape(uri)}", highlight=False, soft_wrap=True)
-        reported = set(problems)
+        reported = problems
 
     def on_policy_error(exc: Exception) -> None:
         err.print(f"[red]policy not applied[/] (the previous one stays): {escape(str(exc))}", highlight=False)
@@ -260,6 +271,10 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             f"skilldeck: serving {count} skills from {where} at {url}{watching}{view}{replicas.start_note()}",
             highlight=False,
         )
+        if console is not None:
+            from skilldeck.serving._console import console_url
+
+            err.print(f"console at {console_url(url)}", highlight=False)
 
     anyio.run(
         replicas.around,
@@ -288,6 +303,15 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         backend_options=event_loop_options(),  # uvloop where installed
     )
     return ExitCode.OK
+
+
+def _saved(problem: object) -> tuple[int, int] | None:
+    """When the file a refusal names was last saved, and its size (``None`` when it cannot be read)."""
+    try:
+        found = os.stat(getattr(problem, "path", None) or "")
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size
 
 
 def _serving_metrics() -> ServingMetrics:

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from skilldeck.authoring import lint_paths
+from skilldeck.authoring import TEMPLATE_DESCRIPTION, lint_paths
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole
 from skilldeck.errors import UsageError
@@ -71,13 +71,14 @@ def run_validate(args: argparse.Namespace, err: Console) -> int:
 
 
 def skill_template(name: str) -> str:
-    """The ``SKILL.md`` ``skilldeck new`` writes for ``name``: it passes ``validate`` without a warning."""
+    """The ``SKILL.md`` ``skilldeck new`` writes for ``name``: it passes ``validate`` with one warning, the
+    placeholder description (:data:`~skilldeck.authoring.TEMPLATE_DESCRIPTION`), until that is changed."""
     return f"""---
 # name: the skill's id; lowercase letters, digits and single hyphens, equal to its folder's name.
 name: {name}
 # description: what the skill does and when to use it, in the words a user would ask with (up to 1024 characters).
 #   Hosts and the gateway choose a skill by this line alone: name the task, its inputs and its outputs.
-description: Describe the task {name} helps with, when to use it, and what it produces from which inputs.
+description: {TEMPLATE_DESCRIPTION.format(name=name)}
 # license: optional; the license of the skill's files (an SPDX id, or the name of a LICENSE file in the folder).
 # license: Apache-2.0
 # compatibility: optional; what the skill needs to run (a product, system packages, network access).

@@ -370,6 +370,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 cache_dir=vector_cache_dir(args) if encoder is not None else None,
                 learning=learning,
                 anonymous=anonymous_learning(args),
+                explain_hidden=args.http is None,  # on stdio the one caller wrote the policy: say what it hides
             )
             if metrics is not None:
                 metrics.observe(service)
@@ -433,6 +434,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 metrics.instrument(server)
             skills, tools = len(host.skills), len(host.tools())
             up = len(specs) - len(host.failures)
+            hides = _policy_hides(service, policy)
 
             def on_ready(where: str) -> None:
                 bound_log_output(json_lines=json_lines)  # what an outsider's requests make the gateway log is bounded
@@ -441,6 +443,12 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                     f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",
                     highlight=False,
                 )
+                if hides:
+                    err.print(escape(hides), highlight=False, soft_wrap=True)
+                if console is not None:
+                    from skilldeck.serving._console import console_url
+
+                    err.print(f"console at {console_url(where)}", highlight=False)
 
             if args.http is not None:  # a long-running server: its full collections were its longest stalls
                 freeze_startup_heap()  # the host, the service and the modules stay out of the collector's passes
@@ -466,6 +474,19 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     with sdk_logs_in_one_line():
         anyio.run(main, backend_options=event_loop_options())
     return code
+
+
+def _policy_hides(service: Any, policy: Any) -> str:
+    """What the policy hides from its default identity (the stdio caller, or HTTP without a token): said at start,
+    since under a policy a tool no rule grants is hidden ("" without a policy)."""
+    if policy is None:
+        return ""
+    tools, skills = service.hidden_from(policy.default_identity)
+    hint = "; public_tools: [LABEL/*] makes every tool of a server public" if tools else ""
+    return (
+        f"the policy hides {counted(tools, 'tool')} and {counted(skills, 'skill')} of the upstreams from the "
+        f"default identity (stdio, or HTTP without a token){hint}"
+    )
 
 
 def _gateway_metrics() -> GatewayMetrics:

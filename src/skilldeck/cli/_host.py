@@ -79,7 +79,12 @@ def add_host_commands(sub: Any) -> None:
     )
 
     skills = sub.add_parser(
-        "skills", parents=[common], server_command=True, help="list skill and tool cards per server"
+        "skills",
+        parents=[common],
+        server_command=True,
+        help="list skill and tool cards per server",
+        description="Connect to one server (a URL, a label of --config, or a stdio command after --) or every "
+        "server of --config, and list its skill and tool cards as the host registers them.",
     )
     skills.add_argument("server", nargs="?", metavar="SERVER", help="URL or --config label (or '-- COMMAND ARGS')")
     skills.set_defaults(handler=run_skills)
@@ -89,6 +94,9 @@ def add_host_commands(sub: Any) -> None:
         parents=[common],
         server_command=True,
         help="load one skill, verified, and print it tagged with its origin",
+        description="Load one skill of a server: its SKILL.md (and with --file or --all-files its supporting "
+        "files) checked against the listed size and digest, approved once, and printed tagged with the server "
+        "it came from.",
     )
     load.add_argument("server", nargs="?", metavar="SERVER", help="URL or --config label (or '-- COMMAND ARGS')")
     load.add_argument("skill", nargs="?", metavar="SKILL-URI", help="skill URI or name (default: the first listed)")

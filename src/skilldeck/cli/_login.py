@@ -53,7 +53,13 @@ def add_login_commands(sub: Any) -> None:
     )
     login.set_defaults(handler=_cmd_login)
 
-    logout = sub.add_parser("logout", parents=[common], help="forget the stored OAuth tokens of a server")
+    logout = sub.add_parser(
+        "logout",
+        parents=[common],
+        help="forget the stored OAuth tokens of a server",
+        description="Remove the OAuth tokens skilldeck login stored for a server (from the keyring, or the file "
+        "under $SKILLDECK_HOME/credentials); the next connection asks for a login again.",
+    )
     logout.set_defaults(handler=_cmd_logout)
 
 

@@ -40,7 +40,11 @@ __all__ = [
 
 def add_select_commands(sub: Any) -> None:
     ask = sub.add_parser(
-        "ask", help="choose the capability for a question (or abstain), load it, optionally call a tool"
+        "ask",
+        help="choose the capability for a question (or abstain), load it, optionally call a tool",
+        description="Rank the cards of the servers (the demo's three without --config) for a question, choose one "
+        "or abstain when none fits, load the chosen skill verified, print what a model would be given (History B) "
+        "against every tool schema (History A), and with --call call one of its tools through the gate.",
     )
     ask.add_argument("question", help="the question, in the user's words")
     ask.add_argument("--config", metavar="FILE", help="an mcpServers JSON file; default: the demo's servers")
@@ -59,7 +63,13 @@ def add_select_commands(sub: Any) -> None:
     ask.add_argument("--yes", action="store_true", help="approve the chosen skill for this run")
     ask.set_defaults(handler=run_ask)
 
-    select = sub.add_parser("select", help="rank capabilities offline against a catalog snapshot")
+    select = sub.add_parser(
+        "select",
+        help="rank capabilities offline against a catalog snapshot",
+        description="Rank the cards of a catalog snapshot (from skilldeck snapshot) for one question or a file of "
+        "them, without connecting to any server: the ranked cards with their scores, and the choice or the "
+        "abstention with its reason.",
+    )
     select.add_argument(
         "--catalog", required=True, type=Path, metavar="FILE", help="a catalog snapshot (as skilldeck snapshot writes)"
     )
@@ -84,7 +94,13 @@ def add_select_commands(sub: Any) -> None:
     select.add_argument("--depth", type=int, default=10, help="ranked entries per query (at least 10; default 10)")
     select.set_defaults(handler=run_select)
 
-    snapshot = sub.add_parser("snapshot", help="write a live discovery as a catalog snapshot (JSON on stdout)")
+    snapshot = sub.add_parser(
+        "snapshot",
+        help="write a live discovery as a catalog snapshot (JSON on stdout)",
+        description="Connect to the servers of an mcpServers file, list their skills and tools, and write them as "
+        "one JSON catalog snapshot on stdout, for skilldeck select and the benchmarks (--bodies: each skill's "
+        "SKILL.md too, loaded verified).",
+    )
     snapshot.add_argument(
         "--config", required=True, metavar="FILE", help="an mcpServers JSON file of the servers to list"
     )

@@ -31,6 +31,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from skilldeck.demo._servers import demo_servers, jobs_server
 from skilldeck.host._loader import LoadedSkill
 from skilldeck.host._verify import verify_bytes, verify_skill_md
 from skilldeck.host._wire import SkillsWire, declared_skills_settings
@@ -44,7 +45,9 @@ from skilldeck.server import create_server
 __all__ = [
     "ask_tour",
     "at_scale",
+    "demo_servers",
     "example_pack",
+    "jobs_server",
     "livemcpbench_snapshot",
     "run_demo",
     "server_tour",
@@ -80,7 +83,6 @@ async def run_demo(console: Console) -> None:
 async def ask_tour(console: Console) -> None:
     """Part 1: question → cards → verified skill → one schema → gated call → tokens; then abstention."""
     from skilldeck.ask import ask, snapshot_from_host
-    from skilldeck.demo._servers import demo_servers
     from skilldeck.host import Host, InProcessServer, ServerSpec
     from skilldeck.select._encoders import default_encoder
 

@@ -8,7 +8,8 @@ is therefore checked against the catalog of a configured upstream (the same name
 * a rule's key (``skills:``) must be a skill (``LABEL/NAME``), prompt (``LABEL/PROMPT``),
   resource (``LABEL/URI``, or a URI one of the upstream's templates expands to), resource
   template (``LABEL/URI-TEMPLATE``) or ``LABEL/*`` of that upstream;
-* a tool (a rule's ``tools:``, ``public_tools``) must be ``LABEL/TOOL`` of that upstream.
+* a tool (a rule's ``tools:``, ``public_tools``) must be ``LABEL/TOOL`` of that upstream, or in
+  ``public_tools`` ``LABEL/*`` (every tool of it).
 
 An id whose label is no configured upstream, or whose upstream is connected and serves no such
 thing, is an error (one line per id, with the closest known id as a suggestion). An id of an
@@ -54,8 +55,8 @@ class UpstreamIds:
     """The upstream's resource templates, as patterns an expanded ``LABEL/URI`` matches."""
 
     def knows(self, name: PolicyName) -> bool:
-        if name.kind == "tool":
-            return name.name in self.tools
+        if name.kind == "tool":  # public_tools may name every tool of the upstream: LABEL/*
+            return name.name in self.tools or (name.where == "public_tools" and name.name == f"{self.label}/*")
         return name.name in self.rules or any(t.fullmatch(name.name) for t in self.templates)
 
     def known(self, name: PolicyName) -> frozenset[str]:

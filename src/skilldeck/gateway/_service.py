@@ -13,9 +13,18 @@ default identity) a policy in the format of ``skilldeck serve --policy`` decides
 
 * skills, keyed ``LABEL/NAME``: admitted or not (hidden from ``find``, refused by ``load``);
 * tools, ``LABEL/TOOL``: a caller may load and call only what the routes of its admitted skills
-  grant it, plus the policy's ``public_tools``;
+  grant it, plus the policy's ``public_tools`` (``LABEL/*``: every tool of that upstream); every other
+  tool is hidden from it;
 * instructions: ``{{ name }}`` placeholders in a loaded ``SKILL.md`` are filled with the caller's
   variables (after verification: the bytes checked are the upstream's).
+
+Who is told that the policy hides something (``explain_hidden``): a refusal of a tool a loaded skill
+names says "hidden by the policy" to anyone, since the skill already named it. A refusal of an id the
+caller could only have guessed (a skill it is not admitted to, a tool nothing routes to it) says so
+only where the gateway is told to explain (the command line does on stdio, where the one caller is
+the person who wrote the policy); elsewhere it reads as for an id that does not exist, so a caller
+learns nothing of what is hidden from it, and the decision log and the audit record it as a policy
+decision.
 
 Per client (an :class:`~skilldeck.gateway._activation.Activation`) the service remembers what was
 loaded: only those tools pass the gate. A skill may name tools of another server
@@ -151,6 +160,8 @@ class GatewayService:
             :class:`~skilldeck.gateway._upstreams.HostUpstreams` over ``host``.
         learning: the usage ledger successful uses are recorded in and ranked with (see the module
             docs); ``None``: nothing is learned.
+        explain_hidden: refusals of an id the policy hides say so ("hidden by the policy") rather than
+            reading as for an id that does not exist (see the module docs: for the stdio caller).
     """
 
     def __init__(
@@ -170,8 +181,10 @@ class GatewayService:
         upstreams: Upstreams | None = None,
         learning: Learner | None = None,
         anonymous: AnonymousLearning = "trusted",
+        explain_hidden: bool = False,
     ) -> None:
         self.host = host
+        self.explain_hidden = explain_hidden
         self.learning = learning
         self.anonymous: AnonymousLearning = anonymous
         """What a use by a caller without a verified identity teaches (see :data:`AnonymousLearning`)."""
@@ -409,10 +422,35 @@ class GatewayService:
         if index is not None and index.allowed is not None:
             return index.allowed
         ids = [self.upstreams.skill_id(r) for r in self.upstreams.skills]
-        allowed = allowed_tools(self.policy, ids, caller)
+        public = {tool_id(label, t) for label in self.policy.public_labels for t in self.upstreams.tool_names(label)}
+        allowed = allowed_tools(self.policy, ids, caller) | public
         if index is not None:  # the audience's index is dropped with it on reindex
             index.allowed = allowed
         return allowed
+
+    def hidden_from(self, caller: Caller) -> tuple[int, int]:
+        """How many tools and skills the upstreams list that the policy hides from ``caller`` (none without one)."""
+        if self.policy is None:
+            return 0, 0
+        allowed = self.tools_for(caller) or frozenset()
+        listed = {tool_id(s.label, str(t["name"])) for s in self.upstreams.snapshot().servers for t in s.tools}
+        skills = [self.upstreams.skill_id(r) for r in self.upstreams.skills]
+        return len(listed - allowed), sum(not self._admits_skill(caller, i) for i in skills)
+
+    def _hidden(self, caller: Caller, index: _Index, card_id: str) -> str | None:
+        """Why the policy hides ``card_id`` (a skill or tool the upstreams list) from ``caller``, else ``None``."""
+        if self.policy is None:
+            return None
+        if any(self.upstreams.skill_id(r) == card_id for r in self.upstreams.skills):
+            return None if self._admits_skill(caller, card_id) else "its rule's admit: does not include you"
+        label, _, name = card_id.partition("/")
+        if (
+            index.listing is not None
+            and name in index.listing.get(label, {})
+            and card_id not in (self.tools_for(caller) or ())
+        ):
+            return "no rule of a skill admitted to you routes it to you, and public_tools does not list it"
+        return None
 
     def _admits_skill(self, caller: Caller, skill_id: str) -> bool:
         if self.policy is None:
@@ -582,7 +620,7 @@ class GatewayService:
                     path.loaded(card_id, named)
                     followed[card_id] = named
                 else:
-                    pair = self._tool(index, card_id, allowed)
+                    pair = self._tool(caller, index, card_id, allowed)
                     if pair not in tools:
                         tools.append(pair)
                     path.loaded(card_id, [pair])
@@ -657,16 +695,20 @@ class GatewayService:
                 f"the skill {record.label}/{record.name} names a tool of another server ({label!r}); "
                 f"the gateway activates it only with a grant (--grant {record.label}:{label})"
             )
+        # the skill named the tool, so the caller knows of it: the policy's hiding it is said to anyone
         if allowed is not None and tool_id(label, name) not in allowed:
-            return "policy", f"{tool_id(label, name)} is not routed to you by the policy"
+            return "policy", f"{tool_id(label, name)} is hidden by the policy (no rule routes it to you)"
         return None
 
-    def _tool(self, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
+    def _tool(self, caller: Caller, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
         label, sep, name = card_id.partition("/")
         if sep and (down := self.down(label)) is not None:
             raise GateRefused(f"{down}; nothing was loaded")
         listed = index.cards.tools.get(label, {}) if sep else {}
         if name not in listed or (allowed is not None and card_id not in allowed):
+            why = self._hidden(caller, index, card_id) if self.explain_hidden else None
+            if why is not None:
+                raise GateRefused(f"{card_id} is hidden by the policy: {why}; nothing was loaded")
             raise GateRefused(f"no card has the id {card_id!r}; ids come from find (LABEL/NAME)")
         return label, name
 
@@ -762,6 +804,9 @@ class GatewayService:
             hidden = self._hidden_tool(caller, index, name) if isinstance(refused, ToolNotListed) else None
             if hidden is not None:  # the policy hid it from this caller's listing: a policy decision too
                 self.audit.record(caller, hidden, allowed=False, reason=NOT_GRANTED)
+                if self.explain_hidden:
+                    why = self._hidden(caller, index, hidden)
+                    raise GateRefused(f"{hidden} is hidden by the policy: {why}; the call was not sent") from None
             if error is refused:
                 raise
             raise error from None
@@ -770,7 +815,9 @@ class GatewayService:
             granted = tool_id(label, tool) in allowed
             self.audit.record(caller, tool_id(label, tool), allowed=granted, reason=GRANTED if granted else NOT_GRANTED)
             if not granted:
-                raise GateRefused(f"{tool_id(label, tool)} is not routed to you by the policy; the call was not sent")
+                raise GateRefused(
+                    f"{tool_id(label, tool)} is hidden by the policy (no rule routes it to you); the call was not sent"
+                )
         return label, tool
 
     def _hidden_tool(self, caller: Caller, index: _Index, name: str) -> str | None:

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -696,6 +696,8 @@ class Connections(Unwinding):
         self._closers: dict[str, anyio.Event] = {}
         self.server_stderr = server_stderr
         self._stderr_files: dict[str, IO[str]] = {}
+        self._stderr_started: dict[str, int] = {}
+        """Per stdio label, how many bytes its stderr held when its handshake finished: what it said on starting."""
         self._tg: TaskGroup | None = None
         self._stack = AsyncExitStack()
         self.server_requests = server_requests
@@ -740,6 +742,7 @@ class Connections(Unwinding):
         if self.server_stderr is not None:
             return self.server_stderr
         log = self._stderr_files.get(spec.label)
+        self._stderr_started.pop(spec.label, None)
         if log is not None and not log.closed:  # a restart: the file starts again, so it never grows past one run
             log.seek(0)
             log.truncate()
@@ -748,10 +751,34 @@ class Connections(Unwinding):
         self._stderr_files[spec.label] = log
         return log
 
-    def _stderr_tail(self, label: str, lines: int = 5) -> str:
-        text = self.stderr(label)
+    def _stderr_tail(self, label: str, lines: int = 5, *, since_start: bool = False) -> str:
+        """The last ``lines`` lines of the server's stderr, for a reason; ``since_start``: only what it wrote after
+        its handshake, so a server that crashes later is not described by its start banner ("running on stdio")."""
+        text = self._stderr_after(label, self._stderr_started.get(label, 0)) if since_start else self.stderr(label)
         tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
         return ("; its stderr ended with: " + " | ".join(tail)) if tail else ""
+
+    def _stderr_mark(self, label: str) -> None:
+        """Note how much the server wrote to stderr up to now (its handshake just finished)."""
+        log = self._stderr_files.get(label)
+        if log is not None and not log.closed:
+            with suppress(OSError):
+                self._stderr_started[label] = os.fstat(log.fileno()).st_size
+
+    def _stderr_after(self, label: str, offset: int) -> str:
+        """What the server wrote to stderr past ``offset`` bytes (redacted)."""
+        log = self._stderr_files.get(label)
+        if log is None or log.closed:
+            return ""
+        try:
+            log.flush()
+            if not hasattr(os, "pread"):  # pragma: no cover - Windows: the whole stderr, as before
+                return self.stderr(label)
+            size = os.fstat(log.fileno()).st_size
+            data = os.pread(log.fileno(), max(0, size - offset), offset)
+        except (OSError, ValueError):
+            return ""
+        return self._redact(label, data.decode("utf-8", "replace"))
 
     def stderr(self, label: str) -> str:
         """What a stdio server wrote to stderr so far (when it went to a file of its own)."""
@@ -1027,6 +1054,7 @@ class Connections(Unwinding):
                         connected = Connected(spec, client, SkillsWire(client), settings)
                         self.connected[label] = connected
                         self.failures.pop(label, None)
+                        self._stderr_mark(label)
                         opened.set()
                         watch.cancel()
                         if schedule is not None:
@@ -1048,7 +1076,7 @@ class Connections(Unwinding):
                         if gone.is_set() and not self._ended(label, closer):
                             code = self._exit_codes.get(label)
                             said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]
-                            reason = spec.redact(said + self._stderr_tail(label))
+                            reason = spec.redact(said + self._stderr_tail(label, since_start=True))
                             outcome = (True, reason)
                             if self.connected.get(label) is connected:
                                 del self.connected[label]

@@ -58,6 +58,7 @@ __all__ = [
     "SkillRow",
     "ToolRow",
     "UpstreamRow",
+    "console_url",
     "with_console",
 ]
 
@@ -447,6 +448,14 @@ def _decision(record: Mapping[str, Any]) -> dict[str, Any]:
         "summary": summary,
         "fields": json.dumps(rest, ensure_ascii=False, default=str),  # no indent: indent takes the pure-Python encoder
     }
+
+
+def console_url(mcp_url: str) -> str:
+    """Where the page of the server listening at ``mcp_url`` is: the same scheme, host and port, at :data:`CONSOLE_PATH`."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(mcp_url)
+    return f"{parts.scheme}://{parts.netloc}{CONSOLE_PATH}"
 
 
 def with_console(app: ASGIApp, console: Callable[[Scope, Receive, Send], Any]) -> ASGIApp:

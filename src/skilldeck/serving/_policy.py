@@ -354,7 +354,9 @@ class Policy:
 
     skills: Mapping[str, SkillPolicy] = field(default_factory=dict)
     public_tools: frozenset[str] = frozenset()
-    """Tools every caller may list and call, whatever skills they see."""
+    """Tools every caller may list and call, whatever skills they see; at a gateway ``LABEL/*`` stands for
+    every tool of that upstream (:attr:`public_labels`). A tool neither public nor routed by an admitted
+    skill's rule is hidden: under a policy, tools are denied unless granted."""
     default_identity: Caller = field(default_factory=Caller)
     tenant_claim: ClaimPath = "tenant"
     roles_claim: ClaimPath = "roles"
@@ -377,6 +379,11 @@ class Policy:
             return
         self._warned.add(why)
         _log.warning("the policy's claims do not fit this token: %s%s (said once)", why, detail)
+
+    @cached_property
+    def public_labels(self) -> frozenset[str]:
+        """The upstreams (at a gateway) every tool of which is public: ``LABEL/*`` in :attr:`public_tools`."""
+        return frozenset(t[:-2] for t in self.public_tools if t.endswith("/*") and t[:-2] and "/" not in t[:-2])
 
     @cached_property
     def conditions_on(self) -> frozenset[str]:
