@@ -19,6 +19,7 @@ from .conftest import CATALOG, _tool
 
 FILES_NEED = "read and write files in a local folder"
 TIME_NEED = "get the current date and time"
+MEMORY_NEED = "remember facts about people and things in a knowledge graph memory"
 
 
 @pytest.mark.parametrize(
@@ -46,6 +47,16 @@ TIME_NEED = "get the current date and time"
         ("add 2 files to the commit", []),  # a count of things, not a sum
         ("add 5 to the shopping list", []),
         ("add two numbers", []),  # no numbers: the ranking's to read
+        # a fact to remember or recall, in the words people use (not "entity" nor "knowledge graph")
+        ("remember that Alice likes tea", [MEMORY_NEED]),
+        ("don't forget I'm allergic to peanuts", [MEMORY_NEED]),
+        ("keep in mind that my birthday is in May", [MEMORY_NEED]),
+        ("make a note that the meeting moved to Friday", [MEMORY_NEED]),
+        ("what do you remember about Alice", [MEMORY_NEED]),
+        ("forget everything you know about Bob", [MEMORY_NEED]),
+        ("forget it", []),  # not a fact to drop
+        ("Remembrance Day parades in London", []),  # a word that starts alike
+        ("a note on the scale of C major", []),
     ],
 )
 def test_implied_needs_are_found_by_general_rules(question: str, needs: list[str]) -> None:

@@ -87,6 +87,15 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_LOCAL_FILE, "read and write files in a local folder"),
     (re.compile(r"\bhttps?://\S+", re.IGNORECASE), "fetch the content of a web page at a URL"),
     (ARITHMETIC, "calculate a math expression"),
+    (
+        re.compile(
+            r"\b(?:remember|(?:don'?t|do not|never) forget|keep in mind|make a note|save a note|take a note|"
+            r"note (?:that|down)|recall what|forget (?:everything|what|all)|what do you (?:know|remember)|"
+            r"you know about)\b",
+            re.IGNORECASE,
+        ),
+        "remember facts about people and things in a knowledge graph memory",
+    ),
     # a date relative to today: tomorrow, next Wednesday, the last 24h, three days ago, ...
     (
         re.compile(
@@ -99,12 +108,14 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 """Needs a question implies without naming them, each found by a rule (no model): a file it mentions
-(the work has to be read or saved somewhere), a URL, arithmetic, a date relative to today (the
-work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
+(the work has to be read or saved somewhere), a URL, arithmetic, a fact to remember or recall about a
+person or a thing ("remember that Alice likes tea", "what do you know about Bob": tools that keep
+such facts describe a "knowledge graph" and "entities", words a person never says), a date relative
+to today (the work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
 questions that say them need fresh data, not the clock."""
-LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:3])
-"""The implied needs that name the very thing the question is about (a file, a URL, a sum): in a small
-catalog their server goes first. A date relative to today ("rain tomorrow") does not: the clock is
+LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:4])
+"""The implied needs that name the very thing the question is about (a file, a URL, a sum, a fact to
+remember): in a small catalog their server goes first. A date relative to today ("rain tomorrow") does not: the clock is
 seldom what such a question is for."""
 IMPLIED_SLOT = 4
 """An implied need's best server is moved up to this index of the server list (the fifth place) when
