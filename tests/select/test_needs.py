@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,28 @@ def test_in_a_small_catalog_a_date_keeps_the_fifth_place() -> None:
     assert servers.index("clock") == IMPLIED_SLOT, servers  # the clock is seldom what the question is for
 
 
+def test_in_a_small_catalog_a_fact_to_remember_puts_the_memory_server_first() -> None:
+    """People say "remember" and "keep in mind"; a memory server's tools say "entities" and "knowledge
+    graph": the need the question implies, not its words, finds the server."""
+    catalog = _small_catalog(SMALL_CATALOG_SERVERS - 1)
+    catalog["servers"].append(
+        {
+            "label": "kg",
+            "tools": [
+                _tool("add_observations", "Add new observations to existing entities in the knowledge graph"),
+                _tool("read_graph", "Read the entire knowledge graph"),
+            ],
+        }
+    )
+    cards = build_cards(parse_snapshot(catalog))
+    ranker = Ranker(cards.cards, schemas=cards.tools)
+    question = "keep in mind that my sister likes the stock market news"
+    assert ranker.rank(question, implied=False).servers[0][0] != "kg"
+    ranking = ranker.rank(question)
+    assert ranking.implied == [(MEMORY_NEED, "kg")]
+    assert ranking.servers[0][0] == "kg"
+
+
 def test_needs_given_by_the_caller_are_each_ranked_judged_and_given_slots(cardset: CardSet) -> None:
     selector = Selector(cardset)
     needs = ["current stock price of the AAPL ticker", "plot a bar chart of the prices"]
@@ -214,7 +237,7 @@ MATH_NEED = "calculate a math expression"
 
 class _TopicEncoder:
     """Vectors that say whether a text is about arithmetic (one axis) or about something else (a hash of
-    it on the other axes): the cosine of a card that sums to the arithmetic need is ~0.9, of any other
+    it on the other axes, the same in every process): the cosine of a card that sums to the arithmetic need is ~0.9, of any other
     card ~0."""
 
     name = "topic"
@@ -223,13 +246,14 @@ class _TopicEncoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         rows = []
         for text in texts:
-            rng = np.random.default_rng(abs(hash(text)) % 2**32)
+            digest = zlib.crc32(text.encode())  # not hash(): it changes with each process's PYTHONHASHSEED
+            rng = np.random.default_rng(digest)
             row = np.zeros(16, dtype=np.float32)
-            row[1:] = rng.standard_normal(15).astype(np.float32) * 0.05
+            row[1:] = rng.standard_normal(15).astype(np.float32) * 0.1
             if any(w in text.lower() for w in ("math", "sum of", "plus")):
                 row[0] = 1.0
             else:
-                row[1 + abs(hash(text)) % 15] += 1.0
+                row[1 + digest % 15] += 1.0
             rows.append(row / np.linalg.norm(row))
         return np.stack(rows)
 
