@@ -5,6 +5,9 @@ of the installed skilldeck, put back on exit), so the same harness, catalogs and
 
 * ``no intent view``: ``RankConfig.intent_weight`` 0 (what a question asks to do is not held
   against the tools' annotations);
+* ``no slot view``: ``RankConfig.slot_weight`` 0 (a clock time or URL the question gives, or a
+  clock time it does not give, is not held against what the tools' required arguments need);
+* ``no memory need``: a fact to remember or recall is not a need the question implies;
 * ``no ties first``: the shortlist leads with one card per server, ties or not;
 * ``large-catalog calibration``: a small catalog judged by the model fitted on 70 servers;
 * ``file need fifth``: a file or URL the question names moves its server to the fifth place, as in a
@@ -23,7 +26,7 @@ from typing import Any
 
 from skilldeck import ask
 from skilldeck.gateway import _shortlist
-from skilldeck.select import _decide, _rank, _steps, _text
+from skilldeck.select import _decide, _query, _rank, _steps, _text
 from skilldeck.select._cards import words
 
 __all__ = ["VARIANTS"]
@@ -53,6 +56,26 @@ def no_intent() -> Iterator[None]:
         init(self, *args, **kwargs)
 
     with _patched(_rank.Ranker, "__init__", without):
+        yield
+
+
+@contextlib.contextmanager
+def no_slots() -> Iterator[None]:
+    init = _rank.Ranker.__init__
+
+    def without(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["config"] = replace(kwargs.get("config") or _rank.RankConfig(), slot_weight=0.0)
+        init(self, *args, **kwargs)
+
+    with _patched(_rank.Ranker, "__init__", without):
+        yield
+
+
+@contextlib.contextmanager
+def no_memory_need() -> Iterator[None]:
+    memory = [need for _, need in _query.IMPLIED_NEEDS if "remember" in need]
+    kept = tuple((pattern, need) for pattern, need in _query.IMPLIED_NEEDS if need not in memory)
+    with _patched(_query, "IMPLIED_NEEDS", kept), _patched(_rank, "LEADING_NEEDS", _rank.LEADING_NEEDS - set(memory)):
         yield
 
 
@@ -143,6 +166,8 @@ def server_self() -> Iterator[None]:
 VARIANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "shipped": shipped,
     "no intent view": no_intent,
+    "no slot view": no_slots,
+    "no memory need": no_memory_need,
     "no ties first": no_ties,
     "large-catalog calibration": large_calibration,
     "file need fifth": file_need_fifth,

@@ -45,6 +45,9 @@ class RankConfig:
     annotations say it does adds to the card's own score, or takes from it when they contradict
     (:mod:`skilldeck.select._intent`; ``bench/selection/everyday.py``: 0.1, 0.3 and 0.6 put the same
     first cards within a point of each other, 0.3 the best; no effect on a tool without annotations)."""
+    slot_weight: float = 0.3
+    """How much a question giving (or not giving) a value a tool's required argument needs (a clock
+    time to convert, a URL to fetch) moves the card's own score (:mod:`skilldeck.select._slots`)."""
     history_weight: float = 0.5
     """BM25F weight of a card's past questions (a field of their own, scored on its own index; see
     :mod:`skilldeck.select._history`), added to the card's own score."""

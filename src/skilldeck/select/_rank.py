@@ -61,6 +61,7 @@ from skilldeck.select._history import History, HistoryIndex, cap
 from skilldeck.select._intent import Intent, agreement, question_intent, tool_effect
 from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, LEADING_NEEDS, implied_needs, split_jobs
 from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
+from skilldeck.select._slots import SlotKind, fit, names_action, question_slots, slot_kinds
 from skilldeck.select._steps import VIEWS, Fusion, RankSteps, SemanticVectors, ServerGroups
 from skilldeck.select._text import semantic_text, server_text, tokens
 from skilldeck.select._vectors import VectorCache
@@ -192,6 +193,14 @@ class Ranker:
             else None
         )
         """Per intent a question may have, each card's agreement with it (``None``: no tool gives a hint)."""
+        self._slots: list[frozenset[SlotKind]] | None = None
+        if config.slot_weight:
+            slots = [
+                slot_kinds(schemas.get(card.server, {}).get(card.name)) if card.kind == "tool" else frozenset()
+                for card in self.cards
+            ]
+            self._slots = slots if any(slots) else None
+        """Each card's kinds of required value (:mod:`skilldeck.select._slots`; ``None``: no tool needs one)."""
         self._named = dict(self._inherit)
         self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
         self._primed: dict[str, np.ndarray] = {}
@@ -739,6 +748,16 @@ class Ranker:
     def _with_intent(self, question: str, scores: np.ndarray, own_share: float) -> np.ndarray:
         """``scores`` with each card's own share moved by how its tool's annotations agree with what the
         question asks to do (:mod:`skilldeck.select._intent`); as they are when no tool gives a hint."""
+        if self._slots is not None:
+            given = question_slots(question)
+            fits = np.array(
+                [
+                    fit(given, needed, names_action=bool(needed) and names_action(question, card.name))
+                    for needed, card in zip(self._slots, self.cards, strict=True)
+                ],
+                dtype=np.float64,
+            )
+            scores = scores + own_share * self.config.slot_weight * fits
         if self._agreement is None:
             return scores
         intent = question_intent(question)
