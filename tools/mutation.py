@@ -1620,6 +1620,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the 64th word of a question is not read for a cue",
     ),
     _m(
+        "redact-json-form-dropped",
+        "host/_config.py",
+        "    forms |= {json.dumps(form)[1:-1] for form in forms}  # a JSON log line of any of them\n",
+        "",
+        "tests/host/test_config.py",
+        "a secret an upstream prints JSON-escaped shows in messages",
+    ),
+    _m(
         "slots-missing-clock-not-held",
         "select/_slots.py",
         '    if "clock" in needed and not names_action:\n        return -1.0\n',

@@ -216,6 +216,31 @@ def test_a_value_from_the_environment_never_shows_in_a_failure_the_gateway_repor
     assert SECRET not in done.stdout + done.stderr, done
 
 
+QUOTED_SECRET = "tok\\4d'1f\"9c%2b 7e"
+"""A value with a backslash, both quotes, a percent sign and a space: each escaping writes it otherwise."""
+ESCAPES = (
+    "import json, shlex, sys, urllib.parse; v = sys.argv[1]; "
+    "sys.stderr.write(' '.join([repr(sys.argv), json.dumps(v), shlex.quote(v), urllib.parse.quote(v, safe='')]) + chr(10)); "
+    "raise SystemExit(1)"
+)
+
+
+def test_a_value_from_the_environment_is_hidden_however_an_upstream_escapes_it(tmp_path: Path) -> None:
+    """An upstream that prints its argv as Python's repr, its token as JSON, shell-quoted and
+    percent-encoded on stderr: ``gateway --check`` tells its failure with ``${VAR}`` for every form."""
+    config = write(
+        tmp_path / "mcp.json",
+        {"mcpServers": {"deck": DECK, "leaky": {"command": sys.executable, "args": ["-c", ESCAPES, "${LEAKY_TOKEN}"]}}},
+    )
+    done = run_gateway("--config", str(config), "--check", env={"LEAKY_TOKEN": QUOTED_SECRET})
+    assert done.returncode == 3, done
+    assert "unavailable [leaky]: " in done.stdout, done.stdout
+    told = done.stdout + done.stderr
+    assert told.count("${LEAKY_TOKEN}") >= 4, told  # repr, JSON, shell quoting, percent-encoding
+    for form in ("tok\\\\4d", "4d\\'1f", '1f\\"9c', "tok%5C4d", "9c%252b", "%2b 7e", "tok\\4d"):
+        assert form not in told, (form, told)
+
+
 def reloaded(proc: subprocess.Popen[bytes], log: Path, times: int) -> str:
     """Send SIGHUP and wait until the gateway has said ``reloaded:`` ``times`` times in all; its log since the signal."""
     before = log.read_text(errors="replace")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +259,35 @@ def test_values_from_the_environment_never_show_in_a_message_or_a_repr() -> None
     assert "https://h/${TOKEN}/mcp" in repr(spec)
     [short] = parse_config({"mcpServers": {"s": {"command": "x", "args": ["${N}"]}}}, environ={"N": "1"})
     assert short.redact("exit code 1") == "exit code 1"  # a three-letter value would mangle every message
+
+
+QUOTED = "p\"a'ss\\w%rd é"
+"""A value with both quotes, a backslash, a percent sign, a space and a letter JSON escapes as \\u."""
+
+
+@pytest.mark.parametrize(
+    ("how", "written"),
+    [
+        ("as it is", QUOTED),
+        ("JSON", json.dumps(QUOTED)),
+        ("JSON, not ASCII", json.dumps(QUOTED, ensure_ascii=False)),
+        ("repr", repr(QUOTED)),
+        ("repr in single quotes", "'" + QUOTED.replace("\\", "\\\\").replace("'", "\\'") + "'"),
+        ("shell", shlex.quote(QUOTED)),
+        ("percent-encoded", urllib.parse.quote(QUOTED, safe="")),
+        ("form-encoded", urllib.parse.quote_plus(QUOTED, safe="")),
+        ("JSON of a repr", json.dumps(repr(QUOTED))),
+        ("JSON of argv", json.dumps(["x", QUOTED])),
+    ],
+)
+def test_a_secret_is_redacted_however_it_is_quoted_or_escaped(how: str, written: str) -> None:
+    [spec] = parse_config({"mcpServers": {"s": {"command": "x", "args": ["${PASS}"]}}}, environ={"PASS": QUOTED})
+    told = spec.redact(f"upstream said: {written} (exit 1)")
+    assert "${PASS}" in told, (how, told)
+    for piece in ("ss\\w", "ss%5Cw", "ss%5cw", "a'ss", "a\\'ss", "\\u00e9", "%C3%A9"):
+        assert piece not in told, (how, piece, told)
+
+
+def test_a_short_value_is_not_redacted_in_any_form() -> None:
+    [short] = parse_config({"mcpServers": {"s": {"command": "x", "args": ["${N}"]}}}, environ={"N": "1 2"})
+    assert short.redact("exit code 1 2, '1 2', 1%202") == "exit code 1 2, '1 2', 1%202"

@@ -37,6 +37,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -127,9 +129,15 @@ class ServerSpec:
     """The configuration file the entry was read from (``None`` when it was not), for the commands a message names."""
 
     def redact(self, text: str) -> str:
-        """``text`` with every value this spec took from the environment written as its ``${VAR}``."""
-        for value, placeholder in self.hidden:
-            text = text.replace(value, placeholder)
+        """``text`` with every value this spec took from the environment written as its ``${VAR}``: as
+        it is, and as it reads quoted or escaped (:func:`secret_forms`: an upstream that prints its
+        argv as JSON or ``repr``, a URL that percent-encodes it)."""
+        forms = sorted(
+            ((form, placeholder) for value, placeholder in self.hidden for form in secret_forms(value)),
+            key=lambda pair: -len(pair[0]),
+        )
+        for form, placeholder in forms:
+            text = text.replace(form, placeholder)
         return text
 
     def __repr__(self) -> str:
@@ -305,6 +313,25 @@ _EXPANDED = ("command", "args", "env", "url", "headers", "oauth")
 """The fields of an entry in which ``${VAR}`` is expanded."""
 _MIN_HIDDEN = 4
 """A value taken from the environment shorter than this is not redacted (it would mangle every message)."""
+
+
+def secret_forms(value: str) -> frozenset[str]:
+    """The texts ``value`` takes as it is and when quoted or escaped: JSON (``\\"``, ``\\\\``,
+    ``\\uXXXX``), Python's ``repr`` (either quote), shell quoting and percent-encoding, quotes left out
+    where the form adds them around the value; each of them JSON-escaped once more (a log line
+    written as JSON quoting an upstream's ``repr``)."""
+    forms = {
+        value,  # JSON-escaped below, with the rest
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        value.replace("\\", "\\\\").replace("'", "\\'"),
+        value.replace("\\", "\\\\").replace('"', '\\"'),
+        shlex.quote(value),
+        urllib.parse.quote(value, safe=""),
+        urllib.parse.quote_plus(value, safe=""),
+    }
+    forms |= {json.dumps(form)[1:-1] for form in forms}  # a JSON log line of any of them
+    return frozenset(form for form in forms if form)
 
 
 def _expand(raw: object, at: str, environ: Mapping[str, str], hidden: dict[str, str]) -> object:
