@@ -1620,6 +1620,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the 64th word of a question is not read for a cue",
     ),
     _m(
+        "credentials-group-writable-trusted",
+        "host/_credentials.py",
+        "        if status.st_mode & 0o022:",
+        "        if status.st_mode & 0o002:",
+        "tests/host/test_oauth.py",
+        "a stored OAuth record the user's group may write is used",
+    ),
+    _m(
+        "credentials-folder-not-checked",
+        "host/_credentials.py",
+        '            self._own(self.folder, os.lstat(self.folder), "folder", "700")\n',
+        "",
+        "tests/host/test_oauth.py",
+        "a stored OAuth record in a folder others may write is used",
+    ),
+    _m(
         "redact-json-form-dropped",
         "host/_config.py",
         "    forms |= {json.dumps(form)[1:-1] for form in forms}  # a JSON log line of any of them\n",

@@ -4,6 +4,7 @@ listener, re-registration, refresh after a restart, and a login nobody completes
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from skilldeck.errors import ConfigError, LoginFailed
+from skilldeck.errors import ConfigError, CredentialStoreError, LoginFailed
 from skilldeck.host._config import HttpServer, OAuthSettings, parse_config
 from skilldeck.host._connect import Connections, connect_once
 from skilldeck.host._credentials import FileStore, KeyringStore, default_store
@@ -125,6 +126,69 @@ def test_file_store_makes_a_shared_folder_private(tmp_path: Path) -> None:
     folder.chmod(0o755)
     FileStore(tmp_path / "home").save("https://a/mcp", {})
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def _planted(tmp_path: Path, folder_mode: int, file_mode: int) -> FileStore:
+    """A record saved by a real login, then its folder's and file's modes changed."""
+    store = FileStore(tmp_path / "home")
+    store.save("https://a/mcp", {"tokens": {"access_token": "t"}})
+    store.path("https://a/mcp").chmod(file_mode)
+    store.folder.chmod(folder_mode)
+    return store
+
+
+@pytest.mark.parametrize(("folder_mode", "file_mode"), [(0o700, 0o600), (0o755, 0o644), (0o700, 0o400)])
+def test_a_record_only_its_user_can_write_is_used(tmp_path: Path, folder_mode: int, file_mode: int) -> None:
+    store = _planted(tmp_path, folder_mode, file_mode)
+    assert store.load("https://a/mcp") == {"tokens": {"access_token": "t"}, "server": "https://a/mcp"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+@pytest.mark.parametrize(
+    ("folder_mode", "file_mode", "what", "mode"),
+    [
+        (0o777, 0o600, "folder", "777"),
+        (0o720, 0o600, "folder", "720"),  # group-writable is enough
+        (0o702, 0o600, "folder", "702"),
+        (0o700, 0o666, "file", "666"),
+        (0o700, 0o620, "file", "620"),
+        (0o700, 0o602, "file", "602"),
+    ],
+)
+def test_a_record_others_could_write_is_refused_with_how_to_fix_it(
+    tmp_path: Path, folder_mode: int, file_mode: int, what: str, mode: str
+) -> None:
+    store = _planted(tmp_path, folder_mode, file_mode)
+    with pytest.raises(CredentialStoreError) as refused:
+        store.load("https://a/mcp")
+    message = str(refused.value)
+    assert f"the credentials {what} " in message, message
+    assert f"may be written by others (mode {mode})" in message, message
+    assert f"chmod {'700' if what == 'folder' else '600'} " in message, message
+    store.path("https://a/mcp").chmod(0o600)
+    store.folder.chmod(0o700)  # made private as the message says: used again
+    assert store.load("https://a/mcp") is not None
+
+
+@pytest.mark.skipif(os.name != "posix" or os.getuid() != 0, reason="giving a file to another user needs root")
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_a_record_of_another_user_is_refused(tmp_path: Path, what: str) -> None:
+    store = _planted(tmp_path, 0o700, 0o600)
+    os.chown(store.folder if what == "folder" else store.path("https://a/mcp"), 65534, -1)
+    with pytest.raises(CredentialStoreError) as refused:
+        store.load("https://a/mcp")
+    assert f"the credentials {what} " in str(refused.value), refused.value
+    assert "belongs to another user (uid 65534)" in str(refused.value), refused.value
+
+
+def test_a_record_behind_a_symbolic_link_is_not_read(tmp_path: Path) -> None:
+    store = _planted(tmp_path, 0o700, 0o600)
+    path = store.path("https://a/mcp")
+    real = path.with_name("elsewhere.json")
+    path.rename(real)
+    path.symlink_to(real)
+    with pytest.raises(CredentialStoreError, match="cannot read the stored credentials"):
+        store.load("https://a/mcp")
 
 
 class FakeKeyring:

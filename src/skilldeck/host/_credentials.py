@@ -84,14 +84,23 @@ class FileStore:
         return self.folder / (hashlib.sha256(server.encode()).hexdigest()[:32] + ".json")
 
     def load(self, server: str) -> dict[str, Any] | None:
+        """``server``'s record, ``None`` without one; a :class:`CredentialStoreError` for a record (or
+        its folder) that another local user could have written: its token endpoint and tokens would
+        be theirs, and a refresh would send the client secret where they chose."""
         path = self.path(server)
         try:
-            with path.open("rb") as file:
-                raw = file.read(_MAX_RECORD + 1)
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise CredentialStoreError(f"cannot read the stored credentials {path}: {exc.strerror or exc}") from None
+        with os.fdopen(descriptor, "rb") as file:
+            self._own(self.folder, os.lstat(self.folder), "folder", "700")
+            self._own(path, os.fstat(file.fileno()), "file", "600")
+            try:
+                raw = file.read(_MAX_RECORD + 1)
+            except OSError as exc:
+                raise CredentialStoreError(f"cannot read the stored credentials {path}: {exc.strerror or exc}") from None
         try:
             record = json.loads(raw) if len(raw) <= _MAX_RECORD else None
         except ValueError:
@@ -125,6 +134,22 @@ class FileStore:
         except OSError as exc:
             raise CredentialStoreError(f"cannot remove {self.path(server)}: {exc.strerror or exc}") from None
         return True
+
+    @staticmethod
+    def _own(path: Path, status: os.stat_result, what: str, mode: str) -> None:
+        """Refuse a credentials ``what`` not owned by this user, or that others may write (POSIX)."""
+        if os.name != "posix":
+            return
+        if status.st_uid != os.getuid():
+            raise CredentialStoreError(
+                f"the credentials {what} {path} belongs to another user (uid {status.st_uid}): it is not used; "
+                f"remove it and run `skilldeck login` again"
+            )
+        if status.st_mode & 0o022:
+            raise CredentialStoreError(
+                f"the credentials {what} {path} may be written by others (mode {stat.S_IMODE(status.st_mode):o}): "
+                f"it is not used; make it private (chmod {mode} {path}) or remove it and run `skilldeck login` again"
+            )
 
     def _private_folder(self) -> None:
         """Make the folder (0700), or refuse one that others may read or that is not a folder."""
