@@ -25,11 +25,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the plugins: the user's state guarded (every fixture, whatever its scope, in a temporary
     home), and the end of the run (skips grouped by reason, exit at the summary line)."""
-    # npx keeps one folder per set of -p packages and reinstalls it in place when a range (node@22)
-    # resolves to a newer release than the one it holds: under a run of several processes, one
-    # reinstalling while another runs from it fails with "Cannot find module". What is cached (the
-    # CI script pre-warms it) is used as it is; what is missing is still fetched.
-    os.environ.setdefault("npm_config_prefer_offline", "true")
     guard = _load_script("tests", "home_guard.py")
     config.pluginmanager.register(guard, "skilldeck-home-guard")
     config.pluginmanager.register(_load_script("tests", "session_report.py"), "skilldeck-session-report")

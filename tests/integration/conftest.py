@@ -31,9 +31,11 @@ EXAMPLES = REPO / "examples" / "skills"
 
 STARTUP_TIMEOUT = 30.0
 
-# Pinned npm packages. Node 22 comes from the npm registry (`node@22`) because the system Node
-# may be older; both packages declare engines.node >= 22.
-NODE = "node@22"
+# Pinned npm packages. Node 22 comes from the npm registry (`node@22.x.y`) because the system Node
+# may be older; both packages declare engines.node >= 22. Exact, as the others: npx keeps one folder
+# per set of -p packages and, given a range (`node@22`), reinstalls that folder in place at every run,
+# so a second test process running from it meanwhile fails with "Cannot find module".
+NODE = "node@22.23.3"
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 # The TypeScript SDK's client package (its `ext/skills` entry point has SkillsClient); installed into

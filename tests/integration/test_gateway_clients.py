@@ -29,6 +29,7 @@ from mcp.client import Client
 from skilldeck.gateway import META_OUTPUT_SCHEMAS, META_TOOLS
 
 from ..server.helpers import REPO, start_gateway, stop
+from .conftest import NODE
 
 pytestmark = [pytest.mark.thirdparty, pytest.mark.anyio]
 
@@ -176,7 +177,7 @@ def test_ts_client_calls_each_meta_tool(run_npx, ts_client_dir: Path, gateway: s
     script = Path(__file__).resolve().parent / "ts_gateway_client.mjs"
     arguments = json.dumps({"message": f"typescript {era}"})
     result = run_npx(
-        "-p", "node@22", "node", str(script), str(ts_client_dir), gateway, era, "deck/pdf-forms", PIN, arguments
+        "-p", NODE, "node", str(script), str(ts_client_dir), gateway, era, "deck/pdf-forms", PIN, arguments
     )
     assert result.returncode == 0, result.describe()
     report = json.loads(result.stdout.strip().splitlines()[-1])
