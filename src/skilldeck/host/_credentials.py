@@ -100,7 +100,9 @@ class FileStore:
             try:
                 raw = file.read(_MAX_RECORD + 1)
             except OSError as exc:
-                raise CredentialStoreError(f"cannot read the stored credentials {path}: {exc.strerror or exc}") from None
+                raise CredentialStoreError(
+                    f"cannot read the stored credentials {path}: {exc.strerror or exc}"
+                ) from None
         try:
             record = json.loads(raw) if len(raw) <= _MAX_RECORD else None
         except ValueError:
