@@ -48,27 +48,24 @@ def shipped() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def no_intent() -> Iterator[None]:
+def _config(**changes: float) -> Iterator[None]:
+    """Every Ranker built meanwhile takes its RankConfig with ``changes``."""
     init = _rank.Ranker.__init__
 
-    def without(self: Any, *args: Any, **kwargs: Any) -> None:
-        kwargs["config"] = replace(kwargs.get("config") or _rank.RankConfig(), intent_weight=0.0)
+    def changed(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["config"] = replace(kwargs.get("config") or _rank.RankConfig(), **changes)
         init(self, *args, **kwargs)
 
-    with _patched(_rank.Ranker, "__init__", without):
+    with _patched(_rank.Ranker, "__init__", changed):
         yield
 
 
-@contextlib.contextmanager
-def no_slots() -> Iterator[None]:
-    init = _rank.Ranker.__init__
+def no_intent() -> contextlib.AbstractContextManager[None]:
+    return _config(intent_weight=0.0)
 
-    def without(self: Any, *args: Any, **kwargs: Any) -> None:
-        kwargs["config"] = replace(kwargs.get("config") or _rank.RankConfig(), slot_weight=0.0)
-        init(self, *args, **kwargs)
 
-    with _patched(_rank.Ranker, "__init__", without):
-        yield
+def no_slots() -> contextlib.AbstractContextManager[None]:
+    return _config(slot_weight=0.0)
 
 
 @contextlib.contextmanager

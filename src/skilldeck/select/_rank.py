@@ -193,14 +193,14 @@ class Ranker:
             else None
         )
         """Per intent a question may have, each card's agreement with it (``None``: no tool gives a hint)."""
-        self._slots: list[frozenset[SlotKind]] | None = None
+        self._slots: list[tuple[int, frozenset[SlotKind]]] = []
         if config.slot_weight:
-            slots = [
-                slot_kinds(schemas.get(card.server, {}).get(card.name)) if card.kind == "tool" else frozenset()
-                for card in self.cards
-            ]
-            self._slots = slots if any(slots) else None
-        """Each card's kinds of required value (:mod:`skilldeck.select._slots`; ``None``: no tool needs one)."""
+            for i, card in enumerate(self.cards):
+                needed = slot_kinds(schemas.get(card.server, {}).get(card.name)) if card.kind == "tool" else frozenset()
+                if needed:
+                    self._slots.append((i, needed))
+        """The cards whose tool needs a kind of value (:mod:`skilldeck.select._slots`), by index: only they
+        are read for each question, not the whole catalog."""
         self._named = dict(self._inherit)
         self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
         self._primed: dict[str, np.ndarray] = {}
@@ -748,16 +748,12 @@ class Ranker:
     def _with_intent(self, question: str, scores: np.ndarray, own_share: float) -> np.ndarray:
         """``scores`` with each card's own share moved by how its tool's annotations agree with what the
         question asks to do (:mod:`skilldeck.select._intent`); as they are when no tool gives a hint."""
-        if self._slots is not None:
+        if self._slots:
             given = question_slots(question)
-            fits = np.array(
-                [
-                    fit(given, needed, names_action=bool(needed) and names_action(question, card.name))
-                    for needed, card in zip(self._slots, self.cards, strict=True)
-                ],
-                dtype=np.float64,
-            )
-            scores = scores + own_share * self.config.slot_weight * fits
+            scores = scores.copy()
+            for i, needed in self._slots:
+                named = names_action(question, self.cards[i].name)
+                scores[i] += own_share * self.config.slot_weight * fit(given, needed, names_action=named)
         if self._agreement is None:
             return scores
         intent = question_intent(question)
