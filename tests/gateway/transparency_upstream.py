@@ -90,8 +90,8 @@ PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
 
 
 @contextmanager
-def gateway_in_front(tmp: Path) -> Iterator[tuple[str, Path]]:
-    """``skilldeck gateway --http --pin ...`` in front of this upstream over streamable HTTP on loopback:
+def gateway_in_front(tmp: Path, *extra: str) -> Iterator[tuple[str, Path]]:
+    """``skilldeck gateway --http --pin ... EXTRA...`` in front of this upstream over streamable HTTP on loopback:
     its URL and its log. Checks, once the block ends, that the gateway is still running."""
     from ..host.hostile_http import serving_in_thread
     from ..server.helpers import start_gateway, stop
@@ -101,7 +101,7 @@ def gateway_in_front(tmp: Path) -> Iterator[tuple[str, Path]]:
         config = tmp / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"see": {"url": upstream_url}}}))
         log = tmp / "gateway.log"
-        proc, match = start_gateway(config, log, *[arg for pin in PINS for arg in ("--pin", pin)])
+        proc, match = start_gateway(config, log, *[arg for pin in PINS for arg in ("--pin", pin)], *extra)
         try:
             yield match["url"], log
             assert proc.poll() is None, log.read_text(errors="replace")
