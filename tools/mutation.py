@@ -1212,6 +1212,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an upstream is told of a capability the caller declared but the host cannot relay",
     ),
     _m(
+        "forwarded-requests-declare-the-gateways-capabilities",
+        "gateway/_forward.py",
+        "with on_behalf_of(ctx.session.client_capabilities):",
+        "with contextlib.nullcontext():",
+        "tests/gateway/test_caller_capabilities.py::test_a_forwarded_prompt_resource_and_completion_declare_what_the_caller_declared",
+        "a forwarded prompt, read or completion tells the upstream of capabilities the caller never declared",
+    ),
+    _m(
+        "pin-headers-checked-before-the-policy",
+        "gateway/_server.py",
+        "            if routed is not None and tool_id(label, tool) not in routed:\n                continue\n",
+        "",
+        "tests/gateway/test_gateway_http_protocol.py::test_a_pin_the_policy_does_not_route_is_refused_by_the_policy_not_for_its_headers",
+        "a pin not routed to the caller answers -32020 for its headers instead of the policy's refusal",
+    ),
+    _m(
         "stdio-guard-line-at-the-limit-dropped",
         "host/_stdio_guard.py",
         "if len(line) - (end != -1) > max_line:",

@@ -1,4 +1,5 @@
-"""A proxied call declares its caller's capabilities upstream, never the gateway's own (issue 25, item 4).
+"""A proxied call declares its caller's capabilities upstream, never the gateway's own (issue 25, item 4),
+and so does a forwarded prompt, resource read or completion (issue 42, item 7).
 
 On 2026-07-28 a client declares its capabilities on every request, and a server decides from them
 what it may ask: a tool that needs sampling answers ``-32021`` to a client without it, and a tool
@@ -17,7 +18,14 @@ from typing import Any
 import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, CreateMessageResult, InputRequiredResult, TextContent
+from mcp_types import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    CreateMessageResult,
+    InputRequiredResult,
+    PromptReference,
+    ResourceTemplateReference,
+    TextContent,
+)
 
 from skilldeck.host._on_behalf import RELAYED_CAPABILITIES, relayed_capabilities
 
@@ -76,6 +84,32 @@ async def test_the_upstream_sees_what_the_caller_declared(era: str, caller: str)
             assert not (await c.call_tool("load", {"ids": ["see/declared"]})).is_error
             result = await c.call_tool("call", {"tool": "see/declared", "arguments": {}})
             assert relayed(json.loads(text(result))) == expected
+
+
+@pytest.mark.parametrize("caller", list(CALLERS))
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_forwarded_prompt_resource_and_completion_declare_what_the_caller_declared(
+    era: str, caller: str
+) -> None:
+    """``prompts/get``, ``resources/read`` and ``completion/complete`` are sent on the caller's behalf as a
+    tool call is: the upstream never hears of a capability the caller lacks (issue 42, item 7)."""
+    wanted, expected = CALLERS[caller]
+    async with (
+        open_gateway({"see": transparency_upstream()}, pinned=PINS, server_requests=True) as gw,
+        client(gw, era, **callbacks(wanted)) as c,
+    ):
+        with anyio.fail_after(20):
+            prompt = await c.get_prompt("see__declared_prompt")
+            assert relayed(json.loads(prompt.messages[0].content.text)) == expected  # type: ignore[union-attr]
+            read = await c.read_resource("upstream://see/see://declared/it")
+            assert relayed(json.loads(read.contents[0].text)) == expected  # type: ignore[union-attr]
+            reference = ResourceTemplateReference(type="ref/resource", uri="upstream://see/see://declared/{what}")
+            completed = await c.complete(reference, {"name": "what", "value": ""})
+            assert relayed(json.loads(completed.completion.values[0])) == expected
+            completed = await c.complete(
+                PromptReference(type="ref/prompt", name="see__declared_prompt"), {"name": "x", "value": ""}
+            )
+            assert relayed(json.loads(completed.completion.values[0])) == expected
 
 
 async def test_the_gateway_declares_its_own_capabilities_outside_a_proxied_call() -> None:

@@ -116,6 +116,26 @@ async def test_the_sdk_client_sends_the_header_the_gateway_listed(gateway: Runni
         assert result.content[0].text == "at north pole ☃"  # type: ignore[union-attr]
 
 
+UNROUTED = """\
+default_identity: {subject: intern, tenant: acme, roles: [reader]}
+public_tools: [see/declared]
+"""
+
+
+def test_a_pin_the_policy_does_not_route_is_refused_by_the_policy_not_for_its_headers(tmp_path: Path) -> None:
+    """The policy decides first: a caller ``see/locate`` is not routed to is told so (as for any tool it
+    was never shown), not ``-32020`` for an ``Mcp-Param-*`` header it had no way to know of."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(UNROUTED)
+    with gateway_in_front(tmp_path, "--policy", str(policy)) as (url, _):
+        for headers in ({}, {f"Mcp-Param-{REGION_HEADER}": "south"}):  # missing, and mismatched
+            response = modern_call(url, "see__locate", {"arguments": {"region": "Hello"}}, headers)
+            assert response.status_code == 200, response.text
+            result = answer_of(response)["result"]
+            assert result["isError"] is True, result
+            assert "never listed a tool named 'locate'" in result["content"][0]["text"], result
+
+
 def test_meta_tools_take_no_param_headers(gateway: Running) -> None:
     """``find`` has no ``x-mcp-header`` argument: nothing to check, as for any tool without one."""
     response = modern_call(gateway.url, "find", {"arguments": {"query": "where"}})

@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
 from mcp_types import (
+    ClientCapabilities,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -33,9 +38,14 @@ def _sample() -> Sample:
     return Sample([SamplingMessage(role="user", content=TextContent(type="text", text="a word"))], max_tokens=5)
 
 
+def _declared(capabilities: ClientCapabilities | None) -> str:
+    return json.dumps(capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if capabilities else {})
+
+
 def transparency_upstream() -> MCPServer[Any]:
     """``see``: ``locate`` (an ``x-mcp-header`` argument), ``declared``, ``needs_sampling``, ``ask_what_you_can``,
-    ``slow`` (answers after ``seconds``, with a progress notification first)."""
+    ``slow`` (answers after ``seconds``, with a progress notification first); the prompt ``declared_prompt``,
+    the template ``see://declared/{what}`` and every completion answer with the capabilities declared too."""
     server: MCPServer[Any] = MCPServer("see")
 
     @server.tool()
@@ -46,10 +56,7 @@ def transparency_upstream() -> MCPServer[Any]:
     @server.tool()
     def declared(ctx: Context) -> str:
         """The client capabilities this request declared, as JSON."""
-        capabilities = ctx.client_capabilities
-        return json.dumps(
-            capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if capabilities else {}
-        )
+        return _declared(ctx.client_capabilities)
 
     @server.tool()
     def needs_sampling(sampled: Annotated[CreateMessageResult, Resolve(_sample)]) -> str:
@@ -75,6 +82,22 @@ def transparency_upstream() -> MCPServer[Any]:
             return "nothing asked"
         return InputRequiredResult(input_requests=asks)
 
+    @server.prompt()
+    def declared_prompt(ctx: Context) -> str:
+        """The client capabilities ``prompts/get`` declared, as JSON."""
+        return _declared(ctx.client_capabilities)
+
+    @server.resource("see://declared/{what}")
+    def declared_resource(what: str, ctx: Context) -> str:
+        """The client capabilities ``resources/read`` declared, as JSON."""
+        return _declared(ctx.client_capabilities)
+
+    async def complete(ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> CompleteResult:
+        """Completes any argument with the client capabilities the request declared, as JSON."""
+        return CompleteResult(completion=Completion(values=[_declared(ctx.session.client_capabilities)]))
+
+    server._lowlevel_server.add_request_handler("completion/complete", CompleteRequestParams, complete)
+
     @server.tool()
     async def slow(seconds: float, ctx: Context) -> str:
         """Reports progress, then answers after ``seconds``."""
@@ -90,8 +113,8 @@ PINS = ["see/locate", "see/ask_what_you_can", "see/slow"]
 
 
 @contextmanager
-def gateway_in_front(tmp: Path) -> Iterator[tuple[str, Path]]:
-    """``skilldeck gateway --http --pin ...`` in front of this upstream over streamable HTTP on loopback:
+def gateway_in_front(tmp: Path, *extra: str) -> Iterator[tuple[str, Path]]:
+    """``skilldeck gateway --http --pin ... EXTRA...`` in front of this upstream over streamable HTTP on loopback:
     its URL and its log. Checks, once the block ends, that the gateway is still running."""
     from ..host.hostile_http import serving_in_thread
     from ..server.helpers import start_gateway, stop
@@ -101,7 +124,7 @@ def gateway_in_front(tmp: Path) -> Iterator[tuple[str, Path]]:
         config = tmp / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"see": {"url": upstream_url}}}))
         log = tmp / "gateway.log"
-        proc, match = start_gateway(config, log, *[arg for pin in PINS for arg in ("--pin", pin)])
+        proc, match = start_gateway(config, log, *[arg for pin in PINS for arg in ("--pin", pin)], *extra)
         try:
             yield match["url"], log
             assert proc.poll() is None, log.read_text(errors="replace")

@@ -28,6 +28,10 @@ re-published skills) that answers, for every connected upstream that declares th
 * ``completion/complete`` for a forwarded prompt's or template's argument, asked of the upstream
   under its own names.
 
+A list, ``prompts/get``, ``resources/read`` and ``completion/complete`` is sent upstream declaring the
+caller's capabilities, as a proxied tool call is (:mod:`skilldeck.host._on_behalf`), never the
+gateway's own; an upstream subscription serves every subscriber, so it is sent as the gateway's.
+
 With ``names="upstream"`` (``--names upstream``, see :mod:`skilldeck.gateway._names`) a prompt name,
 resource URI or template no other upstream lists is served under the upstream's own name instead,
 and a kept template's expansion is read from its upstream; the label forms are still accepted.
@@ -85,6 +89,7 @@ from skilldeck.gateway._resource_listen import UpstreamResourceListen
 from skilldeck.gateway._service import GatewayService
 from skilldeck.gateway._upstreams import ORIGIN_META, with_origin
 from skilldeck.host._connect import Connected
+from skilldeck.host._on_behalf import on_behalf_of
 from skilldeck.serving._identity import caller_of
 from skilldeck.serving._legacy import LegacyConnections
 from skilldeck.serving._policy import Caller
@@ -420,19 +425,24 @@ class ForwardedUpstreams:
             raise _invalid(f"invalid {method} params: {where}: {what}") from None
         caller = self.caller(ctx)
         result: dict[str, Any]
-        if method in _KINDS:
-            result = await self._list(caller, method, params.get("cursor"))
-        elif method == "prompts/get":
-            result = await self._get_prompt(caller, params)
-        elif method == "resources/read":
-            result = await self._read(caller, params["uri"])
-        elif method == "completion/complete":
-            result = await self._complete(caller, params)
-        else:
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            # one upstream subscription serves every subscriber: it is sent for none of them in particular
             await self._subscription(ctx, caller, str(params.get("uri")), subscribe=method == "resources/subscribe")
             result = {}
+        else:
+            with on_behalf_of(ctx.session.client_capabilities):  # the caller's capabilities, as a tool call's
+                result = await self._forwarded(caller, method, params)
         # an upstream's prompts, resource texts and descriptions enter a model's context: no forged origin tag
         return serialize_server_result(method, version, {"resultType": "complete", **neutralise_in(result)})
+
+    async def _forwarded(self, caller: Caller, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method in _KINDS:
+            return await self._list(caller, method, params.get("cursor"))
+        if method == "prompts/get":
+            return await self._get_prompt(caller, params)
+        if method == "resources/read":
+            return await self._read(caller, params["uri"])
+        return await self._complete(caller, params)
 
     # -- lists -------------------------------------------------------------------------------------
 

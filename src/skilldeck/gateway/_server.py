@@ -11,7 +11,8 @@ and ``tools/call``:
 * ``tools/call``: a meta-tool is answered by the service; any other name (a pinned or injected
   tool) goes through the same gate as ``call``. A refusal is a tool result with ``isError`` and
   a reason, and nothing is sent upstream. A pinned tool's ``Mcp-Param-*`` headers are checked by
-  the SDK's own validator, as it checks its own tools' (see :func:`create_gateway`).
+  the SDK's own validator, as it checks its own tools', once the policy routes the tool to the caller
+  (see :func:`create_gateway`).
 
 After a ``load`` that added tools, a legacy session is sent ``notifications/tools/list_changed``
 (``tools.listChanged`` is declared in its ``initialize`` reply).
@@ -24,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateCodec
@@ -67,6 +69,7 @@ from skilldeck.select._project import tool_function_name
 from skilldeck.server._app import request_state_security
 from skilldeck.serving._identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
 from skilldeck.serving._legacy import LegacyConnections
+from skilldeck.serving._policy import caller_for
 from skilldeck.skill._tags import neutralise_in
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
@@ -293,9 +296,16 @@ class GatewayMiddleware:
         client lists, so what its SDK mirrors into headers. A tool it loaded is called through ``call``
         (or by a name it never listed), so no client sends headers for it; checking them would refuse
         every conforming call.
+
+        The policy decides first: a pin not routed to the caller (the verified token, else the policy's
+        default identity) has no schema here, so the call reaches the gate and is refused with the
+        policy's reason rather than ``-32020`` for headers the caller was never shown.
         """
         kept = self.kept_tools() if self.names == "upstream" else frozenset()
+        routed = self.service.tools_for(caller_for(self.service.policy, get_access_token()))
         for label, tool in self.service.pinned:
+            if routed is not None and tool_id(label, tool) not in routed:
+                continue
             if (tool if tool in kept else tool_function_name(label, tool)) == name:
                 for listed in self.service.host.tools(label):
                     if listed.name == tool:
