@@ -357,3 +357,32 @@ def test_a_body_of_500_lines_passes_and_501_warns(tmp_path: Path) -> None:
         skill(tmp_path / name, name, f"---\nname: {name}\n{description}---\n{body}")
     assert warnings_of(tmp_path / "at-limit") == []
     assert warnings_of(tmp_path / "over") == [("over", "body-long", 5)]
+
+
+def test_a_body_whose_last_line_has_no_newline_counts_that_line(tmp_path: Path) -> None:
+    """The last line of a body counts whether or not a newline ends it: 500 such lines pass, 501 warn."""
+    description = "description: Loader refusals reported one by one with their lines.\n"
+    for name, lines in (("at-limit", 500), ("over", 501)):
+        body = "\n".join(["loader refusals"] * lines)  # no newline after the last line
+        skill(tmp_path / name, name, f"---\nname: {name}\n{description}---\n{body}")
+    assert warnings_of(tmp_path / "at-limit") == []
+    assert warnings_of(tmp_path / "over") == [("over", "body-long", 5)]
+
+
+def test_validate_strict_fails_on_a_warning_alone_and_plain_validate_does_not(tmp_path: Path) -> None:
+    warned, clean = tmp_path / "warned", tmp_path / "clean"
+    skill(warned, "terse", fm("terse", description="description: Loader refusals.\n"))  # description-short
+    skill(clean, "fine", fm("fine"))
+    assert [r for _, r, _ in warnings_of(warned)] == ["description-short"]
+    assert warnings_of(clean) == []
+    plain = run("validate", str(warned))
+    assert plain.returncode == 0, plain.stderr
+    assert "description-short" in plain.stdout
+    assert "0 errors, 1 warnings" in plain.stderr
+    strict = run("validate", "--strict", str(warned))
+    assert strict.returncode == 1, strict.stderr
+    assert "0 errors, 1 warnings" in strict.stderr  # failed for the warning: there is no error
+    as_json = run("validate", "--strict", "--json", str(warned))
+    assert as_json.returncode == 1
+    assert [f["rule"] for f in json.loads(as_json.stdout)["findings"]] == ["description-short"]
+    assert run("validate", "--strict", str(clean)).returncode == 0

@@ -191,3 +191,14 @@ def test_the_example_runs_offline_and_answers() -> None:
     assert done.returncode == 0, done.stderr
     assert "turn 3: the model sees ['find', 'load_skill', 'read_skill_file', 'search_jobs']" in done.stdout
     assert done.stdout.rstrip().endswith("Here are the Python jobs in Berlin.")
+
+
+async def test_load_skill_takes_exactly_the_most_ids() -> None:
+    ids = ["jobs/job-search", *(f"jobs/x{i}" for i in range(MAX_LOAD_IDS - 1))]
+    model = ScriptedModel([[call("load_skill", {"ids": ids}, 1)], [say("loaded")]])
+    async with jobs_agent(model) as (agent, _jobs, gw):
+        session = SkillSession(gw.service)
+        await Runner.run(agent, "load these", context=session, run_config=OFFLINE)
+        assert session.active() == [("jobs", "search_jobs")]
+    assert "at most" not in output(model, 1)
+    assert "tools now available: search_jobs" in output(model, 1)

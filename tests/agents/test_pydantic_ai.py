@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -26,7 +27,7 @@ from skilldeck.agents import SkillSession
 from skilldeck.agents.pydantic_ai import SkillToolset
 from skilldeck.gateway._meta import MAX_QUERY_CHARS
 
-from ..gateway.gateway_clients_support import jobs_upstream, open_gateway, tool_calls
+from ..gateway.gateway_clients_support import ToolSkill, jobs_upstream, open_gateway, recording_upstream, tool_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +182,25 @@ async def test_read_skill_file_reads_a_loaded_skills_file_and_refuses_one_not_lo
         assert isinstance(after, ToolReturnPart)
         assert "job-search" in str(after.content)
         assert after.outcome != "failed"
+
+
+async def test_an_upstream_tool_that_answers_is_error_fails_the_call_for_the_model_with_its_text() -> None:
+    """An upstream's ``isError: true`` result is the tool failing, not an answer: the model gets a failed tool
+    return carrying the upstream's text (so it can tell the user, or retry), never a success to read as data."""
+
+    def rebuild_index(region: str) -> str:
+        """Rebuild the jobs index of a region."""
+        raise ToolError(f"the {region} index is locked by another rebuild; try again in a minute")
+
+    skill = ToolSkill("index-admin", "rebuild_index", "Rebuild the job postings index of a region.")
+    upstream = recording_upstream("ops", skill, tools=[rebuild_index])
+    async with open_gateway({"ops": upstream}) as gw:
+        model = scripted(
+            [call("load_skill", {"id": "ops/index-admin"}), call("ops__rebuild_index", {"region": "emea"}), answer], []
+        )
+        result = await Agent(model, toolsets=[SkillToolset(SkillSession(gw.service))]).run("rebuild emea")
+        failed = returns(result.all_messages())[1]
+        assert isinstance(failed, ToolReturnPart)
+        assert failed.outcome == "failed", failed
+        assert "the emea index is locked by another rebuild; try again in a minute" in str(failed.content)
+    assert [c["arguments"] for c in tool_calls(upstream)] == [{"region": "emea"}]  # sent once: the upstream failed it

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 from agents import Agent as OpenAIAgent
-from agents import RunContextWrapper
+from agents import RunContextWrapper, ToolInputGuardrailData
 from agents.mcp import ToolFilterContext
+from agents.tool_context import ToolContext
 from mcp_types import Tool as MCPTool
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -208,3 +209,26 @@ async def test_langchain_shows_each_loaded_servers_tool_under_its_own_name_and_s
         assert await tools["east__search"].ainvoke({"query": "letters"}) == "east found letters"
     assert [c["arguments"] for c in tool_calls(west)] == [{"query": "maps", "region": "south"}]
     assert [c["arguments"] for c in tool_calls(east)] == [{"query": "letters"}]
+
+
+async def test_openai_agents_gate_maps_a_bare_name_to_its_one_loaded_server_and_refuses_it_once_two_are(
+    tmp_path: Path,
+) -> None:
+    """Without a server name the guardrail knows a call by its tool name alone: one active tool of that name
+    is that server's; two (east's and west's ``search``, both loaded) are refused, never sent to the first."""
+    async with archives(tmp_path) as (gw, _east, _west):
+        session = SkillSession(gw.service)
+        agent: OpenAIAgent[Any] = OpenAIAgent(name="assistant")
+        gate = SkillTools().gate()
+
+        async def verdict(tool: str, arguments: str) -> tuple[str, Any]:
+            context = ToolContext(session, tool_name=tool, tool_call_id="call_1", tool_arguments=arguments)
+            out = await gate.run(ToolInputGuardrailData(context=context, agent=agent))
+            return out.behavior["type"], out.behavior.get("message")
+
+        await session.load(["west/west-search"])
+        assert await verdict("search", '{"query": "maps", "region": "south"}') == ("allow", None)
+        await session.load(["east/east-search"])
+        kind, reason = await verdict("search", '{"query": "maps"}')
+        assert kind == "reject_content"
+        assert reason == "refused: 'search' is listed by several servers (east, west); qualify it as label/search"

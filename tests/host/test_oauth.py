@@ -472,3 +472,40 @@ async def test_a_person_slower_than_the_entry_timeout_still_logs_in(tmp_path: Pa
         await browse(authorization_url)
 
     assert await login(spec, FileStore(tmp_path), show, connect_once, timeout=30)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
+@pytest.mark.parametrize("mode", [0o750, 0o705, 0o710, 0o701])
+def test_a_credentials_folder_the_group_or_others_may_enter_is_made_private(tmp_path: Path, mode: int) -> None:
+    folder = tmp_path / "home" / "credentials"
+    folder.mkdir(parents=True)
+    folder.chmod(mode)
+    FileStore(tmp_path / "home").save("https://a/mcp", {})
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX symlinks")
+def test_a_credentials_folder_that_is_a_symlink_is_refused_and_nothing_is_written_through_it(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    elsewhere.chmod(0o755)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "credentials").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(CredentialStoreError, match=r"credentials is not a folder: remove it"):
+        FileStore(tmp_path / "home").save("https://a/mcp", {"tokens": {"access_token": "t"}})
+    assert list(elsewhere.iterdir()) == []
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755  # nor was its mode changed
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
+def test_a_record_written_over_a_leftover_temporary_file_is_private(tmp_path: Path) -> None:
+    """A write interrupted before its rename leaves its temporary file; the next write by a process of the same
+    pid opens that file, whose mode the creation mode no longer sets."""
+    store = FileStore(tmp_path / "home")
+    store.save("https://a/mcp", {})
+    leftover = store.path("https://a/mcp").with_suffix(f".{os.getpid()}.tmp")
+    leftover.write_text("{}")
+    leftover.chmod(0o644)
+    store.save("https://a/mcp", {"tokens": {"access_token": "t"}})
+    assert not leftover.exists()
+    assert stat.S_IMODE(store.path("https://a/mcp").stat().st_mode) == 0o600

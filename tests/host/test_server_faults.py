@@ -8,6 +8,7 @@ limit is 4 MiB, the bound 64 MiB) and what they rule out is reading an endless b
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import sys
@@ -389,3 +390,28 @@ async def test_a_redirect_to_another_origin_is_not_followed() -> None:
     assert listed == [("good", kept.uri)]
     assert len(notes) == 1, notes
     assert notes[0].startswith(f"skills/list failed: Redirect to {other} not followed"), notes
+
+
+def test_the_stdio_guard_skips_the_rest_of_an_over_long_line_over_many_reads_and_passes_the_next_line(
+    tmp_path: Path,
+) -> None:
+    """The guard reads 64 KiB at a time: the rest of a line over the limit spans several reads after the one
+    that showed it too long, and none of it is passed on or counted as a line of its own."""
+    data = b"z" * 300_000 + b"\n" + b'{"b": 2}\n' + b"w" * 101 + b"\n" + b"x" * 100 + b"\n"
+    out = _relay(tmp_path, data, 100)
+    marker = f"{MARKER} {LINE_TOO_LONG} 100".encode()
+    assert out.split(b"\n") == [marker, b'{"b": 2}', marker, b"x" * 100, b""]
+
+
+def test_the_stdio_guard_answers_an_over_long_response_for_the_id_at_its_start(tmp_path: Path) -> None:
+    """The id is read from the first bytes of the line (as the SDKs write a response, id before result), so the
+    request is answered with the reason and the session goes on; a line that shows no id gets the marker."""
+    message = "response over 100 bytes, the host's limit per message: the answer was dropped"
+    for request_id in (7, "call-7"):
+        opening = json.dumps({"jsonrpc": "2.0", "id": request_id})[:-1].encode() + b', "result": {"x": "'
+        out = _relay(tmp_path, opening + b"a" * 200_000 + b'"}}\n' + b'{"b": 2}\n', 100)
+        answer, rest = out.split(b"\n", 1)
+        assert json.loads(answer) == {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}}
+        assert rest == b'{"b": 2}\n'
+    notification = b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "' + b"a" * 200 + b'"}}\n'
+    assert _relay(tmp_path, notification, 100) == f"{MARKER} {LINE_TOO_LONG} 100\n".encode()

@@ -84,3 +84,30 @@ async def test_an_unchanged_refresh_leaves_the_plain_failure() -> None:
             await host.load(host.registry.resolve("plain"))
     assert not isinstance(info.value, SkillChanged)
     assert info.value.check == "digest"
+
+
+def test_nested_mappings_and_lists_compare_key_by_key_and_item_by_item() -> None:
+    assert same_json({"m": {"k": ["v", 1]}}, {"m": {"k": ["v", 1.0]}})
+    for a, b in [
+        ({"m": {"k": "v"}}, {"m": {"k": "v", "extra": "x"}}),  # one more key, deep down
+        ({"m": {"k": "v"}}, {"m": {}}),
+        ({"m": {"k": ["v"]}}, {"m": {"k": ["v", "w"]}}),  # a list and its prefix
+        (["v"], []),
+        ({"m": {"k": "v"}}, {"m": ["k"]}),
+    ]:
+        assert not same_json(a, b), (a, b)
+        assert not same_json(b, a), (b, a)
+
+
+def test_a_field_only_the_fetched_skill_md_has_is_a_difference_as_is_one_only_the_entry_has() -> None:
+    """Verification compares the union of both sides' fields: a field added to the served SKILL.md (an
+    ``allowed-tools`` the entry never showed) fails it as one dropped from it does."""
+    added = SKILL.replace(b"\n---\nSkill", b"\nallowed-tools: Bash\n---\nSkill")
+    with pytest.raises(VerificationError, match=r"frontmatter differs from the entry in: allowed-tools$"):
+        verify_skill_md(URI, added, ENTRY_FM)
+    nested = SKILL.replace(b"\n---\nSkill", b'\nmetadata:\n  team: docs\n  tier: "1"\n---\nSkill')
+    verify_skill_md(URI, nested, {**ENTRY_FM, "metadata": {"team": "docs", "tier": "1"}})
+    with pytest.raises(VerificationError, match=r"frontmatter differs from the entry in: metadata$"):
+        verify_skill_md(URI, nested, {**ENTRY_FM, "metadata": {"team": "docs"}})
+    with pytest.raises(VerificationError, match=r"frontmatter differs from the entry in: metadata$"):
+        verify_skill_md(URI, nested, {**ENTRY_FM, "metadata": {"team": "docs", "tier": "1", "owner": "x"}})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skilldeck.learning import Ledger, LedgerLimits
-from skilldeck.learning._ledger import DAY
+from skilldeck.learning._ledger import DAY, Use, balanced
 
 CARD = "up/weather"
 
@@ -165,3 +165,34 @@ def test_a_cards_questions_are_trusted_when_two_callers_taught_them_or_the_audie
     ledger.prune(lambda card: card[1] != "up/pdf", 4.0)  # bob's other use leaves with its card; his Lyon use stays
     assert ledger.callers == 2
     assert not ledger.questions_of(("", "up/missing"), 4.0).trusted
+
+
+def _uses(*callers: str) -> list[Use]:
+    """One use per caller, newest first (the first caller's use is the newest)."""
+    return [Use(f"q{len(callers) - i}", CARD, caller, float(len(callers) - i)) for i, caller in enumerate(callers)]
+
+
+def _kept(uses: list[Use], per_card: int = 20) -> list[str]:
+    return [f"{u.caller}{u.question[1:]}" for u in balanced(uses, per_card)]
+
+
+def test_a_caller_holds_exactly_half_of_a_card_and_one_more_use_is_given_up() -> None:
+    # 2 of 4 is half: all kept; 2 of 3 is over half: the caller's oldest is given up
+    assert _kept(_uses("mallory", "bob", "mallory", "carol")) == ["mallory4", "bob3", "mallory2", "carol1"]
+    assert _kept(_uses("mallory", "bob", "mallory")) == ["mallory3", "bob2"]
+    # newest first, a use is taken only while its caller holds at most half of what is taken, itself included:
+    # mallory's second use would be 2 of 2, so it is skipped, and bob's and carol's are taken
+    assert _kept(_uses("mallory", "mallory", "bob", "carol")) == ["mallory4", "bob2", "carol1"]
+    # a card that keeps two questions keeps one of each of two callers, not a flood's two newest
+    assert _kept(_uses("mallory", "mallory", "bob"), per_card=2) == ["mallory3", "bob1"]
+    assert _kept(_uses("mallory", "mallory", "bob"), per_card=1) == ["mallory3"]
+
+
+def test_a_callers_use_over_half_of_a_card_removes_its_oldest_from_the_ledger() -> None:
+    ledger = Ledger()
+    ledger.add("weather in Lyon", CARD, "mallory", 0.0)
+    ledger.add("rain in Nantes", CARD, "bob", 1.0)
+    change = ledger.add("weather in Paris", CARD, "mallory", 2.0)
+    assert [u.question for u in change.written] == ["weather in Paris"]
+    assert [u.question for u in change.removed] == ["weather in Lyon"]
+    assert ledger.questions(now=2.0)[("", CARD)] == ["weather in Paris", "rain in Nantes"]

@@ -308,3 +308,20 @@ def test_learned_view_weights_favour_the_view_that_finds_the_gold_server(load_be
     assert np.allclose(views.fit(tasks, 1e6), 1.0, atol=1e-3)  # a strong pull keeps the equal weights
     assert views.reciprocal_rank(tasks, weak) > views.reciprocal_rank(tasks, np.array([0.0, 1.0, 1.0]))
     assert views.choose_l2(tasks) in views.L2_GRID
+
+
+def test_an_explicit_threshold_judges_each_extra_job_of_a_question_too(cardset: CardSet) -> None:
+    """``--threshold`` moves the bar for every job of a multi-job question, not only for the first: the
+    file job (confidence about 0.71 under SMALL) is added above a bar of 0.6 and left out below one of 0.9,
+    whatever the calibration's own threshold (0.5 for SMALL, 0.8 for STRICT)."""
+    question = "Get the latest stock price of Apple, then plot the prices as a bar chart and write it to the file /tmp/apple.md"
+    strict = Calibration(weights=SMALL.weights, bias=SMALL.bias, threshold=0.8, source="tests")
+    for calibration in (SMALL, strict):
+        for threshold, added in ((0.6, True), (0.9, False)):
+            decision = Selector(cardset, calibration=calibration, threshold=threshold).decide(question)
+            assert not decision.abstain
+            job = next(j for j in decision.jobs if j["server"] == "files")
+            assert 0.6 < job["confidence"] < 0.9, job
+            assert job["added"] is added, (calibration.threshold, threshold, job)
+            assert ("files" in {c.server for c in decision.chosen}) is added
+            assert ("files/" in decision.reason) is added, decision.reason

@@ -194,6 +194,8 @@ class IdentityProvider:
     body: bytes = b""
     hits: list[str] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
+    sent: int = 0
+    """Bytes of the huge body written before the client hung up."""
 
 
 @pytest.fixture
@@ -227,6 +229,7 @@ def provider(old_key: rsa.RSAPrivateKey) -> Iterator[IdentityProvider]:
                     chunk = b" " * 65_536
                     for _ in range(1_600):
                         self.wfile.write(chunk)
+                        idp.sent += len(chunk)
                 else:
                     self.wfile.write(idp.body)
             except OSError:
@@ -353,3 +356,42 @@ async def test_beside_a_signing_key_an_encryption_key_is_left_out(
     assert accepted is not None
     with pytest.raises(jwt.InvalidTokenError, match="no signing key with kid 'old'"):
         await JwksUrl(provider.url).key("old")
+
+
+async def test_a_huge_jwks_endpoint_is_read_only_to_the_cap_not_to_its_end(
+    provider: IdentityProvider, old_key: rsa.RSAPrivateKey
+) -> None:
+    """The cap is checked on each chunk as it comes: the fetch hangs up a little past it (what the sockets'
+    buffers held), and never reads the 100 MiB the endpoint offers before refusing them."""
+    provider.mode = "huge"
+    verifier = JwtVerifier(JwksUrl(provider.url, timeout=30, clock=Clock()), issuer=ISSUER, audience=AUDIENCE)
+    assert await verifier.verify_token(token(old_key, "old")) is None
+    assert provider.hits == ["huge"]
+    assert provider.sent < 48 * 1024 * 1024, f"{provider.sent:,} bytes sent before the client hung up"
+
+
+def padded(document: dict[str, Any], size: int) -> bytes:
+    """``document`` as JSON followed by spaces, ``size`` bytes in all."""
+    data = json.dumps(document).encode()
+    return data + b" " * (size - len(data))
+
+
+async def test_a_jwks_of_exactly_the_cap_is_used_and_one_byte_more_is_refused(
+    tmp_path: Path, provider: IdentityProvider, old_key: rsa.RSAPrivateKey
+) -> None:
+    document = jwks(("old", old_key))
+    at_cap, over = padded(document, MAX_JWKS_BYTES), padded(document, MAX_JWKS_BYTES + 1)
+    assert set(parse_jwks(at_cap, "test")) == {"old"}
+    with pytest.raises(JwksUnavailable, match=f"test: the JWKS is over {MAX_JWKS_BYTES} bytes"):
+        parse_jwks(over, "test")
+    path = tmp_path / "jwks.json"  # a file: read up to the cap and one byte more
+    path.write_bytes(at_cap)
+    assert await JwtVerifier(str(path), issuer=ISSUER, audience=AUDIENCE).verify_token(token(old_key, "old"))
+    provider.body = at_cap  # a URL: the cap counted on the chunks as they come
+    assert await JwtVerifier(JwksUrl(provider.url, clock=Clock()), issuer=ISSUER, audience=AUDIENCE).verify_token(
+        token(old_key, "old")
+    )
+    provider.body = over
+    source = JwksUrl(provider.url, clock=Clock())
+    with pytest.raises(jwt.PyJWKClientConnectionError, match=f"the JWKS is over {MAX_JWKS_BYTES} bytes; refused"):
+        await source.key("old")

@@ -396,3 +396,39 @@ async def test_roles_nested_in_the_token_are_read_and_a_misfit_is_said_once(
         "carries roles at resource_access.orders.roles (to read them: claims: {roles: resource_access.orders.roles}) "
         "(said once)"
     ]
+
+
+def _token_of_length(key: rsa.RSAPrivateKey, length: int) -> str:
+    """A valid token of exactly ``length`` characters: a claim and a header field padded to it (a base64url
+    segment never has a length of 4k + 1, so one padded segment alone cannot hit every length)."""
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "iat": now, "exp": now + 600}
+    base = len(jwt.encode({**claims, "pad": ""}, key, algorithm="RS256", headers={"kid": "rsa-1", "x": ""}))
+    for extra in range(4):
+        for pad in range(max(0, (length - base) * 3 // 4 - 8), length):
+            made = jwt.encode(
+                {**claims, "pad": "p" * pad}, key, algorithm="RS256", headers={"kid": "rsa-1", "x": "h" * extra}
+            )
+            if len(made) >= length:
+                if len(made) == length:
+                    return made
+                break
+    raise AssertionError(f"no token of {length} characters")
+
+
+@pytest.mark.anyio
+async def test_a_valid_token_of_exactly_the_limit_is_verified_and_one_character_more_is_refused_for_its_length(
+    keys: Keys, jwks_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    verifier = JwtVerifier(str(jwks_file), issuer=ISSUER, audience=AUDIENCE)
+    at_limit, over = (
+        _token_of_length(keys.rsa_key, MAX_TOKEN_CHARS),
+        _token_of_length(keys.rsa_key, MAX_TOKEN_CHARS + 1),
+    )
+    assert (len(at_limit), len(over)) == (MAX_TOKEN_CHARS, MAX_TOKEN_CHARS + 1)
+    caplog.set_level("INFO", logger="skilldeck.server._tokens")
+    accepted = await verifier.verify_token(at_limit)
+    assert accepted is not None
+    assert await verifier.verify_token(over) is None
+    refusals = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._tokens"]
+    assert refusals == [f"bearer token refused: longer than {MAX_TOKEN_CHARS} characters"]
