@@ -1201,6 +1201,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a stream whose first event is a notification goes out as that one JSON body, and the response is lost",
     ),
     _m(
+        "oauth-refresh-at-the-stored-endpoint",
+        "host/_oauth.py",
+        "        if not self._confirmed:\n            stored = self.context.oauth_metadata",
+        "        if False:\n            stored = self.context.oauth_metadata",
+        "tests/host/test_oauth_cli.py::test_a_refresh_goes_only_to_the_token_endpoint_the_servers_metadata_names",
+        "a refresh goes to the token endpoint the stored record names, not the one the server's metadata names",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

@@ -21,6 +21,7 @@ import httpx2
 import pytest
 
 from ..server.helpers import CLI, REPO, cli_env, start_gateway, stop
+from .hostile_http import Receive, Scope, Send, read_body, serving_in_thread
 from .oauth_server import MACHINE_ID, MACHINE_SECRET, Provider, oauth_server
 
 WAIT = 60.0
@@ -217,6 +218,86 @@ def test_login_names_the_labels_it_knows(tmp_path: Path, url: str, home: Path) -
     done = run(home, "login", "other", "--config", str(config))
     assert done.returncode == 1
     assert "has no server 'other' (labels: remote)" in done.stderr
+
+
+@pytest.fixture
+def planted() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """A token endpoint nobody named (another local user's): its URL, and each request it got (headers, body)."""
+    got: list[dict[str, str]] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = await read_body(receive)
+        got.append({**{k.decode(): v.decode() for k, v in scope["headers"]}, "body": body.decode()})
+        answer = {"access_token": "planted", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "planted"}
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    with serving_in_thread(app, "/token") as endpoint:
+        yield endpoint, got
+
+
+def moved_and_expired(stored: Path, endpoint: str) -> None:
+    """Rewrite a stored record as a neighbour would: its token endpoint ``endpoint``, its token expired."""
+    record = json.loads(stored.read_text())
+    record["metadata"]["authorization_server"]["token_endpoint"] = endpoint
+    record["expires_at"] = 1.0
+    stored.write_text(json.dumps(record))
+
+
+def test_a_refresh_goes_only_to_the_token_endpoint_the_servers_metadata_names(
+    tmp_path: Path, url: str, provider: Provider, home: Path, planted: tuple[str, list[dict[str, str]]]
+) -> None:
+    """After a real login, the record (still the user's own, mode 0600) names another token endpoint and an
+    expired token: the refresh goes where the server's metadata says, found again, and the record is
+    put right; the planted endpoint is sent nothing (it was sent the refresh token and used its answer)."""
+    endpoint, got = planted
+    config = write_config(tmp_path, {"remote": {"url": url}})
+    done, _ = login(home, config)
+    assert done.returncode == 0, done.stderr
+    (stored,) = (home / "credentials").iterdir()
+    real = json.loads(stored.read_text())["metadata"]["authorization_server"]["token_endpoint"]
+    moved_and_expired(stored, endpoint)
+    provider.expire_access_tokens()
+    refreshed = check(home, config)
+    assert got == [], got
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    assert provider.refreshes == 1
+    assert f"the stored token endpoint of remote ({endpoint}) is not the one its authorization server names" in (
+        refreshed.stderr
+    )
+    assert json.loads(stored.read_text())["metadata"]["authorization_server"]["token_endpoint"] == real
+
+
+@pytest.mark.parametrize(("folder_mode", "file_mode"), [(0o777, 0o600), (0o700, 0o666)])
+def test_a_record_others_could_write_is_refused_through_the_cli_and_nothing_is_sent(
+    tmp_path: Path,
+    url: str,
+    provider: Provider,
+    home: Path,
+    planted: tuple[str, list[dict[str, str]]],
+    folder_mode: int,
+    file_mode: int,
+) -> None:
+    endpoint, got = planted
+    config = write_config(tmp_path, {"remote": {"url": url}})
+    done, _ = login(home, config)
+    assert done.returncode == 0, done.stderr
+    (stored,) = (home / "credentials").iterdir()
+    moved_and_expired(stored, endpoint)
+    stored.chmod(file_mode)
+    stored.parent.chmod(folder_mode)
+    refused = check(home, config)
+    assert got == [], got
+    assert provider.refreshes == 0
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    said = refused.stdout + refused.stderr
+    fix = f"chmod 700 {stored.parent}" if folder_mode != 0o700 else f"chmod 600 {stored}"
+    assert fix in said, said
 
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32" or os.name != "posix", reason="file modes are POSIX")

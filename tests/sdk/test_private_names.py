@@ -401,6 +401,9 @@ def test_what_subclasses_of_sdk_classes_override_still_exists_and_nothing_else_c
         (OAuthClientProvider, "_add_auth_header", ["self", "request"], "function"),
         (OAuthClientProvider, "_perform_authorization_code_grant", ["self"], "coroutine"),
         (OAuthClientProvider, "_handle_token_response", ["self", "response"], "coroutine"),
+        (OAuthClientProvider, "_validate_resource_match", ["self", "prm"], "coroutine"),
+        (OAuthClientProvider, "_select_authorization_server", ["self", "advertised"], "function"),
+        (OAuthClientProvider, "_expected_issuer", ["self"], "function"),
     ],
 )
 def test_the_oauth_provider_methods_the_host_overrides_or_calls_keep_their_shape(

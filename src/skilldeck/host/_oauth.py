@@ -45,7 +45,17 @@ import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth, union_scopes
+from mcp.client.auth.utils import (
+    build_oauth_authorization_server_metadata_discovery_urls,
+    build_protected_resource_metadata_discovery_urls,
+    create_oauth_metadata_request,
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    handle_auth_metadata_response,
+    handle_protected_resource_response,
+    union_scopes,
+    validate_metadata_issuer,
+)
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -231,6 +241,8 @@ class _HostOAuth(OAuthClientProvider):
         self._settings = settings
         self._stored = storage
         self._browser = browser
+        self._confirmed = False
+        """Whether the authorization server metadata held was found in this process (not read from the store)."""
 
     async def _no_person(self, *_: object) -> Any:
         raise _needs_login(self._spec)
@@ -288,6 +300,51 @@ class _HostOAuth(OAuthClientProvider):
         self.context.clear_tokens()
         raise _needs_login(self._spec, f"the refresh token was refused (HTTP {response.status_code})")
 
+    async def _refresh_steps(self) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """A refresh (the caller holds the lock): the requests to send, each given its response.
+
+        The token endpoint is the one the server's metadata names, found again before the first refresh
+        of the process: the one kept in the store is only a cache, and a record rewritten to name
+        another endpoint would send it the refresh token (and a configured client secret).
+        """
+        if not self._confirmed:
+            stored = self.context.oauth_metadata
+            for url in build_protected_resource_metadata_discovery_urls(None, self.context.server_url):
+                prm = await handle_protected_resource_response((yield create_oauth_metadata_request(url)))
+                if prm is not None:
+                    await self._validate_resource_match(prm)
+                    self.context.protected_resource_metadata = prm
+                    self.context.auth_server_url = self._select_authorization_server(
+                        [str(server) for server in prm.authorization_servers]
+                    )
+                    break
+            found = None
+            urls = build_oauth_authorization_server_metadata_discovery_urls(
+                self.context.auth_server_url, self.context.server_url
+            )
+            for url in urls:
+                ok, found = await handle_auth_metadata_response((yield create_oauth_metadata_request(url)))
+                if not ok or found is not None:
+                    break
+            if found is None:
+                raise ConnectionError(
+                    f"{self._spec.label}: its authorization server's metadata could not be read, so its tokens were "
+                    "not refreshed (a refresh goes only to the token endpoint that metadata names); try again"
+                )
+            validate_metadata_issuer(found, self._expected_issuer())
+            if stored is not None and str(stored.token_endpoint) != str(found.token_endpoint):
+                logger.warning(
+                    "the stored token endpoint of %s (%s) is not the one its authorization server names (%s): "
+                    "refreshing at the one named, and keeping it",
+                    self._spec.label,
+                    stored.token_endpoint,
+                    found.token_endpoint,
+                )
+            self.context.oauth_metadata = found
+            self._confirmed = True
+            await self._stored.remember(self.context)
+        await self._refreshed((yield await self._refresh_token()))
+
     async def _serving_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The stored tokens, refreshed when they expire or are refused; never the interactive flow."""
         if not self._initialized or self._expired():  # else no lock: taking one costs each request two loop turns
@@ -295,7 +352,11 @@ class _HostOAuth(OAuthClientProvider):
                 if not self._initialized:
                     await self._initialize()
                 if self._expired():  # still: no other request refreshed them meanwhile
-                    await self._refreshed((yield await self._refresh_token()))
+                    steps = self._refresh_steps()
+                    step = await anext(steps)
+                    with contextlib.suppress(StopAsyncIteration):
+                        while True:
+                            step = await steps.asend((yield step))
         if self.context.current_tokens is not None and self.context.client_info is not None:
             self._add_auth_header(request)
         sent = request.headers.get("authorization")
@@ -312,7 +373,11 @@ class _HostOAuth(OAuthClientProvider):
             if current is None or f"Bearer {current.access_token}" == sent:  # not refreshed by another request since
                 if not self.context.can_refresh_token():
                     raise _needs_login(self._spec, "the stored tokens were refused")
-                await self._refreshed((yield await self._refresh_token()))
+                steps = self._refresh_steps()
+                step = await anext(steps)
+                with contextlib.suppress(StopAsyncIteration):
+                    while True:
+                        step = await steps.asend((yield step))
             self._add_auth_header(request)
         yield request
 
