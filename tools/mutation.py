@@ -1201,6 +1201,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a stream whose first event is a notification goes out as that one JSON body, and the response is lost",
     ),
     _m(
+        "resumable-replay-of-a-request-goes-live",
+        "server/_resumable.py",
+        "return stream.stream_id if live and stream.stream_id == GET_STREAM_KEY else None",
+        "return stream.stream_id if live else None",
+        "tests/server/test_resumable.py::test_a_replay_of_a_requests_stream_sends_what_is_left_and_ends",
+        "a replay of a request's stream is held open as a live stream, one place per request of one session",
+    ),
+    _m(
+        "resumable-gets-together-each-go-live",
+        "server/_resumable.py",
+        "send_callback, live=self.get_requests <= 1)",
+        "send_callback, live=True)",
+        "tests/server/test_resumable.py::test_replays_of_the_get_stream_sent_together_never_hold_two_live_streams",
+        "replays of the GET stream sent together each go on live, all but one never written to again",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

@@ -18,7 +18,14 @@ session manager hands every transport the same. So each session gets a store of 
 (:meth:`ResumableStreams.for_session`, a :class:`SessionEvents`) over the shared bounds, and a
 ``Last-Event-ID`` is looked up among its own session's streams only: another session's event id
 (guessed or stolen) replays nothing. :func:`resume_per_session` gives each new session its store as
-the manager admits it. 2026-07-28 requests are not sessions and are not resumable (the protocol
+the manager admits it.
+
+A replay goes on live only for the session's GET stream, and only while no other GET of the session
+is being served: a replay of a request's stream sends what the client missed and ends (the SDK would
+hold it open as a live stream, answered or not, so one session could hold every stream place), and
+the client comes back after the ``retry`` hint for what came since. A session's GET requests are
+counted as they arrive (:func:`one_get_stream_per_session`), so two arriving together cannot both
+open a live stream, which the SDK's own check, made before the stream is registered, lets through. 2026-07-28 requests are not sessions and are not resumable (the protocol
 dropped resumption); they are untouched.
 
 A stop-gap for the SDK: ``docs/sdk-workarounds.md#resumable`` says what it corrects and what change
@@ -31,11 +38,23 @@ import itertools
 import logging
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
-from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http import (
+    GET_STREAM_KEY,
+    LAST_EVENT_ID_HEADER,
+    EventCallback,
+    EventId,
+    EventMessage,
+    EventStore,
+    StreamableHTTPServerTransport,
+    StreamId,
+)
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import JSONRPCMessage
+from starlette.requests import Request
+from starlette.types import Send
 
 __all__ = [
     "MAX_BYTES",
@@ -44,6 +63,7 @@ __all__ = [
     "RETRY_MS",
     "ResumableStreams",
     "SessionEvents",
+    "one_get_stream_per_session",
     "resume_per_session",
 ]
 
@@ -149,7 +169,13 @@ class ResumableStreams:
             self._drop_oldest_of(self._streams[number])
         return f"{stream.number}-{index}"
 
-    async def replay(self, session: int, last_event_id: EventId, send: EventCallback) -> StreamId | None:
+    async def replay(
+        self, session: int, last_event_id: EventId, send: EventCallback, *, live: bool = True
+    ) -> StreamId | None:
+        """Send ``session``'s events after ``last_event_id``; name the stream to go on live, or None to end.
+
+        Only the GET stream goes on live, and only when ``live`` (no other GET of the session is served).
+        """
         stream, index = self._find(session, last_event_id)
         if stream is None:
             return None
@@ -165,7 +191,12 @@ class ResumableStreams:
         missed = [(i, message) for i, message, _ in stream.events if i > index and message is not None]
         for i, message in missed:
             await send(EventMessage(message, f"{stream.number}-{i}"))
-        return stream.stream_id
+        return stream.stream_id if live and stream.stream_id == GET_STREAM_KEY else None
+
+    def names_get_stream(self, session: int, event_id: EventId) -> bool:
+        """Whether ``event_id`` is one of ``session``'s GET stream's events (kept now)."""
+        stream, _ = self._find(session, event_id)
+        return stream is not None and stream.stream_id == GET_STREAM_KEY
 
     def _find(self, session: int, event_id: EventId) -> tuple[_Stream | None, int]:
         number, _, index = event_id.partition("-")
@@ -196,12 +227,50 @@ class SessionEvents(EventStore):
     def __init__(self, streams: ResumableStreams, session: int) -> None:
         self.streams = streams
         self.session = session
+        self.get_requests = 0
+        """The session's GET requests being served now that could hold its live GET stream: plain GETs
+        and replays of the GET stream (a replay of a request's stream ends once sent, so is not counted)."""
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         return self.streams.store(self.session, stream_id, message)
 
     async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
-        return await self.streams.replay(self.session, last_event_id, send_callback)
+        return await self.streams.replay(self.session, last_event_id, send_callback, live=self.get_requests <= 1)
+
+
+CONFLICT = "Conflict: Only one SSE stream is allowed per session"
+"""The SDK's answer to a session's second GET stream, given here to one it would let through."""
+
+
+def one_get_stream_per_session(transport: StreamableHTTPServerTransport, events: SessionEvents) -> None:
+    """Serve at most one of ``transport``'s GET requests that can hold a live stream at a time.
+
+    The SDK refuses a second GET stream only once the first is registered, which happens after the
+    first's response has started, so GETs arriving together all open one. Here a GET that could hold the
+    stream (a plain GET, or a replay of the GET stream's events) is counted as it arrives: a plain GET
+    while another is served is refused ``409``, as the SDK refuses one later, and a replay of the GET
+    stream while another is served sends what was missed and ends. A replay of a request's stream always
+    ends once sent (:meth:`ResumableStreams.replay`), so it is served as it comes.
+    """
+    handle = transport._handle_get_request
+
+    async def handle_one(request: Request, send: Send) -> None:
+        last_event_id = request.headers.get(LAST_EVENT_ID_HEADER)
+        if last_event_id is None:
+            if events.get_requests:
+                refused = transport._create_error_response(CONFLICT, HTTPStatus.CONFLICT)
+                await refused(request.scope, request.receive, send)
+                return
+        elif not events.streams.names_get_stream(events.session, last_event_id):
+            await handle(request, send)
+            return
+        events.get_requests += 1
+        try:
+            await handle(request, send)
+        finally:
+            events.get_requests -= 1
+
+    transport._handle_get_request = handle_one  # type: ignore[method-assign]
 
 
 def resume_per_session(manager: StreamableHTTPSessionManager, streams: ResumableStreams) -> None:
@@ -211,14 +280,19 @@ def resume_per_session(manager: StreamableHTTPSessionManager, streams: Resumable
     before it serves. The manager hands each new transport its ``event_store`` attribute; the SDK has
     no hook per session, so its admission step (``_admit_session``, called under its session-creation
     lock, as :func:`~skilldeck.server._sessions.evict_idle_when_full` also wraps it) sets that
-    attribute to a fresh :class:`SessionEvents` just before.
+    attribute to a fresh :class:`SessionEvents` just before, and has the transport it returns serve
+    one GET stream at a time (:func:`one_get_stream_per_session`).
     """
     if manager.stateless:
         return
     admit = manager._admit_session
 
-    def admit_with_own_store(requestor: Any) -> Any:
-        manager.event_store = streams.for_session()
-        return admit(requestor)
+    def admit_with_own_store(requestor: Any) -> StreamableHTTPServerTransport | None:
+        events = streams.for_session()
+        manager.event_store = events
+        transport = admit(requestor)
+        if transport is not None:
+            one_get_stream_per_session(transport, events)
+        return transport
 
     manager._admit_session = admit_with_own_store  # type: ignore[method-assign]
