@@ -7,6 +7,8 @@ use of it over HTTP is in ``tests/gateway/test_gateway_http_protocol.py``.
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any
 
 import anyio
@@ -14,7 +16,7 @@ import pytest
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
 from mcp_types import JSONRPCNotification, JSONRPCResponse
 
-from skilldeck.server._resumable import ResumableStreams, resume_per_session
+from skilldeck.server._resumable import EVENT_COST, STREAM_COST, ResumableStreams, resume_per_session
 
 from ..sdk.sdk_support import Reply, asgi_request, echo_server, open_legacy_session, serving, settled, sse_events
 
@@ -26,7 +28,9 @@ def note(n: int) -> JSONRPCNotification:
     return JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"level": "info", "data": f"{n}"})
 
 
-SIZE = len(note(0).model_dump_json(by_alias=True, exclude_unset=True).encode())
+TEXT = len(note(0).model_dump_json(by_alias=True, exclude_unset=True).encode())
+SIZE = TEXT + EVENT_COST
+"""What one such message counts against the bound on bytes."""
 
 
 async def replayed(store: Any, last_event_id: str) -> tuple[Any, list[str]]:
@@ -95,19 +99,52 @@ async def test_the_oldest_stream_goes_when_one_more_opens() -> None:
 
 
 async def test_bytes_are_bounded_over_every_stream_the_oldest_event_first() -> None:
-    streams = ResumableStreams(max_bytes=2 * SIZE)
+    """Counted: each message's text and EVENT_COST an event (a priming event too), STREAM_COST a stream."""
+    bound = 2 * STREAM_COST + EVENT_COST + 2 * SIZE
+    streams = ResumableStreams(max_bytes=bound)
     a, b = streams.for_session(), streams.for_session()
-    primed = await a.store_event("1", None)  # a priming event weighs nothing
+    primed = await a.store_event("1", None)
     await a.store_event("1", note(1))
     await b.store_event("1", note(2))
-    assert streams.bytes == 2 * SIZE  # N
+    assert streams.bytes == bound  # N
     assert await replayed(a, primed) == (None, ["1"])
     await b.store_event("1", note(3))
-    assert streams.bytes == 2 * SIZE  # N+1: the oldest message went, whoever's it was
+    # N+1: the oldest events went, whoever's they were (a's priming event, then its message, then its stream)
+    assert streams.bytes == bound - STREAM_COST - EVENT_COST
+    assert (streams.streams, streams.events) == (1, 2)
     assert await replayed(a, primed) == (None, [])
-    big = JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"data": "x" * 3 * SIZE})
-    await a.store_event("2", big)  # more than the whole bound: kept nowhere
-    assert streams.bytes <= 2 * SIZE
+    big = JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"data": "x" * bound})
+    lost = await a.store_event("3", None)
+    await a.store_event("3", big)  # more than the whole bound: kept nowhere, nor its stream, and nothing goes for it
+    assert streams.bytes == bound - STREAM_COST - EVENT_COST
+    assert (streams.streams, streams.events) == (1, 2)
+    assert await replayed(a, lost) == (None, [])
+
+
+@pytest.mark.parametrize("text", [0, 2_000])
+@pytest.mark.parametrize("per_stream", [1, 40, 200])
+async def test_what_the_store_counts_is_the_memory_it_holds(text: int, per_stream: int) -> None:
+    """Streams of 1, 40 and 200 progress events (200: past the per-stream bound, so places of dropped events
+    wait in the queue of every event), small and large: the memory the store holds (traced) is within the
+    bound it counts, and not far under it (the documented figure is what it holds)."""
+    streams = ResumableStreams(max_events_per_stream=128, max_bytes=2**20)
+    sessions = [streams.for_session() for _ in range(8)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for n in range(700):
+            session = sessions[n % len(sessions)]
+            await session.store_event(str(n), None)
+            for e in range(per_stream - 1):
+                params = {"progressToken": n, "progress": e, "message": "x" * text}
+                await session.store_event(str(n), JSONRPCNotification(jsonrpc="2.0", method="p", params=params))
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert streams.bytes <= streams.max_bytes
+    assert 0.85 * streams.bytes <= held <= streams.bytes, (held, streams.bytes)
 
 
 async def test_a_session_replays_only_its_own_events() -> None:
@@ -170,3 +207,18 @@ async def test_replays_of_the_get_stream_sent_together_never_hold_two_live_strea
         for reply in ended
         if reply.status == 200
     ), ended
+
+
+async def test_a_stream_past_its_bound_leaves_a_bounded_queue_and_replays_its_last_events() -> None:
+    """10,000 events on one stream (128 kept): the places of dropped events in the queue of every event are
+    taken out as they grow past twice the events kept (plus 1,024), else one relaying stream grew it forever."""
+    streams = ResumableStreams(max_events_per_stream=128)
+    session = streams.for_session()
+    ids = [await session.store_event(GET_STREAM_KEY, note(n % 10)) for n in range(10_000)]
+    assert streams.events == 128
+    assert len(streams._order) <= 2 * 128 + 1_024
+    assert await replayed(session, ids[-4]) == (GET_STREAM_KEY, ["7", "8", "9"])
+    assert await replayed(session, ids[-130]) == (None, [])  # a gap: its next event went
+    other = streams.for_session()
+    await other.store_event("1", note(1))  # the byte bound still finds the oldest kept event after compaction
+    assert streams.bytes == 2 * STREAM_COST + 129 * SIZE
