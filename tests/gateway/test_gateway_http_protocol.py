@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,11 +32,10 @@ from mcp_types import (
 
 from skilldeck.server._resumable import RETRY_MS
 
-from ..server.helpers import initialize_request
+from ..server.helpers import events, legacy_headers, open_session
 from .transparency_upstream import REGION_HEADER, gateway_in_front
 
 MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
 
 
 class Running(NamedTuple):
@@ -187,37 +187,6 @@ async def test_a_well_formed_retry_still_completes(gateway: Running) -> None:
 # -- resumable SSE streams (2025-11-25 sessions) -----------------------------------------------------
 
 
-def legacy_headers(session: str | None = None, **extra: str) -> dict[str, str]:
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **extra}
-    if session is not None:
-        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
-    return headers
-
-
-def open_session(http: httpx2.Client, url: str) -> str:
-    opened = http.post(url, json=initialize_request(), headers=legacy_headers())
-    assert opened.status_code == 200, opened.text
-    session = opened.headers["mcp-session-id"]
-    done = http.post(
-        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=legacy_headers(session)
-    )
-    assert done.status_code == 202, done.text
-    return session
-
-
-def events(lines: Iterator[str]) -> Iterator[dict[str, str]]:
-    """SSE events from a stream's lines, each as its fields (comments skipped)."""
-    event: dict[str, str] = {}
-    for line in lines:
-        if not line:
-            if event:
-                yield event
-            event = {}
-        elif not line.startswith(":"):
-            name, _, value = line.partition(":")
-            event[name] = value.removeprefix(" ")
-
-
 def slow_call(request_id: int) -> dict[str, Any]:
     params = {"name": "see__slow", "arguments": {"seconds": 0.5}, "_meta": {"progressToken": "p"}}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
@@ -243,19 +212,26 @@ def test_a_dropped_stream_is_resumed_from_its_last_event_id_and_only_in_its_sess
         assert replayed.status_code == 200
         assert not [e for e in events(iter([*replayed.text.splitlines(), ""])) if e.get("data")], replayed.text
 
-        # its own session resumes after the last event it saw: what it missed, then the answer
-        with http.stream(
-            "GET", gateway.url, headers=legacy_headers(mine, **{"Last-Event-ID": progress["id"]})
-        ) as resumed:
-            assert resumed.status_code == 200
-            for event in events(resumed.iter_lines()):
+        # its own session resumes after the last event it saw, as a client does: each replay sends what it
+        # missed and ends (a replay holds no connection), and the client comes back after the retry hint
+        last, answer, replays = progress["id"], None, 0
+        while answer is None:
+            replays += 1
+            assert replays <= 30, "no answer in 30 replays"
+            if replays > 1:
+                time.sleep(RETRY_MS / 1000)  # the hint a client waits out between reconnections
+            resumed = http.get(gateway.url, headers=legacy_headers(mine, **{"Last-Event-ID": last}))
+            assert resumed.status_code == 200, resumed.text  # the whole body read: the stream ended by itself
+            for event in events(iter([*resumed.text.splitlines(), ""])):
+                last = event.get("id", last)
                 message = json.loads(event["data"]) if event.get("data") else {}
                 if message.get("id") == 7:
-                    break
-            else:
-                pytest.fail("the resumed stream ended without the call's answer")
-    assert message["result"]["content"][0]["text"] == "slept 0.5", message
-    assert event.get("id"), event  # resumable again from there
+                    answer = message
+        assert last != progress["id"], "the answer came without an event id"  # resumable again from there
+        after = http.get(gateway.url, headers=legacy_headers(mine, **{"Last-Event-ID": last}))
+        assert after.status_code == 200, after.text
+        assert not after.text.strip(), after.text  # nothing left: it ends empty
+    assert answer["result"]["content"][0]["text"] == "slept 0.5", answer
 
 
 @pytest.mark.anyio

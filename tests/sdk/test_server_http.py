@@ -28,6 +28,7 @@ from mcp_types import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
     PROTOCOL_VERSION_META_KEY,
+    JSONRPCNotification,
 )
 from starlette.requests import ClientDisconnect
 
@@ -310,6 +311,96 @@ async def test_the_manager_hands_each_new_session_the_store_it_holds_at_admissio
         transport = server.session_manager._server_instances[headers["mcp-session-id"]]
     assert transport._event_store is mine, revisit(
         "when a session's transport takes the manager's event_store (not at admission)",
+        "server/_resumable.py",
+        "resumable",
+    )
+
+
+async def test_a_replay_naming_an_answered_requests_stream_is_taken_for_a_live_stream_and_held() -> None:
+    store = MemoryEventStore()
+    server = echo_server()
+    async with serving(server, event_store=store, retry_interval=2_000) as app:
+        headers = await open_legacy_session(app)
+        priming = sse_events(await asgi_request(app, "POST", headers, PING))[0]["id"]
+        resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
+        replayed = await asgi_request(app, "GET", resume, until=lambda r: len(sse_events(r)) >= 2)
+    answer, primed_again = sse_events(replayed)[:2]
+    assert '"id":7,"result"' in answer.get("data", ""), replayed
+    assert primed_again.get("id"), replayed
+    assert primed_again.get("data") == "", revisit(
+        "what it does with the stream a replay names once the request is answered (it no longer opens it "
+        "again as a live stream, to be held until the session ends)",
+        "server/_resumable.py",
+        "resumable",
+    )
+
+
+async def test_a_session_holds_one_get_stream_whether_a_get_or_a_replay_opened_it() -> None:
+    store = MemoryEventStore()
+    server = echo_server()
+    async with serving(server, event_store=store, retry_interval=2_000) as app:
+        headers = await open_legacy_session(app)
+        transport = server.session_manager._server_instances[headers["mcp-session-id"]]
+        note = JSONRPCNotification(jsonrpc="2.0", method="notifications/tools/list_changed")
+        first = await store.store_event(GET_STREAM_KEY, note)
+        await store.store_event(GET_STREAM_KEY, note)  # what a replay after the first misses
+        stream_headers = {**headers, "accept": "text/event-stream"}
+        async with anyio.create_task_group() as tg:
+            resumed = {**stream_headers, "last-event-id": first}
+            tg.start_soon(lambda: asgi_request(app, "GET", resumed, until=lambda _: False))
+            assert await settled(lambda: GET_STREAM_KEY in transport._request_streams), revisit(
+                "a replay of the GET stream's events (it no longer opens the GET stream again)",
+                "server/_resumable.py",
+                "resumable",
+            )
+            plain = await asgi_request(app, "GET", stream_headers)
+            again = await asgi_request(app, "GET", {**stream_headers, "last-event-id": first})
+            tg.cancel_scope.cancel()
+    assert plain.status == 409, revisit(
+        "a second GET stream of a session (not refused 409)", "server/_resumable.py", "resumable"
+    )
+    assert again.status == 200, again
+    assert len(sse_events(again)) == 1, revisit(
+        f"a replay of the GET stream while it is open (not its one missed event, then the end: {again})",
+        "server/_resumable.py",
+        "resumable",
+    )
+
+
+async def test_get_streams_of_one_session_opened_together_all_go_on_live() -> None:
+    """The transport serves a GET through ``_handle_get_request(request, send)`` and refuses one with
+    ``_create_error_response(message, status)``; it checks for the session's GET stream before a replay
+    registers it, and the replay yields in between, so four replays of the GET stream sent together all go on
+    live (the stop-gap counts a session's GETs as they arrive)."""
+    for method, expected in (
+        ("_handle_get_request", ["self", "request", "send"]),
+        ("_create_error_response", ["self", "error_message", "status_code", "error_code", "headers"]),
+    ):
+        parameters = list(inspect.signature(getattr(StreamableHTTPServerTransport, method)).parameters)
+        assert parameters == expected, revisit(
+            f"StreamableHTTPServerTransport.{method}'s parameters to {parameters}", "server/_resumable.py", "resumable"
+        )
+    store = MemoryEventStore()
+    server = echo_server()
+    async with serving(server, event_store=store, retry_interval=2_000) as app:
+        headers = await open_legacy_session(app)
+        transport = server.session_manager._server_instances[headers["mcp-session-id"]]
+        note = JSONRPCNotification(jsonrpc="2.0", method="notifications/tools/list_changed")
+        first = await store.store_event(GET_STREAM_KEY, note)
+        resumed = {**headers, "accept": "text/event-stream", "last-event-id": first}
+        ended: list[object] = []
+
+        async def replay() -> None:
+            ended.append(await asgi_request(app, "GET", resumed, until=lambda _: False))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(replay)
+            assert await settled(lambda: GET_STREAM_KEY in transport._request_streams)
+            held = not await settled(lambda: bool(ended), passes=1_000)
+            tg.cancel_scope.cancel()
+    assert held, revisit(
+        "replays of one session's GET stream sent together (no longer all held open as live streams)",
         "server/_resumable.py",
         "resumable",
     )

@@ -138,6 +138,39 @@ def running_http(command: str, tmp_path: Path, examples_dir: Path, *extra: str) 
         stop(proc)
 
 
+def legacy_headers(session: str | None = None, **extra: str) -> dict[str, str]:
+    """The headers of a raw legacy (2025-11-25) POST, of session ``session`` when given, and ``extra``."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **extra}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    return headers
+
+
+def open_session(http: httpx2.Client, url: str) -> str:
+    """A new legacy session at ``url`` (initialized), by its id."""
+    opened = http.post(url, json=initialize_request(), headers=legacy_headers())
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    done = http.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=legacy_headers(session)
+    )
+    assert done.status_code == 202, done.text
+    return session
+
+
+def events(lines: Iterator[str]) -> Iterator[dict[str, str]]:
+    """SSE events from a stream's lines, each as its fields (comments skipped)."""
+    event: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            if event:
+                yield event
+            event = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            event[name] = value.removeprefix(" ")
+
+
 def closed_within(conn: socket.socket, seconds: float) -> float | None:
     """Seconds until the server closed ``conn`` (reading nothing but the end), or None if it stayed open."""
     conn.settimeout(seconds)
@@ -177,26 +210,40 @@ def write_skill(
     return folder
 
 
-def legacy_stream(host: str, port: int) -> socket.socket:
-    """A legacy (2025-11-25) session's GET stream, open on a socket of its own (its head read)."""
-    with httpx2.Client(timeout=30) as http:
-        opened = http.post(
-            f"http://{host}:{port}/mcp",
-            json=initialize_request(),
-            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
-        )
-        session = opened.headers["mcp-session-id"]
+def stream_get(host: str, port: int, session: str, **headers: str) -> tuple[socket.socket, bytes]:
+    """A legacy session's ``GET`` (a stream, when it is answered 200) on a socket of its own: the socket and
+    the response's head; ``headers`` are sent too (``Last_Event_ID`` as ``Last-Event-ID``)."""
+    conn = send_get(host, port, session, **headers)
+    return conn, read_head(conn)
+
+
+def send_get(host: str, port: int, session: str, **headers: str) -> socket.socket:
+    """A legacy session's ``GET`` sent on a socket of its own, nothing read yet (see :func:`stream_get`)."""
     conn = socket.create_connection((host, port))
+    extra = "".join(f"{name.replace('_', '-')}: {value}\r\n" for name, value in headers.items())
     conn.sendall(
         f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
-        f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n".encode()
+        f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n{extra}\r\n".encode()
     )
+    return conn
+
+
+def read_head(conn: socket.socket) -> bytes:
+    """The head of the response ``conn`` receives (status line and headers)."""
     conn.settimeout(10)
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = conn.recv(4096)
         assert chunk, head
         head += chunk
+    return head
+
+
+def legacy_stream(host: str, port: int) -> socket.socket:
+    """A new legacy (2025-11-25) session's GET stream, open on a socket of its own (its head read)."""
+    with httpx2.Client(timeout=30) as http:
+        session = open_session(http, f"http://{host}:{port}/mcp")
+    conn, head = stream_get(host, port, session)
     assert head.startswith(b"HTTP/1.1 200"), head
     return conn
 

@@ -27,7 +27,21 @@ from skilldeck.server._audience import catalog_for
 from skilldeck.server._connections import DEFAULT_PROBE_CONNECTIONS
 from skilldeck.serving._policy import Caller, Policy, PolicyError, parse_policy
 
-from .helpers import CLI, cli_env, closed_within, legacy_stream, running_http, stop, write_skill
+from .helpers import (
+    CLI,
+    cli_env,
+    closed_within,
+    events,
+    legacy_headers,
+    legacy_stream,
+    open_session,
+    read_head,
+    running_http,
+    send_get,
+    stop,
+    stream_get,
+    write_skill,
+)
 
 ERAS = ["auto", "legacy"]
 
@@ -606,3 +620,66 @@ def test_streams_hold_at_most_their_share_of_the_table(tmp_path: Path, examples_
         finally:
             for conn in streams:
                 conn.close()
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_one_session_holds_one_stream_place_however_it_opens_streams(
+    tmp_path: Path, examples_dir: Path, command: str
+) -> None:
+    """``--max-connections 8``: four places for streams. One session makes five requests (one more than the
+    places) and replays each one's stream by its event id: each replay sends the answer and ends (each was
+    held open, so one session held every place and every other client's stream was refused). Its GET stream
+    holds one place and a second is refused; three more sessions' streams fill the four places, and the
+    next is refused."""
+    with running_http(command, tmp_path, examples_dir, "--max-connections", "8") as ran:
+        asked = [100 + n for n in range(5)]
+        with httpx2.Client(timeout=10) as http:
+            mine = open_session(http, ran.url)
+            for request_id in asked:
+                ping = {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
+                assert http.post(ran.url, json=ping, headers=legacy_headers(mine)).status_code == 200
+            replayed: list[int] = []
+            for number in range(1, 10):  # "<stream>-<index>", streams numbered from 1: an outsider's guess
+                resume = legacy_headers(mine, Accept="text/event-stream", **{"Last-Event-ID": f"{number}-0"})
+                try:
+                    again = http.get(ran.url, headers=resume)
+                except httpx2.ReadTimeout:
+                    pytest.fail(f"the replay of stream {number} was held open after its answer")
+                assert again.status_code == 200, again.text
+                lines = [*again.text.splitlines(), ""]
+                replayed += [json.loads(e["data"])["id"] for e in events(iter(lines)) if e.get("data")]
+        if command == "gateway":  # its events are a priming event, then the answer: what was left is the answer
+            assert set(asked) <= set(replayed), replayed
+        else:  # serve answers in one JSON body: the one event kept is the answer itself, and nothing is left
+            assert replayed == [], replayed
+        held = []
+        try:
+            conn, head = stream_get(ran.host, ran.port, mine)
+            held.append(conn)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            conn, head = stream_get(ran.host, ran.port, mine)
+            conn.close()
+            assert head.startswith(b"HTTP/1.1 409"), head  # one GET stream a session
+            held += [legacy_stream(ran.host, ran.port) for _ in range(3)]  # N: the four places
+            with pytest.raises(AssertionError, match="503"):
+                held.append(legacy_stream(ran.host, ran.port))  # N+1
+        finally:
+            for conn in held:
+                conn.close()
+
+
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_a_sessions_gets_sent_together_open_one_stream(tmp_path: Path, examples_dir: Path, command: str) -> None:
+    """Eight GETs of one session, all sent before any is answered: one stream opens and seven are refused
+    ``409`` (the SDK checked for the session's stream before registering it, so several opened, each
+    holding a place, the first ones never written to again)."""
+    with running_http(command, tmp_path, examples_dir) as ran:
+        with httpx2.Client(timeout=10) as http:
+            mine = open_session(http, ran.url)
+        sent = [send_get(ran.host, ran.port, mine) for _ in range(8)]
+        try:
+            statuses = sorted(read_head(conn).split(b" ", 2)[1].decode() for conn in sent)
+        finally:
+            for conn in sent:
+                conn.close()
+    assert statuses == ["200"] + ["409"] * 7, statuses
