@@ -1207,6 +1207,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:\n            stored = self.context.oauth_metadata",
         "tests/host/test_oauth_cli.py::test_a_refresh_goes_only_to_the_token_endpoint_the_servers_metadata_names",
         "a refresh goes to the token endpoint the stored record names, not the one the server's metadata names",
+    ),
+    _m(
         "resumable-replay-of-a-request-goes-live",
         "server/_resumable.py",
         "return stream.stream_id if live and stream.stream_id == GET_STREAM_KEY else None",
