@@ -1249,6 +1249,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a place of an event already dropped is taken for the stream's oldest kept event, which goes too soon",
     ),
     _m(
+        "reload-cuts-calls-in-flight",
+        "host/_connect.py",
+        "if drain and closer.is_set() and not gone.is_set() and not self._close.is_set():",
+        "if False:",
+        "tests/gateway/test_reload_drain.py",
+        "a reload tears the old connection down at once: calls that ran come back as 'Connection closed'",
+    ),
+    _m(
+        "reload-refuses-calls-during-the-switch",
+        "gateway/_upstreams.py",
+        "connected = self.host.sessions.get(label) or await self._reconnected(label, tool)",
+        "connected = self.host.sessions.get(label)",
+        "tests/gateway/test_reload_drain.py::test_calls_in_flight_finish_on_the_old_program_and_a_call_during_the_switch_waits",
+        "a call made while an upstream is being reconnected is refused instead of waiting for it",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

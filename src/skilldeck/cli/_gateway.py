@@ -382,6 +382,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 timeout=args.timeout,
                 report=report,
                 added=added,
+                drain=args.shutdown_timeout,
             )
             await config.check()  # a policy id that matches nothing stops the gateway here
             for warning in flag_warnings(args.pin, args.grant, host, [s.label for s in specs]):

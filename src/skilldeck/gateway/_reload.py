@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -69,6 +70,8 @@ class GatewayConfig:
         report: where each line goes.
         added: the servers a person added from a catalog (``$SKILLDECK_HOME/added.json``), re-read with
             the config: a label the config names too is the config's.
+        drain: seconds the calls in flight on an upstream removed or connected again have to finish on
+            its old session before it is torn down (``--shutdown-timeout``).
     """
 
     def __init__(
@@ -81,8 +84,10 @@ class GatewayConfig:
         timeout: float,
         report: Report,
         added: AddedServers | None = None,
+        drain: float = 0.0,
     ) -> None:
         self.service = service
+        self.drain = drain
         self.added = added
         self.specs = {spec.label: spec for spec in specs}
         self.config_path = config_path
@@ -91,6 +96,9 @@ class GatewayConfig:
         self.report = report
         self.pending: dict[str, list[PolicyName]] = {}
         self._lock = anyio.Lock()
+        self._switching: dict[str, tuple[str, ...]] = {}
+        """Upstreams this reload connects again (their entry changed), each with the tools it listed: the
+        gateway goes on listing those until the new session is admitted, and calls to them wait for it."""
         self._reloading: int | None = None
         """The task running a reload (which checks the upstreams it connects itself), while one runs."""
 
@@ -176,6 +184,9 @@ class GatewayConfig:
                 self.report("error", f"reload failed: {type(exc).__name__}: {exc}")
             finally:
                 self._reloading = None
+                for label in list(self.host.reconnecting):  # the calls waiting for them go on, or are refused
+                    self.host.reconnecting.pop(label).set()
+                self._switching.clear()
 
     async def _reload(self, watcher: HostWatcher, changed: Changed, policy_changed: PolicyChanged) -> None:
         specs = self._read_config()
@@ -205,7 +216,18 @@ class GatewayConfig:
         for label in added:
             if await self._admit(label, fresh=True):
                 await watcher.follow(label)
-                await changed(await self.host.relist(label, ("reloaded",)))
+                change = await self.host.relist(label, ("reloaded",))
+                if label in self._switching:  # told against what the gateway went on listing
+                    before = set(self._switching.pop(label))
+                    now = {str(t.get("name")) for t in change.tools or ()}
+                    change = replace(
+                        change, tools_added=tuple(sorted(now - before)), tools_removed=tuple(sorted(before - now))
+                    )
+                await changed(change)
+            elif label in self._switching:
+                await self._unlist(label, changed)
+            if label in self.host.reconnecting:
+                self.host.reconnecting.pop(label).set()
         up = len(self.host.sessions)
         self.report("info", f"reloaded: {up} of {len(self.specs)} servers")
 
@@ -247,11 +269,14 @@ class GatewayConfig:
         for label in gone + redo:
             was_up = label in host.sessions
             tools = tuple(sorted(t.name for t in host.tools(label)))
-            host.remove_server(label)
+            if was_up and label in redo:  # listed on until the new session is admitted; calls wait for it
+                self._switching[label] = tools
+                host.reconnecting[label] = anyio.Event()
+                self.report("info", f"[{label}] its entry changed: connecting it again (calls in flight finish)")
+            host.remove_server(label, drain=self.drain)
             host.failures.pop(label, None)
-            if was_up:
-                reasons = frozenset({"removed", "prompts", "resources"})
-                await changed(CatalogChange(label, reasons, tools_removed=tools, tools=()))
+            if was_up and label not in self._switching:
+                await self._unlist(label, changed, tools)
             if label in gone:
                 self.report("info", f"[{label}] removed")
         self.specs = specs
@@ -263,7 +288,16 @@ class GatewayConfig:
             else:
                 failure = host.failures.get(label)
                 self.report("warning", f"unavailable [{label}] {failure.reason if failure else 'not connected'}")
+                if label in self._switching:
+                    await self._unlist(label, changed)
+                    host.reconnecting.pop(label).set()
         return added
+
+    async def _unlist(self, label: str, changed: Changed, tools: tuple[str, ...] | None = None) -> None:
+        """Tell ``changed`` that ``label`` lists nothing now (``tools``: what it listed, else as it was switching)."""
+        listed = self._switching.pop(label, ()) if tools is None else tools
+        reasons = frozenset({"removed", "prompts", "resources"})
+        await changed(CatalogChange(label, reasons, tools_removed=listed, tools=()))
 
 
 def _refusal(policy_path: str | None, errors: list[str]) -> str:

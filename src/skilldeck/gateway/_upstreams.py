@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_REQUEST,
@@ -174,7 +175,7 @@ class HostUpstreams:
         ``notifications/cancelled`` for it.
         """
         label, tool, log, relay = call.label, call.tool, call.log, call.relay
-        connected = self.host.sessions.get(label)
+        connected = self.host.sessions.get(label) or await self._reconnected(label, tool)
         if connected is None:
             raise GateRefused(
                 f"{down(self.failures, label) or repr(label) + ' is not connected'}; the call was not sent"
@@ -193,13 +194,27 @@ class HostUpstreams:
                 return await self._parked_round(sent, relay)
             return await self._input_required_round(sent, relay)
 
+    async def _reconnected(self, label: str, tool: str) -> Connected | None:
+        """``label``'s new session once a reload that is connecting it again is done (waited for at most twice its
+        timeout: the connection, then its listing), or None; refused if it no longer lists ``tool``."""
+        switch = self.host.reconnecting.get(label)
+        if switch is None:
+            return None
+        spec = next((spec for spec in self.host.specs if spec.label == label), None)
+        with anyio.move_on_after(2 * spec.timeout if spec is not None else 0):
+            await switch.wait()
+        connected = self.host.sessions.get(label)
+        if connected is not None and tool not in self.tool_names(label):
+            raise GateRefused(f"{label!r} was reconnected and no longer lists {tool!r}; the call was not sent")
+        return connected
+
     async def _plain(self, call: _Sent, relay: CallRelay | None) -> dict[str, Any]:
         """The call as one upstream request: the upstream's questions, if any, put to a 2025-11-25 caller
         while it waits (or refused, with no ``relay``)."""
         label, tool, connected = call.label, call.tool, call.connected
         waiting = Waiting(call.log, relay)
         try:
-            with self._waiting(label, waiting):
+            with self._waiting(label, waiting), connected.call():
                 result = await connected.client.call_tool(
                     tool, call.arguments, progress_callback=call.progress, meta=call.meta
                 )
@@ -247,7 +262,7 @@ class HostUpstreams:
         responses = None if relay.input_responses is None else parse_input_responses(relay.input_responses)
         connected = call.connected
         try:
-            with self._waiting(call.label, Waiting(call.log, relay)):
+            with self._waiting(call.label, Waiting(call.log, relay)), connected.call():
                 result = await connected.client.session.call_tool(
                     call.tool,
                     call.arguments,
@@ -309,7 +324,7 @@ class HostUpstreams:
 
         label, tool, connected = call.label, call.tool, call.connected
         try:
-            with parked.scope, self._waiting(label, Waiting(log, parked=parked)):
+            with parked.scope, self._waiting(label, Waiting(log, parked=parked)), connected.call():
                 try:
                     result = await connected.client.call_tool(
                         tool, call.arguments, progress_callback=progress, meta=call.meta

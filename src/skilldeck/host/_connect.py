@@ -41,9 +41,9 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -177,10 +177,33 @@ class Connected:
     """The server's Skills extension settings, ``None`` when it did not declare the extension."""
     failure: str | None = None
     """Why the host gave up on this server, once it has; its requests then fail with this reason."""
+    calls: int = 0
+    """Calls sent on this session that have not been answered yet (see :meth:`call`)."""
+    _answered: anyio.Event | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
         return self.spec.label
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Count one call in flight on this session while the body runs: a session closed for a reload
+        lets such calls finish first (:meth:`Connections.close`'s ``drain``)."""
+        self.calls += 1
+        try:
+            yield
+        finally:
+            self.calls -= 1
+            if not self.calls and self._answered is not None:
+                self._answered.set()
+
+    async def drain(self, seconds: float) -> bool:
+        """Wait, at most ``seconds``, until no call is in flight; whether none is."""
+        if self.calls:
+            self._answered = anyio.Event()
+            with anyio.move_on_after(seconds):
+                await self._answered.wait()
+        return not self.calls
 
     def explain(self, exc: BaseException) -> str:
         """Words for a request to this server that failed.
@@ -694,6 +717,8 @@ class Connections(Unwinding):
         self.failures: dict[str, Failure] = {}
         self._close = anyio.Event()
         self._closers: dict[str, anyio.Event] = {}
+        self._drains: dict[anyio.Event, float] = {}
+        """Per closer, how long a session closed under it lets its calls in flight finish."""
         self.server_stderr = server_stderr
         self._stderr_files: dict[str, IO[str]] = {}
         self._stderr_started: dict[str, int] = {}
@@ -900,10 +925,17 @@ class Connections(Unwinding):
         await done.wait()
         return self.connected.get(spec.label)
 
-    def close(self, label: str) -> None:
-        """Close one server's session now (the others stay open)."""
+    def close(self, label: str, *, drain: float = 0.0) -> None:
+        """Close one server's session (the others stay open): no new request is sent on it from now on.
+
+        ``drain``: seconds the calls in flight on it (:meth:`Connected.call`) have to finish before it is
+        torn down; a call still running then fails saying it may have run.
+        """
         self.connected.pop(label, None)
-        self._closers.setdefault(label, anyio.Event()).set()
+        closer = self._closers.setdefault(label, anyio.Event())
+        if drain > 0:
+            self._drains[closer] = drain
+        closer.set()
 
     def fail(self, label: str, reason: str) -> None:
         """Give up on one server now, with the reason: its session closes, and requests waiting on it end.
@@ -940,6 +972,16 @@ class Connections(Unwinding):
         no failure wiped or set, no listener told it is up).
         """
         return self._close.is_set() or closer.is_set() or label in self._given_up
+
+    async def _drain(self, connected: Connected, seconds: float) -> None:
+        """Let the calls in flight on a session closed for a reload finish, for at most ``seconds``."""
+        if await connected.drain(seconds):
+            return
+        connected.failure = (
+            f"the server was reconnected (its entry changed) while this call ran, and the call did not finish "
+            f"within {seconds:g}s (--shutdown-timeout); it may have run: check before calling it again"
+        )
+        logger.warning("[%s] %d call(s) cut after %gs of reconnection", connected.label, connected.calls, seconds)
 
     async def _until_closed(self, closer: anyio.Event) -> None:
         """Return once the host closes the session held under ``closer``, or all of them."""
@@ -1073,6 +1115,9 @@ class Connections(Unwinding):
 
                             wait_any.start_soon(until_lost)
                             wait_any.start_soon(until_closed)
+                        drain = self._drains.pop(closer, 0.0)
+                        if drain and closer.is_set() and not gone.is_set() and not self._close.is_set():
+                            await self._drain(connected, drain)
                         if gone.is_set() and not self._ended(label, closer):
                             code = self._exit_codes.get(label)
                             said = f"exited (code {code})" if lost[0] == "exited" and code is not None else lost[0]

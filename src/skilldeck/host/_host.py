@@ -16,6 +16,8 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Literal
 from urllib.parse import unquote
 
+import anyio
+
 from skilldeck._awaitable import maybe_await
 from skilldeck.errors import ConfigError, CrossOriginRead, NotApproved, PeerError, SkilldeckError
 from skilldeck.host._approvals import ApprovalRequest, ApprovalStore, Approver
@@ -122,6 +124,9 @@ class Host:
         self._local = [LocalIndex(*local)] if local else []
         self._loaders: dict[str, SkillLoader] = {}
         self._removed: set[str] = set()
+        self.reconnecting: dict[str, anyio.Event] = {}
+        """Servers being connected again (a reload changed their entry), each set once that is done: a call
+        to one waits for it rather than being refused."""
 
     def _session_changed(self, label: str, up: bool) -> None:
         """A loader holds its server's session: a server lost or back gets a fresh one (which verifies again)."""
@@ -409,11 +414,14 @@ class Host:
         self._loaders.pop(spec.label, None)
         return await self.connections.add(spec) is not None
 
-    def remove_server(self, label: str) -> None:
-        """Forget a server: close its session, drop its registry entries, approvals and cached content."""
+    def remove_server(self, label: str, *, drain: float = 0.0) -> None:
+        """Forget a server: close its session, drop its registry entries, approvals and cached content.
+
+        ``drain``: seconds the calls in flight on its session have to finish before it is torn down.
+        """
         self._removed.add(label)
         self._loaders.pop(label, None)
-        self.connections.close(label)
+        self.connections.close(label, drain=drain)
         self.registry.remove_server(label)
         self.approvals.remove_server(label)
         if self.cache is not None:

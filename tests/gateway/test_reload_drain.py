@@ -1,0 +1,141 @@
+"""A reload that connects an upstream again, from the outside: the real ``skilldeck gateway`` process, ``SIGHUP``,
+a real client calling through it.
+
+The upstream is a stdio server whose ``work`` tool runs until the test releases it (a file appears), and
+answers with the program's version, so the test tells which program ran each call. Calls in flight when its
+entry changes finish on the old program and come back with their results; a call made while the new program
+is being connected waits for it; a call that outlasts ``--shutdown-timeout`` fails saying it may have run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from ..server.helpers import start_gateway, stop
+from .test_gateway_config import reloaded, wait_for_log
+
+pytestmark = pytest.mark.anyio
+
+SLOW = """
+import pathlib, sys, time
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+version, release, start = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+while not start.exists():  # the test says when this program may come up
+    time.sleep(0.02)
+server = MCPServer("slow")
+
+
+@server.tool()
+async def work(n: int) -> str:
+    \"\"\"Works on n until released.\"\"\"
+    (release.parent / f"started-{version}-{n}").touch()
+    while not release.exists():
+        await anyio.sleep(0.02)
+    return f"{version}:{n}"
+
+
+server.run()
+"""
+IN_FLIGHT = 20
+WAIT = 60.0
+
+
+def write_config(path: Path, version: str, release: Path, start: Path) -> Path:
+    entry = {"command": sys.executable, "args": ["-c", SLOW, version, str(release), str(start)]}
+    path.write_text(json.dumps({"mcpServers": {"slow": entry}}))
+    return path
+
+
+async def started(folder: Path, version: str, count: int) -> None:
+    """Wait until ``count`` calls have started on ``version`` (a failure guard bounds it, nothing is timed)."""
+    with anyio.fail_after(WAIT):
+        while len(await anyio.to_thread.run_sync(lambda: list(folder.glob(f"started-{version}-*")))) < count:
+            await anyio.sleep(0.02)
+
+
+def text_of(result: object) -> str:
+    content = getattr(result, "content", [])
+    return " ".join(getattr(part, "text", "") for part in content)
+
+
+async def test_calls_in_flight_finish_on_the_old_program_and_a_call_during_the_switch_waits(tmp_path: Path) -> None:
+    """20 calls running on v1 when its entry changes: all 20 come back with v1's results (before: 20 times
+    "Connection closed", though each had run); a call made while v2 is being connected is answered by v2
+    (before: refused, "no server lists a tool named 'work'")."""
+    release, up_v1, up_v2 = tmp_path / "release", tmp_path / "up-v1", tmp_path / "up-v2"
+    up_v1.touch()
+    config = write_config(tmp_path / "mcp.json", "v1", release, up_v1)
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--shutdown-timeout", "120")
+    try:
+        async with Client(match["url"], cache=None) as client:
+            loaded = await client.call_tool("load", {"ids": ["slow/work"]})
+            assert not loaded.is_error, loaded
+            results: dict[int, str] = {}
+
+            async def call(n: int) -> None:
+                result = await client.call_tool("call", {"tool": "slow/work", "arguments": {"n": n}})
+                results[n] = ("error: " if result.is_error else "") + text_of(result)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(IN_FLIGHT):
+                    tg.start_soon(call, n)
+                await started(tmp_path, "v1", IN_FLIGHT)
+                write_config(config, "v2", release, up_v2)
+                before = log.read_text()
+                await anyio.to_thread.run_sync(reloaded_soon, proc)
+                await anyio.to_thread.run_sync(
+                    lambda: wait_for_log(log, lambda t: "[slow] its entry changed" in t[len(before) :], "the switch")
+                )
+                tg.start_soon(call, 99)  # while v2 is not up yet
+                up_v2.touch()
+                await anyio.to_thread.run_sync(lambda: wait_for_log(log, lambda t: "reloaded: 1 of 1" in t, "reload"))
+                release.touch()
+        assert {n: results[n] for n in range(IN_FLIGHT)} == {n: f"v1:{n}" for n in range(IN_FLIGHT)}, results
+        assert results[99] == "v2:99", results
+    finally:
+        stop(proc)
+
+
+def reloaded_soon(proc: subprocess.Popen[bytes]) -> None:
+    """SIGHUP, without waiting for the reload to end (it waits for the new program, which the test lets up)."""
+    proc.send_signal(signal.SIGHUP)
+
+
+async def test_a_call_that_outlasts_the_shutdown_timeout_fails_saying_it_may_have_run(tmp_path: Path) -> None:
+    """``--shutdown-timeout 2``: a call still running on the old program 2 s after its entry changed is cut,
+    and its error says it may have run; the reload itself is not held up."""
+    release, up = tmp_path / "release", tmp_path / "up"
+    up.touch()
+    config = write_config(tmp_path / "mcp.json", "v1", release, up)
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--shutdown-timeout", "2")
+    try:
+        async with Client(match["url"], cache=None) as client:
+            assert not (await client.call_tool("load", {"ids": ["slow/work"]})).is_error
+            said: list[str] = []
+
+            async def call() -> None:
+                result = await client.call_tool("call", {"tool": "slow/work", "arguments": {"n": 1}})
+                said.append(("error: " if result.is_error else "") + text_of(result))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await started(tmp_path, "v1", 1)
+                write_config(config, "v2", release, up)
+                await anyio.to_thread.run_sync(lambda: reloaded(proc, log, 1))
+        (text,) = said
+        assert text.startswith("error: "), text
+        assert "did not finish within 2s (--shutdown-timeout); it may have run" in text, text
+    finally:
+        stop(proc)
