@@ -1265,6 +1265,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a call made while an upstream is being reconnected is refused instead of waiting for it",
     ),
     _m(
+        "redis-bus-waits-the-window-for-the-first-event",
+        "server/_redis_bus.py",
+        "            self._deliver_held()  # the leading edge: a change on one replica is told at once\n",
+        "",
+        "tests/replicas/test_redis_bus.py::test_one_change_published_by_one_replica_is_delivered_once_without_waiting_for_the_window",
+        "the first change event of a window waits the whole --settle window before listeners hear it",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

@@ -2,7 +2,8 @@
 
 ``skilldeck_redis_bus_up`` is 1 while the bus is subscribed, 0 through an outage, 1 again once it is
 back, and the return is counted in ``skilldeck_redis_bus_reannouncements_total``; identical events
-gathered in one ``--settle`` window are counted in ``skilldeck_redis_bus_coalesced_total``.
+gathered in one ``--settle`` window (after the one delivered at once) are counted in
+``skilldeck_redis_bus_coalesced_total``.
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ def test_the_bus_is_up_down_through_an_outage_and_up_again_with_one_reannounceme
             assert value(start, UP) == 1, start
             assert value(start, REANNOUNCED) == value(start, COALESCED) == 0, start
 
-            # three identical events in one settle window: one delivered, two coalesced
+            # three identical events in one settle window: the first delivered at once, the rest gathered and
+            # delivered once at its end; whether the second was read before the first went out decides if
+            # one or two are coalesced (never none: three events are never delivered three times)
             anyio.run(publish, redis.url, 3)
-            gathered = scraped_until(server, lambda s: value(s, COALESCED) >= 2)
-            assert value(gathered, COALESCED) == 2, gathered
+            gathered = scraped_until(server, lambda s: value(s, COALESCED) >= 1)
+            assert value(gathered, COALESCED) in (1, 2), gathered
 
             redis.kill()
             down = scraped_until(server, lambda s: value(s, UP) == 0)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+import anyio
 import httpx2
 import pytest
 import redis.asyncio as aioredis
@@ -74,12 +75,13 @@ def test_serve_refuses_a_settle_window_without_redis() -> None:
 
 
 @pytest.mark.anyio
-async def test_an_edit_to_a_folder_two_replicas_watch_reaches_a_listener_once(
+async def test_an_edit_to_a_folder_two_replicas_watch_reaches_a_listener_at_once_and_after_both_have_it(
     replicas_bench: ModuleType, tmp_path: Path
 ) -> None:
-    """Both replicas reload the edit and publish it; the listener's replica gathers for ``--settle`` seconds and
-    tells it once. Counted, not timed: once both replicas serve the edit, a sentinel event is published, and
-    everything the listener hears before the sentinel is the edit's announcement."""
+    """Both replicas reload the edit and publish it; the listener's replica tells the first at once, gathers for
+    ``--settle`` seconds and tells what came meanwhile once more: at most twice, never once per event, and the
+    last after both replicas serve the edit. Counted, not timed: once both replicas serve the edit, a sentinel
+    event is published (inside the window), and everything the listener hears before it is the edit's."""
     pack = tmp_path / "shared"
     shutil.copytree(EXAMPLES, pack)
     procs: list[subprocess.Popen[bytes]] = []
@@ -100,11 +102,10 @@ async def test_an_edit_to_a_folder_two_replicas_watch_reaches_a_listener_once(
                 client.listen(resources_list_changed=True, tools_list_changed=True) as sub,
             ):
                 write_skill(pack, "added-to-the-shared-folder")
-                heard = [await next_event(sub, within=30)]
-                with httpx2.Client(timeout=10) as http:
-                    after = {_catalog_version(http, url) for url in urls}
-                assert len(after) == 1, (before, after)  # both replicas serve the edit
-                assert after != before, (before, after)
+                heard = [await next_event(sub, within=30)]  # at once: the first replica's
+                with anyio.fail_after(30), httpx2.Client(timeout=10) as http:
+                    while len(after := {_catalog_version(http, url) for url in urls}) != 1 or after == before:
+                        await anyio.sleep(0.05)
                 raw = aioredis.Redis.from_url(redis.url)
                 try:
                     await raw.publish("skilldeck:skilldeck:events", encode_event(ToolsListChanged()))
@@ -115,7 +116,8 @@ async def test_an_edit_to_a_folder_two_replicas_watch_reaches_a_listener_once(
         finally:
             for proc in procs:
                 stop(proc)
-    assert heard == [ResourcesListChanged(), ToolsListChanged()], heard
+    assert heard[-1] == ToolsListChanged(), heard
+    assert heard[:-1] in ([ResourcesListChanged()], [ResourcesListChanged()] * 2), heard
 
 
 @pytest.mark.parametrize("env", [{}, {"SKILLDECK_STATE_KEY": "k" * 32}])

@@ -87,21 +87,38 @@ async def test_an_event_published_on_one_replica_reaches_every_replica_once(redi
         assert all(bus.reannounced == 0 for bus, _ in buses)
 
 
-async def test_one_change_published_by_three_replicas_reaches_each_listener_once_and_a_late_one_again(
+async def test_one_change_published_by_three_replicas_reaches_each_listener_at_once_then_once_more(
     redis_server: Any,
 ) -> None:
     """Replicas watching one shared folder each reload an edit and each publish it: every listener heard it three
-    times. A bus gathers for ``settle`` seconds and delivers each distinct event once; an event arriving after
-    the window closed opens a new one, so the last delivery still follows the last replica's reload."""
+    times. A bus delivers the first at once, gathers for ``settle`` seconds and delivers each distinct event
+    gathered once more, after the last replica's; an event arriving after the window closed is delivered at once."""
     async with replicas(redis_server.url, 3, settle=3.0) as buses:
         for bus, _ in buses:
             await bus.publish(ResourcesListChanged())
-        for bus, heard in buses:
+        for _, heard in buses:
             assert await heard.until(1) == [ResourcesListChanged()]
-            assert bus.coalesced == 2
+        for bus, heard in buses:
+            assert await heard.until(2) == [ResourcesListChanged(), ResourcesListChanged()]  # the trailing edge
+            assert bus.coalesced == 1  # the third replica's event, gathered with the second's
         await buses[2][0].publish(ResourcesListChanged())  # a replica that reloaded after the window closed
         for _, heard in buses:
-            assert await heard.until(2) == [ResourcesListChanged(), ResourcesListChanged()]
+            assert await heard.until(3) == [ResourcesListChanged()] * 3
+
+
+async def test_one_change_published_by_one_replica_is_delivered_once_without_waiting_for_the_window(
+    redis_server: Any,
+) -> None:
+    """Replicas that each watch a folder of their own publish one event per edit: with a window of 60 s, it is
+    delivered at once (before, it waited the whole window) and nothing follows."""
+    async with replicas(redis_server.url, 2, settle=60.0) as buses:
+        await buses[0][0].publish(ResourcesListChanged())
+        for _, heard in buses:
+            with anyio.fail_after(30):  # under the window: only a delivery at once passes
+                assert await heard.until(1) == [ResourcesListChanged()]
+        await buses[1][0].publish(ToolsListChanged())  # another kind, in the open window: held to its end
+        await anyio.sleep(0.5)
+        assert all(heard.events == [ResourcesListChanged()] for _, heard in buses)
 
 
 @pytest.mark.parametrize("settle", [-0.1, 60.5, float("nan"), float("inf")])

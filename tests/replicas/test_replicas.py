@@ -118,7 +118,7 @@ async def drain(sub: Any, quiet: float = DEFAULT_SETTLE + 0.3) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_change_on_any_replica_reaches_a_listener_through_the_balancer_within_a_second_and_a_half(
+async def test_a_change_on_any_replica_reaches_a_listener_through_the_balancer_within_a_second(
     deployment: Deployment,
 ) -> None:
     """The listener's stream is held by one replica; the changes are made on each of the three in turn."""
@@ -135,9 +135,9 @@ async def test_a_change_on_any_replica_reaches_a_listener_through_the_balancer_w
             assert isinstance(event, ResourcesListChanged)
             await drain(sub)
     # the file written, seen by that replica's watcher (200 ms debounce), reloaded, published on
-    # Redis, gathered for the 0.5 s settle window, delivered by whichever replica holds the stream:
-    # within a second and a half, each time
-    assert max(latencies) < 1.0 + DEFAULT_SETTLE, f"latencies {latencies}"
+    # Redis, delivered at once by whichever replica holds the stream (the only event of its window: the
+    # settle window delays only the other replicas' events for it): within a second, each time
+    assert max(latencies) < 1.0, f"latencies {latencies}"
     print(f"change-to-event latency through the balancer: {[round(x, 3) for x in latencies]} s")
 
 

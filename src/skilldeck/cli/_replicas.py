@@ -58,8 +58,9 @@ def add_replica_arguments(parser: argparse.ArgumentParser, *, gateway: bool = Fa
             metavar="SECONDS",
             type=float,
             default=None,
-            help="with --redis: how long a replica gathers the change events of all replicas before telling its "
-            "listeners each one once, so an edit to a folder several replicas watch is announced once "
+            help="with --redis: how long a replica gathers the change events of all replicas after telling its "
+            "listeners the first at once, before telling each one gathered once more, so an edit to a folder "
+            "several replicas watch is announced twice, not once per replica "
             "(default 0.5; raise it when the replicas' watchers poll a network folder)",
         )
 

@@ -20,11 +20,13 @@ A gap is never silent. Redis pub/sub keeps nothing for a subscriber that is not 
 Events are level triggers ("this list changed; refetch if you care"), so a re-announce costs a
 client one refetch and can never show it something wrong. After a gap delivery is at least once.
 
-One edit, one event. Replicas watching one shared folder each reload an edit and each publish its
-event, a few hundred milliseconds apart. A bus gathers what arrives on the channel for ``settle``
-seconds after the first event and then delivers each distinct event once, so a listener hears the
-edit once, not once per replica. The last delivery still comes after every replica has the edit: a
-replica whose event arrives after the window closed opens a new one, and that delivery follows it.
+One edit, at most two events. Replicas watching one shared folder each reload an edit and each
+publish its event, a few hundred milliseconds apart. A bus delivers the event that opens a window at
+once, gathers what arrives on the channel for ``settle`` seconds, and then delivers each distinct
+event gathered once more: a listener hears the edit twice, not once per replica, and the last
+delivery comes after every replica has the edit (a replica whose event arrives after the window
+closed opens a new one, delivered at once). Replicas that each watch a folder of their own publish
+one event per edit: it is delivered at once and nothing follows, so no one waits for ``settle``.
 
 Tenant scoping is the in-memory bus's: an event names no skill, tool or caller, only the kind of
 list that changed (a ``ResourceUpdated`` names the URI its publisher gave it, as in process; skilldeck
@@ -155,8 +157,8 @@ class RedisSubscriptionBus:
         reconnect_delay: seconds between attempts to subscribe (or to publish the pending
             re-announce) while Redis is unreachable.
         timeout: seconds a publish or a connection attempt may take before it counts as failed.
-        settle: seconds the bus gathers events from the channel, after the first, before it
-            delivers each distinct one once (0: deliver each batch read as it is read).
+        settle: seconds the bus gathers events from the channel after delivering the first at once,
+            before it delivers each distinct one gathered once more (0: deliver each batch read as it is read).
     """
 
     def __init__(
@@ -306,15 +308,20 @@ class RedisSubscriptionBus:
         self._gathering.set()
 
     async def _deliver_gathered(self) -> None:
-        """Each window: wait for its first event, gather for :attr:`settle` seconds, deliver each distinct event once."""
+        """Each window: deliver what opened it at once, gather for :attr:`settle` seconds, then deliver each
+        distinct event that came meanwhile once more (none came: nothing more is delivered)."""
         while True:
             await self._gathering.wait()
+            self._deliver_held()  # the leading edge: a change on one replica is told at once
             if self.settle:
                 await anyio.sleep(self.settle)
-            self._gathering = anyio.Event()
-            events, self._gathered = self._gathered, {}
-            for event in events:
-                self._deliver(event)
+                self._deliver_held()  # the trailing edge: other replicas' events for it, after the last of them
+
+    def _deliver_held(self) -> None:
+        self._gathering = anyio.Event()
+        events, self._gathered = self._gathered, {}
+        for event in events:
+            self._deliver(event)
 
     def _reannounce(self) -> None:
         self.reannounced += 1
