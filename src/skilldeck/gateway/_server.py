@@ -528,14 +528,3 @@ def _check_param_headers(server: MCPServer[Any], middleware: GatewayMiddleware) 
         return schema if schema is not None or own is None else own(name)
 
     lowlevel.get_tool_input_schema = input_schema
-
-
-def pinned_pairs(values: Iterable[str]) -> list[tuple[str, str]]:
-    """``LABEL/TOOL`` strings as pairs (the CLI's ``--pin``)."""
-    pairs = []
-    for value in values:
-        label, sep, tool = value.partition("/")
-        if not sep or not label or not tool:
-            raise SkilldeckError(f"--pin takes LABEL/TOOL, got {value!r}")
-        pairs.append((label, tool))
-    return pairs

@@ -169,15 +169,6 @@ class HostWatcher(Unwinding):
 
     # -- public API ---------------------------------------------------------------------------------
 
-    def add_gate(self, gate: GateLike) -> None:
-        """Keep ``gate`` in step too, from the next re-list on."""
-        if gate not in self.gates:
-            self.gates.append(gate)
-
-    def remove_gate(self, gate: GateLike) -> None:
-        if gate in self.gates:
-            self.gates.remove(gate)
-
     async def follow(self, label: str) -> None:
         """Listen for the changes of ``label`` too (a server connected after the watcher started)."""
         connected = self.host.connections.connected.get(label)

@@ -53,23 +53,6 @@ class BM25Index:
             len(docs), vocab, k1, b, bg,
         )  # fmt: skip
 
-    @classmethod
-    def from_postings(
-        cls,
-        postings: tuple[np.ndarray, np.ndarray, np.ndarray],
-        n_docs: int,
-        vocab: dict[str, int],
-        k1: float,
-        b: float,
-        background: tuple[int, np.ndarray] | None = None,
-    ) -> BM25Index:
-        """The index of ``n_docs`` documents given as (document, term id, weighted count) postings, each
-        (document, term) once; ``vocab``: term -> id (ids no posting uses are allowed); ``background``:
-        (documents, per term id their document frequency) added for IDF."""
-        index = cls.__new__(cls)
-        index._index(*postings, n_docs, vocab, k1, b, background)
-        return index
-
     def _index(
         self,
         r: np.ndarray,
