@@ -104,6 +104,7 @@ async def test_openai_tool_search_namespaces_deferred_and_answered_with_the_load
         assert output["call_id"] == "call_1"
         (loaded_namespace,) = output["tools"]
         assert [f["name"] for f in loaded_namespace["tools"]] == ["search_jobs"]
+        assert "defer_loading" not in loaded_namespace["tools"][0]  # loaded: its schema is the model's now
         assert loaded_namespace["tools"][0]["parameters"]["required"] == ["query"]
         assert "job-search" in message["content"][0]["text"]
         assert openai_tools(session) == tools

@@ -135,6 +135,32 @@ def test_gate_follows_a_relisting() -> None:
         gate.check("get_job", {"id": "1"})
 
 
+def test_a_relisted_schema_is_the_one_arguments_are_checked_against() -> None:
+    """A server re-lists ``search_jobs`` with another schema: a call is checked against the new one (the
+    validator of the old one, kept for speed, is not used for it)."""
+    gate = ToolGate(catalog().tools, [("jobs", "search_jobs")])
+    assert gate.check("search_jobs", {"query": "java"}) == ("jobs", "search_jobs")  # the old schema's validator
+    renamed = {**SEARCH, "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}
+    gate.update_listing("jobs", [renamed])
+    with pytest.raises(InvalidArguments, match="'q' is a required property"):
+        gate.check("search_jobs", {"query": "java"})
+    assert gate.check("search_jobs", {"q": "java"}) == ("jobs", "search_jobs")
+
+
+def test_a_bare_name_several_servers_list_is_refused_unless_one_is_active() -> None:
+    """``read`` listed by two servers: refused bare, naming both and how to qualify it; with one of them active,
+    the bare name is that one's; qualified, each is its own."""
+    read = {"name": "read", "description": "Read.", "inputSchema": {"type": "object"}}
+    tools = build_cards(
+        parse_snapshot({"servers": [{"label": "a", "tools": [read]}, {"label": "b", "tools": [read]}]})
+    ).tools
+    gate = ToolGate(tools, [])
+    with pytest.raises(GateRefused, match=r"'read' is listed by several servers \(a, b\); qualify it as label/read"):
+        gate.resolve("read")
+    assert gate.resolve("b/read") == ("b", "read")
+    assert gate.with_active([("b", "read")]).resolve("read") == ("b", "read")
+
+
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
