@@ -1297,6 +1297,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the tools a load_skill returned are deferred again, so the model never gets their schemas",
     ),
     _m(
+        "decide-second-need-of-a-server-loses-its-tools",
+        "select/_decide.py",
+        "            if any(card.server == c.server for c in chosen):\n                tools.extend(t for t in d.tools if t not in tools)",
+        "            if any(card.server == c.server for c in chosen):\n                pass",
+        "tests/select/test_decide.py::test_two_needs_one_server_answers_get_one_card_and_each_its_tool",
+        "a need answered by a server an earlier need chose gets none of its tools exposed",
+    ),
+    _m(
+        "decide-needs-two-cards-of-one-server",
+        "select/_decide.py",
+        "            elif len(chosen) < self.max_capabilities:\n                chosen.append(card)",
+        "            if len(chosen) < self.max_capabilities:\n                chosen.append(card)",
+        "tests/select/test_decide.py::test_two_needs_one_server_answers_get_one_card_and_each_its_tool",
+        "two needs answered by one server each add a card of it, one server taking two of the capabilities",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

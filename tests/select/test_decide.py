@@ -91,6 +91,20 @@ def test_a_multi_job_question_gets_several_capabilities(cardset: CardSet) -> Non
     assert len(capped.chosen) == 2
 
 
+def test_two_needs_one_server_answers_get_one_card_and_each_its_tool(cardset: CardSet) -> None:
+    """Needs given apart, two of them answered by ``stocks``: one card a server (the first need's), and the
+    second need's tool exposed too (before, only the first need's tools were, so with one tool a server the
+    model could not fetch the dividends it asked for)."""
+    needs = ["latest stock price of Apple", "dividends paid by AAPL", "write the report to the file /tmp/apple.md"]
+    decision = Selector(cardset, calibration=SMALL, max_tools_per_server=1).decide(needs)
+    assert not decision.abstain
+    assert [(c.server, c.name) for c in decision.chosen] == [("stocks", "get_stock_price"), ("files", "write_file")]
+    assert decision.tools == [("stocks", "get_stock_price"), ("stocks", "get_dividends"), ("files", "write_file")]
+    capped = Selector(cardset, calibration=SMALL, max_tools_per_server=1, max_capabilities=1).decide(needs)
+    assert [c.server for c in capped.chosen] == ["stocks"]  # a second server is past the cap, its tools too
+    assert capped.tools == [("stocks", "get_stock_price"), ("stocks", "get_dividends")]
+
+
 def test_tools_per_server_are_capped(cardset: CardSet) -> None:
     decision = Selector(cardset, calibration=SMALL, max_tools_per_server=1).decide(
         "stock price, company news and dividends for AAPL"

@@ -468,7 +468,10 @@ class Selector:
 
     def _first_choices(self, decisions: list[Decision]) -> tuple[list[Card], list[tuple[str, str]], Decision | None]:
         """The cards the needs chose (one per server, at most ``max_capabilities``), their tools, and the
-        first decision that chose one (``None``: every need abstained)."""
+        first decision that chose one (``None``: every need abstained).
+
+        A need answered by a server an earlier need chose adds no card but brings its tools: two needs of
+        one server ("the latest price", "the dividends") each get the tool they need."""
         chosen: list[Card] = []
         tools: list[tuple[str, str]] = []
         first: Decision | None = None
@@ -477,7 +480,9 @@ class Selector:
                 continue
             first = first or d
             card = d.chosen[0]
-            if len(chosen) < self.max_capabilities and all(card.server != c.server for c in chosen):
+            if any(card.server == c.server for c in chosen):
+                tools.extend(t for t in d.tools if t not in tools)
+            elif len(chosen) < self.max_capabilities:
                 chosen.append(card)
                 tools.extend(t for t in d.tools if t not in tools)
         return chosen, tools, first
