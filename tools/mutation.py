@@ -1313,6 +1313,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "two needs answered by one server each add a card of it, one server taking two of the capabilities",
     ),
     _m(
+        "capped-stream-refuses-at-n",
+        "host/_connect.py",
+        "if max(counted, longest) > self._limit:",
+        "if max(counted, longest) >= self._limit:",
+        "tests/host/test_server_faults.py::test_a_body_of_exactly_the_limit_passes_and_one_byte_more_fails_that_request",
+        "an answer of exactly the limit is refused",
+    ),
+    _m(
+        "capped-stream-event-ending-in-a-chunk-unmeasured",
+        "host/_connect.py",
+        "                    longest, end = max(longest, size), blank.end()",
+        "                    end = blank.end()",
+        "tests/host/test_server_faults.py::test_an_event_stream_is_capped_per_event_at_n_and_n_plus_one",
+        "an SSE event is not measured in the chunk that ends it, so one can pass the limit by up to a chunk",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

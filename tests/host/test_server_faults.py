@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from skilldeck.cli import main
-from skilldeck.errors import ReadFailed
+from skilldeck.errors import MessageTooLarge, ReadFailed
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
+from skilldeck.host._connect import _CappedStream, _ResponseTooLarge
 from skilldeck.host._stdio_guard import LINE_TOO_LONG, MARKER, NOT_UTF8, relay
 from skilldeck.server import create_server
 
@@ -415,3 +417,53 @@ def test_the_stdio_guard_answers_an_over_long_response_for_the_id_at_its_start(t
         assert rest == b'{"b": 2}\n'
     notification = b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "' + b"a" * 200 + b'"}}\n'
     assert _relay(tmp_path, notification, 100) == f"{MARKER} {LINE_TOO_LONG} 100\n".encode()
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    """A response body arriving as ``chunks``."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+async def _read(stream: httpx2.AsyncByteStream) -> bytes:
+    return b"".join([chunk async for chunk in stream])
+
+
+@pytest.mark.parametrize("split", [1, 3])
+async def test_a_body_of_exactly_the_limit_passes_and_one_byte_more_fails_that_request(split: int) -> None:
+    """The cap on one answer at N and N+1, the body arriving whole or in three chunks."""
+    limit = 1_000
+
+    def body(size: int) -> _Chunks:
+        data = b"x" * size
+        step = -(-size // split)
+        return _Chunks(*(data[i : i + step] for i in range(0, size, step)))
+
+    assert await _read(_CappedStream(body(limit), limit, per_event=False, on_over=None)) == b"x" * limit
+    with pytest.raises(_ResponseTooLarge, match="response over 1000 bytes"):
+        await _read(_CappedStream(body(limit + 1), limit, per_event=False, on_over=None))
+
+
+async def test_an_event_stream_is_capped_per_event_at_n_and_n_plus_one() -> None:
+    """Per SSE event, the stream arriving in 30-byte chunks (an event over the limit spans chunks, as any does
+    past the transport's read size): events of exactly N bytes each pass however many come (the count starts
+    again after each blank line); one event of N+1 bytes breaks the session, told to ``on_over``."""
+    limit = 100
+    event = b"data: " + b"x" * (limit - len(b"data: "))  # N bytes, then the blank line
+
+    def chunked(data: bytes) -> _Chunks:
+        return _Chunks(*(data[i : i + 30] for i in range(0, len(data), 30)))
+
+    told: list[str] = []
+    passed = await _read(_CappedStream(chunked((event + b"\n\n") * 5), limit, True, told.append))
+    assert passed.count(b"\n\n") == 5
+    assert told == []
+    with pytest.raises(MessageTooLarge, match="the host's limit per message"):
+        await _read(_CappedStream(chunked(event + b"\n\n" + event + b"x\n\n"), limit, True, told.append))
+    assert len(told) == 1, told
+    assert told[0].startswith("response over"), told

@@ -425,6 +425,10 @@ async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[
         yield _EndWatch(read, on_end), write
 
 
+_EVENT_END = re.compile(rb"\n\n|\r\r|\n\r")
+"""Where an SSE event ends: two line ends in a row ("\r\n\r\n" holds "\n\r")."""
+
+
 class _ResponseTooLarge(httpx2.StreamError, httpx2.SSEError):
     """The answer to one request passed the limit. The SDK's transport turns either kind of read error
     into an error for that request (a JSON body: "Failed to parse JSON response: ...", an event stream:
@@ -474,17 +478,24 @@ class _CappedStream(httpx2.AsyncByteStream):
 
     async def _counted(self) -> AsyncIterator[bytes]:
         counted = 0
+        """Bytes of the answer, or (per event) of the event not ended yet."""
         last = b""
         async for chunk in self._inner:
+            longest = 0
             if self._per_event:
-                # Bytes since the last blank line: any two line ends in a row ("\n\n", "\r\r", "\n\r\n", ...).
+                # Each event's bytes, up to its blank line: any two line ends in a row ("\n\n", "\r\r",
+                # "\n\r\n", ...), one possibly split across chunks. Every event ending in this chunk is
+                # measured whole, then the count restarts after the last blank line.
                 window = last + chunk
-                cut = max(window.rfind(b"\n\n"), window.rfind(b"\r\r"), window.rfind(b"\n\r"))
-                counted = counted + len(chunk) if cut == -1 else len(window) - cut - 2
+                end = None
+                for blank in _EVENT_END.finditer(window):
+                    size = counted + blank.start() - len(last) if end is None else blank.start() - end
+                    longest, end = max(longest, size), blank.end()
+                counted = counted + len(chunk) if end is None else len(window) - end
                 last = chunk[-1:]
             else:
                 counted += len(chunk)
-            if counted > self._limit:
+            if max(counted, longest) > self._limit:
                 reason = _over_limit(self._limit)
                 if self._on_over is None:  # the SDK fails the request it answered, with this reason
                     raise _ResponseTooLarge(f"response over {self._limit} bytes")
