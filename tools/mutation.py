@@ -1329,6 +1329,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an SSE event is not measured in the chunk that ends it, so one can pass the limit by up to a chunk",
     ),
     _m(
+        "supervision-schedule-never-told-up",
+        "host/_connect.py",
+        "                            schedule.connected()\n",
+        "",
+        "tests/host/test_supervision.py",
+        "the backoff is never told a session opened, so a server that was up for hours waits the longest delay",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

@@ -8,6 +8,7 @@ JSON-RPC (so the host gives up on it for what it sent, and it must never be star
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -119,3 +120,33 @@ async def test_a_server_that_crashes_after_its_start_is_described_by_what_it_sai
         reason = connections.failures["banner"].reason
         assert reason == "exited (code 1); its stderr ended with: fatal: the database went away", reason
         assert "Banner MCP Server running on stdio" in connections.stderr("banner")  # still there for the log
+
+
+async def test_a_session_that_opened_starts_the_backoff_again(tmp_path: Path) -> None:
+    """Its first start exits (the schedule counts one failure); the second serves until the test makes it exit.
+    That loss is retried after ``first`` again (0.05 s), because the schedule was told the session opened and
+    stayed up its ``stable`` 0 s; not after ``first * factor`` (50 s), as a schedule never told would wait."""
+    count, die = tmp_path / "count", tmp_path / "die"
+    script = (
+        "import os, sys, threading, time\n"
+        f"open({str(count)!r}, 'a').write('x')\n"
+        f"if len(open({str(count)!r}).read()) == 1: sys.exit(2)\n"
+        "def die():\n"
+        f"    while not os.path.exists({str(die)!r}): time.sleep(0.02)\n"
+        "    os._exit(3)\n"
+        "threading.Thread(target=die, daemon=True).start()\n"
+        "from skilldeck.demo._servers import jobs_server; jobs_server().run()\n"
+    )
+    spec = ServerSpec("flaky", StdioServer(sys.executable, ("-c", script)), timeout=60)
+    backoff = Backoff(first=0.05, factor=1_000, cap=10_000, jitter=0.0, stable=0.0)
+    async with Connections([spec], restart=backoff, on_transition=lambda label, text: None) as connections:
+        with anyio.fail_after(60):
+            while "flaky" not in connections.connected:  # retried once, after 0.05 s
+                await anyio.sleep(0.02)
+            die.touch()
+            while "flaky" in connections.connected or connections.failures.get("flaky") is None:
+                await anyio.sleep(0.02)
+        lost = connections.failures["flaky"]
+        assert lost.reason.startswith("exited (code 3)"), lost
+        assert lost.retry_at is not None
+        assert lost.retry_at - time.monotonic() < 25, "the schedule went on from the failure before the session"
