@@ -1337,6 +1337,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the backoff is never told a session opened, so a server that was up for hours waits the longest delay",
     ),
     _m(
+        "scoped-event-unscoped-at-the-bound",
+        "server/_scoping.py",
+        "if not named or len(named) > MAX_SCOPED_NAMES:",
+        "if not named or len(named) >= MAX_SCOPED_NAMES:",
+        "tests/server/test_scoped_events.py::test_scoped_events_keep_their_names_across_the_redis_channel",
+        "a change of exactly 64 skills is told to every listener instead of those who may see them",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

@@ -104,7 +104,11 @@ def test_scoped_events_keep_their_names_across_the_redis_channel() -> None:
         assert (type(back), event_names(back)) == (type(event), frozenset({"a", "b"}))
     # unscoped stays unscoped; too many names, or names too long for one message, tell everyone
     assert type(decode_event(encode_event(ResourcesListChanged()))) is ResourcesListChanged
-    many = {f"skill-{i}" for i in range(MAX_SCOPED_NAMES + 1)}
+    at_bound = {f"s-{i}" for i in range(MAX_SCOPED_NAMES)}  # N names: still scoped, across the channel too
+    for event in scoped_events(at_bound, tools=True):
+        assert event_names(event) == at_bound
+        assert event_names(decode_event(encode_event(event))) == at_bound  # type: ignore[arg-type]
+    many = {f"skill-{i}" for i in range(MAX_SCOPED_NAMES + 1)}  # N+1: everyone is told
     assert [type(e) for e in scoped_events(many, tools=True)] == [ResourcesListChanged, ToolsListChanged]
     long = {f"{i:02d}" + "x" * 100 for i in range(MAX_SCOPED_NAMES)}
     assert event_names(decode_event(encode_event(scoped_events(long, tools=False)[0]))) is None  # type: ignore[arg-type]
