@@ -1345,6 +1345,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a change of exactly 64 skills is told to every listener instead of those who may see them",
     ),
     _m(
+        "shutdown-waits-for-nothing",
+        "server/_shutdown.py",
+        "            while (state.connections or state.tasks) and not self.force_exit:",
+        "            while False:",
+        "tests/server/test_shutdown.py::test_a_request_in_flight_finishes_and_one_past_the_shutdown_timeout_is_cut",
+        "the requests in flight are cut at once instead of being given --shutdown-timeout to finish",
+    ),
+    _m(
         "resumable-replays-another-session",
         "server/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",
