@@ -1314,7 +1314,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "capped-stream-refuses-at-n",
-        "host/_connect.py",
+        "host/_transports.py",
         "if max(counted, longest) > self._limit:",
         "if max(counted, longest) >= self._limit:",
         "tests/host/test_server_faults.py::test_a_body_of_exactly_the_limit_passes_and_one_byte_more_fails_that_request",
@@ -1322,7 +1322,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "capped-stream-event-ending-in-a-chunk-unmeasured",
-        "host/_connect.py",
+        "host/_transports.py",
         "                    longest, end = max(longest, size), blank.end()",
         "                    end = blank.end()",
         "tests/host/test_server_faults.py::test_an_event_stream_is_capped_per_event_at_n_and_n_plus_one",
@@ -1426,7 +1426,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "host-redirects-followed",
-        "host/_connect.py",
+        "host/_transports.py",
         '"follow_redirects": False,',
         '"follow_redirects": True,',
         f"{T_FAULTS}::test_a_redirect_to_another_origin_is_not_followed",

@@ -26,8 +26,8 @@ import pytest
 from skilldeck.cli import main
 from skilldeck.errors import MessageTooLarge, ReadFailed
 from skilldeck.host import Host, HttpServer, InProcessServer, ServerSpec, StdioServer
-from skilldeck.host._connect import _CappedStream, _ResponseTooLarge
 from skilldeck.host._stdio_guard import LINE_TOO_LONG, MARKER, NOT_UTF8, relay
+from skilldeck.host._transports import _CappedStream, _ResponseTooLarge
 from skilldeck.server import create_server
 
 from ..server.helpers import write_skill

@@ -51,7 +51,7 @@ EXPECTED_SHARED_NAMES: dict[str, set[str]] = {
         "app",  # swapped for the probes' app or a 503, as uvicorn's own protocol reads it per request
     },
     "host/_broken_request.py:RequestScopedClient": {"send"},
-    "host/_connect.py:_CappedStream": {"aclose"},
+    "host/_transports.py:_CappedStream": {"aclose"},
     "host/_oauth.py:StoredCredentials": {"get_tokens", "set_tokens", "get_client_info", "set_client_info"},
     "host/_oauth.py:_HostOAuth": {
         "_initialize",

@@ -1,8 +1,9 @@
 """The host side: connect to many MCP servers, keep their skills apart by origin, load them verified.
 
 ``registry``, ``verify`` and ``loader`` are the sans-I/O core (the loader reaches the network
-only through a :class:`SkillIndex`); ``connect``, ``discover``, ``wire`` and ``index`` adapt the
-MCP SDK; ``approvals`` and ``cache`` own the host's files.
+only through a :class:`SkillIndex`); ``connect`` (with ``transports``, each under the host's limits,
+and ``faults``, how a server's fault is worded), ``discover``, ``wire`` and ``index`` adapt the MCP
+SDK; ``approvals`` and ``cache`` own the host's files.
 """
 
 from skilldeck.errors import (

@@ -37,34 +37,23 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Literal, TextIO, cast
-from urllib.parse import urlsplit, urlunsplit
+from typing import IO, Any, Literal
 
 import anyio
 import anyio.lowlevel
 import httpx2
 from anyio.abc import TaskGroup
-from mcp import Client, StdioServerParameters
-from mcp.client.auth import OAuthFlowError
+from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
     CreateMessageRequest,
     CreateMessageRequestParams,
     ElicitRequest,
@@ -75,23 +64,26 @@ from mcp_types import (
     ListRootsRequest,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 from skilldeck._awaitable import maybe_await
-from skilldeck.errors import LoginRequired, MessageTooLarge
-from skilldeck.host import _stdio_guard as stdio_guard
+from skilldeck.errors import MessageTooLarge
 from skilldeck.host._backoff import Backoff, RetrySchedule
-from skilldeck.host._broken_request import (
-    MID_REQUEST_ERRORS,
-    AnswerBroke,
-    RequestScopedClient,
-    broke_reason,
-    broken_answer_said,
-    tell_broken,
-)
-from skilldeck.host._config import HttpServer, InProcessServer, ServerSpec, StdioServer
+from skilldeck.host._config import HttpServer, ServerSpec, StdioServer
 from skilldeck.host._credentials import CredentialStore, default_store
+from skilldeck.host._faults import (
+    _describe,
+    _guard_exit,
+    _not_found_hint,
+    _stream_fault,
+    _transport_fault,
+    request_error,
+    seconds,
+)
 from skilldeck.host._on_behalf import declare_on_behalf
+from skilldeck.host._transports import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    _client_for,
+)
 from skilldeck.host._wire import SkillsWire, declared_skills_settings
 
 __all__ = [
@@ -107,18 +99,6 @@ __all__ = [
     "connect_once",
 ]
 
-DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-"""Bytes one HTTP response body, SSE event or stdio line from a server may take (32 MiB)."""
-
-_IDLE_CONNECTION_SECONDS = 1.0
-"""How long an idle connection to an HTTP server is kept for the next request (httpx2's default: 5 s).
-
-A server closes an idle connection after its own keep-alive time: 5 s for uvicorn, hypercorn and
-Node, 2 s for gunicorn. The client counts from when it finished reading the last answer, later than
-the server, and a server whose event loop is busy closes late, with a request that arrived meanwhile
-unread, which resets the connection (``ReadError``). Kept well under the shortest of those, a
-connection is let go before the server would close it.
-"""
 
 PROBE_METHOD = "server/discover"
 """The request a 2026-07-28 client opens with; a 2025-11-25 server refuses it and gets the handshake instead."""
@@ -247,420 +227,6 @@ class Failure:
         """The reason, and when the server is tried again if it is."""
         retry = self.retry()
         return f"{self.reason}; {retry}" if retry else self.reason
-
-
-def seconds(value: float) -> str:
-    """``0.7 s``, ``12 s``: a wait as a person reads it."""
-    return f"{value:.1f} s" if value < 9.95 else f"{value:.0f} s"
-
-
-def request_error(exc: BaseException) -> str:
-    """Words for a failed request: the server's error message, else the exception's type and text."""
-    return exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        inner = [e for e in exc.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
-        if inner:
-            return _describe(inner[0])
-    if isinstance(exc, LoginRequired):
-        return str(exc)
-    if isinstance(exc, OAuthFlowError):  # discovery, registration or a token request of the SDK's flow failed
-        return f"OAuth failed: {exc}"
-    if (fault := _transport_fault(exc)) is not None:
-        return fault
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
-
-
-def _not_found_hint(spec: ServerSpec, exc: BaseException) -> str | None:
-    """For an HTTP server that answered 404 at its URL: say so, and where MCP endpoints usually are."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    transport = spec.transport
-    if not (isinstance(transport, HttpServer) and isinstance(exc, MCPError)):
-        return None
-    if exc.error.code != METHOD_NOT_FOUND or exc.error.message != "Not Found":  # the SDK's words for an HTTP 404
-        return None
-    url = transport.url
-    split = urlsplit(url)
-    if split.path.rstrip("/").endswith("/mcp"):
-        return f"no MCP endpoint at {url} (HTTP 404 Not Found); check the server's endpoint path"
-    suggestion = urlunsplit(split._replace(path=split.path.rstrip("/") + "/mcp", query="", fragment=""))
-    return (
-        f"no MCP endpoint at {url} (HTTP 404 Not Found); streamable HTTP servers usually answer at "
-        f"a path such as /mcp: try {suggestion}"
-    )
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):g} MiB" if size >= 1024 * 1024 else f"{size} bytes"
-
-
-_OVER_LIMIT = "response over "
-_OVER_LIMIT_SAID = re.compile(r"response over (\d+) bytes")
-"""How a request's error says its answer passed the limit (:class:`_ResponseTooLarge`, the stdio guard)."""
-
-
-def _over_limit(size: int) -> str:
-    """The reason given for a server whose message passed the host's limit."""
-    return (
-        f"{_OVER_LIMIT}{_mib(size)}, the host's limit per message "
-        "(raise it with --max-response or max_message_bytes if you trust this server)"
-    )
-
-
-def _short_parse_error(text: str) -> str:
-    """``expected ident at line 1 column 2`` out of a pydantic report, without the echoed input."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("Invalid JSON:"):
-            return line.removeprefix("Invalid JSON:").split(" [type=", 1)[0].strip()
-    return ""
-
-
-def _stream_fault(exc: Exception) -> str:
-    """The reason for a message the transport handed to the session as an exception instead of a message.
-
-    That is a stdio line that is not JSON-RPC (or the guard's marker line in place of one), or an
-    SSE event on the standalone stream that does not parse.
-    """
-    if isinstance(exc, ValidationError):
-        errors = exc.errors(include_url=False)
-        first: dict[str, Any] = dict(errors[0]) if errors else {}
-        raw = first.get("input")
-        if isinstance(raw, bytes):
-            raw = raw.decode("utf-8", "replace")
-        if isinstance(raw, str) and raw.startswith(stdio_guard.MARKER + " "):
-            problem, _, detail = raw[len(stdio_guard.MARKER) + 1 :].strip().partition(" ")
-            if problem == stdio_guard.LINE_TOO_LONG and detail.isdigit():
-                return _over_limit(int(detail))
-            if problem == stdio_guard.NOT_UTF8:
-                return f"sent invalid JSON (not UTF-8, at {detail} of a line)"
-            return detail or "the server could not be started"
-        if first.get("type") == "json_invalid":
-            detail = str(first.get("msg", "")).removeprefix("Invalid JSON:").strip()
-            return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
-        return "sent invalid JSON-RPC (a message that is not a JSON-RPC request, notification or response)"
-    return f"sent an unreadable message ({_describe(exc)})"
-
-
-def _transport_fault(exc: BaseException) -> str | None:
-    """``sent invalid JSON`` for the ``-32700`` error the SDK's HTTP transport answers a request with
-    when the response does not parse; ``None`` for any other error."""
-    if isinstance(exc, MCPError) and (over := _OVER_LIMIT_SAID.search(exc.error.message)) is not None:
-        return _over_limit(int(over.group(1)))  # one request's answer, cut at the limit (HTTP or the stdio guard)
-    if (
-        isinstance(exc, MCPError)
-        and exc.error.code == PARSE_ERROR
-        and (broke := broken_answer_said(exc.error.message)) is not None
-    ):
-        return broke  # one request's answer broke off (the SDK says "Failed to parse JSON response: ...")
-    if isinstance(exc, MCPError) and exc.error.code == PARSE_ERROR and exc.error.message.startswith("Failed to parse"):
-        detail = _short_parse_error(exc.error.message)
-        return f"sent invalid JSON ({detail})" if detail else "sent invalid JSON"
-    return None
-
-
-def _guard_exit(exc: Exception) -> int | None:
-    """The exit code in the stdio guard's last line (the server's stdout ended), else ``None``."""
-    if not isinstance(exc, ValidationError):
-        return None
-    errors = exc.errors(include_url=False)
-    raw = errors[0].get("input") if errors else None
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
-    prefix = f"{stdio_guard.MARKER} {stdio_guard.EXITED} "
-    if isinstance(raw, str) and raw.startswith(prefix):
-        code = raw[len(prefix) :].strip()
-        if code.lstrip("-").isdigit():
-            return int(code)
-    return None
-
-
-class _EndWatch:
-    """A transport's read stream that says when it ends (the server exited or the connection dropped)."""
-
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:  # read back by the SDK's dispatcher
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    def __aiter__(self) -> _EndWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _EndWatch:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-@asynccontextmanager
-async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
-    """``transport`` (a stdio or HTTP one), its read stream telling ``on_end`` when it ends."""
-    async with transport as (read, write):
-        yield _EndWatch(read, on_end), write
-
-
-_EVENT_END = re.compile(rb"\n\n|\r\r|\n\r")
-"""Where an SSE event ends: two line ends in a row ("\r\n\r\n" holds "\n\r")."""
-
-
-class _ResponseTooLarge(httpx2.StreamError, httpx2.SSEError):
-    """The answer to one request passed the limit. The SDK's transport turns either kind of read error
-    into an error for that request (a JSON body: "Failed to parse JSON response: ...", an event stream:
-    "SSE stream failed: ..."), and the session goes on."""
-
-
-class _CappedStream(httpx2.AsyncByteStream):
-    """A response body that may not pass ``limit`` bytes: in all, or per SSE event for an event stream.
-
-    The bytes are counted before the HTTP client decodes or buffers anything, so an endless body
-    costs at most one chunk past the limit. Past it, ``on_over`` is told and the read fails.
-    """
-
-    def __init__(
-        self,
-        inner: httpx2.AsyncByteStream,
-        limit: int,
-        per_event: bool,
-        on_over: Callable[[str], None] | None,
-        on_broke: Callable[[str], None] | None = None,
-    ) -> None:
-        self._inner = inner
-        self._limit = limit
-        self._per_event = per_event
-        self._on_over = on_over
-        """Told when the limit is passed; ``None`` for the answer to one request, which alone fails."""
-        self._on_broke = on_broke
-        """With it, a connection that breaks mid-body is told to it, and fails the request this answers
-        alone (:class:`AnswerBroke`)."""
-
-    @property
-    def elapsed(self) -> Any:  # read back by httpx2's Response.elapsed
-        return getattr(self._inner, "elapsed", None)
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        if self._on_broke is None:
-            async for chunk in self._counted():
-                yield chunk
-            return
-        try:
-            async for chunk in self._counted():
-                yield chunk
-        except MID_REQUEST_ERRORS as exc:
-            reason = broke_reason(exc)
-            self._on_broke(reason)
-            raise AnswerBroke(reason) from exc
-
-    async def _counted(self) -> AsyncIterator[bytes]:
-        counted = 0
-        """Bytes of the answer, or (per event) of the event not ended yet."""
-        last = b""
-        async for chunk in self._inner:
-            longest = 0
-            if self._per_event:
-                # Each event's bytes, up to its blank line: any two line ends in a row ("\n\n", "\r\r",
-                # "\n\r\n", ...), one possibly split across chunks. Every event ending in this chunk is
-                # measured whole, then the count restarts after the last blank line.
-                window = last + chunk
-                end = None
-                for blank in _EVENT_END.finditer(window):
-                    size = counted + blank.start() - len(last) if end is None else blank.start() - end
-                    longest, end = max(longest, size), blank.end()
-                counted = counted + len(chunk) if end is None else len(window) - end
-                last = chunk[-1:]
-            else:
-                counted += len(chunk)
-            if max(counted, longest) > self._limit:
-                reason = _over_limit(self._limit)
-                if self._on_over is None:  # the SDK fails the request it answered, with this reason
-                    raise _ResponseTooLarge(f"response over {self._limit} bytes")
-                self._on_over(reason)
-                raise MessageTooLarge(reason)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-def _http_loss(response: httpx2.Response) -> str | None:
-    """Why an HTTP answer means the session is gone: a 404 on a request that named a session (the
-    server restarted and no longer knows it), or a 5xx; ``None`` otherwise."""
-    status = response.status_code
-    if status == 404 and response.request.headers.get("mcp-session-id"):
-        return "session lost (HTTP 404: the server no longer knows it)"
-    if status >= 500:
-        return f"the server answered HTTP {status}"
-    return None
-
-
-def _capped_http_client(
-    headers: dict[str, str] | None,
-    limit: int,
-    on_over: Callable[[str], None],
-    timeout: httpx2.Timeout | None = None,
-    auth: httpx2.Auth | None = None,
-    on_lost: Callable[[str], None] | None = None,
-    label: str | None = None,
-) -> httpx2.AsyncClient:
-    """An HTTP client with the SDK's timeouts (or ``timeout``) whose every response is read under ``limit``.
-
-    With ``on_lost``, an answer that means the session is gone (:func:`_http_loss`) is told to it.
-    With ``label`` (a streamable HTTP server's), a request whose connection breaks fails alone
-    (:mod:`skilldeck.host._broken_request`).
-    """
-
-    async def cap(response: httpx2.Response) -> None:
-        if on_lost is not None and (lost := _http_loss(response)) is not None:
-            on_lost(lost)
-        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        stream = response.stream
-        if isinstance(stream, httpx2.AsyncByteStream):
-            # the answer to a POST is one request's: only it fails; the standalone stream is the session's
-            scoped = response.request.method == "POST"
-            per_event = kind == "text/event-stream"  # the SDK fails one request whose event stream breaks itself
-            on_broke = (
-                partial(tell_broken, label, response.request)
-                if scoped and label is not None and not per_event
-                else None
-            )
-            response.stream = _CappedStream(stream, limit, per_event, None if scoped else on_over, on_broke)
-
-    timeout = timeout or httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP transports (may stream)
-    options: dict[str, Any] = {
-        "headers": headers,
-        "timeout": timeout,
-        "auth": auth,
-        "follow_redirects": False,
-        "event_hooks": {"response": [cap]},
-        # httpx2's pool sizes, idle connections let go sooner (see _IDLE_CONNECTION_SECONDS)
-        "limits": httpx2.Limits(
-            max_connections=100, max_keepalive_connections=20, keepalive_expiry=_IDLE_CONNECTION_SECONDS
-        ),
-    }
-    return httpx2.AsyncClient(**options) if label is None else RequestScopedClient(label, **options)
-
-
-@asynccontextmanager
-async def _http(
-    url: str,
-    headers: dict[str, str],
-    limit: int,
-    on_over: Callable[[str], None],
-    on_lost: Callable[[str], None] | None = None,
-    auth: httpx2.Auth | None = None,
-    label: str | None = None,
-) -> AsyncIterator[Any]:
-    """Streamable HTTP on a capped HTTP client, closed with the session; a request whose connection breaks
-    fails alone (``label`` names the server in the log line that says so)."""
-    async with (
-        _capped_http_client(headers, limit, on_over, auth=auth, on_lost=on_lost, label=label) as http,
-        # The SDK's own per-event limit stays on as a second line; the count above reaches it first.
-        streamable_http_client(url, http_client=http, max_sse_event_size=limit) as streams,
-    ):
-        yield streams
-
-
-@asynccontextmanager
-async def _sse(
-    url: str,
-    headers: dict[str, str],
-    limit: int,
-    on_over: Callable[[str], None],
-    on_lost: Callable[[str], None] | None = None,
-    auth: httpx2.Auth | None = None,
-) -> AsyncIterator[Any]:
-    """The legacy HTTP+SSE transport (the SDK's client), its event stream and POSTs under the same cap."""
-
-    def factory(
-        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
-    ) -> httpx2.AsyncClient:
-        return _capped_http_client(headers, limit, on_over, timeout, auth, on_lost)
-
-    async with sse_client(url, headers=headers, httpx_client_factory=factory, auth=auth) as streams:
-        yield streams
-
-
-def _guarded(transport: StdioServer, limit: int) -> StdioServerParameters:
-    """Start a stdio server behind :mod:`skilldeck.host._stdio_guard`, which bounds and checks its lines."""
-    # Only the configured variables, merged by the SDK over its safe default set (PATH, HOME, ...):
-    # the host's own environment (and its secrets) is never handed to a server wholesale.
-    env = dict(transport.env) if transport.env else None
-    guard = str(Path(stdio_guard.__file__).resolve())
-    # Our pid, so the guard can tell when we are gone even if it was started after we died.
-    args = ["-I", guard, str(limit), str(os.getpid()), "--", transport.command, *transport.args]
-    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=transport.cwd)
-
-
-def _client_for(
-    spec: ServerSpec,
-    read_timeout: float | None,
-    errlog: IO[str] | None = None,
-    *,
-    mode: Literal["auto", "legacy"] = "auto",
-    message_handler: Any = None,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    on_fault: Callable[[str], None] = lambda reason: None,
-    callbacks: dict[str, Any] | None = None,
-    on_end: Callable[[], None] | None = None,
-    on_lost: Callable[[str], None] | None = None,
-    auth: httpx2.Auth | None = None,
-) -> Client:
-    """An SDK ``Client`` for ``spec`` under the host's caps; an HTTP server's requests go through ``auth`` (OAuth)."""
-    transport = spec.transport
-    target: Any
-    if isinstance(transport, StdioServer):
-        params = _guarded(transport, max_message_bytes)
-        # The SDK annotates ``errlog`` as TextIO but only hands it to the subprocess as its stderr
-        # (any file with a fileno); our temporary files are IO[str].
-        target = stdio_client(params, errlog=cast(TextIO, errlog)) if errlog is not None else params
-        if on_end is not None and errlog is not None:
-            target = _watched(target, on_end)
-    elif isinstance(transport, HttpServer):
-        if transport.sse:
-            target = _sse(transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth)
-        else:
-            target = _http(
-                transport.url, dict(transport.headers), max_message_bytes, on_fault, on_lost, auth, spec.label
-            )
-        if on_end is not None:
-            target = _watched(target, on_end)
-    elif isinstance(transport, InProcessServer):
-        target = transport.server
-    else:  # pragma: no cover - ServerSpec's type forbids it
-        raise TypeError(f"unknown transport {transport!r}")
-    return Client(
-        target,
-        mode=mode,
-        read_timeout_seconds=read_timeout,
-        cache=None,
-        message_handler=message_handler,
-        **(callbacks or {}),
-    )
 
 
 async def connect_once(spec: ServerSpec, auth: httpx2.Auth | None = None) -> None:

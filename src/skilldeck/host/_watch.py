@@ -41,7 +41,8 @@ from mcp.client.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck._awaitable import maybe_await
-from skilldeck.host._connect import Connected, Connections, Unwinding, request_error, task_group
+from skilldeck.host._connect import Connected, Connections, Unwinding, task_group
+from skilldeck.host._faults import request_error
 
 __all__ = ["CatalogChange", "ChannelState", "GateLike", "HostWatcher", "OnChange", "Relister"]
 
