@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from skilldeck.select import CardSet, Selector
+from skilldeck.select import _card_vectors as card_vectors_module
 from skilldeck.select import _rank as rank_module
 from skilldeck.select._encoders import MiniLMEncoder, load_encoder
 from skilldeck.select._vectors import VectorCache
@@ -91,7 +92,7 @@ def test_the_selector_answers_lexically_at_once_and_semantically_when_the_vector
 def test_an_interrupted_start_keeps_the_vectors_it_encoded(
     cardset: CardSet, minilm: MiniLMEncoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rank_module, "BACKGROUND_CHUNK", 4)  # a few texts per chunk, each stored as it is done
+    monkeypatch.setattr(card_vectors_module, "BACKGROUND_CHUNK", 4)  # a few texts per chunk, each stored as it is done
     total = len(cardset.cards) + len({c.server for c in cardset.cards})
     failing = Gated(minilm, fail_at=3)
     failing.gate.set()

@@ -50,14 +50,16 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from skilldeck.select._bm25f import Background, BM25Index, CatalogIndex
+from skilldeck.select._card_vectors import BACKGROUND_CHUNK, CardVectors, Encoder
 from skilldeck.select._cards import Card
 from skilldeck.select._config import SMALL_CATALOG_SERVERS, RankConfig
 from skilldeck.select._history import History, HistoryIndex, cap
+from skilldeck.select._history_view import HistoryView
 from skilldeck.select._intent import Intent, agreement, question_intent, tool_effect
 from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, LEADING_NEEDS, implied_needs, split_jobs
 from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
@@ -94,17 +96,6 @@ __all__ = [
     "split_jobs",
     "tokens",
 ]
-
-BACKGROUND_CHUNK = 256
-"""Texts per encoder call (and cache write) at least when card vectors are encoded in the background."""
-
-
-class Encoder(Protocol):
-    """Turns texts into L2-normalised vectors (rows)."""
-
-    name: str
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class Ranker:
@@ -204,113 +195,44 @@ class Ranker:
         self._named = dict(self._inherit)
         self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
         self._primed: dict[str, np.ndarray] = {}
-        self.vectors: SemanticVectors | None = None
-        """The catalog's vectors, set at once when every card has one (``None`` until then, or without an encoder)."""
         if cache is None and cache_dir is not None:
             cache = VectorCache(cache_dir)
         self.cache = cache if encoder is not None else None
-        self.indexing = IndexingState(0, 0)
-        """How far the card vectors are (see :meth:`wait`); ``total`` 0 without an encoder."""
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.card_vectors = CardVectors(self.cards, self.server_labels, card_server, encoder, self.steps, self.cache)
+        """The card, server and label vectors (:class:`~skilldeck.select._card_vectors.CardVectors`)."""
+        self.history_view = HistoryView(config, self.groups, card_server, len(self.server_labels))
+        """What past questions add to the fused scores (:class:`~skilldeck.select._history_view.HistoryView`)."""
         self._keys = {card.key: i for i, card in enumerate(self.cards)}
         self._history = HistoryIndex.empty(len(self.cards))
-        self._folded: tuple[HistoryIndex, SemanticVectors, np.ndarray] | None = None
         self._recall: tuple[HistoryIndex, dict[frozenset[str], list[tuple[int, str]]]] | None = None
-        self._floors: tuple[HistoryIndex, tuple[np.ndarray, np.ndarray]] | None = None
         self._history_lock = threading.Lock()  # one writer at a time; a ranking reads the index it started with
         if encoder is not None and self.cards:
-            self._start_vectors(vectors, schemas, background)
+            self.card_vectors.start(vectors, schemas, background)
         if history:
             self.set_history(history)
 
-    def _start_vectors(
-        self, vectors: np.ndarray | None, schemas: Mapping[str, Mapping[str, Mapping[str, Any]]], background: bool
-    ) -> None:
-        """Set the card and label vectors: given, read from the cache, encoded here or on a thread."""
-        assert self.encoder is not None
-        texts = self._label_texts()
-        if vectors is not None:
-            self._set_vectors(vectors, self._encode(texts))
-            return
-        # cards and server texts in one list: one cache read, one write
-        card_texts = [
-            self.steps.semantic_text(card, schemas.get(card.server, {}).get(card.name) if card.kind == "tool" else None)
-            for card in self.cards
-        ]
-        both = [*card_texts, *texts]
-        todo = self.cache.missing(self.encoder, both) if self.cache is not None else list(dict.fromkeys(both))
-        cached = len(both) - len(todo)
-        self.indexing = IndexingState(cached, len(both), cached=cached)
-        if not background or not todo:
-            found = self._encode(both)
-            self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
-            self.indexing = IndexingState(len(both), len(both), cached=cached)
-            return
-        self._thread = threading.Thread(
-            target=self._index_in_background, args=(both, todo), name="skilldeck-card-vectors", daemon=True
-        )
-        self._thread.start()
+    @property
+    def vectors(self) -> SemanticVectors | None:
+        """The catalog's vectors, set at once when every card has one (``None`` until then, or without an encoder)."""
+        return self.card_vectors.vectors
 
-    def _label_texts(self) -> list[str]:
-        """What the encoder reads for each server's label view, in server order."""
-        about: dict[str, str] = {}
-        card_names: dict[str, list[str]] = {}
-        for card in self.cards:
-            about.setdefault(card.server, card.server_description)
-            card_names.setdefault(card.server, []).append(card.name)
-        return [self.steps.label_text(label, about[label], card_names[label]) for label in self.server_labels]
-
-    def _set_vectors(self, vectors: np.ndarray, label_vectors: np.ndarray) -> None:
-        vectors, label_vectors = self.steps.prepare_vectors(vectors, label_vectors)
-        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vecs.shape[0] != len(self.cards):
-            raise ValueError(f"{vecs.shape[0]} vectors for {len(self.cards)} cards")
-        sums = np.zeros((len(self.server_labels), vecs.shape[1]), dtype=np.float32)
-        np.add.at(sums, self._card_server, vecs)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        self.vectors = SemanticVectors(
-            cards=vecs,
-            centroids=sums / np.where(norms > 0, norms, 1.0),
-            labels=np.ascontiguousarray(label_vectors, dtype=np.float32),
-        )
-
-    def _index_in_background(self, both: list[str], todo: list[str]) -> None:
-        """Encode ``todo`` a chunk at a time (each chunk stored in the cache as it is done, so an
-        interrupted start keeps what it encoded), then let the semantic views join."""
-        done = cached = self.indexing.cached
-        fresh: dict[str, np.ndarray] = {}
-        chunk = max(BACKGROUND_CHUNK, len(todo) // 20)  # at most ~20 cache writes
-        try:
-            for start in range(0, len(todo), chunk):
-                if self._stop.is_set():
-                    return
-                part = todo[start : start + chunk]
-                vectors = self._encode(part)
-                if self.cache is None:
-                    fresh.update(zip(part, vectors, strict=True))
-                done += len(part)
-                self.indexing = IndexingState(done, len(both), cached=cached)
-            # with a cache every text is in it now: read, not encoded
-            found = self._encode(both) if self.cache is not None else np.stack([fresh[t] for t in both])
-            self._set_vectors(found[: len(self.cards)], found[len(self.cards) :])
-        except Exception as exc:  # the ranking stays lexical, and each decision says why
-            self.indexing = IndexingState(done, len(both), f"{type(exc).__name__}: {exc}", cached)
+    @property
+    def indexing(self) -> IndexingState:
+        """How far the card vectors are (see :meth:`wait`); ``total`` 0 without an encoder."""
+        return self.card_vectors.indexing
 
     @property
     def semantic(self) -> bool:
         """Whether rankings fuse the encoder's views (an encoder, and every card vector ready)."""
-        return self.encoder is not None and self.vectors is not None
+        return self.card_vectors.semantic
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the card vectors encoded in the background (if any); whether rankings are semantic now."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.semantic
+        return self.card_vectors.wait(timeout)
 
     def close(self) -> None:
         """Stop encoding card vectors in the background after the chunk under way (the ranking stays lexical)."""
-        self._stop.set()
+        self.card_vectors.close()
 
     # -- history --------------------------------------------------------------------------------
 
@@ -358,10 +280,7 @@ class Ranker:
         return _frequencies(self.index.cards, background, 0), _frequencies(self.index.servers, background, 1)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        assert self.encoder is not None
-        if self.cache is not None:
-            return self.cache.encode(self.encoder, texts)
-        return np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        return self.card_vectors.encode(texts)
 
     # -- pieces ---------------------------------------------------------------------------------
 
@@ -398,7 +317,7 @@ class Ranker:
         if history:  # past questions: a field of their own, capped by the card's (server's) own evidence
             c = self.config
             ratio = c.history_cap_ratio
-            card_floor, server_floor = self._view_floors(history) if not fold else (c.history_cap_floor,) * 2
+            card_floor, server_floor = self.history_view.floors(history) if not fold else (c.history_cap_floor,) * 2
             card_history = cap(c.history_weight * history.card_scores(terms), card_raw, ratio, card_floor)
             server_lift = c.history_server_weight * history.server_scores(terms, len(self.server_labels))
             server_history = cap(server_lift, server_raw, ratio, server_floor)
@@ -544,7 +463,7 @@ class Ranker:
         fused = steps.combine_views(views)
         own_fused = fused  # what the decision's confidence reads: the catalog's own evidence
         if history:
-            fused = fused + self._history_view(fused, ev, history, past, card_cos)
+            fused = fused + self.history_view.lift(fused, ev, history, past, card_cos, self.vectors)
         if sem_history is not None:
             card_cos = card_cos + sem_history
         span = float(fused.max() - fused.min())
@@ -564,106 +483,6 @@ class Ranker:
             sem_history=sem_history,
         )
         return out, evidence
-
-    def _history_view(
-        self,
-        fused: np.ndarray,
-        ev: Evidence,
-        history: HistoryIndex,
-        past: np.ndarray | None,
-        card_cos: np.ndarray,
-    ) -> np.ndarray:
-        """What past questions add to each server's fused score: a view of their own, next to the five.
-
-        Per server, in standard deviations of ``fused``: :attr:`~RankConfig.history_expansion_weight`
-        times the best gain of one of its cards' cosine when the card's vector is folded with its past
-        questions' mean (document expansion; capped as the lead is), plus :attr:`~RankConfig.history_lexical_view_weight`
-        times its past-question BM25 (its best card's over the best own card BM25, its own over the
-        best own server BM25; all capped, :func:`~skilldeck.select._history.cap`, with the floor
-        :attr:`~RankConfig.history_view_floor`). The own views' first server keeps its place unless
-        the server lifted past it was taught enough (:meth:`_taught_enough`).
-
-        (Measured and not kept, LiveMCPBench halves: the capped lead of the past questions' mean
-        cosine alone, or their cosine alone, as this view -- server R@5 on half B 0.82-0.83; a
-        lexical view alone -- 0.856; lifting only servers among the first 10 or 20 of the own views,
-        or giving the best-taught one the fifth place -- no better; letting a lifted server pass
-        the first by 1 or 2 deviations -- AUROC lower on both halves. See docs/learning.md.)"""
-        c = self.config
-        out = np.zeros_like(fused)
-        vectors = self.vectors
-        if past is not None and vectors is not None and c.history_expansion_weight > 0:
-            rows = history.card_rows
-            # cos(q, card + mean) = (cos(q, card) + cos(q, mean)) / |card + mean|, the norms kept per history
-            norms = self._folded_norms(history, vectors)
-            gain = np.zeros(len(card_cos))
-            gain[rows] = (card_cos[rows] + past) / norms - card_cos[rows]
-            gain = cap(gain, np.clip(card_cos, 0.0, 1.0), c.history_cap_ratio, self._view_floors(history)[0])
-            out += c.history_expansion_weight * self.groups.per_server_max(gain)
-        if ev.card_history is not None and ev.server_history is not None and c.history_lexical_view_weight > 0:
-            card_peak, server_peak = float(ev.card_raw.max()), float(ev.server_raw.max())
-            if card_peak > 0:
-                out += c.history_lexical_view_weight * self.groups.per_server_max(ev.card_history) / card_peak
-            if server_peak > 0:
-                out += c.history_lexical_view_weight * ev.server_history / server_peak
-        scale = float(fused.std())
-        lifted: np.ndarray = scale * out
-        own_top = int(np.argmax(fused))
-        after = fused + lifted
-        new_top = int(np.argmax(after))
-        if new_top != own_top and not self._taught_enough(history, new_top, ev.terms):
-            # the own first server stays first, ahead by a twentieth of the span (more than a card's own
-            # score can make up in the final mix)
-            others = np.delete(after, own_top)
-            lifted[own_top] = float(others.max()) + 0.05 * float(after.max() - after.min()) - fused[own_top]
-        return lifted
-
-    def _view_floors(self, history: HistoryIndex) -> tuple[np.ndarray | float, np.ndarray | float]:
-        """The floors of the history view's caps, per card and per server: :attr:`~RankConfig.history_trusted_floor`
-        for a card whose past questions are trusted (a server: all of its taught cards are),
-        :attr:`~RankConfig.history_view_floor` for the others."""
-        c = self.config
-        if not history.trusted or c.history_trusted_floor == c.history_view_floor:
-            return c.history_view_floor, c.history_view_floor
-        known = self._floors
-        if known is not None and known[0] is history:  # computed once per history (a race computes it twice)
-            return known[1]
-        floors = self._trusted_floors(history)
-        self._floors = (history, floors)
-        return floors
-
-    def _trusted_floors(self, history: HistoryIndex) -> tuple[np.ndarray, np.ndarray]:
-        """Per card and per server, the floor of its cap: trusted past questions get the higher one."""
-        c = self.config
-        sure = history.trusted_cards()
-        taught = np.zeros(len(sure), dtype=bool)
-        taught[np.fromiter(history.questions, dtype=np.int64, count=len(history.questions))] = True
-        n_servers = len(self.server_labels)
-        doubtful = np.bincount(self._card_server[taught & ~sure], minlength=n_servers)[:n_servers] > 0
-        sure_servers = (np.bincount(self._card_server[sure], minlength=n_servers)[:n_servers] > 0) & ~doubtful
-        floors = (c.history_view_floor, c.history_trusted_floor)
-        return np.where(sure, floors[1], floors[0]), np.where(sure_servers, floors[1], floors[0])
-
-    def _folded_norms(self, history: HistoryIndex, vectors: SemanticVectors) -> np.ndarray:
-        """Per card of ``history``, the norm of its vector plus its past questions' mean vector
-        (computed once per history and vectors; a ranking racing another may compute it twice)."""
-        known = self._folded
-        if known is not None and known[0] is history and known[1] is vectors:
-            return known[2]
-        assert history.vectors is not None
-        folded = vectors.cards[history.card_rows] + history.vectors
-        norms = np.linalg.norm(folded, axis=1).astype(np.float64)
-        norms = np.where(norms > 0, norms, 1.0)
-        self._folded = (history, vectors, norms)
-        return norms
-
-    def _taught_enough(self, history: HistoryIndex, server: int, terms: tuple[str, ...]) -> bool:
-        """Whether one of ``server``'s cards holds :attr:`~RankConfig.history_overtake_matches` past
-        questions that matched the question's ``terms``."""
-        need = self.config.history_overtake_matches
-        if need <= 0:
-            return False
-        cards = np.flatnonzero(self._card_server == server)
-        return any(history.matched(int(card), terms) >= need for card in cards)
 
     def recalled(self, question: str) -> list[tuple[int, str]]:
         """The cards whose *trusted* past questions hold this very question, in other words order or
@@ -709,7 +528,7 @@ class Ranker:
         qvecs = (
             self._query_vectors(question, jobs, implied) if self.encoder is not None and vectors is not None else None
         )
-        # with an encoder, past questions join the fusion as a view of their own (:meth:`_history_view`);
+        # with an encoder, past questions join the fusion as a view of their own (:meth:`~skilldeck.select._history_view.HistoryView.lift`);
         # without one, they are added into the lexical scores
         fold = qvecs is None
         terms = self.query_terms(question)  # read twice below: tokenised once
