@@ -56,6 +56,15 @@ def start_serve(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
         )
 
 
+STARTUP_GUARD = 180.0
+"""Seconds a server or gateway started by a test may take to print its startup line before the test fails.
+
+A guard, not a measure: a start returns as soon as the line is printed. A gateway's start is two Python
+processes (the gateway and the server behind it), about 2 s of CPU on an idle machine; at a load of 24 on
+two cores each gets a twelfth of a core, which took a start past the 60 s this guard was (the bounded-log
+test's ``[gateway]`` case), so the guard leaves that three times over."""
+
+
 def wait_for_startup(
     proc: subprocess.Popen[bytes],
     log_path: Path,
@@ -81,7 +90,7 @@ def start_gateway(
     config: Path,
     log_path: Path,
     *extra: str,
-    timeout: float = 60.0,
+    timeout: float = STARTUP_GUARD,
     ready: Callable[[re.Match[str]], bool] = lambda _: True,
 ) -> tuple[subprocess.Popen[bytes], re.Match[str]]:
     """``skilldeck gateway --config CONFIG --http 127.0.0.1:0 EXTRA...`` once its startup line is printed (and
@@ -131,7 +140,7 @@ def running_http(command: str, tmp_path: Path, examples_dir: Path, *extra: str) 
         cmd = [*CLI, "gateway", "--config", str(config)]
     proc = start_serve([*cmd, "--http", "127.0.0.1:0", *extra], log)
     try:
-        found = wait_for_startup(proc, log, 60, pattern=re.compile(r" at http://(\S+):(\d+)/"))
+        found = wait_for_startup(proc, log, STARTUP_GUARD, pattern=re.compile(r" at http://(\S+):(\d+)/"))
         assert not isinstance(found, str), found
         yield Running(found.group(1), int(found.group(2)), log, proc)
     finally:
@@ -277,7 +286,7 @@ def gc_report(args: list[str], work: Path, pattern: re.Pattern[str] = STARTUP_LI
     probe.write_text(GC_PROBE)
     proc = start_serve([sys.executable, str(probe), *args], log)
     try:
-        found = wait_for_startup(proc, log, 60, pattern=pattern)
+        found = wait_for_startup(proc, log, STARTUP_GUARD, pattern=pattern)
         assert not isinstance(found, str), found
         return wait_for_gc_report(log)
     finally:
