@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -343,3 +345,66 @@ def test_selection_still_loads_numpy_when_a_ranker_is_asked_for() -> None:
     code = "import sys; from skilldeck.select import Selector; print('numpy' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert found.stdout.strip() == "True"
+
+
+ARCHITECTURE = SRC.parent.parent / "docs" / "architecture.md"
+
+
+def _layout_blocks() -> dict[str, str]:
+    """The architecture page's layout drawing, per package: its entry's text (continuation lines included)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    drawing = text.split("```\nsrc/skilldeck/\n", 1)[1].split("```", 1)[0]
+    blocks: dict[str, str] = {}
+    current = ""
+    for line in drawing.splitlines():
+        head = line[2:].split(" ", 1)[0] if line.startswith("  ") and not line.startswith("   ") else ""
+        if head:
+            current = head.rstrip("/")
+            blocks[current] = line
+        elif current:
+            blocks[current] += "\n" + line
+    return blocks
+
+
+def _packages() -> list[Path]:
+    return sorted(p for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+
+
+def _short(module: Path) -> str:
+    """A module as the page names it: without its leading underscore (``__main__`` as it is)."""
+    stem = module.stem
+    return stem if stem.startswith("__") else stem.removeprefix("_")
+
+
+@pytest.mark.parametrize("package", [p.name for p in _packages()])
+def test_the_architecture_page_names_every_module_of_a_package(package: str) -> None:
+    """The page's layout drawing names each module of ``package`` in that package's entry (a new module that
+    the page does not name fails here: add it, with what it does, to docs/architecture.md)."""
+    entry = _layout_blocks().get(package)
+    assert entry is not None, f"docs/architecture.md's layout has no entry for {package}/"
+    modules = [m for m in sorted((SRC / package).glob("*.py")) if m.name != "__init__.py"]
+    unnamed = [m.name for m in modules if not re.search(rf"(?<![\w.]){re.escape(_short(m))}(?![\w])", entry)]
+    assert not unnamed, f"docs/architecture.md's entry for {package}/ does not name {unnamed}"
+
+
+def test_every_import_arrow_the_architecture_page_draws_exists() -> None:
+    """``Imports point one way: a → b → ...``: each arrow is drawn because some module of the left side
+    imports one of the right side; an arrow no import backs fails here (redraw it, or take it out)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    chain = re.search(r"Imports point one way: (.+?);", text, re.S)
+    assert chain is not None, "docs/architecture.md no longer says which way imports point"
+    sides = [re.findall(r"`(\w+)`", side) for side in chain.group(1).split("→")]
+    assert len(sides) >= 2, sides
+    assert all(sides), sides
+
+    def files(names: list[str]) -> list[Path]:
+        return [
+            f for n in names for f in ([SRC / f"{n}.py"] if (SRC / f"{n}.py").exists() else (SRC / n).rglob("*.py"))
+        ]
+
+    missing = []
+    for left, right in itertools.pairwise(sides):
+        targets = tuple(f"skilldeck.{n}" for n in right)
+        if not any(m == t or m.startswith(t + ".") for f in files(left) for m in imported_modules(f) for t in targets):
+            missing.append(f"{'/'.join(left)} → {'/'.join(right)}")
+    assert not missing, f"docs/architecture.md draws import arrows no import backs: {missing}"
