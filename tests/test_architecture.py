@@ -408,3 +408,18 @@ def test_every_import_arrow_the_architecture_page_draws_exists() -> None:
         if not any(m == t or m.startswith(t + ".") for f in files(left) for m in imported_modules(f) for t in targets):
             missing.append(f"{'/'.join(left)} → {'/'.join(right)}")
     assert not missing, f"docs/architecture.md draws import arrows no import backs: {missing}"
+
+
+@pytest.mark.parametrize("package", [p.name for p in _packages()])
+def test_a_package_docstring_names_each_of_its_modules(package: str) -> None:
+    """Each module of ``package`` is named in the package's docstring (as ``_module`` or ``module``): a new
+    module says there what it does, next to the others."""
+    tree = ast.parse((SRC / package / "__init__.py").read_text(encoding="utf-8"))
+    doc = ast.get_docstring(tree) or ""
+    modules = [m for m in sorted((SRC / package).glob("*.py")) if m.name != "__init__.py"]
+    unnamed = [
+        m.name
+        for m in modules
+        if not re.search(rf"(?<![\w]){re.escape(m.stem)}(?![\w])", doc) and f"``{_short(m)}``" not in doc
+    ]
+    assert not unnamed, f"src/skilldeck/{package}/__init__.py's docstring does not name {unnamed}"

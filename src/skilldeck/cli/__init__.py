@@ -3,6 +3,35 @@
 Each subcommand is a thin layer over the library: parse arguments, call one public function,
 print the outcome with rich. Messages go to stderr so that stdio transports and ``--json``
 output on stdout stay clean.
+
+Its modules (private; a sibling package uses what ``__all__`` lists):
+
+- ``__main__``: ``python -m skilldeck.cli``: the same as the ``skilldeck`` command.
+- ``_arguments``: Argument types and the flags ``serve`` and ``gateway`` share (how they listen over HTTP).
+- ``_auth``: ``skilldeck serve`` over HTTP: bearer-token verification flags and the warnings printed at
+  start.
+- ``_authoring``: ``skilldeck validate`` and ``skilldeck new``: for skill authors, before anything is
+  served.
+- ``_clients``: ``skilldeck clients``: the MCP clients on this machine and their servers; ``connect`` puts
+  the gateway in front of one, ``disconnect`` puts its file back.
+- ``_console``: ``--console`` of ``serve`` and ``gateway``: the flag, and the check that it has an HTTP
+  listener to be served on.
+- ``_exits``: Exit codes of the ``skilldeck`` command line, and the one map from errors to them.
+- ``_gateway``: ``skilldeck gateway``: one MCP server in front of the servers of an ``mcpServers`` file.
+- ``_history``: ``skilldeck history``: what the usage ledger holds (question, card, caller subject, time),
+  and clearing it.
+- ``_host``: ``skilldeck skills`` and ``skilldeck load``: the host side on the command line.
+- ``_login``: ``skilldeck login`` and ``skilldeck logout``: OAuth 2.1 logins to remote MCP servers, once per
+  server.
+- ``_metrics``: ``--metrics HOST:PORT`` of ``serve`` and ``gateway``: Prometheus metrics on a listener of
+  their own.
+- ``_output``: Standard output for the command line, and what happens when its reader goes away.
+- ``_replicas``: ``--redis``: what ``serve`` and ``gateway`` replicas behind a load balancer share (see
+  docs/deploy.md).
+- ``_select``: ``skilldeck ask``, ``skilldeck select`` and ``skilldeck snapshot``: selection on the command
+  line.
+- ``_servers``: ``skilldeck servers add|list|remove``: the servers a person added from a catalog, from a
+  terminal.
 """
 
 from __future__ import annotations

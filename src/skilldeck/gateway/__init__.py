@@ -8,6 +8,31 @@
 * :mod:`~skilldeck.gateway._server` — the ``MCPServer`` and middleware that put it on the wire;
 * :mod:`~skilldeck.gateway._app` — following upstream changes and serving stdio or HTTP;
 * :mod:`~skilldeck.gateway._metrics` — the gateway's Prometheus metrics (``--metrics``).
+
+Its other modules (private; a sibling package uses what ``__all__`` lists):
+
+- ``_add``: The ``add`` meta-tool on the wire: a person asked through MCP elicitation (form mode), in both
+  eras.
+- ``_audiences``: What ``skilldeck gateway --check`` prints, and the checks of ``--pin`` and ``--grant``.
+- ``_console``: What the gateway's console page shows (``skilldeck gateway --console``): a
+  :class:`~skilldeck.serving._console.ConsoleSource`.
+- ``_discovery``: The gateway's catalogs: what ``find`` offers beyond the configured upstreams, and what
+  ``add`` starts.
+- ``_forward``: Resources, prompts and completions of the upstream servers, forwarded through the gateway by
+  label.
+- ``_ledger_view``: What one gateway's configuration makes of the usage ledger's cards.
+- ``_policy_check``: Whether a gateway policy names what its upstreams serve: a typo must not widen access.
+- ``_port``: The ``Upstreams`` port: the only way the gateway's decisions reach the upstream servers.
+- ``_redis_store``: Activations in Redis, shared by gateway replicas behind a load balancer
+  (``skilldeck[redis]``).
+- ``_relay``: What an upstream asks while serving a proxied call, relayed to the client that made the call.
+- ``_reload``: The configuration a running gateway serves under: checked at start, re-read on demand.
+- ``_resource_listen``: The resources the gateway's clients subscribe to on a 2026-07-28 upstream: one
+  ``subscriptions/listen`` stream.
+- ``_shortlist``: The order of the cards ``find`` shows: what ties with the first card, then one card per
+  server.
+- ``_upstreams``: The gateway's upstream calls: the :class:`~skilldeck.gateway._port.Upstreams` port over a
+  connected host.
 """
 
 from skilldeck.gateway._activation import Activation, ActivationTable

@@ -15,6 +15,17 @@ the card's id, the caller's subject and the time. The ranker reads a card's past
   refused (:class:`LedgerFull`), never made room for.
 - :class:`RedisLedgerStore`: the store gateway replicas share (``--redis``).
 - :class:`Learner`: a process's view of the ledger, kept in step with its store.
+
+Its modules (private; a sibling package uses what ``__all__`` lists):
+
+- ``_learner``: A process's view of the usage ledger: each audience's uses in memory, kept in step with its
+  store.
+- ``_ledger``: The usage ledger of one audience: which questions led to a successful use of which card.
+- ``_redis``: The usage ledger in Redis, shared by gateway replicas (``skilldeck gateway --redis``,
+  ``skilldeck[redis]``).
+- ``_stores``: Where usage ledgers are kept: a :class:`LedgerStore`, by default :class:`SqliteLedgerStore`.
+- ``_updates``: Rankers take a new history on a thread of their own, the latest one each, never on a
+  request's path.
 """
 
 from skilldeck.learning._learner import Learner

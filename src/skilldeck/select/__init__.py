@@ -1,6 +1,42 @@
 """Selection: cards, ranking, deciding (or abstaining), projection and the tool gate. Pure, no I/O.
 
 Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain data.
+
+Its modules (private; a sibling package uses what ``__all__`` lists):
+
+- ``_bert``: A BERT encoder's forward pass in numpy: all-MiniLM-L6-v2's sentence vectors without
+  onnxruntime.
+- ``_bm25f``: BM25F: the index over weighted bags of terms, a catalog's card and server indexes, and the
+  shipped background document frequencies.
+- ``_card_vectors``: The catalog's semantic vectors: each card's, each server's centroid and each server
+  label's.
+- ``_cards``: Cards: the short, model-facing description of every skill and tool.
+- ``_config``: The ranker's weights (:class:`RankConfig`).
+- ``_decide``: Deciding: choose capabilities for a question, or abstain with reasons.
+- ``_encoders``: Semantic encoders for the selector, loadable by name.
+- ``_gate``: The tool gate: the only way a model's tool call reaches a server.
+- ``_history``: A usage history read by the ranker: each card's past questions, indexed on their own.
+- ``_history_view``: What a card's past questions add to a ranking: the history view beside the five fused
+  views.
+- ``_intent``: What a question asks to do to data (read, write, delete), held against what a tool says it
+  does.
+- ``_onnx_weights``: The weights of an ONNX model file, read without ``onnx`` or ``onnxruntime``.
+- ``_project``: Projection: what the model is shown.
+- ``_query``: Reading a question: the words its file paths imply, its jobs, and the needs it implies.
+- ``_rank``: Ranking cards for a question: lexical BM25F always, semantic embeddings when installed.
+- ``_results``: What a ranking produces: scored cards, what each query unit found, how far the card vectors
+  are.
+- ``_slots``: Whether a question gives a value a tool needs: a clock time for a tool that converts one, a
+  URL for a tool that fetches one.
+- ``_snapshot``: Catalog snapshots: what ``skilldeck snapshot`` writes and ``skilldeck select`` reads.
+- ``_steps``: The ranker's replaceable steps (:class:`RankSteps`) and what a step is given.
+- ``_taught``: A card's past questions and whether they are trusted: what the learning ledger hands
+  selection.
+- ``_text``: Text for the ranker: index terms (:func:`tokens`) and what is indexed and encoded for a card or
+  a server.
+- ``_vectors``: Card vectors cached by content, so a restart or a re-list re-encodes only what changed.
+- ``_wordpiece``: BERT WordPiece tokenisation for all-MiniLM-L6-v2, in plain Python over the shipped
+  vocabulary.
 """
 
 from __future__ import annotations

@@ -13,4 +13,9 @@ One layer under both, so each thing is written once:
 * :mod:`~skilldeck.serving._tracing` — OpenTelemetry spans of the gateway's decisions (no-op without a provider).
 
 Nothing here imports :mod:`skilldeck.server` or :mod:`skilldeck.gateway`.
+
+Its other modules (private; a sibling package uses what ``__all__`` lists):
+
+- ``_clients``: Which activation a client's request belongs to: its key, worked out the same way for every
+  request.
 """
