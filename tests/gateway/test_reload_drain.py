@@ -63,9 +63,11 @@ async def started(folder: Path, version: str, count: int) -> None:
             await anyio.sleep(0.02)
 
 
-def text_of(result: object) -> str:
-    content = getattr(result, "content", [])
-    return " ".join(getattr(part, "text", "") for part in content)
+async def called(client: Client, n: int) -> str:
+    """What calling ``slow/work`` for ``n`` through the gateway answered: its text, after ``error: `` if it failed."""
+    result = await client.call_tool("call", {"tool": "slow/work", "arguments": {"n": n}})
+    text = " ".join(getattr(part, "text", "") for part in result.content)
+    return ("error: " if result.is_error else "") + text
 
 
 async def test_calls_in_flight_finish_on_the_old_program_and_a_call_during_the_switch_waits(tmp_path: Path) -> None:
@@ -84,8 +86,7 @@ async def test_calls_in_flight_finish_on_the_old_program_and_a_call_during_the_s
             results: dict[int, str] = {}
 
             async def call(n: int) -> None:
-                result = await client.call_tool("call", {"tool": "slow/work", "arguments": {"n": n}})
-                results[n] = ("error: " if result.is_error else "") + text_of(result)
+                results[n] = await called(client, n)
 
             async with anyio.create_task_group() as tg:
                 for n in range(IN_FLIGHT):
@@ -126,8 +127,7 @@ async def test_a_call_that_outlasts_the_shutdown_timeout_fails_saying_it_may_hav
             said: list[str] = []
 
             async def call() -> None:
-                result = await client.call_tool("call", {"tool": "slow/work", "arguments": {"n": 1}})
-                said.append(("error: " if result.is_error else "") + text_of(result))
+                said.append(await called(client, 1))
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)

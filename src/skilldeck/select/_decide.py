@@ -480,11 +480,11 @@ class Selector:
                 continue
             first = first or d
             card = d.chosen[0]
-            if any(card.server == c.server for c in chosen):
-                tools.extend(t for t in d.tools if t not in tools)
-            elif len(chosen) < self.max_capabilities:
+            if all(card.server != c.server for c in chosen):
+                if len(chosen) >= self.max_capabilities:
+                    continue
                 chosen.append(card)
-                tools.extend(t for t in d.tools if t not in tools)
+            tools.extend(t for t in d.tools if t not in tools)
         return chosen, tools, first
 
     def _decide_one(self, query: str) -> Decision:

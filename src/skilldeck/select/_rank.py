@@ -197,8 +197,9 @@ class Ranker:
         self._primed: dict[str, np.ndarray] = {}
         if cache is None and cache_dir is not None:
             cache = VectorCache(cache_dir)
-        self.cache = cache if encoder is not None else None
-        self.card_vectors = CardVectors(self.cards, self.server_labels, card_server, encoder, self.steps, self.cache)
+        self.card_vectors = CardVectors(
+            self.cards, self.server_labels, card_server, encoder, self.steps, cache if encoder is not None else None
+        )
         """The card, server and label vectors (:class:`~skilldeck.select._card_vectors.CardVectors`)."""
         self.history_view = HistoryView(config, self.groups, card_server, len(self.server_labels))
         """What past questions add to the fused scores (:class:`~skilldeck.select._history_view.HistoryView`)."""
@@ -215,6 +216,11 @@ class Ranker:
     def vectors(self) -> SemanticVectors | None:
         """The catalog's vectors, set at once when every card has one (``None`` until then, or without an encoder)."""
         return self.card_vectors.vectors
+
+    @property
+    def cache(self) -> VectorCache | None:
+        """Where the card vectors are kept by content (``None``: without an encoder, or kept nowhere)."""
+        return self.card_vectors.cache
 
     @property
     def indexing(self) -> IndexingState:
