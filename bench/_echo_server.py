@@ -4,7 +4,7 @@ Run by the benchmark with the project's interpreter::
 
     .venv/bin/python bench/_echo_server.py 127.0.0.1 8765
 
-It is an ``MCPServer`` served by ``skilldeck.server._app.run_http``, the same HTTP stack the gateway
+It is an ``MCPServer`` served by ``skilldeck.serving._runner.run_http``, the same HTTP stack the gateway
 uses, so the direct and the proxied calls differ only by the gateway's hop.
 """
 
@@ -15,7 +15,7 @@ import sys
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from skilldeck.server._app import run_http
+from skilldeck.serving._runner import run_http
 
 
 def echo_server() -> MCPServer:  # type: ignore[type-arg]

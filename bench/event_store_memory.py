@@ -3,9 +3,9 @@
 Run from the repository root::
 
     .venv/bin/python bench/event_store_memory.py                  # before = main's parent revision
-    .venv/bin/python bench/event_store_memory.py --before 816f8c9 # any revision holding server/_resumable.py
+    .venv/bin/python bench/event_store_memory.py --before 816f8c9 # any revision holding serving/_resumable.py
 
-The store (``skilldeck.server._resumable.ResumableStreams``, default bounds) is filled the way one client
+The store (``skilldeck.serving._resumable.ResumableStreams``, default bounds) is filled the way one client
 fills it, by many requests whose streams relay progress notifications, until every bound holds: a fresh
 subprocess per revision and per message size stores events over 64 sessions until it has opened
 ``--streams`` streams of ``--events`` events each (past the store's own bounds, so the oldest go). It then
@@ -34,7 +34,7 @@ RESULTS = REPO / "bench" / "results" / "event_store_memory.json"
 MEASURE = r"""
 import asyncio, gc, json, os, sys, tracemalloc
 from mcp_types import JSONRPCNotification
-from skilldeck.server._resumable import MAX_BYTES, ResumableStreams
+from skilldeck.serving._resumable import MAX_BYTES, ResumableStreams
 
 streams_wanted, events_wanted, padding = (int(a) for a in sys.argv[1:4])
 traced_run = sys.argv[4] == "traced"  # tracemalloc's own records swell the resident set: measured apart

@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/gateway.py --quick    # 1 rep, shorter windows
 
 Two subprocesses on 127.0.0.1: the upstream, ``bench/_echo_server.py`` (an ``MCPServer`` with one
-``echo(text)`` tool, served over streamable HTTP by ``skilldeck.server._app.run_http``), and the
+``echo(text)`` tool, served over streamable HTTP by ``skilldeck.serving._runner.run_http``), and the
 gateway, ``python -m skilldeck.cli gateway --config CONFIG --http 127.0.0.1:PORT`` whose config
 names the upstream by URL. The load generator, the sessions and the measuring loop are those of
 ``bench/server_throughput.py`` (imported, not copied): each client owns one keep-alive connection
@@ -88,7 +88,7 @@ OTHER_GATEWAYS = ("baseline", "json-bound")
 _JSON_GATEWAY = """
 import functools, sys
 import skilldeck.gateway._app as gateway_app
-from skilldeck.server._app import run_http
+from skilldeck.serving._runner import run_http
 gateway_app.run_http = functools.partial(run_http, json_response=True)
 sys.argv = ["skilldeck", *sys.argv[1:]]
 from skilldeck.cli import main
@@ -629,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         import anyio
 
         try:  # the event loop the gateway command runs on (uvloop where installed), as of that src/
-            from skilldeck.server._app import event_loop_options
+            from skilldeck.serving._runner import event_loop_options
 
             options = event_loop_options()
         except ImportError:  # an older src/: asyncio's own loop

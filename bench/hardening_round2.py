@@ -586,7 +586,7 @@ async def redis_burst(run: Run) -> dict[str, Any]:
     import redis.asyncio as aioredis
     from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
-    from skilldeck.server._redis_bus import encode_event
+    from skilldeck.serving._redis_bus import encode_event
 
     listeners, events = 20, 5_000
     with replicas.running_redis(run.workdir) as redis_server, run.serve("--redis", redis_server.url) as server:

@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu:
         import anyio
 
-        from skilldeck.server._app import event_loop_options
+        from skilldeck.serving._runner import event_loop_options
 
         figures = anyio.run(_cpu_per_call, args.cpu, args.calls, args.rounds, backend_options=event_loop_options())
         print(json.dumps(figures))

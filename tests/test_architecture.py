@@ -116,13 +116,23 @@ def test_the_public_api_resolves() -> None:
 
 
 def test_learning_sits_below_the_gateway() -> None:
-    """The usage ledger is the gateway's and SkillSession's, and imports neither (nor the host or the CLI)."""
+    """The usage ledger is the gateway's and SkillSession's, and imports neither (nor the host or the CLI),
+    nor either server's HTTP side: its Redis store shares only the Redis client (``skilldeck._redis``)."""
+    above = ("skilldeck.gateway", "skilldeck.host", "skilldeck.cli", "skilldeck.agents", "skilldeck.server")
     for path in (SRC / "learning").glob("*.py"):
         for name in imported_modules(path):
-            assert not name.startswith(("skilldeck.gateway", "skilldeck.host", "skilldeck.cli", "skilldeck.agents")), (
-                path,
-                name,
-            )
+            assert not name.startswith((*above, "skilldeck.serving")), (path, name)
+
+
+def test_the_gateway_takes_only_the_skills_server_from_server() -> None:
+    """The HTTP plumbing both servers run on (runner, sessions, bounds, streams, health, shutdown, tokens,
+    the replicas' bus) lives in ``serving/``; what the gateway imports from ``server/`` is the skills
+    server itself (the catalog, the extension, remote skills, a caller's audience)."""
+    skills_server = {"skilldeck.server._catalog", "skilldeck.server._extension", "skilldeck.server._remote"}
+    skills_server |= {"skilldeck.server._audience", "skilldeck.server"}
+    for path in (SRC / "gateway").glob("*.py"):
+        from_server = {name for name in imported_modules(path) if name.startswith("skilldeck.server")}
+        assert from_server <= skills_server, (path, from_server - skills_server)
 
 
 def test_the_clients_core_reads_and_writes_nothing() -> None:

@@ -813,7 +813,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-kidless-token-picks-among-several",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         "        if len(keys) == 1:\n            return next(iter(keys.values()))\n",
         "        if len(keys) >= 1:\n            return next(iter(keys.values()))\n",
         f"{T_JWKS}::test_a_token_without_a_kid_is_verified_with_the_one_key_of_a_set_and_refused_when_there_are_two",
@@ -1105,7 +1105,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- round 2: bounds and limits at the boundary ------------------------------------------------------
     _m(
         "conn-timer-not-restarted",
-        "server/_connections.py",
+        "serving/_connections.py",
         "            super().on_message_begin()\n            self._start_request_timer()\n",
         "            super().on_message_begin()\n",
         f"{T_BOUNDS}::test_the_request_timer_starts_again_for_each_request_of_a_kept_alive_connection",
@@ -1113,7 +1113,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "conn-timer-runs-through-answer",
-        "server/_connections.py",
+        "serving/_connections.py",
         "            self._stop_request_timer()\n            self._busy = True\n",
         "            self._busy = True\n",
         f"{T_BOUNDS}::test_a_connection_that_sends_no_whole_request_in_time_is_closed",
@@ -1121,7 +1121,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "conn-table-off-by-one",
-        "server/_connections.py",
+        "serving/_connections.py",
         "if len(self.connections) - len(probing) > limits.max_connections and not self._make_room():",
         "if len(self.connections) - len(probing) >= limits.max_connections and not self._make_room():",
         f"{T_BOUNDS}::test_a_full_table_closes_the_connection_longest_without_a_request_not_the_new_one",
@@ -1129,7 +1129,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "conn-room-from-busy",
-        "server/_connections.py",
+        "serving/_connections.py",
         "if c is not self and isinstance(c, BoundedHttpToolsProtocol) and not c._busy and c not in probing",
         "if c is not self and isinstance(c, BoundedHttpToolsProtocol) and c not in probing",
         f"{T_BOUNDS}::test_connections_busy_with_a_request_are_never_closed_for_a_new_one",
@@ -1137,7 +1137,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "conn-room-from-newest",
-        "server/_connections.py",
+        "serving/_connections.py",
         "oldest = min(idle, key=lambda c: c._waiting_since)",
         "oldest = max(idle, key=lambda c: c._waiting_since)",
         f"{T_BOUNDS}::test_a_full_table_closes_the_connection_longest_without_a_request_not_the_new_one",
@@ -1145,7 +1145,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "conn-streams-off-by-one",
-        "server/_connections.py",
+        "serving/_connections.py",
         "elif len(streaming) >= limits.max_streams:",
         "elif len(streaming) > limits.max_streams:",
         f"{T_BOUNDS}::test_streams_hold_at_most_their_share_of_the_table",
@@ -1153,7 +1153,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "conn-probes-off-by-one",
-        "server/_connections.py",
+        "serving/_connections.py",
         "if len(probing) >= limits.probe_connections:",
         "if len(probing) > limits.probe_connections:",
         f"{T_BOUNDS}::test_connections_busy_with_a_request_are_never_closed_for_a_new_one",
@@ -1161,7 +1161,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sessions-evict-busy",
-        "server/_sessions.py",
+        "serving/_sessions.py",
         "if scope is None or scope.cancel_called or not math.isfinite(scope.deadline):",
         "if scope is None or scope.cancel_called:",
         f"{T_BOUNDS}::test_a_full_table_of_busy_sessions_ends_none_of_them",
@@ -1169,7 +1169,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sessions-evict-streaming-with-request",
-        "server/_sessions.py",
+        "serving/_sessions.py",
         "if transport._requests_in_flight == 1 and GET_STREAM_KEY in transport._request_streams:",
         "if GET_STREAM_KEY in transport._request_streams:",
         f"{T_BOUNDS}::test_a_full_table_of_busy_sessions_ends_none_of_them",
@@ -1177,7 +1177,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "sessions-table-off-by-one",
-        "server/_sessions.py",
+        "serving/_sessions.py",
         "if len(manager._server_instances) >= limit",
         "if len(manager._server_instances) > limit",
         f"{T_BOUNDS}::test_a_full_session_table_evicts_the_least_recently_used_idle_session",
@@ -1186,7 +1186,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- the stop-gaps for the SDK (docs/sdk-workarounds.md): their own tests catch what breaks them ------------
     _m(
         "request-ids-null-error-refused",
-        "server/_request_ids.py",
+        "serving/_request_ids.py",
         'return not (value is None and "error" in message)',
         "return True",
         "tests/server/test_client_mistakes.py::test_which_ids_are_invalid",
@@ -1194,7 +1194,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "single-body-any-message-as-the-body",
-        "server/_single_body.py",
+        "serving/_single_body.py",
         'if name == b"message" and _REPLY.match(data):',
         'if name == b"message":',
         "tests/server/test_single_body.py::test_a_stream_that_carries_anything_else_first_stays_sse_byte_for_byte",
@@ -1210,7 +1210,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "resumable-replay-of-a-request-goes-live",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "return stream.stream_id if live and stream.stream_id == GET_STREAM_KEY else None",
         "return stream.stream_id if live else None",
         "tests/server/test_resumable.py::test_a_replay_of_a_requests_stream_sends_what_is_left_and_ends",
@@ -1218,7 +1218,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "resumable-gets-together-each-go-live",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "send_callback, live=self.get_requests <= 1)",
         "send_callback, live=True)",
         "tests/server/test_resumable.py::test_replays_of_the_get_stream_sent_together_never_hold_two_live_streams",
@@ -1226,7 +1226,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "resumable-stream-cost-not-counted",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "            self.bytes += STREAM_COST\n",
         "",
         "tests/server/test_resumable.py::test_bytes_are_bounded_over_every_stream_the_oldest_event_first",
@@ -1234,7 +1234,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "resumable-queue-never-compacted",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "if len(self._order) > 2 * self.events + 1_024:",
         "if False:",
         "tests/server/test_resumable.py::test_a_stream_past_its_bound_leaves_a_bounded_queue_and_replays_its_last_events",
@@ -1242,7 +1242,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "resumable-stale-place-taken-for-live",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "if stream.queued + 1 > len(stream.events):",
         "if stream.queued + 1 > len(stream.events) + 1:",
         "tests/server/test_resumable.py",
@@ -1266,7 +1266,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "redis-bus-waits-the-window-for-the-first-event",
-        "server/_redis_bus.py",
+        "serving/_redis_bus.py",
         "            self._deliver_held()  # the leading edge: a change on one replica is told at once\n",
         "",
         "tests/replicas/test_redis_bus.py::test_one_change_published_by_one_replica_is_delivered_once_without_waiting_for_the_window",
@@ -1338,7 +1338,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "scoped-event-unscoped-at-the-bound",
-        "server/_scoping.py",
+        "serving/_scoping.py",
         "if not named or len(named) > MAX_SCOPED_NAMES:",
         "if not named or len(named) >= MAX_SCOPED_NAMES:",
         "tests/server/test_scoped_events.py::test_scoped_events_keep_their_names_across_the_redis_channel",
@@ -1346,7 +1346,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "shutdown-waits-for-nothing",
-        "server/_shutdown.py",
+        "serving/_shutdown.py",
         "            while (state.connections or state.tasks) and not self.force_exit:",
         "            while False:",
         "tests/server/test_shutdown.py::test_a_request_in_flight_finishes_and_one_past_the_shutdown_timeout_is_cut",
@@ -1354,7 +1354,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "resumable-replays-another-session",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",
         "if stream is None or int(index) >= stream.next_index:",
         "tests/server/test_resumable.py::test_a_session_replays_only_its_own_events",
@@ -1410,7 +1410,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-encryption-key-kept",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         'k.public_key_use in ("sig", None)',
         'k.public_key_use in ("sig", "enc", None)',
         f"{T_JWKS}::test_beside_a_signing_key_an_encryption_key_is_left_out",
@@ -1418,7 +1418,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-unmarked-key-dropped",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         'k.public_key_use in ("sig", None)',
         'k.public_key_use == "sig"',
         f"{T_JWKS}::test_beside_a_signing_key_an_encryption_key_is_left_out",
@@ -2216,7 +2216,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "bearer-token-at-the-limit-refused",
-        "server/_tokens.py",
+        "serving/_tokens.py",
         "if len(token) > MAX_TOKEN_CHARS:",
         "if len(token) >= MAX_TOKEN_CHARS:",
         T_TOKENS,
@@ -2256,7 +2256,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-url-read-whole",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         "                        if len(body) > MAX_JWKS_BYTES:\n                            raise",
         "                        if False:\n                            raise",
         T_JWKS,
@@ -2264,7 +2264,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-url-at-the-limit-refused",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         "                        if len(body) > MAX_JWKS_BYTES:\n",
         "                        if len(body) >= MAX_JWKS_BYTES:\n",
         f"{T_JWKS}::test_a_jwks_of_exactly_the_cap_is_used_and_one_byte_more_is_refused",
@@ -2272,7 +2272,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-at-the-limit-refused",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         "    if len(data) > MAX_JWKS_BYTES:\n",
         "    if len(data) >= MAX_JWKS_BYTES:\n",
         T_JWKS,
@@ -2280,7 +2280,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "jwks-file-read-to-the-limit",
-        "server/_jwks.py",
+        "serving/_jwks.py",
         "data = fh.read(MAX_JWKS_BYTES + 1)",
         "data = fh.read(MAX_JWKS_BYTES)",
         T_JWKS,

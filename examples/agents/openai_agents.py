@@ -23,7 +23,7 @@ from skilldeck.agents.openai_agents import SkillTools
 from skilldeck.demo import jobs_server
 from skilldeck.gateway import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.server._app import run_http
+from skilldeck.serving._runner import run_http
 
 
 class ScriptedModel(Model):

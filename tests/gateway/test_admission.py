@@ -29,9 +29,9 @@ from mcp.shared.exceptions import MCPError
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.host._wire import SkillsWire
-from skilldeck.server._app import run_http
 from skilldeck.serving._audit import NOT_GRANTED
 from skilldeck.serving._policy import load_policy
+from skilldeck.serving._runner import run_http
 
 from ..host.hostile import HostileServer
 from ..server.test_context_aware_http import StaticTokenVerifier, connect

@@ -30,7 +30,7 @@ from mcp_types import (
     TextContent,
 )
 
-from skilldeck.server._resumable import RETRY_MS
+from skilldeck.serving._resumable import RETRY_MS
 
 from ..server.helpers import events, legacy_headers, open_session
 from .transparency_upstream import REGION_HEADER, gateway_in_front

@@ -70,7 +70,7 @@ async def test_routed_tools_are_kept_per_audience_and_recomputed_after_a_reindex
 def test_the_gateway_command_runs_on_uvloop_where_it_is_installed() -> None:
     import anyio
 
-    from skilldeck.server._app import event_loop_options
+    from skilldeck.serving._runner import event_loop_options
 
     async def loop_module() -> str:
         import asyncio
@@ -87,7 +87,7 @@ def test_the_gateway_command_runs_on_uvloop_where_it_is_installed() -> None:
 
 def test_the_gateway_over_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: Path) -> None:
     # its full collections were the longest stalls of its event loop in the soak (bench/soak.py)
-    from skilldeck.server._app import SERVING_GC_THRESHOLDS
+    from skilldeck.serving._runner import SERVING_GC_THRESHOLDS
 
     config = tmp_path / "mcp.json"
     jobs = "from skilldeck.demo._servers import jobs_server; jobs_server().run()"

@@ -6,7 +6,7 @@
 * ``server-sse-polling``: the scenario calls a tool named ``test_reconnection``, which the gateway
   lists under its label (``LABEL__test_reconnection``); that call's refusal is the naming difference,
   not a stream one. Its reply carries nothing but the response, so the gateway answers it with one
-  JSON body (``skilldeck.server._single_body``), and the suite's priming checks do not apply: it
+  JSON body (``skilldeck.serving._single_body``), and the suite's priming checks do not apply: it
   reports the content type as information and no check fails. The priming event and ``retry`` field
   of a stream that does carry something (a relayed progress notification) are checked in
   ``tests/gateway/test_gateway_http_protocol.py``.

@@ -17,7 +17,7 @@ import anyio
 import redis.asyncio as aioredis
 from mcp.shared.subscriptions import ToolsListChanged
 
-from skilldeck.server._redis_bus import encode_event
+from skilldeck.serving._redis_bus import encode_event
 
 from ..conftest import EXAMPLES
 from ..gateway.test_metrics import Gateway, value

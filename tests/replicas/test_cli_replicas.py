@@ -18,7 +18,7 @@ import redis.asyncio as aioredis
 from mcp.client import Client
 from mcp.shared.subscriptions import ResourcesListChanged, ToolsListChanged
 
-from skilldeck.server._redis_bus import encode_event
+from skilldeck.serving._redis_bus import encode_event
 
 from ..conftest import EXAMPLES
 from ..server.helpers import CLI, cli_env, start_gateway, start_serve, stop, wait_for_startup, write_skill

@@ -19,15 +19,15 @@ from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, Serv
 
 from skilldeck.errors import ServeError
 from skilldeck.server import create_server
-from skilldeck.server._redis_bus import (
+from skilldeck.serving._policy import parse_policy
+from skilldeck.serving._redis_bus import (
     FULL_REANNOUNCE,
     MAX_MESSAGE_BYTES,
     RedisSubscriptionBus,
     encode_event,
     shared_state_key,
 )
-from skilldeck.server._state_keys import MAX_RING_KEYS, KeyRing, sync_state_keys
-from skilldeck.serving._policy import parse_policy
+from skilldeck.serving._state_keys import MAX_RING_KEYS, KeyRing, sync_state_keys
 
 from ..server.helpers import write_skill
 from .test_shared_state import modern, replica, serving

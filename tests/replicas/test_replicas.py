@@ -24,8 +24,8 @@ from mcp.shared.subscriptions import ResourcesListChanged
 
 from skilldeck.server import create_server
 from skilldeck.server._extension import CATALOG_VERSION_META
-from skilldeck.server._redis_bus import DEFAULT_SETTLE
-from skilldeck.server._sessions import UNKNOWN_SESSION_MESSAGE
+from skilldeck.serving._redis_bus import DEFAULT_SETTLE
+from skilldeck.serving._sessions import UNKNOWN_SESSION_MESSAGE
 
 from ..conftest import EXAMPLES
 from ..server.helpers import POST_HEADERS, write_skill

@@ -18,7 +18,7 @@ from mcp_types import InputRequiredResult
 from skilldeck.server import create_server
 from skilldeck.server._app import serve_http
 from skilldeck.server._extension import CATALOG_VERSION_META, SkillsExtension
-from skilldeck.server._sessions import UNKNOWN_SESSION_MESSAGE
+from skilldeck.serving._sessions import UNKNOWN_SESSION_MESSAGE
 
 from ..server.helpers import POST_HEADERS, initialize_request, write_skill
 

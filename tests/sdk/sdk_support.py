@@ -40,7 +40,7 @@ UVICORN_PROTOCOL_HOOKS = (
     "on_response_complete",
     "connection_lost",
 )
-"""The hooks of uvicorn's httptools protocol ``server/_connections.py`` overrides."""
+"""The hooks of uvicorn's httptools protocol ``serving/_connections.py`` overrides."""
 
 
 def revisit(changed: str, module: str, anchor: str, who: str = "the SDK") -> str:

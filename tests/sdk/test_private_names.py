@@ -42,11 +42,11 @@ STACK = ("mcp", "mcp_types", "uvicorn", "starlette", "sse_starlette", "httpx2")
 """The SDK and what it serves and connects with: whose private names count."""
 
 EXPECTED_SHARED_NAMES: dict[str, set[str]] = {
-    "server/_resumable.py:SessionEvents": {"store_event", "replay_events_after"},
-    "server/_shutdown.py:GracefulServer": {"capture_signals", "shutdown", "should_exit", "force_exit"},
+    "serving/_resumable.py:SessionEvents": {"store_event", "replay_events_after"},
+    "serving/_shutdown.py:GracefulServer": {"capture_signals", "shutdown", "should_exit", "force_exit"},
     "serving/_metrics.py:Listener": {"capture_signals"},  # the metrics listener leaves signals to the MCP server
     "server/_extension.py:SkillsExtension": {"methods", "settings", "intercept_tool_call"},  # the Extension API
-    "server/_connections.py:BoundedHttpToolsProtocol": {
+    "serving/_connections.py:BoundedHttpToolsProtocol": {
         *UVICORN_PROTOCOL_HOOKS,
         "app",  # swapped for the probes' app or a 503, as uvicorn's own protocol reads it per request
     },
@@ -272,14 +272,14 @@ def test_the_private_names_found_are_the_ones_the_modules_reach_for() -> None:
     """The finder itself: it sees a read, a replacement, a getattr, an override and a super() call."""
     used = used_private_names()
     for expected in (
-        ("server/_sessions.py", "_server_instances"),  # manager._server_instances
-        ("server/_sessions.py", "_admit_session"),  # read, then replaced
+        ("serving/_sessions.py", "_server_instances"),  # manager._server_instances
+        ("serving/_sessions.py", "_admit_session"),  # read, then replaced
         ("serving/_legacy.py", "_connection"),  # getattr(session, "_connection", None)
         ("host/_oauth.py", "_auth_flow"),  # an override calling super()
         ("host/_oauth.py", "_initialized"),  # self._initialized in a subclass of the SDK's provider
     ):
         assert expected in used, expected
-    assert not {m for m, _ in used} & {"server/_catalog.py", "select/_bm25f.py", "server/_connections.py"}, used
+    assert not {m for m, _ in used} & {"server/_catalog.py", "select/_bm25f.py", "serving/_connections.py"}, used
 
 
 def test_every_canary_the_page_names_exists() -> None:

@@ -48,7 +48,7 @@ from .sdk_support import (
 
 pytestmark = pytest.mark.anyio
 
-SESSIONS = "server/_sessions.py"
+SESSIONS = "serving/_sessions.py"
 PING = b'{"jsonrpc":"2.0","id":7,"method":"ping"}'
 MODERN_META = {
     PROTOCOL_VERSION_META_KEY: MODERN,
@@ -57,7 +57,7 @@ MODERN_META = {
 }
 
 
-# -- server/_sessions.py: a full table evicts an idle session -----------------------------------------------
+# -- serving/_sessions.py: a full table evicts an idle session -----------------------------------------------
 
 
 async def test_a_full_session_table_refuses_a_new_session_though_every_session_is_idle() -> None:
@@ -152,7 +152,7 @@ async def test_an_open_get_stream_is_the_one_request_in_flight_and_holds_the_ses
             tg.cancel_scope.cancel()
 
 
-# -- server/_sessions.py: what a request for a session held elsewhere is told -------------------------------
+# -- serving/_sessions.py: what a request for a session held elsewhere is told -------------------------------
 
 
 async def test_a_request_for_an_unknown_session_is_told_only_that_it_was_not_found() -> None:
@@ -165,7 +165,7 @@ async def test_a_request_for_an_unknown_session_is_told_only_that_it_was_not_fou
     )
 
 
-# -- server/_request_ids.py ---------------------------------------------------------------------------------
+# -- serving/_request_ids.py ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("bad", ["1.5", "true", "null", "{}", "[]"])
@@ -175,7 +175,7 @@ async def test_a_legacy_request_whose_id_is_not_a_string_or_integer_is_taken_for
         reply = await asgi_request(app, "POST", headers, f'{{"jsonrpc":"2.0","id":{bad},"method":"ping"}}'.encode())
     assert (reply.status, reply.body) == (202, b""), revisit(
         f"its legacy answer to a request with id {bad} (HTTP {reply.status} {reply.body[:200]!r}, not 202 and nothing)",
-        "server/_request_ids.py",
+        "serving/_request_ids.py",
         "request-ids",
     )
 
@@ -190,19 +190,19 @@ async def test_a_modern_request_whose_id_is_not_a_string_or_integer_is_answered_
     said = json.loads(reply.body)
     assert (reply.status, said.get("id"), said.get("error", {}).get("code")) == (400, None, INVALID_REQUEST), revisit(
         f"its 2026-07-28 answer to a request with id {bad} (HTTP {reply.status}: {said})",
-        "server/_request_ids.py",
+        "serving/_request_ids.py",
         "request-ids",
     )
 
 
-# -- server/_single_body.py ---------------------------------------------------------------------------------
+# -- serving/_single_body.py ---------------------------------------------------------------------------------
 
 
 async def test_a_legacy_request_that_sends_nothing_but_its_response_is_still_answered_on_an_sse_stream() -> None:
     async with serving(echo_server(), event_store=MemoryEventStore(), retry_interval=2_000) as app:
         headers = await open_legacy_session(app)
         reply = await asgi_request(app, "POST", headers, PING)
-    module = "server/_single_body.py"
+    module = "serving/_single_body.py"
     assert reply.headers.get("content-type", "").startswith("text/event-stream"), revisit(
         f"how a silent legacy request is answered (content-type {reply.headers.get('content-type')!r}, not SSE)",
         module,
@@ -227,7 +227,7 @@ async def test_a_legacy_request_that_sends_nothing_but_its_response_is_still_ans
     )
 
 
-# -- server/_disconnects.py ---------------------------------------------------------------------------------
+# -- serving/_disconnects.py ---------------------------------------------------------------------------------
 
 
 async def test_a_modern_client_that_leaves_mid_body_raises_client_disconnect_out_of_the_app() -> None:
@@ -242,7 +242,7 @@ async def test_a_modern_client_that_leaves_mid_body_raises_client_disconnect_out
     escaped = raised.exceptions if isinstance(raised, BaseExceptionGroup) else [raised]
     assert any(isinstance(e, ClientDisconnect) for e in escaped), revisit(
         f"what a 2026-07-28 request whose client left mid-body raises out of the app ({raised!r}, no ClientDisconnect)",
-        "server/_disconnects.py",
+        "serving/_disconnects.py",
         "disconnects",
     )
 
@@ -250,7 +250,7 @@ async def test_a_modern_client_that_leaves_mid_body_raises_client_disconnect_out
 async def test_a_legacy_client_that_leaves_mid_body_is_logged_as_a_server_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The legacy half is corrected by ``server/_request_ids.py``, which reads a session's POST body first."""
+    """The legacy half is corrected by ``serving/_request_ids.py``, which reads a session's POST body first."""
     async with serving(echo_server()) as app:
         headers = await open_legacy_session(app)
         caplog.set_level(logging.ERROR, logger="mcp.server.streamable_http")
@@ -260,12 +260,12 @@ async def test_a_legacy_client_that_leaves_mid_body_is_logged_as_a_server_error(
     assert (reply.status, bool(disconnects)) == (500, True), revisit(
         f"how a legacy request whose client left mid-body ends (HTTP {reply.status}; logged: "
         f"{[r.getMessage() for r in logged]})",
-        "server/_disconnects.py",
+        "serving/_disconnects.py",
         "disconnects",
     )
 
 
-# -- server/_resumable.py -----------------------------------------------------------------------------------
+# -- serving/_resumable.py -----------------------------------------------------------------------------------
 
 
 def test_the_event_store_interface_names_no_session() -> None:
@@ -275,7 +275,7 @@ def test_the_event_store_interface_names_no_session() -> None:
     ):
         parameters = list(inspect.signature(getattr(EventStore, method)).parameters)
         assert parameters == expected, revisit(
-            f"EventStore.{method}'s parameters to {parameters}", "server/_resumable.py", "resumable"
+            f"EventStore.{method}'s parameters to {parameters}", "serving/_resumable.py", "resumable"
         )
 
 
@@ -288,7 +288,7 @@ async def test_one_event_store_replays_a_sessions_events_to_another_session() ->
         sessions = server.session_manager._server_instances.values()
         assert all(t._event_store is store for t in sessions), revisit(
             "which event store a session's transport gets (not the manager's one store)",
-            "server/_resumable.py",
+            "serving/_resumable.py",
             "resumable",
         )
         answered = await asgi_request(app, "POST", first, PING)
@@ -297,7 +297,7 @@ async def test_one_event_store_replays_a_sessions_events_to_another_session() ->
         replayed = await asgi_request(app, "GET", stolen, until=lambda r: b'"id":7' in r.body)
     assert b'"id":7,"result"' in replayed.body, revisit(
         "resumption across sessions (session 2 was not replayed session 1's events through a shared store)",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "resumable",
     )
 
@@ -311,7 +311,7 @@ async def test_the_manager_hands_each_new_session_the_store_it_holds_at_admissio
         transport = server.session_manager._server_instances[headers["mcp-session-id"]]
     assert transport._event_store is mine, revisit(
         "when a session's transport takes the manager's event_store (not at admission)",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "resumable",
     )
 
@@ -330,7 +330,7 @@ async def test_a_replay_naming_an_answered_requests_stream_is_taken_for_a_live_s
     assert primed_again.get("data") == "", revisit(
         "what it does with the stream a replay names once the request is answered (it no longer opens it "
         "again as a live stream, to be held until the session ends)",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "resumable",
     )
 
@@ -350,19 +350,19 @@ async def test_a_session_holds_one_get_stream_whether_a_get_or_a_replay_opened_i
             tg.start_soon(lambda: asgi_request(app, "GET", resumed, until=lambda _: False))
             assert await settled(lambda: GET_STREAM_KEY in transport._request_streams), revisit(
                 "a replay of the GET stream's events (it no longer opens the GET stream again)",
-                "server/_resumable.py",
+                "serving/_resumable.py",
                 "resumable",
             )
             plain = await asgi_request(app, "GET", stream_headers)
             again = await asgi_request(app, "GET", {**stream_headers, "last-event-id": first})
             tg.cancel_scope.cancel()
     assert plain.status == 409, revisit(
-        "a second GET stream of a session (not refused 409)", "server/_resumable.py", "resumable"
+        "a second GET stream of a session (not refused 409)", "serving/_resumable.py", "resumable"
     )
     assert again.status == 200, again
     assert len(sse_events(again)) == 1, revisit(
         f"a replay of the GET stream while it is open (not its one missed event, then the end: {again})",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "resumable",
     )
 
@@ -378,7 +378,7 @@ async def test_get_streams_of_one_session_opened_together_all_go_on_live() -> No
     ):
         parameters = list(inspect.signature(getattr(StreamableHTTPServerTransport, method)).parameters)
         assert parameters == expected, revisit(
-            f"StreamableHTTPServerTransport.{method}'s parameters to {parameters}", "server/_resumable.py", "resumable"
+            f"StreamableHTTPServerTransport.{method}'s parameters to {parameters}", "serving/_resumable.py", "resumable"
         )
     store = MemoryEventStore()
     server = echo_server()
@@ -401,7 +401,7 @@ async def test_get_streams_of_one_session_opened_together_all_go_on_live() -> No
             tg.cancel_scope.cancel()
     assert held, revisit(
         "replays of one session's GET stream sent together (no longer all held open as live streams)",
-        "server/_resumable.py",
+        "serving/_resumable.py",
         "resumable",
     )
 

@@ -1,5 +1,5 @@
 """Canaries of uvicorn and sse-starlette as the SDK serves with them, and of the SDK's listen streams: what
-``server/_shutdown.py`` and ``server/_connections.py`` correct or rely on.
+``serving/_shutdown.py`` and ``serving/_connections.py`` correct or rely on.
 
 uvicorn's protocol runs in process on a socket pair, its server's signal handling in a child process; nothing
 of skilldeck is in the path. A failure names the module to revisit and its entry in ``docs/sdk-workarounds.md``.
@@ -34,8 +34,8 @@ from .sdk_support import UVICORN_PROTOCOL_HOOKS, echo_server, revisit, settled
 
 pytestmark = pytest.mark.anyio
 
-SHUTDOWN = "server/_shutdown.py"
-CONNECTIONS = "server/_connections.py"
+SHUTDOWN = "serving/_shutdown.py"
+CONNECTIONS = "serving/_connections.py"
 
 
 class _Streaming:
@@ -81,7 +81,7 @@ async def _read(client: socket.socket) -> bytes:
     return await asyncio.get_running_loop().sock_recv(client, 65536)
 
 
-# -- server/_connections.py ---------------------------------------------------------------------------------
+# -- serving/_connections.py ---------------------------------------------------------------------------------
 
 
 async def test_uvicorn_sets_no_timer_on_a_connection_until_it_has_answered_a_request() -> None:
@@ -127,7 +127,7 @@ async def test_uvicorn_protocol_has_the_hooks_and_state_the_bounded_protocol_use
     )
 
 
-# -- server/_shutdown.py ------------------------------------------------------------------------------------
+# -- serving/_shutdown.py ------------------------------------------------------------------------------------
 
 
 def test_uvicorn_waits_for_every_connection_by_default() -> None:

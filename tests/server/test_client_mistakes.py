@@ -16,7 +16,7 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from skilldeck.errors import ECHO_LIMIT
 from skilldeck.server import create_server
-from skilldeck.server._request_ids import INVALID_ID_MESSAGE, has_invalid_id
+from skilldeck.serving._request_ids import INVALID_ID_MESSAGE, has_invalid_id
 
 from .helpers import POST_HEADERS, initialize_request, running_http
 

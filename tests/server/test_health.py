@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from skilldeck.server._connections import DEFAULT_PROBE_CONNECTIONS
+from skilldeck.serving._connections import DEFAULT_PROBE_CONNECTIONS
 
 from .helpers import CLI, cli_env, closed_within, legacy_stream, running_http, start_gateway, stop
 

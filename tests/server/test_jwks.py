@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 from skilldeck.errors import JwksUnavailable
-from skilldeck.server._jwks import MAX_JWKS_BYTES, JwksUrl, parse_jwks
-from skilldeck.server._tokens import JwtVerifier
+from skilldeck.serving._jwks import MAX_JWKS_BYTES, JwksUrl, parse_jwks
+from skilldeck.serving._tokens import JwtVerifier
 
 ISSUER = "https://auth.example.test"
 AUDIENCE = "https://skills.example.test/mcp"
@@ -126,7 +126,7 @@ async def test_a_token_without_a_kid_is_verified_with_the_one_key_of_a_set_and_r
     assert await verifier.verify_token(token(new_key, "new")) is not None
     rewrite(path, json.dumps(unnamed(jwks(("x", new_key)))))
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="skilldeck.server._jwks"):
+    with caplog.at_level(logging.WARNING, logger="skilldeck.serving._jwks"):
         assert await verifier.verify_token(token(new_key, None)) is not None
     assert [r.getMessage() for r in caplog.records] == ["JWKS file re-read: 1 signing keys (one without a kid)"]
 
@@ -173,10 +173,10 @@ async def test_a_broken_new_jwks_file_keeps_the_old_keys_and_says_so_once(
     rewrite(path, json.dumps(jwks(("old", old_key))))
     verifier = JwtVerifier(str(path), issuer=ISSUER, audience=AUDIENCE)
     rewrite(path, content)
-    caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")
+    caplog.set_level(logging.WARNING, logger="skilldeck.serving._jwks")
     for _ in range(5):
         assert await verifier.verify_token(token(old_key, "old")) is not None
-    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._jwks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.serving._jwks"]
     assert len(lines) == 1, lines
     assert "the 1 keys read before stay" in lines[0], lines[0]
     assert said in lines[0], lines[0]
@@ -258,11 +258,11 @@ async def test_a_huge_jwks_is_cut_off_at_the_cap_and_not_fetched_again_before_th
     clock = Clock()
     source = JwksUrl(provider.url, timeout=30, clock=clock)
     verifier = JwtVerifier(source, issuer=ISSUER, audience=AUDIENCE)
-    caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")
+    caplog.set_level(logging.WARNING, logger="skilldeck.serving._jwks")
     for _ in range(20):  # each token used to refetch the whole 100 MiB
         assert await verifier.verify_token(token(old_key, "old")) is None
     assert provider.hits == ["huge"]
-    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._jwks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.serving._jwks"]
     assert len(lines) == 1, lines
     assert f"over {MAX_JWKS_BYTES} bytes" in lines[0], lines[0]
     provider.mode = "ok"
@@ -303,7 +303,7 @@ async def test_the_last_good_keys_stay_while_refreshing_fails(
     clock, source, verifier = on_a_clock(provider)
     assert await verifier.verify_token(token(old_key, "old")) is not None
     provider.mode = "error"
-    caplog.set_level(logging.WARNING, logger="skilldeck.server._jwks")
+    caplog.set_level(logging.WARNING, logger="skilldeck.serving._jwks")
     clock.now += source.lifespan  # the set is due for a refresh, which fails
     for _ in range(10):
         assert await verifier.verify_token(token(old_key, "old")) is not None
@@ -315,7 +315,7 @@ async def test_the_last_good_keys_stay_while_refreshing_fails(
     clock.now += source.cooldown
     assert await verifier.verify_token(token(old_key, "old")) is not None
     assert provider.hits == ["ok", "error", "error", "ok"]
-    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._jwks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "skilldeck.serving._jwks"]
     assert len(lines) == 2, lines
     assert "answered HTTP 500" in lines[0], lines
     assert "the 1 keys fetched before stay" in lines[0], lines

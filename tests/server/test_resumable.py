@@ -16,7 +16,7 @@ import pytest
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
 from mcp_types import JSONRPCNotification, JSONRPCResponse
 
-from skilldeck.server._resumable import EVENT_COST, STREAM_COST, ResumableStreams, resume_per_session
+from skilldeck.serving._resumable import EVENT_COST, STREAM_COST, ResumableStreams, resume_per_session
 
 from ..sdk.sdk_support import Reply, asgi_request, echo_server, open_legacy_session, serving, settled, sse_events
 

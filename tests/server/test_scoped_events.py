@@ -19,15 +19,15 @@ from mcp import Client
 from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
 from skilldeck.server import create_server
-from skilldeck.server._redis_bus import decode_event, encode_event
-from skilldeck.server._scoping import (
+from skilldeck.serving._policy import parse_policy
+from skilldeck.serving._redis_bus import decode_event, encode_event
+from skilldeck.serving._scoping import (
     MAX_SCOPED_NAMES,
     ScopedResourcesListChanged,
     ScopedToolsListChanged,
     event_names,
     scoped_events,
 )
-from skilldeck.serving._policy import parse_policy
 
 from .helpers import write_skill
 

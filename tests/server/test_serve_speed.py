@@ -237,7 +237,7 @@ async def test_the_sdks_idle_tracing_span_is_dropped_and_kept_when_spans_are_col
 ) -> None:
     from opentelemetry import trace
 
-    from skilldeck.server._app import drop_idle_tracing
+    from skilldeck.serving._runner import drop_idle_tracing
 
     def spans(server: Any) -> int:
         return sum(type(m).__name__ == "OpenTelemetryMiddleware" for m in server.middleware)
@@ -260,7 +260,7 @@ def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what
     import gc
     import weakref
 
-    from skilldeck.server._app import freeze_startup_heap
+    from skilldeck.serving._runner import freeze_startup_heap
 
     class Kept:
         pass
@@ -279,7 +279,7 @@ def test_freezing_the_startup_heap_keeps_it_from_full_collections_and_frees_what
 
 
 def test_serve_http_freezes_its_startup_heap_and_collects_less_often(tmp_path: Path) -> None:
-    from skilldeck.server._app import SERVING_GC_THRESHOLDS
+    from skilldeck.serving._runner import SERVING_GC_THRESHOLDS
 
     said = gc_report(["serve", "examples/skills", "--http", "127.0.0.1:0"], tmp_path)
     assert "frozen" in said, said  # the freeze count, reported once serving has started

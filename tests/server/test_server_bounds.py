@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from skilldeck.host._wire import SkillsWire
 from skilldeck.server import DirectorySource, SkillsExtension, create_server, serve_http
 from skilldeck.server._audience import catalog_for
-from skilldeck.server._connections import DEFAULT_PROBE_CONNECTIONS
+from skilldeck.serving._connections import DEFAULT_PROBE_CONNECTIONS
 from skilldeck.serving._policy import Caller, Policy, PolicyError, parse_policy
 
 from .helpers import (
@@ -345,7 +345,7 @@ async def test_idle_legacy_sessions_expire(examples_dir: Path) -> None:
 def test_serve_takes_session_bounds_from_the_command_line(examples_dir: Path) -> None:
     """``skilldeck serve --max-sessions 2``: a third idle session takes the place of the first."""
     from skilldeck.cli import _build_parser
-    from skilldeck.server._sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+    from skilldeck.serving._sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 
     defaults = _build_parser().parse_args(["serve", "x"])
     assert (defaults.max_sessions, defaults.session_idle_timeout) == (

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from skilldeck.server._single_body import single_body_replies, sse_event
+from skilldeck.serving._single_body import single_body_replies, sse_event
 
 pytestmark = pytest.mark.anyio
 

@@ -32,7 +32,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from skilldeck.host._wire import SkillsWire
-from skilldeck.server._tokens import MAX_TOKEN_CHARS, AuthConfigError, JwtVerifier
+from skilldeck.serving._tokens import MAX_TOKEN_CHARS, AuthConfigError, JwtVerifier
 
 from .helpers import CLI, POST_HEADERS, REPO, cli_env, initialize_request, start_serve, stop, wait_for_startup
 
@@ -426,9 +426,9 @@ async def test_a_valid_token_of_exactly_the_limit_is_verified_and_one_character_
         _token_of_length(keys.rsa_key, MAX_TOKEN_CHARS + 1),
     )
     assert (len(at_limit), len(over)) == (MAX_TOKEN_CHARS, MAX_TOKEN_CHARS + 1)
-    caplog.set_level("INFO", logger="skilldeck.server._tokens")
+    caplog.set_level("INFO", logger="skilldeck.serving._tokens")
     accepted = await verifier.verify_token(at_limit)
     assert accepted is not None
     assert await verifier.verify_token(over) is None
-    refusals = [r.getMessage() for r in caplog.records if r.name == "skilldeck.server._tokens"]
+    refusals = [r.getMessage() for r in caplog.records if r.name == "skilldeck.serving._tokens"]
     assert refusals == [f"bearer token refused: longer than {MAX_TOKEN_CHARS} characters"]

@@ -171,18 +171,16 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 
 @sdk_logs_in_one_line()  # as the gateway: the SDK's records one line each, not rich's wrapped tracebacks
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.server._app import (
+    from skilldeck.server._app import create_server, serve_http, serve_stdio
+    from skilldeck.server._catalog import CatalogDiff
+    from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._runner import (
         collect_less_often,
         collector_paused,
-        create_server,
         drop_idle_tracing,
         event_loop_options,
         freeze_startup_heap,
-        serve_http,
-        serve_stdio,
     )
-    from skilldeck.server._catalog import CatalogDiff
-    from skilldeck.serving._policy import load_policy
     from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     json_lines = args.log_format == "json"

@@ -249,8 +249,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
     from skilldeck.host._credentials import skilldeck_home
     from skilldeck.host._watch import CatalogChange
     from skilldeck.learning import Learner
-    from skilldeck.server._app import collect_less_often, drop_idle_tracing, event_loop_options, freeze_startup_heap
     from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._runner import collect_less_often, drop_idle_tracing, event_loop_options, freeze_startup_heap
     from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     with_console = console_wanted(args)  # a flag that cannot work is said before anything is read

@@ -18,7 +18,7 @@ from skilldeck.cli._arguments import host_port
 if TYPE_CHECKING:
     import socket
 
-    from skilldeck.server._connections import HttpLimits
+    from skilldeck.serving._connections import HttpLimits
     from skilldeck.serving._metrics import ServingMetrics
 
 __all__ = ["MetricsListener", "add_metrics_argument"]
@@ -48,7 +48,7 @@ class MetricsListener:
         """Bind ``--metrics`` (when given) and make the metrics; the listener and the metrics (typed as made)."""
         if getattr(args, "metrics", None) is None:
             return cls(None, []), None
-        from skilldeck.server._app import bind
+        from skilldeck.serving._runner import bind
 
         host, port = args.metrics
         sockets = bind(host, port)

@@ -5,7 +5,7 @@ one replica reaches every replica's ``subscriptions/listen`` streams) and the ke
 multi-round-trip ``requestState`` (so a follow-up round may land on any replica). The key comes
 from ``SKILLDECK_STATE_KEY`` when set (with or without ``--redis``), else from Redis, where the
 first replica to start stores a random one; every few seconds each replica puts its key back and
-takes up the keys of the others (:mod:`skilldeck.server._state_keys`), so a Redis that restarted
+takes up the keys of the others (:mod:`skilldeck.serving._state_keys`), so a Redis that restarted
 empty cannot leave two replicas sealing with keys the other refuses. The server name (``--name``) is
 the sealed state's audience and the channel's namespace: replicas of one service must use the same name.
 """
@@ -26,8 +26,8 @@ import anyio
 from skilldeck.errors import UsageError
 
 if TYPE_CHECKING:
-    from skilldeck.server._redis_bus import RedisSubscriptionBus
-    from skilldeck.server._state_keys import KeyRing
+    from skilldeck.serving._redis_bus import RedisSubscriptionBus
+    from skilldeck.serving._state_keys import KeyRing
 
 __all__ = ["Replicas", "add_replica_arguments", "replica_setup"]
 
@@ -105,7 +105,7 @@ class Replicas:
             return
         import redis.asyncio as aioredis
 
-        from skilldeck.server._state_keys import sync_state_keys
+        from skilldeck.serving._state_keys import sync_state_keys
 
         client = aioredis.Redis.from_url(self.redis_url, socket_connect_timeout=2.0, socket_timeout=2.0)
         ring, name = self.ring, self.name
@@ -158,8 +158,8 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True, settle:
         import redis.asyncio  # noqa: F401 - only to say what is missing now rather than at the first connection
     except ImportError:
         raise UsageError("--redis needs the redis client: pip install 'skilldeck[redis]'") from None
-    from skilldeck.server._redis_bus import MAX_SETTLE, RedisSubscriptionBus, shared_state_key
-    from skilldeck.server._state_keys import KeyRing
+    from skilldeck.serving._redis_bus import MAX_SETTLE, RedisSubscriptionBus, shared_state_key
+    from skilldeck.serving._state_keys import KeyRing
 
     gathering = {} if settle is None else {"settle": settle}
     try:

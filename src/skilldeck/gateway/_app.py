@@ -36,15 +36,15 @@ from skilldeck.gateway._service import GatewayService
 from skilldeck.host import Host
 from skilldeck.host._config import ServerSpec
 from skilldeck.host._watch import CatalogChange, HostWatcher
-from skilldeck.server._app import run_http
-from skilldeck.server._connections import DEFAULT_HTTP_LIMITS, HttpLimits
-from skilldeck.server._health import Readiness
+from skilldeck.serving._connections import DEFAULT_HTTP_LIMITS, HttpLimits
+from skilldeck.serving._health import Readiness
 from skilldeck.serving._policy import Caller
+from skilldeck.serving._runner import run_http
 from skilldeck.serving._tracing import span
 
 if TYPE_CHECKING:
-    from skilldeck.server._shutdown import ShutdownReport
     from skilldeck.serving._console import Console
+    from skilldeck.serving._shutdown import ShutdownReport
 
 __all__ = ["announce_policy", "follow_upstreams", "gateway_readiness", "run_gateway", "upstreams_up"]
 
@@ -138,7 +138,7 @@ async def run_gateway(
     console: Console | None = None,
 ) -> None:
     """Serve the gateway (its host already entered) until stdin closes, the task is cancelled or, over HTTP,
-    the process is stopped (SIGTERM: see :func:`~skilldeck.server._app.run_http`; ``on_stopped`` hears how).
+    the process is stopped (SIGTERM: see :func:`~skilldeck.serving._runner.run_http`; ``on_stopped`` hears how).
 
     Over HTTP, ``GET /readyz`` answers ready while at least ``ready_upstreams`` upstreams are up
     (:func:`gateway_readiness`), and a ``console`` answers ``/console`` (:mod:`skilldeck.serving._console`)."""

@@ -41,10 +41,10 @@ from typing import Any, Final
 
 import anyio
 
+from skilldeck._redis import RedisConnection
 from skilldeck.errors import GateRefused
 from skilldeck.gateway._activation import FINDS_KEPT, PENDING_KEPT, SharedActivation
 from skilldeck.gateway._meta import MAX_FIND_LIMIT, MAX_ID_CHARS
-from skilldeck.server._redis_bus import RedisConnection
 
 __all__ = ["DEFAULT_TTL", "MAX_ENTRIES", "MAX_PENDING_CHARS", "MAX_QUESTION_CHARS", "RedisActivationStore"]
 

@@ -66,10 +66,10 @@ from skilldeck.gateway._relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway._republish import RepublishedSkills
 from skilldeck.gateway._service import GatewayService, tool_id
 from skilldeck.select._project import tool_function_name
-from skilldeck.server._app import request_state_security
 from skilldeck.serving._identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
 from skilldeck.serving._legacy import LegacyConnections
 from skilldeck.serving._policy import caller_for
+from skilldeck.serving._runner import request_state_security
 from skilldeck.skill._tags import neutralise_in
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]

@@ -25,9 +25,9 @@ from typing import Any
 
 import anyio
 
+from skilldeck._redis import RedisConnection, redacted_url
 from skilldeck.learning._ledger import Change, LedgerLimits, Use
 from skilldeck.learning._stores import MAX_AUDIENCES, LedgerFull
-from skilldeck.server._redis_bus import RedisConnection, redacted_url
 
 __all__ = ["RedisLedgerStore"]
 

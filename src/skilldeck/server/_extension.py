@@ -50,11 +50,11 @@ from skilldeck.server._middleware import (
 )
 from skilldeck.server._notifier import ChangeNotifier
 from skilldeck.server._remote import RemoteSource
-from skilldeck.server._scoping import ScopedBus
 from skilldeck.server._service import SkillService
 from skilldeck.serving._audit import AuditLog
 from skilldeck.serving._legacy import LegacyConnections
 from skilldeck.serving._policy import Caller, Policy
+from skilldeck.serving._scoping import ScopedBus
 from skilldeck.skill._pack import DirectorySource, children_of
 from skilldeck.skill._uri import EXTENSION_ID, skill_name_from_uri
 

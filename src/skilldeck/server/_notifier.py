@@ -13,8 +13,8 @@ import logging
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import SubscriptionBus
 
-from skilldeck.server._scoping import scoped_events
 from skilldeck.serving._legacy import LegacyConnections
+from skilldeck.serving._scoping import scoped_events
 
 __all__ = ["ChangeNotifier", "LegacyConnections"]
 
@@ -35,7 +35,7 @@ class ChangeNotifier:
     async def notify_changed(self, *, tools: bool = False, names: set[str] | None = None) -> None:
         """Tell every connected client that the catalog changed (both eras); ``tools`` also for tool lists.
 
-        ``names``, the skills concerned, go with the 2026-07-28 events (see :mod:`skilldeck.server._scoping`).
+        ``names``, the skills concerned, go with the 2026-07-28 events (see :mod:`skilldeck.serving._scoping`).
         """
         for event in scoped_events(names, tools=tools):
             await self.subscriptions.publish(event)

@@ -18,7 +18,7 @@ __all__ = ["HttpCounts", "refusal_code"]
 class HttpCounts:
     """What the HTTP bounds hold now and how often each one acted (read by :class:`~skilldeck.serving._metrics.ServingMetrics`).
 
-    :func:`~skilldeck.server._connections.bounded_protocol` keeps its sets of streaming and probing
+    :func:`~skilldeck.serving._connections.bounded_protocol` keeps its sets of streaming and probing
     connections here, and counts under ``refused``: ``connections`` (a new connection closed, every
     place busy), ``idle_closed`` (an idle connection closed to make room), ``streams`` (a stream
     answered 503), ``request_time`` (a request that did not arrive in time); the session table adds

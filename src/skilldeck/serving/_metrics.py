@@ -10,7 +10,7 @@ and why) stays on a loopback or cluster-internal address that only the scraper r
   every MCP request and notification, counted by the :class:`RequestMetrics` middleware (outermost,
   so its time is the whole handling); ``method`` is one of :data:`METHODS` or ``other``, ``era``
   one of the known protocol versions or ``other``;
-* the HTTP bounds (:mod:`skilldeck.server._connections`): connections and streams held, legacy
+* the HTTP bounds (:mod:`skilldeck.serving._connections`): connections and streams held, legacy
   sessions held, and ``skilldeck_http_bound_refusals_total{bound}`` each time a bound closed,
   refused or evicted something (:class:`HttpCounts`);
 * the Redis bus of replicas (``--redis``): subscribed, in an outage, re-announcements.
@@ -169,7 +169,7 @@ class ServingMetrics:
         server.middleware.insert(0, RequestMetrics(self))
 
     def watch_bus(self, bus: Any) -> None:
-        """Report the state of a Redis change bus (:class:`~skilldeck.server._redis_bus.RedisSubscriptionBus`)."""
+        """Report the state of a Redis change bus (:class:`~skilldeck.serving._redis_bus.RedisSubscriptionBus`)."""
         self._bus = bus
 
     def _state(self) -> Iterator[Metric]:
@@ -242,7 +242,7 @@ async def serve_metrics(
 ) -> None:
     """Answer ``GET /metrics`` (Prometheus text format) on ``sockets`` until cancelled.
 
-    ``sockets`` are bound already (:func:`skilldeck.server._app.bind`, so a taken port is the
+    ``sockets`` are bound already (:func:`skilldeck.serving._runner.bind`, so a taken port is the
     command line's error before anything starts). The listener leaves signals to the MCP server
     it runs beside: it stops when that one has stopped and its task is cancelled.
     """

@@ -51,7 +51,7 @@ import logging
 import math
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -65,8 +65,9 @@ from mcp.shared.subscriptions import (
     event_from_wire,
 )
 
+from skilldeck._redis import redacted_url
 from skilldeck.errors import ServeError
-from skilldeck.server._scoping import event_names, with_names
+from skilldeck.serving._scoping import event_names, with_names
 
 __all__ = [
     "DEFAULT_SETTLE",
@@ -75,11 +76,8 @@ __all__ = [
     "MAX_GATHERED",
     "MAX_MESSAGE_BYTES",
     "MAX_SETTLE",
-    "RedisConnection",
     "RedisSubscriptionBus",
-    "connect_redis",
     "encode_event",
-    "redacted_url",
     "shared_state_key",
 ]
 
@@ -384,60 +382,6 @@ class RedisSubscriptionBus:
             except Exception:
                 self._pending.set()
                 await anyio.sleep(self.reconnect_delay)
-
-
-def redacted_url(url: str) -> str:
-    """``url`` without a password (``redis://:secret@host`` → ``redis://:***@host``)."""
-    scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not sep or not at:
-        return url
-    user = credentials.partition(":")[0]
-    return f"{scheme}://{user}:***@{host}"
-
-
-async def connect_redis(url: str, wait: float, purpose: str, fix: str) -> Any:
-    """A ``redis.asyncio`` client on ``url`` (connect timeout ``wait``) that answered a ping within ``2 * wait`` seconds.
-
-    Raises:
-        ServeError: Redis cannot be reached; the message says it was for ``purpose`` and to ``fix`` it.
-    """
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(url, socket_connect_timeout=wait)
-    try:
-        with anyio.fail_after(wait * 2):
-            await client.ping()
-    except Exception as exc:
-        await client.aclose()
-        raise ServeError(f"cannot reach Redis at {redacted_url(url)} for {purpose}: {exc}; {fix}") from None
-    return client
-
-
-class RedisConnection:
-    """A Redis client opened by ``async with`` (:func:`connect_redis`) and closed on exit.
-
-    A subclass sets ``url`` and ``timeout``, and names what it is for (``purpose``) and what to do
-    when Redis cannot be reached (``fix``): the :class:`~skilldeck.errors.ServeError` says both.
-    """
-
-    purpose: ClassVar[str] = "shared state"
-    fix: ClassVar[str] = "start Redis or fix --redis"
-    url: str
-    timeout: float
-    _redis: Any = None
-
-    async def __aenter__(self) -> Self:
-        self._redis = await connect_redis(self.url, self.timeout, self.purpose, self.fix)
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._redis is not None:
-            with anyio.CancelScope(shield=True):
-                await self._redis.aclose()
-            self._redis = None
 
 
 async def shared_state_key(url: str, key: str, *, wait: float = 5.0) -> str:

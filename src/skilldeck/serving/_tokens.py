@@ -14,7 +14,7 @@ The verified claims go into the ``AccessToken`` whole; the policy's ``claims`` m
 
 The JWKS is a file, re-read when it changes, or an ``http(s)`` URL fetched with bounds (kept for
 5 minutes; an unknown ``kid`` refetches at most every 30 s, so random key ids cannot make the
-server hammer the identity provider): see :mod:`skilldeck.server._jwks`.
+server hammer the identity provider): see :mod:`skilldeck.serving._jwks`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import jwt
 from mcp.server.auth.provider import AccessToken
 
 from skilldeck.errors import AuthConfigError
-from skilldeck.server._jwks import ALGORITHMS, MAX_JWKS_BYTES, JwksFile, JwksSource, JwksUrl
+from skilldeck.serving._jwks import ALGORITHMS, MAX_JWKS_BYTES, JwksFile, JwksSource, JwksUrl
 
 __all__ = ["ALGORITHMS", "MAX_JWKS_FILE_BYTES", "MAX_TOKEN_CHARS", "AuthConfigError", "JwtVerifier"]
 
@@ -45,7 +45,7 @@ class JwtVerifier:
 
     Args:
         jwks: a path to a JWKS file (``{"keys": [...]}``), an ``http(s)://`` URL serving one, or a
-            :class:`~skilldeck.server._jwks.JwksSource` of your own.
+            :class:`~skilldeck.serving._jwks.JwksSource` of your own.
         issuer: the only accepted ``iss``.
         audience: the accepted ``aud`` value(s); a token must name one of them.
         leeway_s: clock skew tolerated on ``nbf`` and ``iat`` (the SDK checks ``exp`` itself).

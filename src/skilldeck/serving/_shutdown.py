@@ -39,7 +39,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import GET_STREAM_KEY
 from mcp.server.subscriptions import ListenHandler
 
-from skilldeck.server._connections import DEFAULT_SHUTDOWN_TIMEOUT
+from skilldeck.serving._connections import DEFAULT_SHUTDOWN_TIMEOUT
 
 __all__ = ["GracefulServer", "ShutdownReport", "end_streams"]
 

@@ -14,7 +14,7 @@ for the body): enough of them and the server cannot accept anyone else.
   answered is never the one closed. Only when every connection is busy is the new one closed as soon
   as it is accepted, except that up to ``probe_connections`` more are let in for health probes
   alone: such a connection is answered ``GET /healthz`` and ``GET /readyz``
-  (:mod:`skilldeck.server._health`), anything else a ``503`` saying why, and it is closed after one
+  (:mod:`skilldeck.serving._health`), anything else a ``503`` saying why, and it is closed after one
   answer. So an attacker re-opening silent sockets cannot hold the table against ordinary clients,
   and a balancer's checks see a server that is full, not one that is down;
 * **streams**: a request that opens a stream (a legacy session's ``GET``, ``subscriptions/listen``)
@@ -71,7 +71,7 @@ DEFAULT_SHUTDOWN_TIMEOUT: Final = 10.0
 @dataclass(frozen=True)
 class HttpLimits:
     """How many HTTP connections may be open at once, how long a request may take to arrive, and how long
-    requests in flight may hold up a stop (:mod:`skilldeck.server._shutdown`)."""
+    requests in flight may hold up a stop (:mod:`skilldeck.serving._shutdown`)."""
 
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
@@ -120,7 +120,7 @@ def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol keeping ``limits`` (pass it as ``uvicorn.Config(http=...)``)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from skilldeck.server._health import probes_only
+    from skilldeck.serving._health import probes_only
 
     counts = limits.counts if limits.counts is not None else HttpCounts()
     probing: set[HttpToolsProtocol] = counts.probing  # the connections let in past the limit, for probes alone

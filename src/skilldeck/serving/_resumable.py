@@ -332,7 +332,7 @@ def resume_per_session(manager: StreamableHTTPSessionManager, streams: Resumable
     Call it once, after ``streamable_http_app()`` built the manager (with ``retry_interval`` set) and
     before it serves. The manager hands each new transport its ``event_store`` attribute; the SDK has
     no hook per session, so its admission step (``_admit_session``, called under its session-creation
-    lock, as :func:`~skilldeck.server._sessions.evict_idle_when_full` also wraps it) sets that
+    lock, as :func:`~skilldeck.serving._sessions.evict_idle_when_full` also wraps it) sets that
     attribute to a fresh :class:`SessionEvents` just before, and has the transport it returns serve
     one GET stream at a time (:func:`one_get_stream_per_session`).
     """

@@ -61,7 +61,7 @@ MAX_JWKS_BYTES = 1024 * 1024
 
 
 class JwksSource(Protocol):
-    """What :class:`~skilldeck.server._tokens.JwtVerifier` asks of its keys."""
+    """What :class:`~skilldeck.serving._tokens.JwtVerifier` asks of its keys."""
 
     source: str
 

@@ -8,7 +8,7 @@
 
 Both are answered before the MCP endpoint sees the request: no authentication, no ``Host``
 check, no session. They are also answered when ``--max-connections`` holds clients out: a few
-connections past the limit are let in for them alone (:mod:`skilldeck.server._connections`), and
+connections past the limit are let in for them alone (:mod:`skilldeck.serving._connections`), and
 :func:`probes_only` is what such a connection may ask.
 """
 
