@@ -54,8 +54,11 @@ PURE = [
 ]
 
 
-def imported_modules(path: Path, *, runtime_only: bool = False) -> set[str]:
-    """The modules ``path`` imports; with ``runtime_only``, leaving out what ``if TYPE_CHECKING:`` imports."""
+def imported_modules(path: Path, *, runtime_only: bool = False, as_written: bool = False) -> set[str]:
+    """The modules ``path`` imports; with ``runtime_only``, leaving out what ``if TYPE_CHECKING:`` imports.
+
+    A name imported from a package or its face counts as an import of the module that defines it
+    (:func:`reexports`), unless ``as_written``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     if runtime_only:
         for node in ast.walk(tree):
@@ -66,8 +69,29 @@ def imported_modules(path: Path, *, runtime_only: bool = False) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+            where = {} if as_written else reexports(node.module)
+            found.update(where.get(alias.name, node.module) for alias in node.names)
     return found
+
+
+def reexports(module: str) -> dict[str, str]:
+    """What a package (``skilldeck.x``) or its face (``skilldeck.x._api``) gives, name by name: the module
+    each name comes from; ``{}`` for any other module.
+
+    Importing a name from a package or a face is checked as an import of the module that defines it:
+    a face imports each name when first asked for, and the rules are about what a module uses, not
+    about what else its package's ``__init__`` happens to load."""
+    if not module.startswith("skilldeck."):
+        return {}
+    rel = module.removeprefix("skilldeck.").replace(".", "/")
+    path = SRC / rel / "__init__.py" if (SRC / rel).is_dir() else SRC / f"{rel}.py"
+    if not (module.endswith("._api") or path.name == "__init__.py") or not path.exists():
+        return {}
+    where: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("skilldeck."):
+            where.update({alias.asname or alias.name: node.module for alias in node.names})
+    return where
 
 
 def closure(module_file: str) -> set[str]:
@@ -142,7 +166,7 @@ def test_the_clients_core_reads_and_writes_nothing() -> None:
         names = imported_modules(path)
         above = {n for n in names if n.startswith(("skilldeck.server", "skilldeck.gateway", "skilldeck.cli."))}
         assert not above | ({"skilldeck.cli"} & names), (path, above)
-        if path.name not in ("_state.py", "__init__.py"):
+        if path.name not in ("_state.py", "__init__.py", "_api.py"):  # the face only names what others import
             assert not {"os", "tempfile", "shutil", "skilldeck.clients._state"} & names, (path, names)  # PurePath only
 
 
@@ -392,7 +416,7 @@ def test_the_architecture_page_names_every_module_of_a_package(package: str) -> 
     the page does not name fails here: add it, with what it does, to docs/architecture.md)."""
     entry = _layout_blocks().get(package)
     assert entry is not None, f"docs/architecture.md's layout has no entry for {package}/"
-    modules = [m for m in sorted((SRC / package).glob("*.py")) if m.name != "__init__.py"]
+    modules = [m for m in sorted((SRC / package).glob("*.py")) if m.name not in ("__init__.py", "_api.py")]
     unnamed = [m.name for m in modules if not re.search(rf"(?<![\w.]){re.escape(_short(m))}(?![\w])", entry)]
     assert not unnamed, f"docs/architecture.md's entry for {package}/ does not name {unnamed}"
 
@@ -433,3 +457,91 @@ def test_a_package_docstring_names_each_of_its_modules(package: str) -> None:
         if not re.search(rf"(?<![\w]){re.escape(m.stem)}(?![\w])", doc) and f"``{_short(m)}``" not in doc
     ]
     assert not unnamed, f"src/skilldeck/{package}/__init__.py's docstring does not name {unnamed}"
+
+
+FACE = "_api"
+"""A package's face to its siblings: what another package may use of it beyond its public ``__all__``."""
+
+ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}
+"""``(importing module, imported private module)`` pairs allowed to bypass a face, each with its reason.
+
+Empty: every package meets the others through ``skilldeck.x`` and ``skilldeck.x._api``."""
+
+
+def _bypasses_a_face(package: str, name: str) -> bool:
+    """Whether a module of ``package`` importing ``name`` reaches into another package's private module."""
+    parts = name.split(".")
+    if len(parts) < 3 or parts[0] != "skilldeck" or parts[1] == package:
+        return False
+    return any(part.startswith("_") for part in parts[2:]) and parts[2:] != [FACE]
+
+
+def _cross_package_private_imports() -> list[tuple[str, str]]:
+    """``(module, imported)`` for every import of another package's private module other than its face."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        if len(rel.parts) < 2:
+            continue  # the root's own modules: below every package
+        importer = ".".join(("skilldeck", *rel.with_suffix("").parts)).removesuffix(".__init__")
+        found += [(importer, n) for n in imported_modules(path, as_written=True) if _bypasses_a_face(rel.parts[0], n)]
+    return found
+
+
+def test_a_package_uses_another_only_through_its_faces() -> None:
+    """Another package is imported as ``skilldeck.x`` (its public names) or ``skilldeck.x._api`` (what its
+    siblings may use), never through one of its private modules: a module can then be split, renamed or
+    merged inside its package without touching another. The root's ``skilldeck._*`` helpers are every
+    package's (each package is inside the root). Fix a failure by importing from ``skilldeck.x._api``,
+    adding the name to that face if it is not there."""
+    bypassing = [pair for pair in _cross_package_private_imports() if pair not in ALLOWED_PRIVATE_IMPORTS]
+    assert bypassing == [], bypassing
+    stale = [pair for pair in ALLOWED_PRIVATE_IMPORTS if pair not in _cross_package_private_imports()]
+    assert stale == [], f"allowed private imports no module makes any more (remove them): {stale}"
+
+
+def test_an_import_through_a_private_module_is_told_apart_from_one_through_a_face(tmp_path: Path) -> None:
+    """The check above reads what it should, from a gateway module: a face, a package, a public module and its
+    own package's modules pass; another package's private module fails."""
+    lines = {
+        "from skilldeck.host._api import verify_bytes": [],
+        "from skilldeck.host import Host": [],
+        "from skilldeck.agents.langchain import SkillTools": [],
+        "from skilldeck._records import JsonLinesLog": [],
+        "from skilldeck.host._verify import verify_bytes": ["skilldeck.host._verify"],
+        "from skilldeck.gateway._service import GatewayService": [],  # its own package's
+        "import skilldeck.serving._policy": ["skilldeck.serving._policy"],
+    }
+    for line, expected in lines.items():
+        module = tmp_path / "probe.py"
+        module.write_text(line + "\n", encoding="utf-8")
+        private = [n for n in imported_modules(module, as_written=True) if _bypasses_a_face("gateway", n)]
+        assert private == expected, line
+
+
+FACES = sorted(p.parent.name for p in SRC.glob(f"*/{FACE}.py"))
+
+
+@pytest.mark.parametrize("package", FACES)
+def test_a_face_gives_each_name_it_lists_and_only_what_a_sibling_uses(package: str) -> None:
+    """Each name of ``skilldeck.<package>._api`` resolves, is not also public (one place per name), and is
+    imported by some other package (a face lists what siblings use, not all a package has)."""
+    import importlib
+
+    face = importlib.import_module(f"skilldeck.{package}.{FACE}")
+    public = set(getattr(importlib.import_module(f"skilldeck.{package}"), "__all__", []))
+    for name in face.__all__:
+        assert getattr(face, name) is not None, name
+    assert not public & set(face.__all__), (
+        f"public already, import it from skilldeck.{package}: {public & set(face.__all__)}"
+    )
+    used: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts[0] == package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == f"skilldeck.{package}.{FACE}":
+                used.update(alias.name for alias in node.names)
+    assert set(face.__all__) <= used, (
+        f"no other package uses {sorted(set(face.__all__) - used)}: drop them from the face"
+    )

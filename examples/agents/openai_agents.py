@@ -23,7 +23,7 @@ from skilldeck.agents.openai_agents import SkillTools
 from skilldeck.demo import jobs_server
 from skilldeck.gateway import GatewayService
 from skilldeck.host import Host, InProcessServer, ServerSpec
-from skilldeck.serving._runner import run_http
+from skilldeck.server import run_http
 
 
 class ScriptedModel(Model):

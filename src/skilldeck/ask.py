@@ -15,12 +15,20 @@ from typing import Any
 
 from skilldeck.errors import GateRefused
 from skilldeck.host import Host, LoadedSkill
-from skilldeck.select._cards import CardSet, build_cards, skill_tools
-from skilldeck.select._decide import Decision, DecisionLog, Selector
-from skilldeck.select._gate import ToolGate
-from skilldeck.select._project import Payload, Render, history_a, history_b, token_summary
-from skilldeck.select._rank import Encoder
-from skilldeck.select._snapshot import CatalogSnapshot, ServerSnapshot, SkillSnapshot
+from skilldeck.select import (
+    CardSet,
+    CatalogSnapshot,
+    Decision,
+    DecisionLog,
+    Encoder,
+    Selector,
+    ServerSnapshot,
+    SkillSnapshot,
+    ToolGate,
+    build_cards,
+    skill_tools,
+)
+from skilldeck.select._api import Payload, Render, history_a, history_b, token_summary
 
 __all__ = ["AskResult", "ask", "call_tool", "snapshot_from_host"]
 

@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilldeck.errors import FrontmatterError, SkillError
-from skilldeck.select._text import tokens
-from skilldeck.skill._frontmatter import TOOLS_METADATA_KEY, parse_skill_md
-from skilldeck.skill._pack import DirectorySource, LoadResult, StaticSkill
-from skilldeck.skill._uri import SKILL_MD
+from skilldeck.select._api import tokens
+from skilldeck.skill import SKILL_MD, parse_skill_md
+from skilldeck.skill._api import TOOLS_METADATA_KEY, DirectorySource, LoadResult, StaticSkill
 
 __all__ = [
     "AGENT_SKILLS_FIELDS",

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from skilldeck.errors import UsageError
-from skilldeck.gateway._activation import client_key
-from skilldeck.gateway._service import GatewayService
-from skilldeck.serving._policy import Caller
+from skilldeck.gateway import GatewayService
+from skilldeck.gateway._api import client_key
+from skilldeck.serving._api import Caller
 
 __all__ = ["SkillSession", "file_text"]
 

@@ -33,7 +33,7 @@ from langgraph.types import Command
 
 from skilldeck.agents._session import SkillSession, file_text
 from skilldeck.errors import SkilldeckError, shorten
-from skilldeck.gateway._meta import MAX_LOAD_IDS
+from skilldeck.gateway._api import MAX_LOAD_IDS
 
 __all__ = ["MAX_LOAD_IDS", "SkillMiddleware", "session_of", "tool_name"]
 

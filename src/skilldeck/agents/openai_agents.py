@@ -39,7 +39,7 @@ from mcp.types import Tool as MCPTool
 
 from skilldeck.agents._session import SkillSession, file_text
 from skilldeck.errors import SkilldeckError, shorten
-from skilldeck.gateway._meta import MAX_LOAD_IDS
+from skilldeck.gateway._api import MAX_LOAD_IDS
 
 __all__ = ["MAX_LOAD_IDS", "SkillTools", "session_of"]
 

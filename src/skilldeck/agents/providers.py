@@ -32,8 +32,9 @@ from typing import Any, Final, Literal, cast
 
 from skilldeck.agents._session import SkillSession
 from skilldeck.errors import GateRefused
-from skilldeck.gateway._meta import FIND, MAX_ID_CHARS, META_TOOLS
-from skilldeck.select._project import render_tools, tool_function_name
+from skilldeck.gateway import META_TOOLS
+from skilldeck.gateway._api import FIND, MAX_ID_CHARS
+from skilldeck.select._api import render_tools, tool_function_name
 
 __all__ = [
     "AGENT_TOOLS",

@@ -33,16 +33,9 @@ from typing_extensions import TypedDict  # pydantic needs this TypedDict before 
 from skilldeck.agents._session import SkillSession, file_text
 from skilldeck.agents.providers import AGENT_TOOLS, LOAD_SKILL
 from skilldeck.errors import GateRefused, SkilldeckError
-from skilldeck.gateway._meta import (
-    FIND,
-    MAX_FIND_LIMIT,
-    MAX_ID_CHARS,
-    MAX_PATH_CHARS,
-    MAX_QUERY_CHARS,
-    META_TOOLS,
-    READ_SKILL_FILE,
-)
-from skilldeck.select._project import tool_function_name
+from skilldeck.gateway import META_TOOLS
+from skilldeck.gateway._api import FIND, MAX_FIND_LIMIT, MAX_ID_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, READ_SKILL_FILE
+from skilldeck.select._api import tool_function_name
 
 __all__ = ["SkillToolset"]
 

@@ -9,6 +9,10 @@
 * :mod:`~skilldeck.catalog._runtimes` — ``npx``, ``uvx``, ``docker`` on the PATH, and a PyPI package's own venv.
 
 See ``docs/registry.md``.
+
+Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
+
+- ``_api``: What sibling packages may use of ``skilldeck.catalog`` beyond its public names: its face to them.
 """
 
 from skilldeck.catalog._added import AddedServers

@@ -25,7 +25,7 @@ from typing import Any
 
 from skilldeck.catalog._launch import ADDED_META
 from skilldeck.errors import AddRefused, ConfigError
-from skilldeck.host._config import ServerSpec, parse_config
+from skilldeck.host import ServerSpec, parse_config
 
 __all__ = ["ADDED_FILE", "ADDED_FORMAT", "FORMAT_KEY", "MAX_ADDED", "MAX_ADDED_BYTES", "AddedServers"]
 

@@ -23,7 +23,7 @@ from typing import Any
 from skilldeck.catalog._entries import CatalogEntry, Input
 from skilldeck.catalog._launch import Launch
 from skilldeck.errors import AddRefused, shorten
-from skilldeck.serving._policy import Caller, Policy, RegistryRules
+from skilldeck.serving._api import Caller, Policy, RegistryRules
 
 __all__ = [
     "MAX_VALUE_CHARS",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skilldeck.catalog._entries import CatalogEntry, Input, Package, Remote
-from skilldeck.host._config import HttpServer, ServerSpec, StdioServer
+from skilldeck.host import HttpServer, ServerSpec, StdioServer
 
 __all__ = [
     "ADDED_META",

@@ -21,10 +21,9 @@ from typing import Any
 
 from skilldeck.catalog._entries import CatalogEntry
 from skilldeck.catalog._launch import Launch
-from skilldeck.select._cards import Card
-from skilldeck.select._rank import Encoder, Ranker
-from skilldeck.select._vectors import VectorCache
-from skilldeck.skill._tags import neutralise_tags
+from skilldeck.select import Card, Encoder, Ranker
+from skilldeck.select._api import VectorCache
+from skilldeck.skill._api import neutralise_tags
 
 __all__ = ["MAX_CATALOG_CARDS", "MIN_COSINE", "CatalogIndex", "Found", "catalog_card"]
 

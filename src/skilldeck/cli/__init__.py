@@ -72,7 +72,7 @@ from skilldeck.cli._servers import add_servers_command
 from skilldeck.errors import SkilldeckError, UsageError
 
 if TYPE_CHECKING:
-    from skilldeck.serving._metrics import ServingMetrics
+    from skilldeck.serving._api import ServingMetrics
 
 __all__ = ["main"]
 
@@ -171,17 +171,17 @@ def _cmd_demo(args: argparse.Namespace, err: Console) -> int:
 
 @sdk_logs_in_one_line()  # as the gateway: the SDK's records one line each, not rich's wrapped tracebacks
 def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.server._app import create_server, serve_http, serve_stdio
-    from skilldeck.server._catalog import CatalogDiff
-    from skilldeck.serving._policy import load_policy
-    from skilldeck.serving._runner import (
+    from skilldeck.server import CatalogDiff, create_server, serve_http, serve_stdio
+    from skilldeck.serving._api import (
         collect_less_often,
         collector_paused,
+        configure_from_environment,
         drop_idle_tracing,
         event_loop_options,
         freeze_startup_heap,
+        honour_http_trace_context,
+        load_policy,
     )
-    from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
 
     json_lines = args.log_format == "json"
     if json_lines:
@@ -213,7 +213,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
         if replicas.bus is not None:
             metrics.watch_bus(replicas.bus)
     if args.solon_talent:
-        from skilldeck.server._talent import enable_talent
+        from skilldeck.server import enable_talent
 
         enable_talent(server, extension, args.solon_talent)
     for warning in serve_warnings(args):
@@ -282,8 +282,8 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
     host, port = args.http
     console = None
     if with_console:
-        from skilldeck.server._console import ServeConsole
-        from skilldeck.serving._console import Console as ConsolePage
+        from skilldeck.server._api import ServeConsole
+        from skilldeck.serving._api import Console as ConsolePage
 
         console = ConsolePage(ServeConsole(extension, title=args.name), verifier, host=host)
     freeze_startup_heap()  # the catalog and modules stay out of the collector's full passes
@@ -299,7 +299,7 @@ def _cmd_serve(args: argparse.Namespace, err: Console) -> int:
             highlight=False,
         )
         if console is not None:
-            from skilldeck.serving._console import console_url
+            from skilldeck.serving._api import console_url
 
             err.print(f"console at {console_url(url)}", highlight=False)
 
@@ -342,14 +342,14 @@ def _saved(problem: object) -> tuple[int, int] | None:
 
 
 def _serving_metrics() -> ServingMetrics:
-    from skilldeck.serving._metrics import ServingMetrics  # prometheus_client is imported only with --metrics
+    from skilldeck.serving._api import ServingMetrics
 
     return ServingMetrics()
 
 
 def _policy_view(extension: Any) -> str:
     """What the policy in force leaves to its default identity (the caller on stdio or without a token)."""
-    from skilldeck.server._audience import catalog_for
+    from skilldeck.server._api import catalog_for
 
     policy = extension.policy
     if policy is None:

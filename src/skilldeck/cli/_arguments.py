@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from skilldeck.serving._connections import (
+from skilldeck.serving._api import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SHUTDOWN_TIMEOUT,

@@ -7,7 +7,7 @@ import ipaddress
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skilldeck.serving._tokens import JwtVerifier
+    from skilldeck.serving._api import JwtVerifier
 
 __all__ = ["SDK_PROTECTED_HOSTS", "add_auth_arguments", "serve_auth", "serve_warnings"]
 
@@ -34,7 +34,7 @@ def serve_auth(args: argparse.Namespace) -> tuple[JwtVerifier | None, Any]:
         AuthConfigError: a flag is missing or unusable (the message names it).
     """
     from skilldeck.errors import AuthConfigError
-    from skilldeck.serving._tokens import JwtVerifier
+    from skilldeck.serving._api import JwtVerifier
 
     given = [f"--jwt-{n}" for n in ("issuer", "audience") if getattr(args, f"jwt_{n}")]
     if not args.jwt_jwks:

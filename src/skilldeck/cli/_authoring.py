@@ -21,8 +21,8 @@ from skilldeck.authoring import TEMPLATE_DESCRIPTION, lint_paths
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole
 from skilldeck.errors import UsageError
-from skilldeck.skill._frontmatter import validate_name
-from skilldeck.skill._uri import SKILL_MD
+from skilldeck.skill import SKILL_MD
+from skilldeck.skill._api import validate_name
 
 __all__ = ["add_authoring_commands", "run_new", "run_validate", "skill_template"]
 

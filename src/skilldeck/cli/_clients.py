@@ -21,9 +21,30 @@ from rich.markup import escape
 from skilldeck._suggest import did_you_mean
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole, counted
-from skilldeck.clients import CLIENTS, SCOPES, Client, Location, client_named, default_upstreams, locate
-from skilldeck.clients._plan import ConnectPlan, Found, plan_connect, read_any, servers_in, upstream_servers
-from skilldeck.clients._state import Connections, digest, mode_of, read_bytes, read_text, write_bytes, write_text
+from skilldeck.clients import (
+    CLIENTS,
+    SCOPES,
+    Client,
+    ConnectPlan,
+    Found,
+    Location,
+    client_named,
+    default_upstreams,
+    locate,
+    plan_connect,
+    servers_in,
+)
+from skilldeck.clients._api import (
+    Connections,
+    digest,
+    mode_of,
+    read_any,
+    read_bytes,
+    read_text,
+    upstream_servers,
+    write_bytes,
+    write_text,
+)
 from skilldeck.errors import ClientFileError, UsageError
 
 __all__ = ["add_clients_command", "skilldeck_command"]
@@ -277,7 +298,7 @@ def _diff(path: str, before: str | None, after: str | None) -> str:
 
 
 def _home_state() -> Connections:
-    from skilldeck.host._credentials import skilldeck_home
+    from skilldeck.host._api import skilldeck_home
 
     return Connections(skilldeck_home())
 

@@ -21,11 +21,10 @@ from skilldeck.cli._replicas import add_replica_arguments, replica_setup
 from skilldeck.cli._select import encoder_flags, encoder_from_flags, vector_cache_dir
 from skilldeck.errors import ConfigError
 from skilldeck.learning import MAX_AUDIENCES
-from skilldeck.learning._stores import DEFAULT_LEDGER_TIMEOUT
+from skilldeck.learning._api import DEFAULT_LEDGER_TIMEOUT
 
 if TYPE_CHECKING:
-    from skilldeck.gateway._metrics import GatewayMetrics
-    from skilldeck.gateway._service import AnonymousLearning
+    from skilldeck.gateway._api import AnonymousLearning, GatewayMetrics
 
 __all__ = ["add_gateway_command"]
 
@@ -167,7 +166,7 @@ def add_gateway_command(sub: Any) -> None:
 
 
 def registry_base(value: str) -> str:
-    from skilldeck.catalog._fetch import registry_url
+    from skilldeck.catalog import registry_url
 
     try:
         return registry_url(value)
@@ -208,8 +207,7 @@ def add_registry_arguments(parser: argparse.ArgumentParser, *, gateway: bool = T
 
 async def upstream_names_lines(middleware: Any) -> list[str]:
     """What ``--names upstream`` keeps, and each name that stays ``LABEL__NAME`` (or ``upstream://LABEL/URI``)."""
-    from skilldeck.gateway._meta import META
-    from skilldeck.gateway._names import tool_collisions
+    from skilldeck.gateway._api import META, tool_collisions
 
     listed: dict[str, list[str]] = {}
     for record in middleware.service.host.tools():
@@ -236,22 +234,21 @@ def anonymous_learning(args: argparse.Namespace) -> AnonymousLearning:
 
 
 def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.catalog._added import AddedServers
-    from skilldeck.catalog._runtimes import find_runtimes
-    from skilldeck.gateway._app import run_gateway
-    from skilldeck.gateway._audiences import audience_lines, flag_warnings
-    from skilldeck.gateway._discovery import Discovery, Source
-    from skilldeck.gateway._reload import GatewayConfig
-    from skilldeck.gateway._server import create_gateway
-    from skilldeck.gateway._service import DecisionLog, GatewayService
+    from skilldeck.catalog import AddedServers, find_runtimes
+    from skilldeck.gateway import DecisionLog, GatewayService, create_gateway, run_gateway
+    from skilldeck.gateway._api import Discovery, GatewayConfig, Source, audience_lines, flag_warnings
     from skilldeck.host import Host, load_config
-    from skilldeck.host._backoff import Backoff
-    from skilldeck.host._credentials import skilldeck_home
-    from skilldeck.host._watch import CatalogChange
+    from skilldeck.host._api import Backoff, CatalogChange, skilldeck_home
     from skilldeck.learning import Learner
-    from skilldeck.serving._policy import load_policy
-    from skilldeck.serving._runner import collect_less_often, drop_idle_tracing, event_loop_options, freeze_startup_heap
-    from skilldeck.serving._tracing import configure_from_environment, honour_http_trace_context
+    from skilldeck.serving._api import (
+        collect_less_often,
+        configure_from_environment,
+        drop_idle_tracing,
+        event_loop_options,
+        freeze_startup_heap,
+        honour_http_trace_context,
+        load_policy,
+    )
 
     with_console = console_wanted(args)  # a flag that cannot work is said before anything is read
     home = skilldeck_home()
@@ -300,7 +297,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             await stack.enter_async_context(replicas.keys_in_step())
             shared = None
             if replicas.redis_url is not None:
-                from skilldeck.gateway._redis_store import RedisActivationStore
+                from skilldeck.gateway._api import RedisActivationStore
 
                 store = RedisActivationStore(replicas.redis_url, prefix=f"skilldeck:{args.name}:activation")
                 shared = await stack.enter_async_context(store)
@@ -420,8 +417,8 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
             drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
             console, on_upstream_change = None, on_change
             if with_console:
-                from skilldeck.gateway._console import GatewayConsole
-                from skilldeck.serving._console import Console as ConsolePage
+                from skilldeck.gateway._api import GatewayConsole
+                from skilldeck.serving._api import Console as ConsolePage
 
                 page = GatewayConsole(service, title=args.name)
                 console = ConsolePage(page, verifier, host=args.http[0])
@@ -447,7 +444,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 if hides:
                     err.print(escape(hides), highlight=False, soft_wrap=True)
                 if console is not None:
-                    from skilldeck.serving._console import console_url
+                    from skilldeck.serving._api import console_url
 
                     err.print(f"console at {console_url(where)}", highlight=False)
 
@@ -491,6 +488,6 @@ def _policy_hides(service: Any, policy: Any) -> str:
 
 
 def _gateway_metrics() -> GatewayMetrics:
-    from skilldeck.gateway._metrics import GatewayMetrics  # prometheus_client is imported only with --metrics
+    from skilldeck.gateway._api import GatewayMetrics
 
     return GatewayMetrics()

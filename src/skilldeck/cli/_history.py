@@ -20,7 +20,7 @@ from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole, counted
 from skilldeck.errors import ConfigError, UsageError
 from skilldeck.learning import LEDGER_FILE, MAX_AUDIENCES, LedgerStore, Use
-from skilldeck.learning._stores import DEFAULT_LEDGER_TIMEOUT
+from skilldeck.learning._api import DEFAULT_LEDGER_TIMEOUT
 
 __all__ = ["add_history_command", "ledger_store"]
 
@@ -45,7 +45,7 @@ async def ledger_store(
         ) as shared:
             yield shared
         return
-    from skilldeck.host._credentials import skilldeck_home
+    from skilldeck.host._api import skilldeck_home
     from skilldeck.learning import SqliteLedgerStore
 
     store = SqliteLedgerStore(

@@ -30,10 +30,8 @@ from rich.table import Table
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import StdoutConsole, sdk_logs_in_one_line
 from skilldeck.errors import ConfigError
-from skilldeck.host import ApprovalStore, ContentCache, Host, ServerSpec, load_config
-from skilldeck.host._config import DEFAULT_TIMEOUT, spec_for_target
-from skilldeck.host._connect import DEFAULT_MAX_MESSAGE_BYTES
-from skilldeck.host._loader import LoadedSkill
+from skilldeck.host import ApprovalStore, ContentCache, Host, LoadedSkill, ServerSpec, load_config
+from skilldeck.host._api import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, spec_for_target
 
 __all__ = ["add_host_commands", "run_load", "run_skills"]
 
@@ -41,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 def _home() -> Path:
-    from skilldeck.host._credentials import skilldeck_home
+    from skilldeck.host._api import skilldeck_home
 
     return skilldeck_home()
 

@@ -24,13 +24,14 @@ from rich.markup import escape
 from skilldeck.cli._exits import ExitCode
 from skilldeck.cli._output import sdk_logs_in_one_line
 from skilldeck.errors import ConfigError
-from skilldeck.host._config import DEFAULT_TIMEOUT, ServerSpec, load_config, spec_for_target
+from skilldeck.host import ServerSpec, load_config
+from skilldeck.host._api import DEFAULT_TIMEOUT, spec_for_target
 
 __all__ = ["add_login_commands"]
 
 
 def add_login_commands(sub: Any) -> None:
-    from skilldeck.host._oauth import LOGIN_TIMEOUT
+    from skilldeck.host._api import LOGIN_TIMEOUT
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("server", metavar="LABEL", help="a label of --config, or the server's URL")
@@ -78,9 +79,7 @@ def _spec(args: argparse.Namespace) -> ServerSpec:
 
 @sdk_logs_in_one_line()
 def _cmd_login(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.host._connect import connect_once
-    from skilldeck.host._credentials import default_store
-    from skilldeck.host._oauth import login
+    from skilldeck.host._api import connect_once, default_store, login
 
     spec = _spec(args)
     store = default_store()
@@ -103,8 +102,7 @@ def _cmd_login(args: argparse.Namespace, err: Console) -> int:
 
 
 def _cmd_logout(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.host._credentials import default_store
-    from skilldeck.host._oauth import logout
+    from skilldeck.host._api import default_store, logout
 
     spec = _spec(args)
     store = default_store()

@@ -18,8 +18,7 @@ from skilldeck.cli._arguments import host_port
 if TYPE_CHECKING:
     import socket
 
-    from skilldeck.serving._connections import HttpLimits
-    from skilldeck.serving._metrics import ServingMetrics
+    from skilldeck.serving._api import HttpLimits, ServingMetrics
 
 __all__ = ["MetricsListener", "add_metrics_argument"]
 
@@ -48,7 +47,7 @@ class MetricsListener:
         """Bind ``--metrics`` (when given) and make the metrics; the listener and the metrics (typed as made)."""
         if getattr(args, "metrics", None) is None:
             return cls(None, []), None
-        from skilldeck.serving._runner import bind
+        from skilldeck.serving._api import bind
 
         host, port = args.metrics
         sockets = bind(host, port)
@@ -63,7 +62,7 @@ class MetricsListener:
         """Run ``main`` with the metrics served beside it; the listener stops when ``main`` returns."""
         if self.metrics is None:
             return await main()
-        from skilldeck.serving._metrics import serve_metrics
+        from skilldeck.serving._api import serve_metrics
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: serve_metrics(self.metrics_or_fail(), self.sockets, on_ready=on_ready))

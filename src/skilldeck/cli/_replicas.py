@@ -26,8 +26,7 @@ import anyio
 from skilldeck.errors import UsageError
 
 if TYPE_CHECKING:
-    from skilldeck.serving._redis_bus import RedisSubscriptionBus
-    from skilldeck.serving._state_keys import KeyRing
+    from skilldeck.serving._api import KeyRing, RedisSubscriptionBus
 
 __all__ = ["Replicas", "add_replica_arguments", "replica_setup"]
 
@@ -105,7 +104,7 @@ class Replicas:
             return
         import redis.asyncio as aioredis
 
-        from skilldeck.serving._state_keys import sync_state_keys
+        from skilldeck.serving._api import sync_state_keys
 
         client = aioredis.Redis.from_url(self.redis_url, socket_connect_timeout=2.0, socket_timeout=2.0)
         ring, name = self.ring, self.name
@@ -158,8 +157,7 @@ def replica_setup(redis_url: str | None, name: str, *, bus: bool = True, settle:
         import redis.asyncio  # noqa: F401 - only to say what is missing now rather than at the first connection
     except ImportError:
         raise UsageError("--redis needs the redis client: pip install 'skilldeck[redis]'") from None
-    from skilldeck.serving._redis_bus import MAX_SETTLE, RedisSubscriptionBus, shared_state_key
-    from skilldeck.serving._state_keys import KeyRing
+    from skilldeck.serving._api import MAX_SETTLE, KeyRing, RedisSubscriptionBus, shared_state_key
 
     gathering = {} if settle is None else {"settle": settle}
     try:

@@ -25,7 +25,7 @@ from skilldeck.errors import SkilldeckError
 from skilldeck.host import Host, InProcessServer, ServerSpec, load_config
 
 if TYPE_CHECKING:  # selection loads numpy: imported where a command runs, not when the CLI starts
-    from skilldeck.select._decide import Decision
+    from skilldeck.select import Decision
 
 __all__ = [
     "add_select_commands",
@@ -130,7 +130,7 @@ def encoder_from_flags(args: argparse.Namespace, err: Console) -> Any:
     """The encoder asked for; when the default one cannot load, lexical ranking with a one-line notice."""
     if args.lexical:
         return None
-    from skilldeck.select._encoders import DEFAULT_ENCODER, default_encoder, load_encoder
+    from skilldeck.select._api import DEFAULT_ENCODER, default_encoder, load_encoder
 
     if args.semantic != DEFAULT_ENCODER:
         return load_encoder(args.semantic)  # asked for by name: an error, not a fallback
@@ -157,7 +157,7 @@ VECTOR_FOLDER = "%vectors"
 def _specs(config: str | None) -> list[ServerSpec]:
     if config:
         return load_config(config)
-    from skilldeck.demo._servers import demo_servers
+    from skilldeck.demo import demo_servers
 
     return [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]
 
@@ -167,7 +167,7 @@ def _specs(config: str | None) -> list[ServerSpec]:
 
 async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     from skilldeck.ask import ask
-    from skilldeck.select._decide import DecisionLog
+    from skilldeck.select import DecisionLog
 
     encoder = encoder_from_flags(args, err)
 
@@ -225,9 +225,8 @@ async def _ask(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _select(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.select._cards import build_cards
-    from skilldeck.select._decide import MAX_NEEDS, Selector
-    from skilldeck.select._snapshot import load_snapshot
+    from skilldeck.select import Selector, build_cards, load_snapshot
+    from skilldeck.select._api import MAX_NEEDS
 
     snapshot = load_snapshot(args.catalog)
     encoder = encoder_from_flags(args, err)

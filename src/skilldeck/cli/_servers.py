@@ -38,7 +38,7 @@ def _assignment(value: str) -> tuple[str, str]:
 
 
 def _label(value: str) -> str:
-    from skilldeck.catalog._launch import LABEL
+    from skilldeck.catalog._api import LABEL
 
     if not LABEL.fullmatch(value):
         raise argparse.ArgumentTypeError(
@@ -88,8 +88,7 @@ def add_servers_command(sub: Any) -> None:
 
 async def _entry(args: argparse.Namespace, home: Any) -> Any:
     """The catalog entry ``args`` name: from the registries and files named, else from the cached catalogs."""
-    from skilldeck.catalog._entries import CatalogEntry
-    from skilldeck.catalog._fetch import CatalogCache, RegistryClient, read_registry_file
+    from skilldeck.catalog import CatalogCache, CatalogEntry, RegistryClient, read_registry_file
 
     found: list[CatalogEntry] = []
     looked: list[str] = []
@@ -144,11 +143,9 @@ def _ask(launch: Any, given: dict[str, str], interactive: bool, err: Console) ->
 
 
 def run_servers_add(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.catalog._added import AddedServers
-    from skilldeck.catalog._consent import decide, what_runs
-    from skilldeck.catalog._launch import choose
-    from skilldeck.catalog._runtimes import find_runtimes, prepare
-    from skilldeck.host._credentials import skilldeck_home
+    from skilldeck.catalog import AddedServers, choose, decide, find_runtimes
+    from skilldeck.catalog._api import prepare, what_runs
+    from skilldeck.host._api import skilldeck_home
 
     home = skilldeck_home()
     entry = anyio.run(_entry, args, home)
@@ -181,9 +178,9 @@ def run_servers_add(args: argparse.Namespace, err: Console) -> int:
 
 
 def run_servers_list(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.catalog._added import AddedServers
-    from skilldeck.catalog._launch import ADDED_META
-    from skilldeck.host._credentials import skilldeck_home
+    from skilldeck.catalog import AddedServers
+    from skilldeck.catalog._api import ADDED_META
+    from skilldeck.host._api import skilldeck_home
 
     added = AddedServers(skilldeck_home())
     out = StdoutConsole(soft_wrap=True, highlight=False)
@@ -212,8 +209,8 @@ def run_servers_list(args: argparse.Namespace, err: Console) -> int:
 
 
 def run_servers_remove(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.catalog._added import AddedServers
-    from skilldeck.host._credentials import skilldeck_home
+    from skilldeck.catalog import AddedServers
+    from skilldeck.host._api import skilldeck_home
 
     added = AddedServers(skilldeck_home())
     label = added.remove(args.name)

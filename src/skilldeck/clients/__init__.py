@@ -7,8 +7,9 @@ The core is pure: :mod:`~skilldeck.clients._catalog` says where each client keep
 :mod:`~skilldeck.clients._yamltext`) change only the entries they must. :mod:`~skilldeck.clients._state`
 reads and writes the files, keeps the copies that ``disconnect`` restores, and records connections.
 
-Its other modules (private; a sibling package uses what ``__all__`` lists):
+Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.clients`` beyond its public names: its face to them.
 - ``_checked``: The check every edit of another program's file passes before it may be written.
 - ``_edits``: One face over the three editors: read a client's file, put or remove one entry, by the file's
   format.

@@ -24,7 +24,7 @@ from skilldeck.clients import _edits
 from skilldeck.clients._catalog import Location
 from skilldeck.clients._dialects import Context, Kept, gateway_entry, is_gateway, upstream_entry
 from skilldeck.errors import ClientFileError, ConfigError
-from skilldeck.host._config import parse_config
+from skilldeck.host import parse_config
 
 __all__ = [
     "ConnectPlan",

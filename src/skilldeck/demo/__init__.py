@@ -32,14 +32,10 @@ from rich.panel import Panel
 from rich.table import Table
 
 from skilldeck.demo._servers import demo_servers, jobs_server
-from skilldeck.host._loader import LoadedSkill
-from skilldeck.host._verify import verify_bytes, verify_skill_md
-from skilldeck.host._wire import SkillsWire, declared_skills_settings
-from skilldeck.select._cards import build_cards
-from skilldeck.select._decide import Decision, Selector
-from skilldeck.select._project import count_tokens, history_a, history_b, token_summary
-from skilldeck.select._rank import Encoder
-from skilldeck.select._snapshot import CatalogSnapshot, parse_snapshot
+from skilldeck.host import LoadedSkill
+from skilldeck.host._api import SkillsWire, declared_skills_settings, verify_bytes, verify_skill_md
+from skilldeck.select import CatalogSnapshot, Decision, Encoder, Selector, build_cards, parse_snapshot
+from skilldeck.select._api import count_tokens, history_a, history_b, token_summary
 from skilldeck.server import create_server
 
 __all__ = [
@@ -84,7 +80,7 @@ async def ask_tour(console: Console) -> None:
     """Part 1: question → cards → verified skill → one schema → gated call → tokens; then abstention."""
     from skilldeck.ask import ask, snapshot_from_host
     from skilldeck.host import Host, InProcessServer, ServerSpec
-    from skilldeck.select._encoders import default_encoder
+    from skilldeck.select._api import default_encoder
 
     encoder, notice = default_encoder()  # as `skilldeck ask` ranks: the int8 MiniLM fused with BM25F
     if notice is not None:

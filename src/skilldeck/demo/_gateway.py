@@ -17,10 +17,9 @@ from mcp import Client
 from rich.console import Console
 from rich.markup import escape
 
-from skilldeck.select._cards import build_cards
-from skilldeck.select._project import count_tokens
-from skilldeck.select._project import history_a as history_a_of
-from skilldeck.select._snapshot import CatalogSnapshot
+from skilldeck.select import CatalogSnapshot, build_cards
+from skilldeck.select._api import count_tokens
+from skilldeck.select._api import history_a as history_a_of
 
 __all__ = ["gateway_tour"]
 
@@ -35,7 +34,7 @@ async def gateway_tour(console: Console, at_scale: CatalogSnapshot) -> None:
     from skilldeck.demo._servers import demo_servers
     from skilldeck.gateway import GatewayService, create_gateway
     from skilldeck.host import Host, InProcessServer, ServerSpec
-    from skilldeck.serving._policy import Caller
+    from skilldeck.serving._api import Caller
 
     console.rule("[bold]3. The gateway: one MCP server in front of many, for any MCP client")
     specs = [ServerSpec(label, InProcessServer(server)) for label, server in demo_servers().items()]

@@ -9,8 +9,9 @@
 * :mod:`~skilldeck.gateway._app` — following upstream changes and serving stdio or HTTP;
 * :mod:`~skilldeck.gateway._metrics` — the gateway's Prometheus metrics (``--metrics``).
 
-Its other modules (private; a sibling package uses what ``__all__`` lists):
+Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.gateway`` beyond its public names: its face to them.
 - ``_add``: The ``add`` meta-tool on the wire: a person asked through MCP elicitation (form mode), in both
   eras.
 - ``_audiences``: What ``skilldeck gateway --check`` prints, and the checks of ``--pin`` and ``--grant``.

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from skilldeck.serving._clients import MAX_CONVERSATION_CHARS, client_key, per_connection
+from skilldeck.serving._api import MAX_CONVERSATION_CHARS, client_key, per_connection
 
 __all__ = [
     "FINDS_KEPT",

@@ -33,13 +33,12 @@ import anyio
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, ErrorData, InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skilldeck.catalog._consent import cli_command, consent_form, decide
-from skilldeck.catalog._launch import Launch
+from skilldeck.catalog import Launch, cli_command, consent_form, decide
 from skilldeck.errors import AddRefused, GateRefused, shorten
 from skilldeck.gateway._discovery import Discovery
 from skilldeck.gateway._meta import AddArguments
 from skilldeck.gateway._relay import call_relay, legacy_asker, missing_capability, parse_answer
-from skilldeck.serving._identity import RequestIdentity
+from skilldeck.serving._api import RequestIdentity
 
 __all__ = ["CONSENT_KEY", "CONSENT_SECONDS", "MAX_PENDING", "AddTool", "PendingConsents"]
 

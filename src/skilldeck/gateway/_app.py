@@ -33,18 +33,12 @@ from skilldeck.gateway._discovery import Discovery
 from skilldeck.gateway._reload import GatewayConfig
 from skilldeck.gateway._server import GatewayMiddleware
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host import Host
-from skilldeck.host._config import ServerSpec
-from skilldeck.host._watch import CatalogChange, HostWatcher
-from skilldeck.serving._connections import DEFAULT_HTTP_LIMITS, HttpLimits
-from skilldeck.serving._health import Readiness
-from skilldeck.serving._policy import Caller
-from skilldeck.serving._runner import run_http
-from skilldeck.serving._tracing import span
+from skilldeck.host import Host, HostWatcher, ServerSpec
+from skilldeck.host._api import CatalogChange
+from skilldeck.serving._api import DEFAULT_HTTP_LIMITS, Caller, HttpLimits, Readiness, run_http, span
 
 if TYPE_CHECKING:
-    from skilldeck.serving._console import Console
-    from skilldeck.serving._shutdown import ShutdownReport
+    from skilldeck.serving._api import Console, ShutdownReport
 
 __all__ = ["announce_policy", "follow_upstreams", "gateway_readiness", "run_gateway", "upstreams_up"]
 

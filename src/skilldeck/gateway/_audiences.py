@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from skilldeck._suggest import did_you_mean
 from skilldeck.gateway._service import GatewayService
 from skilldeck.host import Host
-from skilldeck.serving._policy import Caller, Match, Policy
+from skilldeck.serving._api import Caller, Match, Policy
 
 __all__ = ["audience_lines", "flag_warnings", "identities"]
 

@@ -18,10 +18,8 @@ from typing import Any
 from skilldeck._records import JsonLinesLog
 from skilldeck.gateway._port import tool_id
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host._watch import CatalogChange
-from skilldeck.serving._clients import client_key
-from skilldeck.serving._console import CatalogView, SkillRow, ToolRow, UpstreamRow
-from skilldeck.serving._policy import Caller, Policy
+from skilldeck.host._api import CatalogChange
+from skilldeck.serving._api import Caller, CatalogView, Policy, SkillRow, ToolRow, UpstreamRow, client_key
 
 __all__ = ["GatewayConsole"]
 

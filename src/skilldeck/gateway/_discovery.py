@@ -34,17 +34,26 @@ from typing import Any, Literal
 import anyio
 import httpx2
 
-from skilldeck.catalog._added import AddedServers
-from skilldeck.catalog._consent import cli_command, launch_refusal, policy_refusal
-from skilldeck.catalog._entries import DEFAULT_LIMITS, CatalogEntry, CatalogLimits
-from skilldeck.catalog._fetch import CatalogCache, Fetched, RegistryClient, merged, read_registry_file
-from skilldeck.catalog._launch import ADDED_META, Launch, Runtimes, choose
-from skilldeck.catalog._runtimes import prepare
-from skilldeck.catalog._search import CatalogIndex, catalog_card
+from skilldeck.catalog import (
+    AddedServers,
+    CatalogCache,
+    CatalogEntry,
+    CatalogIndex,
+    CatalogLimits,
+    Launch,
+    RegistryClient,
+    Runtimes,
+    catalog_card,
+    choose,
+    cli_command,
+    policy_refusal,
+    read_registry_file,
+)
+from skilldeck.catalog._api import ADDED_META, DEFAULT_LIMITS, Fetched, launch_refusal, merged, prepare
 from skilldeck.errors import AddRefused, ConfigError, RegistryError, ServerEntryError, shorten
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host._config import ServerSpec
-from skilldeck.serving._policy import Caller
+from skilldeck.host import ServerSpec
+from skilldeck.serving._api import Caller
 
 __all__ = ["REFRESH_EVERY", "Discovery", "Source", "Starter"]
 

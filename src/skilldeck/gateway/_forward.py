@@ -88,13 +88,11 @@ from skilldeck.gateway._names import Naming, UpstreamNames
 from skilldeck.gateway._resource_listen import UpstreamResourceListen
 from skilldeck.gateway._service import GatewayService
 from skilldeck.gateway._upstreams import ORIGIN_META, with_origin
-from skilldeck.host._connect import Connected
-from skilldeck.host._on_behalf import on_behalf_of
-from skilldeck.serving._identity import caller_of
-from skilldeck.serving._legacy import LegacyConnections
-from skilldeck.serving._policy import Caller
-from skilldeck.skill._tags import neutralise_in
-from skilldeck.skill._uri import SCHEME as SKILL_SCHEME
+from skilldeck.host import Connected
+from skilldeck.host._api import on_behalf_of
+from skilldeck.serving._api import Caller, LegacyConnections, caller_of
+from skilldeck.skill import SCHEME as SKILL_SCHEME
+from skilldeck.skill._api import neutralise_in
 
 __all__ = [
     "MAX_CLIENT_SUBSCRIPTIONS",

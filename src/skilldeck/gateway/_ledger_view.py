@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from skilldeck.learning._ledger import CardRef
+from skilldeck.learning._api import CardRef
 from skilldeck.select import Taught
 
 __all__ = ["LedgerView"]

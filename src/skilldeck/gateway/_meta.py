@@ -42,7 +42,7 @@ from pydantic_core import CoreSchema, ErrorDetails, core_schema
 from typing_extensions import TypedDict
 
 from skilldeck.errors import InvalidArguments
-from skilldeck.select._decide import MAX_NEEDS
+from skilldeck.select._api import MAX_NEEDS
 
 __all__ = [
     "ADD",

@@ -32,8 +32,8 @@ from prometheus_client import Counter as CounterFamily
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host._watch import CatalogChange
-from skilldeck.serving._metrics import LATENCY_BUCKETS, ReadAtScrape, Series, ServingMetrics, gauge
+from skilldeck.host._api import CatalogChange
+from skilldeck.serving._api import LATENCY_BUCKETS, ReadAtScrape, Series, ServingMetrics, gauge
 
 __all__ = ["CONFIDENCE_BUCKETS", "GatewayMetrics"]
 

@@ -31,11 +31,9 @@ from dataclasses import dataclass, field
 from skilldeck._suggest import did_you_mean
 from skilldeck.gateway._forward import declares, fetch_page
 from skilldeck.gateway._service import tool_id
-from skilldeck.host import Host
-from skilldeck.host._connect import Connected
-from skilldeck.host._discover import list_server
-from skilldeck.host._registry import Registry
-from skilldeck.serving._policy import Policy, PolicyName
+from skilldeck.host import Connected, Host, Registry
+from skilldeck.host._api import list_server
+from skilldeck.serving._api import Policy, PolicyName
 
 __all__ = ["PolicyCheck", "UpstreamIds", "check_policy", "label_of", "pending_names", "upstream_ids"]
 

@@ -17,9 +17,8 @@ from typing import Any, Protocol
 from mcp.shared.dispatcher import ProgressFnT
 
 from skilldeck.gateway._relay import CallRelay, LogSink
-from skilldeck.host._loader import LoadedSkill
-from skilldeck.host._registry import SkillRecord
-from skilldeck.select._snapshot import CatalogSnapshot
+from skilldeck.host import LoadedSkill, SkillRecord
+from skilldeck.select import CatalogSnapshot
 
 __all__ = ["Progress", "ToolCall", "Unavailable", "Upstreams", "down", "tool_id"]
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from skilldeck.catalog._added import AddedServers
+from skilldeck.catalog import AddedServers
 from skilldeck.errors import ConfigError, PolicyError
 from skilldeck.gateway._policy_check import (
     RULE_KINDS,
@@ -41,11 +41,9 @@ from skilldeck.gateway._policy_check import (
     upstream_ids,
 )
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host import Host
-from skilldeck.host._config import ServerSpec, load_config
-from skilldeck.host._connect import Failure
-from skilldeck.host._watch import CatalogChange, HostWatcher
-from skilldeck.serving._policy import Policy, PolicyName, load_policy
+from skilldeck.host import Failure, Host, HostWatcher, ServerSpec, load_config
+from skilldeck.host._api import CatalogChange
+from skilldeck.serving._api import Policy, PolicyName, load_policy
 
 __all__ = ["GatewayConfig", "Report"]
 

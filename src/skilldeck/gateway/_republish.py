@@ -38,14 +38,11 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import SubscriptionBus
 
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host import LoadedSkill
-from skilldeck.host._registry import SkillRecord
-from skilldeck.server._catalog import CatalogDiff
-from skilldeck.server._extension import SkillsExtension
-from skilldeck.server._remote import RemoteSkill
-from skilldeck.serving._legacy import LegacyConnections
-from skilldeck.skill._manifest import SkillEntry, SkillResource
-from skilldeck.skill._uri import SCHEME, SKILL_MD, directory_uri, file_uri, skill_root_uri
+from skilldeck.host import LoadedSkill, SkillRecord
+from skilldeck.server import CatalogDiff, RemoteSkill, SkillsExtension
+from skilldeck.serving._api import LegacyConnections
+from skilldeck.skill import SCHEME, SKILL_MD, SkillEntry, SkillResource, skill_root_uri
+from skilldeck.skill._api import directory_uri, file_uri
 
 __all__ = ["MAX_HELD_SKILLS", "RepublishedSkills"]
 

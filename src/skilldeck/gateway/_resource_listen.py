@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 from mcp.client.subscriptions import ResourceUpdated
 
-from skilldeck.host._connect import Connected
-from skilldeck.host._faults import request_error
+from skilldeck.host import Connected
+from skilldeck.host._api import request_error
 
 __all__ = ["MAX_RELISTENS", "UpstreamResourceListen"]
 

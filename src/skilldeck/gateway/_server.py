@@ -65,12 +65,17 @@ from skilldeck.gateway._names import Naming, kept_tool_names
 from skilldeck.gateway._relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway._republish import RepublishedSkills
 from skilldeck.gateway._service import GatewayService, tool_id
-from skilldeck.select._project import tool_function_name
-from skilldeck.serving._identity import CONVERSATION_META_KEY, RequestIdentity, identify, is_legacy
-from skilldeck.serving._legacy import LegacyConnections
-from skilldeck.serving._policy import caller_for
-from skilldeck.serving._runner import request_state_security
-from skilldeck.skill._tags import neutralise_in
+from skilldeck.select._api import tool_function_name
+from skilldeck.serving._api import (
+    CONVERSATION_META_KEY,
+    LegacyConnections,
+    RequestIdentity,
+    caller_for,
+    identify,
+    is_legacy,
+    request_state_security,
+)
+from skilldeck.skill._api import neutralise_in
 
 __all__ = ["CONVERSATION_META_KEY", "GatewayMiddleware", "create_gateway"]
 

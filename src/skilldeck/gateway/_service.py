@@ -63,25 +63,36 @@ from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
 from skilldeck.gateway._shortlist import FILLER_GAP, shortlist_order
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
-from skilldeck.host import Host, LoadedSkill
-from skilldeck.host._registry import SkillRecord
-from skilldeck.learning._learner import Learner
-from skilldeck.learning._ledger import ANONYMOUS, CardRef, history_by_key, normalise_question
-from skilldeck.learning._updates import HistoryUpdates
-from skilldeck.select._cards import Card, CardSet, build_cards, skill_tools
-from skilldeck.select._decide import Decision, Selector, indexing_note, what_to_check
-from skilldeck.select._gate import ToolGate
-from skilldeck.select._project import count_tokens, history_a
-from skilldeck.select._rank import Encoder, Scored
-from skilldeck.select._taught import Taught
-from skilldeck.select._vectors import VectorCache
-from skilldeck.server._audience import allowed_tools
-from skilldeck.serving._audit import GRANTED, NOT_GRANTED, AuditLog
-from skilldeck.serving._counts import refusal_code
-from skilldeck.serving._policy import Caller, Policy, render_template
-from skilldeck.serving._tracing import annotate, annotate_audit, traced
-from skilldeck.skill._tags import neutralise_in, neutralise_tags
-from skilldeck.skill._uri import is_text_mime_type, mime_type_for
+from skilldeck.host import Host, LoadedSkill, SkillRecord
+from skilldeck.learning import Learner
+from skilldeck.learning._api import ANONYMOUS, CardRef, HistoryUpdates, history_by_key, normalise_question
+from skilldeck.select import (
+    Card,
+    CardSet,
+    Decision,
+    Encoder,
+    Scored,
+    Selector,
+    Taught,
+    ToolGate,
+    build_cards,
+    skill_tools,
+)
+from skilldeck.select._api import VectorCache, count_tokens, history_a, indexing_note, what_to_check
+from skilldeck.server._api import allowed_tools
+from skilldeck.serving._api import (
+    GRANTED,
+    NOT_GRANTED,
+    AuditLog,
+    Caller,
+    Policy,
+    annotate,
+    annotate_audit,
+    refusal_code,
+    render_template,
+    traced,
+)
+from skilldeck.skill._api import is_text_mime_type, mime_type_for, neutralise_in, neutralise_tags
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "tool_id"]
 
@@ -226,7 +237,7 @@ class GatewayService:
     def encoder(self) -> Encoder | None:
         """The encoder rankings fuse in (the default one is loaded on first use), ``None`` when lexical."""
         if self._encoder == DEFAULT_ENCODER:
-            from skilldeck.select._encoders import default_encoder
+            from skilldeck.select._api import default_encoder
 
             self._encoder, self.encoder_notice = default_encoder()
             if self.encoder_notice is not None:

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from skilldeck.select._cards import Card
-from skilldeck.select._decide import Decision
-from skilldeck.select._rank import Scored
+from skilldeck.select import Card, Decision, Scored
 
 __all__ = ["SERVERS_FIRST", "TIE_MARGIN", "shortlist_order"]
 

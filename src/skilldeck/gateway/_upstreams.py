@@ -53,13 +53,11 @@ from skilldeck.gateway._relay import (
     capability_error,
     parse_input_responses,
 )
-from skilldeck.host import Host, LoadedSkill
-from skilldeck.host._connect import Connected
-from skilldeck.host._on_behalf import on_behalf_of
-from skilldeck.host._registry import SkillRecord
-from skilldeck.select._snapshot import CatalogSnapshot
-from skilldeck.serving._tracing import span
-from skilldeck.skill._tags import DESCRIPTIVE_KEYS, neutralise_in
+from skilldeck.host import Connected, Host, LoadedSkill, SkillRecord
+from skilldeck.host._api import on_behalf_of
+from skilldeck.select import CatalogSnapshot
+from skilldeck.serving._api import span
+from skilldeck.skill._api import DESCRIPTIVE_KEYS, neutralise_in
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "CallLog", "HostUpstreams", "with_origin"]
 

@@ -5,8 +5,9 @@ only through a :class:`SkillIndex`); ``connect`` (with ``transports``, each unde
 and ``faults``, how a server's fault is worded), ``discover``, ``wire`` and ``index`` adapt the MCP
 SDK; ``approvals`` and ``cache`` own the host's files.
 
-Its other modules (private; a sibling package uses what ``__all__`` lists):
+Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.host`` beyond its public names: its face to them.
 - ``_backoff``: When to try a lost server again: capped, jittered exponential backoff that resets after a
   stable period.
 - ``_broken_request``: A request to an HTTP server whose connection breaks fails that request alone, not the

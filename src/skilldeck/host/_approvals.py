@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skilldeck.errors import SkilldeckError
-from skilldeck.skill._manifest import SkillEntry
+from skilldeck.skill import SkillEntry
 
 __all__ = ["ApprovalRequest", "ApprovalStore", "Approver"]
 

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from skilldeck.skill._manifest import digest_of
+from skilldeck.skill import digest_of
 
 __all__ = ["DEFAULT_HELD_BYTES", "MAX_HELD_FILE_BYTES", "ContentCache", "VerifiedBytes"]
 

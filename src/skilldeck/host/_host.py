@@ -38,9 +38,8 @@ from skilldeck.host._index import LocalIndex, SkillIndex, WireIndex
 from skilldeck.host._loader import DEFAULT_BUDGET, LoadedSkill, SkillLoader
 from skilldeck.host._registry import LOCAL_LABEL, Collision, Registry, SkillRecord, ToolRecord
 from skilldeck.host._watch import CatalogChange, GateLike, HostWatcher, OnChange
-from skilldeck.skill._manifest import entry_from_wire
-from skilldeck.skill._pack import children_of
-from skilldeck.skill._uri import skill_root_uri
+from skilldeck.skill import entry_from_wire, skill_root_uri
+from skilldeck.skill._api import children_of
 
 __all__ = ["Host", "NotApproved"]
 

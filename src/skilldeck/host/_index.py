@@ -19,7 +19,7 @@ from skilldeck.host._connect import Connected
 from skilldeck.host._discover import ListingLimits, page_skills
 from skilldeck.host._port import SkillIndex
 from skilldeck.host._registry import LOCAL_LABEL
-from skilldeck.skill._pack import DirectorySource, Pack
+from skilldeck.skill._api import DirectorySource, Pack
 
 __all__ = ["LocalIndex", "ReadFailed", "SkillIndex", "WireIndex"]
 

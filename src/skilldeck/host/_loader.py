@@ -35,10 +35,15 @@ from skilldeck.errors import (
 from skilldeck.host._cache import ContentCache, VerifiedBytes
 from skilldeck.host._port import SkillIndex
 from skilldeck.host._verify import same_json, verify_bytes, verify_skill_md
-from skilldeck.skill._frontmatter import parse_skill_md
-from skilldeck.skill._manifest import MAX_SKILL_BYTES, SkillEntry, SkillResource, entry_from_wire
-from skilldeck.skill._tags import neutralise_tags
-from skilldeck.skill._uri import resolve_reference, skill_root_uri
+from skilldeck.skill import (
+    SkillEntry,
+    SkillResource,
+    entry_from_wire,
+    parse_skill_md,
+    resolve_reference,
+    skill_root_uri,
+)
+from skilldeck.skill._api import MAX_SKILL_BYTES, neutralise_tags
 
 __all__ = [
     "DEFAULT_BUDGET",

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from skilldeck.errors import AmbiguousName, EntryError, UnknownSkill
-from skilldeck.skill._manifest import SkillEntry, entry_from_wire
-from skilldeck.skill._uri import skill_root_uri
+from skilldeck.skill import SkillEntry, entry_from_wire, skill_root_uri
 
 __all__ = [
     "LOCAL_LABEL",

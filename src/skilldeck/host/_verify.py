@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from skilldeck.errors import FrontmatterError, VerificationError
-from skilldeck.skill._frontmatter import parse_skill_md
-from skilldeck.skill._manifest import digest_of
+from skilldeck.skill import digest_of, parse_skill_md
 
 __all__ = ["same_json", "verify_bytes", "verify_skill_md"]
 

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp_types import BlobResourceContents, Request, RequestParams, Result, TextResourceContents
 from pydantic import ConfigDict
 
-from skilldeck.skill._uri import EXTENSION_ID
+from skilldeck.skill._api import EXTENSION_ID
 
 __all__ = ["EXTENSION_ID", "SkillsWire", "declared_skills_settings"]
 

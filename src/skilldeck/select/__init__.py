@@ -2,7 +2,7 @@
 
 Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain data.
 
-Its modules (private; a sibling package uses what ``__all__`` lists):
+Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
 - ``_bert``: A BERT encoder's forward pass in numpy: all-MiniLM-L6-v2's sentence vectors without
   onnxruntime.
@@ -37,6 +37,10 @@ Its modules (private; a sibling package uses what ``__all__`` lists):
 - ``_vectors``: Card vectors cached by content, so a restart or a re-list re-encodes only what changed.
 - ``_wordpiece``: BERT WordPiece tokenisation for all-MiniLM-L6-v2, in plain Python over the shipped
   vocabulary.
+
+Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
+
+- ``_api``: What sibling packages may use of ``skilldeck.select`` beyond its public names: its face to them.
 """
 
 from __future__ import annotations

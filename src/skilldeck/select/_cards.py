@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from skilldeck.select._snapshot import CatalogSnapshot, SkillSnapshot
-from skilldeck.skill._frontmatter import TOOLS_METADATA_KEY
+from skilldeck.skill._api import TOOLS_METADATA_KEY
 
 __all__ = ["TOOLS_METADATA_KEY", "Card", "CardSet", "build_cards", "skill_tools"]
 

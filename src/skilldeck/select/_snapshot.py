@@ -23,7 +23,7 @@ from pydantic import AfterValidator, Field, model_validator
 from skilldeck._documents import load_document
 from skilldeck._validation import Model, parse
 from skilldeck.errors import EntryError, SnapshotError
-from skilldeck.skill._manifest import SkillEntry, entry_from_wire
+from skilldeck.skill import SkillEntry, entry_from_wire
 
 __all__ = ["CatalogSnapshot", "ServerSnapshot", "SkillSnapshot", "load_snapshot", "parse_snapshot"]
 

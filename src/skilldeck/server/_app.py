@@ -24,19 +24,21 @@ from skilldeck.errors import SkilldeckError
 from skilldeck.server._catalog import CatalogDiff
 from skilldeck.server._dynamic import DynamicSkill
 from skilldeck.server._extension import SkillsExtension
-from skilldeck.serving._connections import DEFAULT_HTTP_LIMITS, HttpLimits
-from skilldeck.serving._health import Readiness
-from skilldeck.serving._policy import Policy
-from skilldeck.serving._runner import bind, request_state_security, run_http
-from skilldeck.serving._sessions import (
+from skilldeck.serving._api import (
+    DEFAULT_HTTP_LIMITS,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
+    HttpLimits,
+    Policy,
+    Readiness,
+    bind,
+    request_state_security,
+    run_http,
 )
-from skilldeck.skill._pack import DirectorySource
+from skilldeck.skill._api import DirectorySource
 
 if TYPE_CHECKING:
-    from skilldeck.serving._console import Console
-    from skilldeck.serving._shutdown import ShutdownReport
+    from skilldeck.serving._api import Console, ShutdownReport
 
 __all__ = [
     "catalog_readiness",
@@ -225,7 +227,7 @@ async def _watch_trees(
     """Reload on every change below ``trees``; apply the policy file when it is the one that changed."""
     from watchfiles import awatch
 
-    from skilldeck.serving._policy import load_policy
+    from skilldeck.serving._api import load_policy
 
     # awatch arms its watcher before its first await, and nothing awaits between started() and
     # there: when the caller's ``tg.start`` returns, changes are already being recorded.

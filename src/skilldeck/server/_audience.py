@@ -20,11 +20,9 @@ from skilldeck.errors import SkillError
 from skilldeck.server._catalog import Catalog
 from skilldeck.server._dynamic import DynamicSkill
 from skilldeck.server._remote import RemoteSkill
-from skilldeck.serving._policy import Caller, Policy, render_template
-from skilldeck.skill._frontmatter import TOOLS_METADATA_KEY, parse_skill_md, render_frontmatter
-from skilldeck.skill._manifest import build_entry
-from skilldeck.skill._pack import StaticSkill
-from skilldeck.skill._uri import SKILL_MD, is_text_mime_type, mime_type_for
+from skilldeck.serving._api import Caller, Policy, render_template
+from skilldeck.skill import SKILL_MD, build_entry, parse_skill_md
+from skilldeck.skill._api import TOOLS_METADATA_KEY, StaticSkill, is_text_mime_type, mime_type_for, render_frontmatter
 
 __all__ = ["allowed_tools", "catalog_for", "offered"]
 

@@ -21,9 +21,18 @@ from urllib.parse import unquote
 from skilldeck.errors import NotServedError, SkillError, shorten
 from skilldeck.server._dynamic import DynamicSkill
 from skilldeck.server._remote import RemoteSkill
-from skilldeck.skill._manifest import SkillEntry, SkillResource
-from skilldeck.skill._pack import DirectoryChild, SkillFile, StaticIndex, StaticSkill, first_per_path
-from skilldeck.skill._uri import DIRECTORY_MIME_TYPE, SCHEME, SKILL_MD, directory_uri, file_uri, mime_type_for
+from skilldeck.skill import SCHEME, SKILL_MD, SkillEntry, SkillResource
+from skilldeck.skill._api import (
+    DIRECTORY_MIME_TYPE,
+    DirectoryChild,
+    SkillFile,
+    StaticIndex,
+    StaticSkill,
+    directory_uri,
+    file_uri,
+    first_per_path,
+    mime_type_for,
+)
 
 __all__ = ["Catalog", "CatalogDiff", "page_keys"]
 

@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.server._extension import SkillsExtension
-from skilldeck.serving._console import CatalogView, SkillRow
-from skilldeck.serving._policy import Caller, Policy
+from skilldeck.serving._api import Caller, CatalogView, Policy, SkillRow
 
 __all__ = ["ServeConsole"]
 

@@ -14,9 +14,8 @@ from typing import Any
 
 from skilldeck._awaitable import maybe_await
 from skilldeck.errors import SourceError
-from skilldeck.skill._frontmatter import render_skill_md, validate_frontmatter
-from skilldeck.skill._manifest import DYNAMIC, SkillEntry, check_limits
-from skilldeck.skill._uri import SKILL_MD, file_uri
+from skilldeck.skill import SKILL_MD, SkillEntry, render_skill_md, validate_frontmatter
+from skilldeck.skill._api import DYNAMIC, check_limits, file_uri
 
 __all__ = ["BodyRenderer", "DynamicSkill", "FilesRenderer", "SkillRequest"]
 

@@ -51,12 +51,8 @@ from skilldeck.server._middleware import (
 from skilldeck.server._notifier import ChangeNotifier
 from skilldeck.server._remote import RemoteSource
 from skilldeck.server._service import SkillService
-from skilldeck.serving._audit import AuditLog
-from skilldeck.serving._legacy import LegacyConnections
-from skilldeck.serving._policy import Caller, Policy
-from skilldeck.serving._scoping import ScopedBus
-from skilldeck.skill._pack import DirectorySource, children_of
-from skilldeck.skill._uri import EXTENSION_ID, skill_name_from_uri
+from skilldeck.serving._api import AuditLog, Caller, LegacyConnections, Policy, ScopedBus
+from skilldeck.skill._api import EXTENSION_ID, DirectorySource, children_of, skill_name_from_uri
 
 __all__ = ["CATALOG_VERSION_META", "EXTENSION_ID", "SkillsExtension", "SkillsMiddleware"]
 

@@ -35,12 +35,9 @@ from skilldeck.server._catalog import Catalog, page_keys
 from skilldeck.server._dynamic import SkillRequest
 from skilldeck.server._notifier import ChangeNotifier
 from skilldeck.server._service import SkillService
-from skilldeck.serving._identity import caller_of as caller_from_request
-from skilldeck.serving._identity import locale_hint
-from skilldeck.serving._policy import Caller
-from skilldeck.serving._scoping import LISTENING_CALLER
-from skilldeck.skill._pack import SkillFile
-from skilldeck.skill._uri import is_text_mime_type
+from skilldeck.serving._api import LISTENING_CALLER, Caller, locale_hint
+from skilldeck.serving._api import caller_of as caller_from_request
+from skilldeck.skill._api import SkillFile, is_text_mime_type
 
 __all__ = ["ServedSkills", "SkillsMiddleware", "caller_of", "file_contents", "in_middleware", "locale_hint", "view_of"]
 

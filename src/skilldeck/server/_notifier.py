@@ -13,8 +13,7 @@ import logging
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import SubscriptionBus
 
-from skilldeck.serving._legacy import LegacyConnections
-from skilldeck.serving._scoping import scoped_events
+from skilldeck.serving._api import LegacyConnections, scoped_events
 
 __all__ = ["ChangeNotifier", "LegacyConnections"]
 

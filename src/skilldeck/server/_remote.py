@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from skilldeck.errors import NotServedError, VerificationError, shorten
-from skilldeck.skill._manifest import SkillEntry, SkillResource, digest_of
-from skilldeck.skill._uri import directory_uri
+from skilldeck.skill import SkillEntry, SkillResource, digest_of
+from skilldeck.skill._api import directory_uri
 
 __all__ = ["Fetch", "RemoteSkill", "RemoteSource"]
 

@@ -24,10 +24,9 @@ from skilldeck.server._audience import allowed_tools, catalog_for
 from skilldeck.server._catalog import Catalog, CatalogDiff
 from skilldeck.server._dynamic import DynamicSkill, SkillRequest
 from skilldeck.server._remote import RemoteSource
-from skilldeck.serving._audit import GRANTED, NOT_GRANTED, AuditLog
-from skilldeck.serving._policy import Caller, Policy, caller_for
-from skilldeck.skill._pack import DirectorySource, SkillFile, load_all
-from skilldeck.skill._uri import SKILL_MD, file_uri, mime_type_for
+from skilldeck.serving._api import GRANTED, NOT_GRANTED, AuditLog, Caller, Policy, caller_for
+from skilldeck.skill import SKILL_MD
+from skilldeck.skill._api import DirectorySource, SkillFile, file_uri, load_all, mime_type_for
 
 __all__ = ["SkillService", "VerifiedToken"]
 

@@ -34,8 +34,8 @@ from skilldeck.errors import TalentPromptError, UsageError
 from skilldeck.server._audience import offered
 from skilldeck.server._dynamic import SkillRequest
 from skilldeck.server._extension import SkillsExtension
-from skilldeck.serving._policy import Caller
-from skilldeck.skill._frontmatter import parse_skill_md
+from skilldeck.serving._api import Caller
+from skilldeck.skill import parse_skill_md
 
 __all__ = [
     "HIDDEN_META",

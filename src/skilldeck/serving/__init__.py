@@ -17,8 +17,9 @@ One layer under both, so each thing is written once:
 
 Nothing here imports :mod:`skilldeck.server` or :mod:`skilldeck.gateway`.
 
-Its other modules (private; a sibling package uses what ``__all__`` lists):
+Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.serving`` beyond its public names: its face to them.
 - ``_clients``: Which activation a client's request belongs to: its key, worked out the same way for every
   request.
 - ``_connections``: Bounds on the HTTP connections an outsider can hold open: how many, and how long a

@@ -45,7 +45,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.serving._policy import Caller, Policy, caller_for
-from skilldeck.skill._manifest import SkillEntry, SkillResource
+from skilldeck.skill import SkillEntry, SkillResource
 
 __all__ = [
     "CONSOLE_PATH",

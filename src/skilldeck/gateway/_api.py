@@ -1,0 +1,84 @@
+"""What sibling packages may use of ``skilldeck.gateway`` beyond its public names: its face to them.
+
+Another skilldeck package imports from ``skilldeck.gateway`` (the public API, in its ``__all__``) or
+from here, never from one of its private modules (``tests/test_architecture.py`` checks). Nothing
+here is public API: it may change in any release. Each name is imported when first asked for, so
+this face costs nothing at start-up that the names it gives do not.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skilldeck.gateway._activation import client_key
+    from skilldeck.gateway._audiences import audience_lines, flag_warnings
+    from skilldeck.gateway._console import GatewayConsole
+    from skilldeck.gateway._discovery import Discovery, Source
+    from skilldeck.gateway._meta import (
+        FIND,
+        MAX_FIND_LIMIT,
+        MAX_ID_CHARS,
+        MAX_LOAD_IDS,
+        MAX_PATH_CHARS,
+        MAX_QUERY_CHARS,
+        META,
+        READ_SKILL_FILE,
+    )
+    from skilldeck.gateway._metrics import GatewayMetrics
+    from skilldeck.gateway._names import tool_collisions
+    from skilldeck.gateway._redis_store import RedisActivationStore
+    from skilldeck.gateway._reload import GatewayConfig
+    from skilldeck.gateway._service import AnonymousLearning
+
+_WHERE = {
+    "AnonymousLearning": "skilldeck.gateway._service",
+    "audience_lines": "skilldeck.gateway._audiences",
+    "client_key": "skilldeck.gateway._activation",
+    "Discovery": "skilldeck.gateway._discovery",
+    "FIND": "skilldeck.gateway._meta",
+    "flag_warnings": "skilldeck.gateway._audiences",
+    "GatewayConfig": "skilldeck.gateway._reload",
+    "GatewayConsole": "skilldeck.gateway._console",
+    "GatewayMetrics": "skilldeck.gateway._metrics",
+    "MAX_FIND_LIMIT": "skilldeck.gateway._meta",
+    "MAX_ID_CHARS": "skilldeck.gateway._meta",
+    "MAX_LOAD_IDS": "skilldeck.gateway._meta",
+    "MAX_PATH_CHARS": "skilldeck.gateway._meta",
+    "MAX_QUERY_CHARS": "skilldeck.gateway._meta",
+    "META": "skilldeck.gateway._meta",
+    "READ_SKILL_FILE": "skilldeck.gateway._meta",
+    "RedisActivationStore": "skilldeck.gateway._redis_store",
+    "Source": "skilldeck.gateway._discovery",
+    "tool_collisions": "skilldeck.gateway._names",
+}
+
+__all__ = [
+    "FIND",
+    "MAX_FIND_LIMIT",
+    "MAX_ID_CHARS",
+    "MAX_LOAD_IDS",
+    "MAX_PATH_CHARS",
+    "MAX_QUERY_CHARS",
+    "META",
+    "READ_SKILL_FILE",
+    "AnonymousLearning",
+    "Discovery",
+    "GatewayConfig",
+    "GatewayConsole",
+    "GatewayMetrics",
+    "RedisActivationStore",
+    "Source",
+    "audience_lines",
+    "client_key",
+    "flag_warnings",
+    "tool_collisions",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -1,0 +1,74 @@
+"""What sibling packages may use of ``skilldeck.host`` beyond its public names: its face to them.
+
+Another skilldeck package imports from ``skilldeck.host`` (the public API, in its ``__all__``) or
+from here, never from one of its private modules (``tests/test_architecture.py`` checks). Nothing
+here is public API: it may change in any release. Each name is imported when first asked for, so
+this face costs nothing at start-up that the names it gives do not.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skilldeck.host._backoff import Backoff
+    from skilldeck.host._config import DEFAULT_TIMEOUT, spec_for_target
+    from skilldeck.host._connect import DEFAULT_MAX_MESSAGE_BYTES, connect_once
+    from skilldeck.host._credentials import default_store, skilldeck_home
+    from skilldeck.host._discover import list_server
+    from skilldeck.host._faults import request_error
+    from skilldeck.host._oauth import LOGIN_TIMEOUT, login, logout
+    from skilldeck.host._on_behalf import on_behalf_of
+    from skilldeck.host._verify import verify_bytes, verify_skill_md
+    from skilldeck.host._watch import CatalogChange
+    from skilldeck.host._wire import SkillsWire, declared_skills_settings
+
+_WHERE = {
+    "Backoff": "skilldeck.host._backoff",
+    "CatalogChange": "skilldeck.host._watch",
+    "connect_once": "skilldeck.host._connect",
+    "declared_skills_settings": "skilldeck.host._wire",
+    "DEFAULT_MAX_MESSAGE_BYTES": "skilldeck.host._connect",
+    "default_store": "skilldeck.host._credentials",
+    "DEFAULT_TIMEOUT": "skilldeck.host._config",
+    "list_server": "skilldeck.host._discover",
+    "login": "skilldeck.host._oauth",
+    "LOGIN_TIMEOUT": "skilldeck.host._oauth",
+    "logout": "skilldeck.host._oauth",
+    "on_behalf_of": "skilldeck.host._on_behalf",
+    "request_error": "skilldeck.host._faults",
+    "skilldeck_home": "skilldeck.host._credentials",
+    "SkillsWire": "skilldeck.host._wire",
+    "spec_for_target": "skilldeck.host._config",
+    "verify_bytes": "skilldeck.host._verify",
+    "verify_skill_md": "skilldeck.host._verify",
+}
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "LOGIN_TIMEOUT",
+    "Backoff",
+    "CatalogChange",
+    "SkillsWire",
+    "connect_once",
+    "declared_skills_settings",
+    "default_store",
+    "list_server",
+    "login",
+    "logout",
+    "on_behalf_of",
+    "request_error",
+    "skilldeck_home",
+    "spec_for_target",
+    "verify_bytes",
+    "verify_skill_md",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)
