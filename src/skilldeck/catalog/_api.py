@@ -1,15 +1,10 @@
-"""What sibling packages may use of ``skilldeck.catalog`` beyond its public names: its face to them.
-
-Another skilldeck package imports from ``skilldeck.catalog`` (the public API, in its ``__all__``) or
-from here, never from one of its private modules (``tests/test_architecture.py`` checks). Nothing
-here is public API: it may change in any release. Each name is imported when first asked for, so
-this face costs nothing at start-up that the names it gives do not.
-"""
+"""What sibling packages may use of ``skilldeck.catalog`` beyond its public names (see ``skilldeck._faces``)."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from skilldeck._faces import lazy_names
 
 if TYPE_CHECKING:
     from skilldeck.catalog._consent import launch_refusal, what_runs
@@ -41,8 +36,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_names(__name__, _WHERE)
