@@ -15,7 +15,12 @@ A third of the way in replica 1 is killed (SIGKILL), and it is started again two
 in. Every answer is checked exactly (the listed URIs and names, the file's text or bytes); the
 result counts answers that were right, wrong (must be 0), and failed, each failure classified as
 retryable (connection refused or reset, HTTP 502/503/504: what a client retries) or not, and
-placed in or out of the kill window (from the kill until the restarted replica listens, plus 2 s).
+placed in or out of the kill window (from the kill until the restarted replica listens, plus 2 s);
+every failure (wrong answers included) that came before the kill is also counted on its own
+(``failed_before_kill``): nothing has failed then, so each one is the replicas' or the balancer's.
+Each replica serves Prometheus metrics on a port of its own, so what its HTTP bounds did during
+the run (connections closed to make room, requests closed for being slow) can be read afterwards
+(:func:`bound_refusals`).
 The figure for one replica (same clients, balancer and pack, one backend) is measured first, in
 the same run, so the two read side by side.
 
@@ -40,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -209,10 +215,11 @@ class Replica:
     redis_url: str | None
     log: Path
     proc: subprocess.Popen[bytes] | None = None
+    metrics_port: int = field(default_factory=free_port)
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "skilldeck.cli", "serve", str(self.pack), "--http", f"{HOST}:{self.port}"]
-        cmd += ["--watch"]
+        cmd += ["--watch", "--metrics", f"{HOST}:{self.metrics_port}"]
         if self.redis_url:
             cmd += ["--redis", self.redis_url]
         return cmd
@@ -237,6 +244,21 @@ class Replica:
 
     def stop(self) -> None:
         stop(self.proc)
+
+
+def bound_refusals(replica: Replica) -> dict[str, int]:
+    """How often each HTTP bound of ``replica`` acted since it started (``skilldeck_http_bound_refusals``):
+    ``connections`` (a new connection closed, every place busy), ``idle_closed`` (a connection closed to make
+    room), ``request_time`` (a connection closed for a request that did not arrive in time), ``streams``,
+    ``sessions_evicted``."""
+    with urllib.request.urlopen(f"http://{HOST}:{replica.metrics_port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith('skilldeck_http_bound_refusals_total{bound="'):
+            labels, _, value = line.rpartition(" ")
+            counts[labels.split('"')[1]] = int(float(value))
+    return counts
 
 
 @contextmanager
@@ -278,6 +300,10 @@ class LoadResult:
     errors_retryable_in_window: int = 0
     errors_retryable_outside_window: int = 0
     errors_other: int = 0
+    failed_before_kill: int = 0
+    """Failures of any kind (wrong answers, non-200 answers, connections refused or cut) that came before the
+    kill, or in the whole run without one: nothing had failed then, so none of them is excused."""
+    before_kill_examples: list[str] = field(default_factory=list)
     wrong_examples: list[str] = field(default_factory=list)
     other_examples: list[str] = field(default_factory=list)
     outside_examples: list[str] = field(default_factory=list)
@@ -324,6 +350,13 @@ async def run_load(
         end = window[1] + KILL_GRACE_S if len(window) > 1 else float("inf")
         return window[0] <= at <= end
 
+    def before_kill(text: str) -> None:
+        """Count a failure that came before the kill (every failure, in a run without one)."""
+        if not window:
+            result.failed_before_kill += 1
+            if len(result.before_kill_examples) < 5:
+                result.before_kill_examples.append(text)
+
     def running() -> bool:
         """Until the deadline, and on until the killed replica has been back for ``KILL_GRACE_S``."""
         now = time.monotonic()
@@ -344,6 +377,7 @@ async def run_load(
                     await session.http.aclose()
                     at = time.monotonic() - start
                     text = f"{at:.2f}s {type(exc).__name__}: {str(exc)[:160]}"
+                    before_kill(text)
                     if _retryable(exc):
                         if in_window(at):
                             result.errors_retryable_in_window += 1
@@ -360,6 +394,7 @@ async def run_load(
                 try:
                     expectations.check(op, answer)
                 except throughput.BenchError as exc:
+                    before_kill(f"{time.monotonic() - start:.2f}s wrong: {str(exc)[:160]}")
                     result.wrong += 1
                     if len(result.wrong_examples) < 5:
                         result.wrong_examples.append(str(exc)[:200])
@@ -374,7 +409,7 @@ async def run_load(
             return
         victim = replicas[kill]
         await asyncio.sleep(seconds / 3)
-        window.append(time.monotonic() - start)
+        window.append(time.monotonic() - start)  # from here a failure may be the kill's
         victim.kill()
         await asyncio.sleep(max(0.0, start + 2 * seconds / 3 - time.monotonic()))
         victim.start()
@@ -415,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         three = asyncio.run(
             run_load(balanced_port, clients=args.clients, seconds=args.seconds, replicas=replicas, kill=1)
         )
+        bounds = [bound_refusals(replica) for replica in replicas]
     report = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
@@ -423,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         "figure cannot exceed the one-replica figure here; see docs/deploy.md for the scaling argument",
         "one_replica": single.as_dict(),
         "three_replicas_one_killed": three.as_dict(),
+        "bound_refusals_per_replica": bounds,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
@@ -430,10 +467,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{label:>22}: {r.requests_per_s:7.1f} req/s ok, p50 {r.latencies_ms.get('p50')} ms, wrong {r.wrong}, "
             f"retryable errors {r.errors_retryable_in_window} in / {r.errors_retryable_outside_window} outside "
-            f"the kill window {r.kill_window_s}, other errors {r.errors_other}"
+            f"the kill window {r.kill_window_s}, other errors {r.errors_other}, failed before the kill "
+            f"{r.failed_before_kill}"
         )
+    print(f"HTTP bounds that acted, per replica (replica 1 since its restart): {bounds}")
     print(f"written: {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output}")
-    return 0 if three.wrong == 0 and three.errors_other == 0 and three.errors_retryable_outside_window == 0 else 1
+    clean = single.failed_before_kill == 0 and three.failed_before_kill == 0 and three.wrong == 0
+    return 0 if clean and three.errors_other == 0 and three.errors_retryable_outside_window == 0 else 1
 
 
 if __name__ == "__main__":
