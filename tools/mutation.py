@@ -1353,6 +1353,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the requests in flight are cut at once instead of being given --shutdown-timeout to finish",
     ),
     _m(
+        "forwarded-request-not-drained",
+        "gateway/_forward.py",
+        "            with connected.call():\n                return await request",
+        "            if connected:\n                return await request",
+        "tests/gateway/test_reload_drain.py::test_a_forwarded_prompt_in_flight_finishes_on_the_old_program",
+        "a forwarded prompts/get in flight is not counted, so a reload closes its connection under it",
+    ),
+    _m(
         "resumable-replays-another-session",
         "serving/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

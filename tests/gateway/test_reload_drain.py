@@ -44,6 +44,15 @@ async def work(n: int) -> str:
     return f"{version}:{n}"
 
 
+@server.prompt()
+async def brief(n: str) -> str:
+    \"\"\"A brief on n, written until released.\"\"\"
+    (release.parent / f"started-{version}-prompt{n}").touch()
+    while not release.exists():
+        await anyio.sleep(0.02)
+    return f"{version}:prompt{n}"
+
+
 server.run()
 """
 IN_FLIGHT = 20
@@ -137,5 +146,40 @@ async def test_a_call_that_outlasts_the_shutdown_timeout_fails_saying_it_may_hav
         (text,) = said
         assert text.startswith("error: "), text
         assert "did not finish within 2s (--shutdown-timeout); it may have run" in text, text
+    finally:
+        stop(proc)
+
+
+async def test_a_forwarded_prompt_in_flight_finishes_on_the_old_program(tmp_path: Path) -> None:
+    """A ``prompts/get`` forwarded to v1 when its entry changes is drained like a tool call: it comes back with
+    v1's text (before: "Connection closed"), and the reload goes on to v2."""
+    release, up_v1, up_v2 = tmp_path / "release", tmp_path / "up-v1", tmp_path / "up-v2"
+    up_v1.touch()
+    config = write_config(tmp_path / "mcp.json", "v1", release, up_v1)
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--shutdown-timeout", "120")
+    try:
+        async with Client(match["url"], cache=None) as client:
+            said: list[str] = []
+
+            async def brief() -> None:
+                prompt = await client.get_prompt("slow__brief", {"n": "7"})
+                said.extend(getattr(m.content, "text", "") for m in prompt.messages)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(brief)
+                await started(tmp_path, "v1", 1)
+                write_config(config, "v2", release, up_v2)
+                before = log.read_text()
+                await anyio.to_thread.run_sync(reloaded_soon, proc)
+                await anyio.to_thread.run_sync(
+                    lambda: wait_for_log(log, lambda t: "[slow] its entry changed" in t[len(before) :], "the switch")
+                )
+                up_v2.touch()
+                await anyio.to_thread.run_sync(lambda: wait_for_log(log, lambda t: "reloaded: 1 of 1" in t, "reload"))
+                release.touch()
+            assert said == ["v1:prompt7"], said
+            again = await client.get_prompt("slow__brief", {"n": "8"})
+            assert [getattr(m.content, "text", "") for m in again.messages] == ["v2:prompt8"]
     finally:
         stop(proc)

@@ -932,9 +932,13 @@ class ForwardedUpstreams:
 
     @staticmethod
     async def _upstream(connected: Connected, request: Awaitable[Any]) -> Any:
-        """The upstream's answer; its error passed on with its code, anything else as an internal error."""
+        """The upstream's answer; its error passed on with its code, anything else as an internal error.
+
+        Counted as a call in flight on ``connected``: a reload that replaces the upstream lets it finish
+        (within ``--shutdown-timeout``) before the old connection is closed, as it does a tool call."""
         try:
-            return await request
+            with connected.call():
+                return await request
         except MCPError as exc:
             raise MCPError(
                 code=exc.error.code, message=f"[{connected.label}] {shorten(exc.error.message, 600)}"
