@@ -1361,6 +1361,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a forwarded prompts/get in flight is not counted, so a reload closes its connection under it",
     ),
     _m(
+        "clock-need-not-leading",
+        "select/_query.py",
+        "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:5])",
+        "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:4])",
+        "tests/select/test_needs.py::test_in_a_small_catalog_the_clock_asked_about_puts_its_server_first",
+        "a question about the clock itself only gets the fifth place, like a date relative to today",
+    ),
+    _m(
         "resumable-replays-another-session",
         "serving/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",
@@ -1859,7 +1867,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "memory-need-not-leading",
         "select/_query.py",
-        "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:4])",
+        "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:5])",
         "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:3])",
         "tests/select/test_needs.py",
         "a fact to remember puts its server fifth, not first, in a small catalog",
@@ -1899,7 +1907,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "small-catalog-date-leads",
         "select/_query.py",
-        "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:4])",
+        "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:5])",
         "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS)",
         "tests/select/test_needs.py",
         "a date relative to today ('rain tomorrow') puts the clock server first in a small catalog",

@@ -21,6 +21,8 @@ from .conftest import CATALOG, _tool
 FILES_NEED = "read and write files in a local folder"
 TIME_NEED = "get the current date and time"
 MEMORY_NEED = "remember facts about people and things in a knowledge graph memory"
+CLOCK_NEED = "get the current time and date in a timezone"
+WEB_NEED = "fetch the content of a web page at a URL"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +60,27 @@ MEMORY_NEED = "remember facts about people and things in a knowledge graph memor
         ("forget it", []),  # not a fact to drop
         ("Remembrance Day parades in London", []),  # a word that starts alike
         ("a note on the scale of C major", []),
+        # the clock itself asked about (a leading need), not a date relative to today
+        ("what's today's date", [CLOCK_NEED]),
+        ("what day is it in Auckland", [CLOCK_NEED]),
+        ("what day of the week is it today", [CLOCK_NEED]),
+        ("is it morning in Sydney right now", [CLOCK_NEED]),
+        ("what's the time in Paris right now", [CLOCK_NEED]),
+        ("get the current time in a timezone", [CLOCK_NEED]),
+        ("set an alarm for 7am", []),  # a clock time to act at, not the clock asked about
+        ("create a calendar event for Monday at 10", []),
+        ("what time does the pharmacy close", []),
+        ("is it going to rain in Sydney", []),
+        ("what's the current price of bitcoin", []),
+        # a web page named without its URL
+        ("what does the python.org homepage say", [WEB_NEED]),
+        ("read the article at this link", [WEB_NEED]),
+        ("scrape the text of a website", [WEB_NEED]),
+        ("what's on the Hacker News front page right now", [WEB_NEED]),
+        ("open www.example.org", [WEB_NEED]),
+        ("summarize this YouTube video", []),
+        ("find papers on web agents", []),
+        ("post this on Twitter", []),
     ],
 )
 def test_implied_needs_are_found_by_general_rules(question: str, needs: list[str]) -> None:
@@ -163,6 +186,17 @@ def test_in_a_small_catalog_a_date_keeps_the_fifth_place() -> None:
     servers = [label for label, _ in ranker.rank(question).servers]
     assert plain.index("clock") > IMPLIED_SLOT
     assert servers.index("clock") == IMPLIED_SLOT, servers  # the clock is seldom what the question is for
+
+
+def test_in_a_small_catalog_the_clock_asked_about_puts_its_server_first() -> None:
+    """A question about the clock itself leads, where a date relative to today (above) only keeps the fifth place."""
+    cards = build_cards(parse_snapshot(_small_catalog(SMALL_CATALOG_SERVERS)))
+    ranker = Ranker(cards.cards, schemas=cards.tools)
+    question = "what day is it for the stock market analysts in Auckland"
+    assert ranker.rank(question, implied=False).servers[0][0] != "clock"
+    ranking = ranker.rank(question)
+    assert ranking.implied == [(CLOCK_NEED, "clock")]
+    assert ranking.servers[0][0] == "clock", ranking.servers
 
 
 def test_in_a_small_catalog_a_fact_to_remember_puts_the_memory_server_first() -> None:

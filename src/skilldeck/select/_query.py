@@ -85,7 +85,15 @@ ARITHMETIC = re.compile(
 such as 2024-05-01 or 5/1/2024 is not, nor "add 2 files to the commit")."""
 IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_LOCAL_FILE, "read and write files in a local folder"),
-    (re.compile(r"\bhttps?://\S+", re.IGNORECASE), "fetch the content of a web page at a URL"),
+    # a URL, a domain name, or a web page named as such ("the article at this link", "the homepage")
+    (
+        re.compile(
+            r"\bhttps?://\S+|\bwww\.\S+|\b[a-z0-9][a-z0-9-]*\.(?:com|org|net|io|dev|edu|gov)\b|"
+            r"\b(?:web ?pages?|web ?sites?|home ?page|front page|landing page|this link|that link|the link)\b",
+            re.IGNORECASE,
+        ),
+        "fetch the content of a web page at a URL",
+    ),
     (ARITHMETIC, "calculate a math expression"),
     (
         re.compile(
@@ -95,6 +103,16 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
             re.IGNORECASE,
         ),
         "remember facts about people and things in a knowledge graph memory",
+    ),
+    # the clock itself asked about: what time or day it is, today's date, whether it is morning there
+    (
+        re.compile(
+            r"\bwhat(?:'s| is) (?:the )?(?:time|date)\b|\bwhat (?:time|day)(?: of the week)? is it\b|"
+            r"\b(?:today'?s|the current|current) (?:date|time)\b|"
+            r"\bis it (?:morning|afternoon|evening|night|daytime|dark|late) (?:in|at|there|now|right now)\b",
+            re.IGNORECASE,
+        ),
+        "get the current time and date in a timezone",
     ),
     # a date relative to today: tomorrow, next Wednesday, the last 24h, three days ago, ...
     (
@@ -108,14 +126,16 @@ IMPLIED_NEEDS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 """Needs a question implies without naming them, each found by a rule (no model): a file it mentions
-(the work has to be read or saved somewhere), a URL, arithmetic, a fact to remember or recall about a
+(the work has to be read or saved somewhere), a URL (or a domain name, or a web page named as such:
+"the python.org homepage", "the article at this link"), arithmetic, a fact to remember or recall about a
 person or a thing ("remember that Alice likes tea", "what do you know about Bob": tools that keep
-such facts describe a "knowledge graph" and "entities", words a person never says), a date relative
+such facts describe a "knowledge graph" and "entities", words a person never says), the clock
+itself ("what's today's date", "what day is it in Auckland", "is it morning in Sydney"), a date relative
 to today (the work needs to know what day it is). Plain "today", "now", "current" and "latest" are left out: most
 questions that say them need fresh data, not the clock."""
-LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:4])
+LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:5])
 """The implied needs that name the very thing the question is about (a file, a URL, a sum, a fact to
-remember): in a small catalog their server goes first. A date relative to today ("rain tomorrow") does not: the clock is
+remember, the clock itself): in a small catalog their server goes first. A date relative to today ("rain tomorrow") does not: the clock is
 seldom what such a question is for."""
 IMPLIED_SLOT = 4
 """An implied need's best server is moved up to this index of the server list (the fifth place) when
