@@ -7,6 +7,8 @@
 * :mod:`~skilldeck.gateway._names` — upstream names by label (``LABEL__NAME``) or kept where they do not collide;
 * :mod:`~skilldeck.gateway._server` — the ``MCPServer`` and middleware that put it on the wire;
 * :mod:`~skilldeck.gateway._app` — following upstream changes and serving stdio or HTTP;
+* :mod:`~skilldeck.gateway._build` — the composition root: a host, a service, its policy check and its MCP
+  server, wired from typed options (:func:`build_gateway`);
 * :mod:`~skilldeck.gateway._metrics` — the gateway's Prometheus metrics (``--metrics``).
 
 Its other modules (private; a sibling package uses what ``__all__`` lists):
@@ -37,6 +39,7 @@ Its other modules (private; a sibling package uses what ``__all__`` lists):
 
 from skilldeck.gateway._activation import Activation, ActivationTable
 from skilldeck.gateway._app import follow_upstreams, run_gateway
+from skilldeck.gateway._build import Gateway, GatewayOptions, build_gateway
 from skilldeck.gateway._meta import META_OUTPUT_SCHEMAS, META_TOOLS
 from skilldeck.gateway._server import GatewayMiddleware, create_gateway
 from skilldeck.gateway._service import DecisionLog, GatewayService
@@ -47,8 +50,11 @@ __all__ = [
     "Activation",
     "ActivationTable",
     "DecisionLog",
+    "Gateway",
     "GatewayMiddleware",
+    "GatewayOptions",
     "GatewayService",
+    "build_gateway",
     "create_gateway",
     "follow_upstreams",
     "run_gateway",
