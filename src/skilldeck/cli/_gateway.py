@@ -225,7 +225,7 @@ async def upstream_names_lines(middleware: Any) -> list[str]:
     from skilldeck.gateway._names import tool_collisions
 
     listed: dict[str, list[str]] = {}
-    for record in middleware.service.host.tools():
+    for record in middleware.service.upstreams.tools():
         listed.setdefault(record.label, []).append(record.name)
     collisions = tool_collisions(listed, META)
     if middleware.forwarded is not None:

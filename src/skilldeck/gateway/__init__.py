@@ -20,6 +20,8 @@ Its other modules (private; a sibling package uses what ``__all__`` lists):
   :class:`~skilldeck.serving._console.ConsoleSource`.
 - ``_discovery``: The gateway's catalogs: what ``find`` offers beyond the configured upstreams, and what
   ``add`` starts.
+- ``_indexes``: Each audience's index of the catalog: the cards a caller may see, their ranker, and the gate
+  their tools pass.
 - ``_forward``: Resources, prompts and completions of the upstream servers, forwarded through the gateway by
   label.
 - ``_ledger_view``: What one gateway's configuration makes of the usage ledger's cards.
@@ -33,6 +35,8 @@ Its other modules (private; a sibling package uses what ``__all__`` lists):
   ``subscriptions/listen`` stream.
 - ``_shortlist``: The order of the cards ``find`` shows: what ties with the first card, then one card per
   server.
+- ``_usage``: The gateway's usage recording: successful uses go into the usage ledger, and each ranker reads
+  its audience's.
 - ``_upstreams``: The gateway's upstream calls: the :class:`~skilldeck.gateway._port.Upstreams` port over a
   connected host.
 """

@@ -172,6 +172,7 @@ class Gateway:
             self.service,
             server,
             self.middleware,
+            host=self.host,
             http=options.http,
             path=options.path,
             on_ready=on_ready,
@@ -251,6 +252,7 @@ async def build_gateway(
             metrics.observe(service)
         config = GatewayConfig(
             service,
+            host,
             list(options.specs),
             config_path=options.config_path,
             policy_path=options.policy_path,
@@ -264,6 +266,7 @@ async def build_gateway(
             report("warning", warning)
         server, middleware = create_gateway(
             service,
+            host=host,
             name=options.name,
             token_verifier=token_verifier,
             auth=auth,
