@@ -300,8 +300,18 @@ def test_the_gateway_decisions_reach_upstreams_only_through_their_port() -> None
     assert not {n for n in names if n.startswith(("mcp", "skilldeck.host._connect", "skilldeck.ask"))}, names
     tree = ast.parse((SRC / "gateway" / "_service.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
-            assert ast.unparse(node.value) != "self.host", (node.lineno, ast.unparse(node))
+        if isinstance(node, ast.Attribute):
+            assert ast.unparse(node) != "self.host", (node.lineno, ast.unparse(node))
+
+
+def test_no_adapter_reaches_the_host_through_the_gateway_service() -> None:
+    """The service carries its ``Upstreams`` port, not the host: what needs the host is given it."""
+    for path in [*(SRC / "gateway").glob("*.py"), *(SRC / "cli").glob("*.py"), *(SRC / "agents").glob("*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "host":
+                owner = ast.unparse(node.value)
+                assert not owner.endswith("service"), (path.name, node.lineno, ast.unparse(node))
 
 
 def test_host_never_imports_server_or_cli() -> None:

@@ -259,6 +259,6 @@ async def test_each_audience_gets_its_own_index_and_routes_whoever_asks_first(tm
                 "never listed a tool named 'search_jobs'",
             )
             assert not (await bob.call_tool("call", {"tool": "jobs/search_jobs", "arguments": {"query": "x"}})).is_error
-        assert len(gw.service._indexes) == 2
+        assert len(gw.service.indexes) == 2
     assert [p["name"] for p in tool_calls(gw.upstreams["files"])] == ["write_file"]
     assert [p["name"] for p in tool_calls(gw.upstreams["jobs"])] == ["search_jobs"]

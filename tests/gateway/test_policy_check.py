@@ -81,6 +81,7 @@ async def test_a_pending_upstream_relisted_by_the_watcher_is_checked_before_it_i
             gateway.service.policy = parse_policy(policy)
             config = GatewayConfig(
                 gateway.service,
+                gateway.host,
                 [],
                 config_path="mcp.json",
                 policy_path="policy.yaml",

@@ -401,7 +401,7 @@ def test_upstream_paths_that_would_leave_their_place_are_not_republished() -> No
 @pytest.mark.anyio
 async def test_verified_skills_held_between_reads_are_bounded(tmp_path: Path) -> None:
     async with gateway(tmp_path) as gw:
-        skills = RepublishedSkills(gw.service, max_held=2)
+        skills = RepublishedSkills(gw.service, gw.host, max_held=2)
         server: MCPServer[Any] = MCPServer("t", extensions=[skills.extension], middleware=[skills.middleware])
         async with connect(server, "auto") as wire:
             for entry in (await list_all(wire))[:5]:

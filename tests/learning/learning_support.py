@@ -35,7 +35,7 @@ class Learning:
     def history(self, caller: Caller | None = None) -> dict[str, list[str]]:
         """The past questions the caller's ranker reads once it took every history given (by card key)."""
         ranker = self.service.index_for(caller or Caller()).selector.ranker
-        assert self.service.history_settled(60), "the rankers did not take their history within 60 s"
+        assert self.service.usage.history_settled(60), "the rankers did not take their history within 60 s"
         return {ranker.cards[i].key: list(asked) for i, asked in ranker.history.questions.items()}
 
 

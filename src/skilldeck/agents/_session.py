@@ -103,7 +103,7 @@ class SkillSession:
 
     def active_tools(self) -> list[dict[str, Any]]:
         """The MCP ``Tool`` objects of :meth:`active`, named ``LABEL/TOOL``, schemas as the upstream listed them."""
-        listed = {(t.label, t.name): t.tool for t in self.service.host.tools()}
+        listed = {(t.label, t.name): t.tool for t in self.service.upstreams.tools()}
         tools = []
         for label, name in self.active():
             tool = listed.get((label, name))

@@ -24,7 +24,18 @@ from skilldeck.learning import MAX_AUDIENCES
 from skilldeck.learning._api import DEFAULT_LEDGER_TIMEOUT
 
 if TYPE_CHECKING:
-    from skilldeck.gateway._api import AnonymousLearning, GatewayMetrics
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+    from skilldeck.catalog import AddedServers
+    from skilldeck.cli._replicas import Replicas
+    from skilldeck.gateway import Gateway, GatewayOptions
+    from skilldeck.gateway._api import ActivationStore, AnonymousLearning, GatewayMetrics
+    from skilldeck.host import Host, ServerSpec
+    from skilldeck.host._api import CatalogChange
+    from skilldeck.learning import Learner
+    from skilldeck.select import Encoder
+    from skilldeck.serving._api import HttpLimits, Policy
 
 __all__ = ["add_gateway_command"]
 
@@ -210,7 +221,7 @@ async def upstream_names_lines(middleware: Any) -> list[str]:
     from skilldeck.gateway._api import META, tool_collisions
 
     listed: dict[str, list[str]] = {}
-    for record in middleware.service.host.tools():
+    for record in middleware.service.upstreams.tools():
         listed.setdefault(record.label, []).append(record.name)
     collisions = tool_collisions(listed, META)
     if middleware.forwarded is not None:
@@ -234,25 +245,47 @@ def anonymous_learning(args: argparse.Namespace) -> AnonymousLearning:
 
 
 def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
-    from skilldeck.catalog import AddedServers, find_runtimes
-    from skilldeck.gateway import DecisionLog, GatewayService, create_gateway, run_gateway
-    from skilldeck.gateway._api import Discovery, GatewayConfig, Source, audience_lines, flag_warnings
-    from skilldeck.host import Host, load_config
-    from skilldeck.host._api import Backoff, CatalogChange, skilldeck_home
-    from skilldeck.learning import Learner
-    from skilldeck.serving._api import (
-        collect_less_often,
-        configure_from_environment,
-        drop_idle_tracing,
-        event_loop_options,
-        freeze_startup_heap,
-        honour_http_trace_context,
-        load_policy,
-    )
+    from skilldeck.catalog import AddedServers
+    from skilldeck.host._api import skilldeck_home
+    from skilldeck.serving._api import event_loop_options, load_policy
 
     with_console = console_wanted(args)  # a flag that cannot work is said before anything is read
     home = skilldeck_home()
     added = AddedServers(home)
+    specs = _specs(args, added, err)
+    policy = load_policy(args.policy) if args.policy else None
+    verifier, auth = serve_auth(args)
+    # Replicas share activations and the request-state key; each follows its upstreams itself, so
+    # upstream changes reach its own listeners without a shared bus (see docs/deploy.md).
+    replicas = replica_setup(args.redis, args.name, bus=False)
+    for warning in serve_warnings(args, gateway=True):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
+    listener, metrics = MetricsListener.from_args(args, _gateway_metrics)
+    options = gateway_options(
+        args,
+        specs,
+        policy=policy,
+        encoder=encoder,
+        home=home,
+        added=added,
+        limits=listener.limits(http_limits(args)),
+        console=with_console,
+    )
+    run = _GatewayRun(args, err, options, replicas, listener, metrics, (verifier, auth))
+    with sdk_logs_in_one_line():
+        anyio.run(run.main, backend_options=event_loop_options())
+    return run.code
+
+
+def _specs(args: argparse.Namespace, added: AddedServers, err: Console) -> list[ServerSpec]:
+    """The upstreams of ``--config`` and the servers a person added (the config's entry wins a label in both).
+
+    Raises:
+        ConfigError: no server at all, or flags no such gateway can meet.
+    """
+    from skilldeck.host import load_config
+
     specs = load_config(args.config, timeout=args.timeout)
     configured = {spec.label for spec in specs}
     for spec in added.specs(timeout=args.timeout):  # servers a person added from a catalog
@@ -274,24 +307,85 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         )
     if not 0 < args.ledger_timeout <= 60:
         raise ConfigError(f"--ledger-timeout {args.ledger_timeout:g}: give a number of seconds above 0 and at most 60")
-    policy = load_policy(args.policy) if args.policy else None
-    verifier, auth = serve_auth(args)
-    # Replicas share activations and the request-state key; each follows its upstreams itself, so
-    # upstream changes reach its own listeners without a shared bus (see docs/deploy.md).
-    replicas = replica_setup(args.redis, args.name, bus=False)
-    for warning in serve_warnings(args, gateway=True):
-        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
-    encoder = encoder_from_flags(args, err)  # `find` ranks as `skilldeck select` does, unless --lexical
-    listener, metrics = MetricsListener.from_args(args, _gateway_metrics)
+    return specs
 
-    def report(level: str, text: str) -> None:
+
+def gateway_options(
+    args: argparse.Namespace,
+    specs: Sequence[ServerSpec],
+    *,
+    policy: Policy | None,
+    encoder: Encoder | None,
+    home: Path,
+    added: AddedServers,
+    limits: HttpLimits,
+    console: bool,
+) -> GatewayOptions:
+    """The gateway ``args`` ask for, as :func:`~skilldeck.gateway.build_gateway` takes it."""
+    from skilldeck.gateway import GatewayOptions
+    from skilldeck.gateway._api import Source
+
+    catalogs = [Source(url, "registry") for url in args.registry] + [Source(p, "file") for p in args.registry_file]
+    return GatewayOptions(
+        tuple(specs),
+        args.config,
+        policy=policy,
+        policy_path=args.policy,
+        name=args.name,
+        names=args.names,
+        grants=tuple(args.grant),
+        pinned=tuple(args.pin),
+        log_path=args.log,
+        timeout=args.timeout,
+        allow_dynamic=args.allow_dynamic,
+        budget_window=args.budget_window,
+        encoder=encoder,
+        cache_dir=vector_cache_dir(args) if encoder is not None else None,
+        anonymous=anonymous_learning(args),
+        explain_hidden=args.http is None,  # on stdio the one caller wrote the policy: say what it hides
+        catalogs=() if args.check else tuple(catalogs),  # --check answers no client: no catalog is read
+        catalog_refresh=args.registry_refresh,
+        home=home,
+        added=added,
+        drain=args.shutdown_timeout,
+        http=args.http,
+        path=args.path,
+        max_sessions=args.max_sessions,
+        session_idle_timeout=args.session_idle_timeout,
+        limits=limits,
+        watch_config=args.watch_config,
+        ready_upstreams=args.ready_upstreams,
+        console=console,
+    )
+
+
+class _GatewayRun:
+    """One run of ``skilldeck gateway``: the stores it opens, the gateway it builds, and what it prints."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        err: Console,
+        options: GatewayOptions,
+        replicas: Replicas,
+        listener: MetricsListener,
+        metrics: GatewayMetrics | None,
+        auth: tuple[Any, Any],
+    ) -> None:
+        self.args, self.err, self.options = args, err, options
+        self.replicas, self.listener, self.metrics, self.auth = replicas, listener, metrics, auth
+        self.json_lines = args.log_format == "json"
+        self.code = ExitCode.OK
+
+    def report(self, level: str, text: str) -> None:
         heading = {"error": "[red]error:[/] ", "warning": "[yellow]warning:[/] "}.get(level, "")
-        err.print(f"{heading}{escape(text)}", highlight=False, soft_wrap=True)
+        self.err.print(f"{heading}{escape(text)}", highlight=False, soft_wrap=True)
 
-    json_lines = args.log_format == "json"
+    async def main(self) -> None:
+        from skilldeck.learning import Learner
 
-    async def main() -> None:
-        if json_lines:
+        args, replicas = self.args, self.replicas
+        if self.json_lines:
             json_log_output()  # the handlers sdk_logs_in_one_line installed; uvicorn's are added once it is up
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(replicas.keys_in_step())
@@ -309,169 +403,99 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
                 try:
                     learning = Learner(await stack.enter_async_context(ledger))
                 except ConfigError as exc:  # learning is optional: every upstream is served without it
-                    report("warning", f"serving without learning from use: {exc}")
-            await listener.beside(
-                lambda: serve(shared, learning), on_ready=lambda url: err.print(f"metrics at {url}", highlight=False)
+                    self.report("warning", f"serving without learning from use: {exc}")
+            await self.listener.beside(
+                lambda: self.serve(shared, learning),
+                on_ready=lambda url: self.err.print(f"metrics at {url}", highlight=False),
             )
 
-    code = ExitCode.OK
+    async def serve(self, shared: ActivationStore | None, learning: Learner | None) -> None:
+        from skilldeck.gateway import build_gateway
+        from skilldeck.gateway._api import audience_lines
 
-    async def serve(shared: Any, learning: Any) -> None:
-        nonlocal code
+        verifier, auth = self.auth
+        async with build_gateway(
+            self.options,
+            report=self.report,
+            learning=learning,
+            shared=shared,
+            metrics=self.metrics,
+            token_verifier=verifier,
+            auth=auth,
+            request_state_keys=self.replicas.state_keys,
+            request_state_codec=self.replicas.ring,
+            on_transition=self.on_transition,
+            on_connected=self.on_connected,
+        ) as gateway:
+            if self.args.check:
+                for line in audience_lines(gateway.service):
+                    print(line)
+                self.code = ExitCode.UNREACHABLE if gateway.host.failures else ExitCode.OK
+                return
+            if self.options.names == "upstream":
+                for line in await upstream_names_lines(gateway.middleware):
+                    self.report("info", line)
+            await gateway.serve(
+                on_ready=self.ready_line(gateway),
+                on_change=lambda change: self.on_change(gateway.host, change),
+                on_stopped=lambda report: self.err.print(f"skilldeck gateway: {report.line()}", highlight=False),
+            )
 
-        def on_change(change: CatalogChange) -> None:
-            if metrics is not None:
-                metrics.changed(change)
-            if "reconnected" in change.reasons and change.tools is not None:
-                skills = len([r for r in host.skills if r.label == change.label])
-                tools = len(change.tools)
-                what = counted(tools, "tool") + (f", {counted(skills, 'skill')}" if skills else "")
-                err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
-                return
-            if {"down", "reconnected", "removed"} & change.reasons:  # told when it happened (a transition, a reload)
-                return
+    def on_connected(self, host: Host) -> None:
+        """Every upstream was tried: say which are unavailable, and which speak 2025-11-25 only."""
+        err = self.err
+        for label, failure in sorted(host.failures.items()):
             err.print(
-                f"\\[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+                f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.describe())}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        for label in sorted(host.sessions):
+            if host.rejected_probe(label):  # its stderr trace of the probe is not shown
+                err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
+
+    def on_transition(self, label: str, text: str) -> None:
+        # a warning (its colour is the level of its --log-format json line)
+        self.err.print(f"[yellow]\\[{escape(label)}] {escape(text)}[/]", highlight=False, soft_wrap=True)
+
+    def on_change(self, host: Host, change: CatalogChange) -> None:
+        err = self.err
+        if "reconnected" in change.reasons and change.tools is not None:
+            skills = len([r for r in host.skills if r.label == change.label])
+            tools = len(change.tools)
+            what = counted(tools, "tool") + (f", {counted(skills, 'skill')}" if skills else "")
+            err.print(f"\\[{escape(change.label)}] back: {what}", highlight=False)
+            return
+        if {"down", "reconnected", "removed"} & change.reasons:  # told when it happened (a transition, a reload)
+            return
+        err.print(
+            f"\\[{escape(change.label)}] changed: re-listed ({', '.join(sorted(change.reasons)) or 'requested'})",
+            highlight=False,
+        )
+
+    def ready_line(self, gateway: Gateway) -> Callable[[str], None]:
+        """What is said once the gateway serves: its upstreams, where, what the policy hides, the console."""
+        host, specs, err, replicas = gateway.host, self.options.specs, self.err, self.replicas
+        skills, tools = len(host.skills), len(host.tools())
+        up = len(specs) - len(host.failures)
+        hides = _policy_hides(gateway.service, self.options.policy)
+        json_lines, console = self.json_lines, gateway.console
+
+        def on_ready(where: str) -> None:
+            bound_log_output(json_lines=json_lines)  # what an outsider's requests make the gateway log is bounded
+            err.print(
+                f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
+                f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",
                 highlight=False,
             )
+            if hides:
+                err.print(escape(hides), highlight=False, soft_wrap=True)
+            if console is not None:
+                from skilldeck.serving._api import console_url
 
-        def on_transition(label: str, text: str) -> None:
-            # a warning (its colour is the level of its --log-format json line)
-            err.print(f"[yellow]\\[{escape(label)}] {escape(text)}[/]", highlight=False, soft_wrap=True)
+                err.print(f"console at {console_url(where)}", highlight=False)
 
-        async with Host(
-            specs,
-            allow_dynamic=args.allow_dynamic,
-            budget_window=args.budget_window,
-            server_requests=True,
-            restart=Backoff(),
-            on_transition=on_transition,
-        ) as host:
-            for label, failure in sorted(host.failures.items()):
-                err.print(
-                    f"[yellow]unavailable[/] \\[{escape(label)}] {escape(failure.describe())}",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-            for label in sorted(host.sessions):
-                if host.rejected_probe(label):  # its stderr trace of the probe is not shown
-                    err.print(f"\\[{escape(label)}] speaks 2025-11-25 only", highlight=False)
-            service = GatewayService(
-                host,
-                policy=policy,
-                grants=args.grant,
-                pinned=args.pin,
-                log=DecisionLog(args.log, keep=10_000),
-                shared=shared,
-                encoder=encoder,
-                cache_dir=vector_cache_dir(args) if encoder is not None else None,
-                learning=learning,
-                anonymous=anonymous_learning(args),
-                explain_hidden=args.http is None,  # on stdio the one caller wrote the policy: say what it hides
-            )
-            if metrics is not None:
-                metrics.observe(service)
-            config = GatewayConfig(
-                service,
-                specs,
-                config_path=args.config,
-                policy_path=args.policy,
-                timeout=args.timeout,
-                report=report,
-                added=added,
-                drain=args.shutdown_timeout,
-            )
-            await config.check()  # a policy id that matches nothing stops the gateway here
-            for warning in flag_warnings(args.pin, args.grant, host, [s.label for s in specs]):
-                report("warning", warning)
-            if args.check:
-                for line in audience_lines(service):
-                    print(line)
-                code = ExitCode.UNREACHABLE if host.failures else ExitCode.OK
-                return
-            server, middleware = create_gateway(
-                service,
-                name=args.name,
-                token_verifier=verifier,
-                auth=auth,
-                request_state_keys=replicas.state_keys,
-                request_state_codec=replicas.ring,
-                names=args.names,
-            )
-            if args.registry or args.registry_file:  # none by default: no network by surprise
-                discovery = Discovery(
-                    [Source(url, "registry") for url in args.registry]
-                    + [Source(path, "file") for path in args.registry_file],
-                    service=service,
-                    home=home,
-                    runtimes=find_runtimes(home),
-                    report=report,
-                    refresh_every=args.registry_refresh,
-                )
-                await discovery.load()
-                middleware.discover(discovery)
-            configure_from_environment("skilldeck-gateway")  # OTEL_* asking for traces installs a provider first
-            if args.names == "upstream":
-                for line in await upstream_names_lines(middleware):
-                    report("info", line)
-            drop_idle_tracing(server)  # the SDK's per-request span records nothing without a tracer provider
-            console, on_upstream_change = None, on_change
-            if with_console:
-                from skilldeck.gateway._api import GatewayConsole
-                from skilldeck.serving._api import Console as ConsolePage
-
-                page = GatewayConsole(service, title=args.name)
-                console = ConsolePage(page, verifier, host=args.http[0])
-
-                def on_upstream_change(change: CatalogChange) -> None:
-                    page.changed(change)
-                    on_change(change)
-
-            honour_http_trace_context(server)  # with a provider: a traceparent header continues the caller's trace
-            if metrics is not None:
-                metrics.instrument(server)
-            skills, tools = len(host.skills), len(host.tools())
-            up = len(specs) - len(host.failures)
-            hides = _policy_hides(service, policy)
-
-            def on_ready(where: str) -> None:
-                bound_log_output(json_lines=json_lines)  # what an outsider's requests make the gateway log is bounded
-                err.print(
-                    f"skilldeck gateway: {up} of {len(specs)} servers ({skills} skills, {tools} tools) "
-                    f"{'over stdio' if where == 'stdio' else 'at ' + where}{replicas.start_note()}",
-                    highlight=False,
-                )
-                if hides:
-                    err.print(escape(hides), highlight=False, soft_wrap=True)
-                if console is not None:
-                    from skilldeck.serving._api import console_url
-
-                    err.print(f"console at {console_url(where)}", highlight=False)
-
-            if args.http is not None:  # a long-running server: its full collections were its longest stalls
-                freeze_startup_heap()  # the host, the service and the modules stay out of the collector's passes
-                collect_less_often()  # and the requests' short-lived objects stop setting off a full pass every few s
-            await run_gateway(
-                service,
-                server,
-                middleware,
-                http=args.http,
-                path=args.path,
-                on_ready=on_ready,
-                on_change=on_upstream_change,
-                max_sessions=args.max_sessions,
-                session_idle_timeout=args.session_idle_timeout,
-                limits=listener.limits(http_limits(args)),
-                config=config,
-                watch_config=args.watch_config,
-                on_stopped=lambda report: err.print(f"skilldeck gateway: {report.line()}", highlight=False),
-                ready_upstreams=args.ready_upstreams,
-                console=console,
-            )
-
-    with sdk_logs_in_one_line():
-        anyio.run(main, backend_options=event_loop_options())
-    return code
+        return on_ready
 
 
 def _policy_hides(service: Any, policy: Any) -> str:

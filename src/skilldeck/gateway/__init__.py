@@ -7,6 +7,8 @@
 * :mod:`~skilldeck.gateway._names` — upstream names by label (``LABEL__NAME``) or kept where they do not collide;
 * :mod:`~skilldeck.gateway._server` — the ``MCPServer`` and middleware that put it on the wire;
 * :mod:`~skilldeck.gateway._app` — following upstream changes and serving stdio or HTTP;
+* :mod:`~skilldeck.gateway._build` — the composition root: a host, a service, its policy check and its MCP
+  server, wired from typed options (:func:`build_gateway`);
 * :mod:`~skilldeck.gateway._metrics` — the gateway's Prometheus metrics (``--metrics``).
 
 Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
@@ -19,6 +21,8 @@ Its other modules (private; a sibling package uses what ``__all__`` and ``_api``
   :class:`~skilldeck.serving._console.ConsoleSource`.
 - ``_discovery``: The gateway's catalogs: what ``find`` offers beyond the configured upstreams, and what
   ``add`` starts.
+- ``_indexes``: Each audience's index of the catalog: the cards a caller may see, their ranker, and the gate
+  their tools pass.
 - ``_forward``: Resources, prompts and completions of the upstream servers, forwarded through the gateway by
   label.
 - ``_ledger_view``: What one gateway's configuration makes of the usage ledger's cards.
@@ -32,12 +36,15 @@ Its other modules (private; a sibling package uses what ``__all__`` and ``_api``
   ``subscriptions/listen`` stream.
 - ``_shortlist``: The order of the cards ``find`` shows: what ties with the first card, then one card per
   server.
+- ``_usage``: The gateway's usage recording: successful uses go into the usage ledger, and each ranker reads
+  its audience's.
 - ``_upstreams``: The gateway's upstream calls: the :class:`~skilldeck.gateway._port.Upstreams` port over a
   connected host.
 """
 
 from skilldeck.gateway._activation import Activation, ActivationTable
 from skilldeck.gateway._app import follow_upstreams, run_gateway
+from skilldeck.gateway._build import Gateway, GatewayOptions, build_gateway
 from skilldeck.gateway._meta import META_OUTPUT_SCHEMAS, META_TOOLS
 from skilldeck.gateway._server import GatewayMiddleware, create_gateway
 from skilldeck.gateway._service import DecisionLog, GatewayService
@@ -48,8 +55,11 @@ __all__ = [
     "Activation",
     "ActivationTable",
     "DecisionLog",
+    "Gateway",
     "GatewayMiddleware",
+    "GatewayOptions",
     "GatewayService",
+    "build_gateway",
     "create_gateway",
     "follow_upstreams",
     "run_gateway",

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING
 from skilldeck._faces import lazy_names
 
 if TYPE_CHECKING:
-    from skilldeck.gateway._activation import client_key
-    from skilldeck.gateway._audiences import audience_lines, flag_warnings
-    from skilldeck.gateway._console import GatewayConsole
-    from skilldeck.gateway._discovery import Discovery, Source
+    from skilldeck.gateway._activation import ActivationStore, client_key
+    from skilldeck.gateway._audiences import audience_lines
+    from skilldeck.gateway._discovery import Source
     from skilldeck.gateway._meta import (
         FIND,
         MAX_FIND_LIMIT,
@@ -24,18 +23,14 @@ if TYPE_CHECKING:
     from skilldeck.gateway._metrics import GatewayMetrics
     from skilldeck.gateway._names import tool_collisions
     from skilldeck.gateway._redis_store import RedisActivationStore
-    from skilldeck.gateway._reload import GatewayConfig
     from skilldeck.gateway._service import AnonymousLearning
 
 _WHERE = {
+    "ActivationStore": "skilldeck.gateway._activation",
     "AnonymousLearning": "skilldeck.gateway._service",
     "audience_lines": "skilldeck.gateway._audiences",
     "client_key": "skilldeck.gateway._activation",
-    "Discovery": "skilldeck.gateway._discovery",
     "FIND": "skilldeck.gateway._meta",
-    "flag_warnings": "skilldeck.gateway._audiences",
-    "GatewayConfig": "skilldeck.gateway._reload",
-    "GatewayConsole": "skilldeck.gateway._console",
     "GatewayMetrics": "skilldeck.gateway._metrics",
     "MAX_FIND_LIMIT": "skilldeck.gateway._meta",
     "MAX_ID_CHARS": "skilldeck.gateway._meta",
@@ -58,16 +53,13 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "META",
     "READ_SKILL_FILE",
+    "ActivationStore",
     "AnonymousLearning",
-    "Discovery",
-    "GatewayConfig",
-    "GatewayConsole",
     "GatewayMetrics",
     "RedisActivationStore",
     "Source",
     "audience_lines",
     "client_key",
-    "flag_warnings",
     "tool_collisions",
 ]
 

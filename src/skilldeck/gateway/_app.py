@@ -30,6 +30,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
 
 from skilldeck.gateway._discovery import Discovery
+from skilldeck.gateway._port import Upstreams
 from skilldeck.gateway._reload import GatewayConfig
 from skilldeck.gateway._server import GatewayMiddleware
 from skilldeck.gateway._service import GatewayService
@@ -88,13 +89,13 @@ def follow_upstreams(
     return changed
 
 
-def upstreams_up(host: Host) -> tuple[int, int]:
-    """How many of the host's upstreams are up now, and how many it is configured with: (up, of).
+def upstreams_up(upstreams: Upstreams) -> tuple[int, int]:
+    """How many of the upstreams are up now, and how many the gateway is configured with: (up, of).
 
-    The one place readiness asks the host who is up, so it follows however the host tracks it.
+    The one place readiness asks who is up, so it follows however the host tracks it.
     """
-    connected, specs = host.sessions, host.specs
-    return sum(1 for spec in specs if spec.label in connected), len(specs)
+    connected, configured = upstreams.connected, upstreams.configured
+    return sum(1 for label in configured if label in connected), len(configured)
 
 
 def gateway_readiness(service: GatewayService, minimum: int) -> Callable[[], Readiness]:
@@ -105,7 +106,7 @@ def gateway_readiness(service: GatewayService, minimum: int) -> Callable[[], Rea
     """
 
     def readiness() -> Readiness:
-        up, of = upstreams_up(service.host)
+        up, of = upstreams_up(service.upstreams)
         cards = len(service.index_for(Caller()).cards.cards)
         detail = {"upstreams": {"up": up, "of": of, "minimum": minimum}, "index": {"cards": cards}}
         return Readiness(up >= minimum, detail)
@@ -118,6 +119,7 @@ async def run_gateway(
     server: MCPServer[Any],
     middleware: GatewayMiddleware,
     *,
+    host: Host,
     http: tuple[str, int] | None = None,
     path: str = "/mcp",
     on_ready: Callable[[str], None] | None = None,
@@ -131,16 +133,16 @@ async def run_gateway(
     ready_upstreams: int = 1,
     console: Console | None = None,
 ) -> None:
-    """Serve the gateway (its host already entered) until stdin closes, the task is cancelled or, over HTTP,
+    """Serve the gateway (``host``, the one its upstreams run on, already entered) until stdin closes, the task is cancelled or, over HTTP,
     the process is stopped (SIGTERM: see :func:`~skilldeck.serving._runner.run_http`; ``on_stopped`` hears how).
 
     Over HTTP, ``GET /readyz`` answers ready while at least ``ready_upstreams`` upstreams are up
     (:func:`gateway_readiness`), and a ``console`` answers ``/console`` (:mod:`skilldeck.serving._console`)."""
     admit = config.admit if config is not None else None
     changed = follow_upstreams(service, middleware, on_change, admit)
-    async with service.host.watch(on_change=changed) as watcher, anyio.create_task_group() as tg:
+    async with host.watch(on_change=changed) as watcher, anyio.create_task_group() as tg:
         if middleware.discovery is not None:
-            _start_added_servers(middleware.discovery, watcher, changed, config)
+            _start_added_servers(middleware.discovery, host, watcher, changed, config)
             tg.start_soon(middleware.discovery.run)
         if config is not None:
 
@@ -164,7 +166,11 @@ async def run_gateway(
 
 
 def _start_added_servers(
-    discovery: Discovery, watcher: HostWatcher, changed: Callable[[CatalogChange], Any], config: GatewayConfig | None
+    discovery: Discovery,
+    host: Host,
+    watcher: HostWatcher,
+    changed: Callable[[CatalogChange], Any],
+    config: GatewayConfig | None,
 ) -> None:
     """Give ``discovery`` the running gateway's way of starting a server a person added (and of stopping it).
 
@@ -172,7 +178,6 @@ def _start_added_servers(
     listed into the gateway (``changed``, with the reason ``added``: every client of both eras is told),
     and known to the config, so a reload keeps it.
     """
-    host = discovery.service.host
 
     async def start(spec: ServerSpec) -> str | None:
         if not await host.add_server(spec):

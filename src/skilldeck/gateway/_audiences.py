@@ -61,7 +61,7 @@ def identities(policy: Policy | None) -> list[tuple[str, Caller]]:
 
 def audience_lines(service: GatewayService) -> list[str]:
     """Per identity, the skills and tools of each connected upstream it would be offered."""
-    labels = sorted(service.host.sessions)
+    labels = sorted(service.upstreams.connected)
     lines = []
     for name, caller in identities(service.policy):
         cards = service.index_for(caller).cards.cards
@@ -69,7 +69,7 @@ def audience_lines(service: GatewayService) -> list[str]:
         tools = Counter(c.server for c in cards if c.kind == "tool")
         counts = "; ".join(f"{label}: {skills[label]} skills, {tools[label]} tools" for label in labels)
         lines.append(f"{name}: {counts or 'no upstream connected'}")
-    for label, failure in sorted(service.host.failures.items()):
+    for label, failure in sorted(service.upstreams.failures.items()):
         lines.append(f"unavailable [{label}]: {failure.reason}")
     return lines
 

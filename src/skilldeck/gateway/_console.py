@@ -60,7 +60,7 @@ class GatewayConsole:
             if record is None:
                 continue
             per_label[card.server] = per_label.get(card.server, 0) + 1
-            skills.append(SkillRow.of(service.card_id(card), record.entry))
+            skills.append(SkillRow.of(service.indexes.card_id(card), record.entry))
         tools = [
             ToolRow(tool_id(label, name), str(tool.get("description") or ""), _schema(tool))
             for label, listed in sorted(index.cards.tools.items())
@@ -68,8 +68,7 @@ class GatewayConsole:
         ]
         rows = []
         failures = upstreams.failures
-        for spec in service.host.specs:
-            label = spec.label
+        for label in upstreams.configured:
             listed = len(index.cards.tools.get(label, {}))
             if service.policy is not None and not listed and not per_label.get(label):
                 continue  # nothing of it is this caller's to see
@@ -77,7 +76,7 @@ class GatewayConsole:
             rows.append(
                 UpstreamRow(
                     label,
-                    failure is None and label in service.host.sessions,
+                    failure is None and label in upstreams.connected,
                     listed,
                     per_label.get(label, 0),
                     self._changes.get(label),

@@ -338,7 +338,7 @@ class Discovery:
 
     def _label_free(self, launch: Launch) -> None:
         label = launch.label
-        if any(spec.label == label for spec in self.service.host.specs):
+        if label in self.service.upstreams.configured:
             raise AddRefused(
                 f"the label {label!r} is taken by another upstream; a person can add {launch.entry.name} under "
                 f"another label: {cli_command(launch.entry)} --label OTHER",

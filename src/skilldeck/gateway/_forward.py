@@ -88,7 +88,7 @@ from skilldeck.gateway._names import Naming, UpstreamNames
 from skilldeck.gateway._resource_listen import UpstreamResourceListen
 from skilldeck.gateway._service import GatewayService
 from skilldeck.gateway._upstreams import ORIGIN_META, with_origin
-from skilldeck.host import Connected
+from skilldeck.host import Connected, Host
 from skilldeck.host._api import on_behalf_of
 from skilldeck.serving._api import Caller, LegacyConnections, caller_of
 from skilldeck.skill import SCHEME as SKILL_SCHEME
@@ -264,7 +264,8 @@ class ForwardedUpstreams:
     """The gateway's forwarding of upstream resources, prompts and completions (see the module docs).
 
     Args:
-        service: the gateway service (its host, its policy).
+        service: the gateway service (its policy).
+        host: the host the upstreams run on (their sessions).
         subscriptions: the ``subscriptions/listen`` bus the gateway serves.
         skills_republished: whether ``skill://`` is the re-published skills' (upstream ``skill://``
             resources are then left out).
@@ -276,6 +277,7 @@ class ForwardedUpstreams:
     def __init__(
         self,
         service: GatewayService,
+        host: Host,
         subscriptions: SubscriptionBus,
         *,
         skills_republished: bool = True,
@@ -283,6 +285,7 @@ class ForwardedUpstreams:
         names: Naming = "label",
     ) -> None:
         self.service = service
+        self.host = host
         self.names = names
         self._snapshot: UpstreamNames | None = None
         """Under ``--names upstream``: who lists what, as of :attr:`_snapshot_of` (rebuilt when that changes)."""
@@ -315,14 +318,14 @@ class ForwardedUpstreams:
         return rule is None or rule.admits(caller)
 
     def _connected(self, label: str) -> Connected:
-        connected = self.service.host.sessions.get(label)
+        connected = self.host.sessions.get(label)
         if connected is None:
             raise _invalid(f"no upstream server {shorten(label)!r} is connected; list again")
         return connected
 
     def _labels(self, kind: str) -> list[str]:
         """Connected upstreams, in label order, that declare ``kind`` (``prompts``, ``resources``)."""
-        connected = self.service.host.sessions
+        connected = self.host.sessions
         return sorted(
             label
             for label, c in connected.items()
@@ -344,7 +347,7 @@ class ForwardedUpstreams:
         """
         if self.names != "upstream":
             return None
-        sessions = self.service.host.sessions
+        sessions = self.host.sessions
         key = tuple(sorted((label, id(connected)) for label, connected in sessions.items()))
         if self._snapshot is not None and self._snapshot_of == key:
             return self._snapshot
@@ -368,7 +371,7 @@ class ForwardedUpstreams:
 
     async def _every_page(self, connected: Connected, method: str) -> list[Any]:
         items, cursor = await fetch_page(connected, method, None)
-        for _ in range(self.service.host.limits.max_pages - 1):
+        for _ in range(self.host.limits.max_pages - 1):
             if not cursor or len(cursor) > MAX_CURSOR_CHARS:
                 break
             more, cursor = await fetch_page(connected, method, cursor)
@@ -459,12 +462,12 @@ class ForwardedUpstreams:
             index = next((i for i, known in enumerate(labels) if known >= label), len(labels))
             if index < len(labels) and labels[index] != label:
                 upstream_cursor, page = None, 0  # that upstream is gone: go on with the next one
-        limits = self.service.host.limits
+        limits = self.host.limits
         cache = {"ttlMs": 0, "cacheScope": "private"}
         fetched = 0
         while index < len(labels):
             label = labels[index]
-            connected = self.service.host.sessions.get(label)
+            connected = self.host.sessions.get(label)
             if connected is None:  # gone while an earlier upstream was asked
                 index, upstream_cursor, page = index + 1, None, 0
                 continue
@@ -770,7 +773,7 @@ class ForwardedUpstreams:
         if listen is None or listen.connected is not connected:
             if listen is not None:
                 listen.close()  # the session it listened on is gone
-            listen = UpstreamResourceListen(connected, self.service.host.start_soon, self._updated)
+            listen = UpstreamResourceListen(connected, self.host.start_soon, self._updated)
             self._streams[connected.label] = listen
         return listen
 
@@ -802,7 +805,7 @@ class ForwardedUpstreams:
                 released.setdefault(key[0], []).append(key[1])
         for label, uris in released.items():
             listen = self._streams.get(label)
-            connected = self.service.host.sessions.get(label)
+            connected = self.host.sessions.get(label)
             try:
                 if listen is not None and listen.wanted & set(uris):
                     listen.wanted -= set(uris)
@@ -825,7 +828,7 @@ class ForwardedUpstreams:
                 emptied.append(key)
         if emptied:
             with contextlib.suppress(RuntimeError):  # RuntimeError: the upstream connections are closed
-                self.service.host.start_soon(self._release, emptied)
+                self.host.start_soon(self._release, emptied)
 
     async def _listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open.
@@ -872,14 +875,14 @@ class ForwardedUpstreams:
 
     def _listen_upstreams(self) -> None:
         if not self._listening:
-            self.service.host.add_message_listener(self._upstream_message)
+            self.host.add_message_listener(self._upstream_message)
             self._listening = True
 
     async def _upstream_message(self, label: str, message: Any) -> None:
         """A 2025-11-25 upstream's ``notifications/resources/updated`` (a 2026-07-28 one's come on its listen stream)."""
         if not isinstance(message, ResourceUpdatedNotification):
             return
-        connected = self.service.host.sessions.get(label)
+        connected = self.host.sessions.get(label)
         if connected is None or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         await self._updated(label, str(message.params.uri))

@@ -177,7 +177,8 @@ class GatewayMetrics(ServingMetrics):
         service = self._service
         if service is None:
             return
-        host = service.host
+        upstreams = service.upstreams
+        connected = upstreams.connected
         up = GaugeMetricFamily("skilldeck_upstream_up", "1 while the upstream is connected", labels=["upstream"])
         restarts = CounterMetricFamily(
             "skilldeck_upstream_restarts", "times the upstream came back after it was lost", labels=["upstream"]
@@ -187,15 +188,15 @@ class GatewayMetrics(ServingMetrics):
             "when the upstream last changed (re-listed, lost, back), Unix time; 0: not since the start",
             labels=["upstream"],
         )
-        for spec in host.specs:
-            up.add_metric([spec.label], int(spec.label in host.sessions))
-            restarts.add_metric([spec.label], self._restarts[spec.label])
-            changed.add_metric([spec.label], self._changed.get(spec.label, 0.0))
+        for label in upstreams.configured:
+            up.add_metric([label], int(label in connected))
+            restarts.add_metric([label], self._restarts[label])
+            changed.add_metric([label], self._changed.get(label, 0.0))
         yield up
         yield restarts
         yield changed
         yield gauge("skilldeck_activations", "clients whose loaded skills and tools are held", len(service.activations))
-        held, done, total = service.index_progress()
+        held, done, total = service.indexes.index_progress()
         yield gauge("skilldeck_index_vectors_encoded", "card vectors of the selection indexes encoded", done)
         yield gauge("skilldeck_index_vectors", "card vectors the selection indexes need", total)
         yield gauge("skilldeck_indexes", "selection indexes held (one per audience and set of upstreams up)", held)

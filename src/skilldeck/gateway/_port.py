@@ -10,14 +10,14 @@ connected :class:`~skilldeck.host.Host` and the SDK's clients.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp.shared.dispatcher import ProgressFnT
 
 from skilldeck.gateway._relay import CallRelay, LogSink
-from skilldeck.host import LoadedSkill, SkillRecord
+from skilldeck.host import LoadedSkill, SkillRecord, ToolRecord
 from skilldeck.select import CatalogSnapshot
 
 __all__ = ["Progress", "ToolCall", "Unavailable", "Upstreams", "down", "tool_id"]
@@ -74,6 +74,16 @@ class Upstreams(Protocol):
         """Upstreams that are down now, by label."""
         ...
 
+    @property
+    def configured(self) -> Sequence[str]:
+        """The label of every upstream the gateway serves, up or down (configured or added), in order."""
+        ...
+
+    @property
+    def connected(self) -> Collection[str]:
+        """The labels of the upstreams connected now."""
+        ...
+
     def snapshot(self) -> CatalogSnapshot:
         """Every upstream's skills and tools as listed now (what ``find`` ranks)."""
         ...
@@ -94,6 +104,10 @@ class Upstreams(Protocol):
     def origin(self, label: str) -> str:
         """The identity of the upstream ``label`` names (what the usage ledger keys what it taught by:
         :attr:`~skilldeck.host.ServerSpec.identity`)."""
+        ...
+
+    def tools(self, label: str | None = None) -> Sequence[ToolRecord]:
+        """The tools ``label`` lists now, as listed (every upstream's, in label order, when ``None``)."""
         ...
 
     def tool_names(self, label: str) -> frozenset[str]:

@@ -60,7 +60,8 @@ class GatewayConfig:
     """The specs and policy of a running gateway (see the module docs).
 
     Args:
-        service: the gateway service; its host holds the connections, its ``policy`` is the one in force.
+        service: the gateway service; its ``policy`` is the one in force.
+        host: the host the gateway's upstreams run on (the connections a reload changes).
         specs: the upstreams the host was started with.
         config_path: the ``mcpServers`` file to re-read.
         policy_path: the policy file to re-read (``None``: no policy).
@@ -75,6 +76,7 @@ class GatewayConfig:
     def __init__(
         self,
         service: GatewayService,
+        host: Host,
         specs: list[ServerSpec],
         *,
         config_path: str,
@@ -85,6 +87,7 @@ class GatewayConfig:
         drain: float = 0.0,
     ) -> None:
         self.service = service
+        self.host = host
         self.drain = drain
         self.added = added
         self.specs = {spec.label: spec for spec in specs}
@@ -99,10 +102,6 @@ class GatewayConfig:
         gateway goes on listing those until the new session is admitted, and calls to them wait for it."""
         self._reloading: int | None = None
         """The task running a reload (which checks the upstreams it connects itself), while one runs."""
-
-    @property
-    def host(self) -> Host:
-        return self.service.host
 
     async def _check(self, policy: Policy, hold: frozenset[str] = frozenset()) -> PolicyCheck:
         """``policy`` against the connected upstreams; those in ``hold`` (not admitted yet) count as down."""

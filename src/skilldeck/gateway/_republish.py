@@ -38,7 +38,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import SubscriptionBus
 
 from skilldeck.gateway._service import GatewayService
-from skilldeck.host import LoadedSkill, SkillRecord
+from skilldeck.host import Host, LoadedSkill, SkillRecord
 from skilldeck.server import CatalogDiff, RemoteSkill, SkillsExtension
 from skilldeck.serving._api import LegacyConnections
 from skilldeck.skill import SCHEME, SKILL_MD, SkillEntry, SkillResource, skill_root_uri
@@ -68,7 +68,8 @@ class RepublishedSkills:
     """The host's upstream skills as a :class:`~skilldeck.server._remote.RemoteSource` (see the module docs).
 
     Args:
-        service: the gateway service (its host, its policy).
+        service: the gateway service (its policy).
+        host: the host the upstreams run on (their sessions).
         subscriptions: the ``subscriptions/listen`` bus the gateway serves (one is created when omitted).
         page_size, ttl_ms, cache_scope: as :class:`~skilldeck.server.SkillsExtension`'s.
         max_held: verified skills held between reads of their files.
@@ -78,6 +79,7 @@ class RepublishedSkills:
     def __init__(
         self,
         service: GatewayService,
+        host: Host,
         *,
         subscriptions: SubscriptionBus | None = None,
         page_size: int = 50,
@@ -87,6 +89,7 @@ class RepublishedSkills:
         legacy: LegacyConnections | None = None,
     ) -> None:
         self.gateway = service
+        self.host = host
         self.max_held = max_held
         self._held: OrderedDict[tuple[str, str], LoadedSkill] = OrderedDict()
         self.extension = SkillsExtension(
@@ -107,7 +110,7 @@ class RepublishedSkills:
 
     def remote_skills(self) -> Iterator[RemoteSkill]:
         """Every upstream skill the gateway re-publishes, as the registry holds it now."""
-        host = self.gateway.host
+        host = self.host
         for record in host.skills:
             if record.origin != "mcp" or (record.entry.is_dynamic and not host.allow_dynamic):
                 continue
@@ -153,7 +156,7 @@ class RepublishedSkills:
 
     async def _fetch(self, record: SkillRecord, upstream: Callable[[str], str], uri: str) -> bytes:
         """The bytes of the served ``uri``, read from the upstream and verified by the host's loader."""
-        host = self.gateway.host
+        host = self.host
         target = upstream(uri)
         loaded = await self._loaded(record)
         if target == record.entry.uri:
@@ -168,7 +171,7 @@ class RepublishedSkills:
         if held is not None and held.entry is record.entry:
             self._held.move_to_end(record.key)
             return held
-        loaded = await self.gateway.host.load(record)  # approvals, budget, size, digest, frontmatter
+        loaded = await self.host.load(record)  # approvals, budget, size, digest, frontmatter
         if loaded.verified and len(loaded.text) <= MAX_HELD_SKILL_MD:
             self._held[record.key] = loaded
             self._held.move_to_end(record.key)
@@ -192,7 +195,7 @@ class RepublishedSkills:
         self._sync_policy()
         service = self.extension.service
         diff = service.swap(service.load())
-        host = self.gateway.host
+        host = self.host
         for key in [k for k, held in self._held.items() if (r := host.skill(*k)) is None or r.entry is not held.entry]:
             del self._held[key]  # no longer listed as it was: its next read loads what is listed now
         if diff:

@@ -65,6 +65,8 @@ from skilldeck.gateway._names import Naming, kept_tool_names
 from skilldeck.gateway._relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway._republish import RepublishedSkills
 from skilldeck.gateway._service import GatewayService, tool_id
+from skilldeck.gateway._upstreams import host_under
+from skilldeck.host import Host
 from skilldeck.select._api import tool_function_name
 from skilldeck.serving._api import (
     CONVERSATION_META_KEY,
@@ -186,17 +188,21 @@ class GatewayMiddleware:
 
     ``legacy`` is the process's one table of live legacy connections (:func:`create_gateway` shares it
     with the forwarded upstreams and the re-published skills); one is made when omitted. ``names``
-    is how upstream tools are listed (see :mod:`skilldeck.gateway._names`).
+    is how upstream tools are listed (see :mod:`skilldeck.gateway._names`). ``host`` is the one the
+    upstreams run on: a client's ``logging/setLevel`` is passed on to its sessions.
     """
 
     def __init__(
         self,
         service: GatewayService,
+        host: Host,
         subscriptions: SubscriptionBus | None = None,
         legacy: LegacyConnections | None = None,
         names: Naming = "label",
     ) -> None:
         self.service = service
+        self.host = host
+        """The host the upstreams run on (``logging/setLevel`` is passed on to its sessions)."""
         self.names = names
         self.subscriptions: SubscriptionBus = subscriptions or InMemorySubscriptionBus()
         """Where 2026-07-28 listeners hear of changes (the server's ``subscriptions/listen`` bus)."""
@@ -264,7 +270,7 @@ class GatewayMiddleware:
         if level not in LOG_LEVELS:
             raise MCPError(code=INVALID_PARAMS, message=f"level must be one of {', '.join(LOG_LEVELS)}")
         self.legacy.connection(ctx.session)[1].log_level = level
-        await forward_log_level(self.service.host, min(self.legacy.log_levels(), key=LOG_LEVELS.index))
+        await forward_log_level(self.host, min(self.legacy.log_levels(), key=LOG_LEVELS.index))
         return {}
 
     def _list(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
@@ -279,7 +285,7 @@ class GatewayMiddleware:
             activation = self.service.activations.peek(who.client)
             if activation is not None:
                 shown += [t for t in activation.tools if t not in shown]
-        registry_tools = {(t.label, t.name): t.tool for t in self.service.host.tools()}
+        registry_tools = {(t.label, t.name): t.tool for t in self.service.upstreams.tools()}
         kept = self.kept_tools() if self.names == "upstream" else frozenset()
         for label, name in shown:
             upstream = registry_tools.get((label, name))
@@ -312,7 +318,7 @@ class GatewayMiddleware:
             if routed is not None and tool_id(label, tool) not in routed:
                 continue
             if (tool if tool in kept else tool_function_name(label, tool)) == name:
-                for listed in self.service.host.tools(label):
+                for listed in self.service.upstreams.tools(label):
                     if listed.name == tool:
                         schema = listed.tool.get("inputSchema")
                         return schema if isinstance(schema, Mapping) else None
@@ -321,7 +327,7 @@ class GatewayMiddleware:
     def kept_tools(self) -> frozenset[str]:
         """The upstream tool names listed as they are under ``names="upstream"`` (see :mod:`skilldeck.gateway._names`)."""
         listed: dict[str, list[str]] = {}
-        for record in self.service.host.tools():
+        for record in self.service.upstreams.tools():
             listed.setdefault(record.label, []).append(record.name)
         return kept_tool_names(listed, META)
 
@@ -356,9 +362,11 @@ class GatewayMiddleware:
 
     async def _find(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
         find: FindArguments = args
-        await self.service.refresh_history(who.caller)  # another replica's uses, a cleared ledger
+        await self.service.usage.refresh_history(who.caller)  # another replica's uses, a cleared ledger
         found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
-        await self.service.share_found(who.client, find.query, found)  # on the shared path: another replica may load
+        await self.service.usage.share_found(
+            who.client, find.query, found
+        )  # on the shared path: another replica may load
         if self.discovery is not None:  # a weak answer: servers of the catalogs a person could add
             self.discovery.offer(who.caller, who.client, find.query, cast(dict[str, Any], found))
         return _ok(found, _find_text(found))
@@ -466,6 +474,7 @@ def _log_relay(ctx: ServerRequestContext[Any, Any], who: RequestIdentity) -> dic
 def create_gateway(
     service: GatewayService,
     *,
+    host: Host | None = None,
     name: str = "skilldeck-gateway",
     token_verifier: Any = None,
     auth: Any = None,
@@ -484,19 +493,23 @@ def create_gateway(
     :mod:`skilldeck.gateway._republish`), on the same ``subscriptions/listen`` bus. The upstreams'
     resources, prompts and completions are forwarded by label (``middleware.forwarded``; see
     :mod:`skilldeck.gateway._forward`).
+    ``host`` is the one the upstreams run on (by default the one ``service`` was given, under its
+    :class:`~skilldeck.gateway._upstreams.HostUpstreams`): the forwarded requests, the re-published
+    skills and ``logging/setLevel`` go to its sessions.
     ``request_state_keys`` and ``request_state_codec`` are as for :func:`skilldeck.server._app.create_server`
     (replicas share them). ``names`` is how upstream tools, prompts and resources are named: ``"label"``
     (``LABEL__NAME``, ``upstream://LABEL/URI``) or ``"upstream"`` (their own names where they do not
     collide, see :mod:`skilldeck.gateway._names`).
     """
+    host = host if host is not None else host_under(service.upstreams)
     legacy = LegacyConnections()  # the process's one table of legacy connections, shared by all three
-    skills = RepublishedSkills(service, subscriptions=subscriptions, legacy=legacy) if republish_skills else None
+    skills = RepublishedSkills(service, host, subscriptions=subscriptions, legacy=legacy) if republish_skills else None
     middleware = GatewayMiddleware(
-        service, skills.subscriptions if skills is not None else subscriptions, legacy, names=names
+        service, host, skills.subscriptions if skills is not None else subscriptions, legacy, names=names
     )
     middleware.skills = skills
     forwarded = middleware.forwarded = ForwardedUpstreams(
-        service, middleware.subscriptions, skills_republished=skills is not None, legacy=legacy, names=names
+        service, host, middleware.subscriptions, skills_republished=skills is not None, legacy=legacy, names=names
     )
     server: MCPServer[Any] = MCPServer(
         name,

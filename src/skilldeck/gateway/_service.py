@@ -39,7 +39,7 @@ reads the card's past questions (:meth:`~skilldeck.select.Selector.set_history`)
 a failed one, a load alone or a call of another card's tool records nothing, and a ledger that
 cannot be reached never fails a request (it is logged). With activations shared between replicas
 (``shared``), a client's path (questions found, cards loaded after them) is kept in that store, not
-in this process: the adapter hands each ``find`` to :meth:`GatewayService.share_found`, and the
+in this process: the adapter hands each ``find`` to :meth:`UsageRecorder.share_found <skilldeck.gateway._usage.UsageRecorder.share_found>`, and the
 replica whose call succeeds takes the pending question out of the store and records it, once.
 """
 
@@ -49,37 +49,23 @@ import base64
 import json
 import logging
 import os
-from collections import OrderedDict
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
 from skilldeck._records import JsonLinesLog
 from skilldeck.errors import GateRefused, SkilldeckError, ToolNotListed, shorten
 from skilldeck.gateway._activation import Activation, ActivationStore, ActivationTable, credited, per_connection
-from skilldeck.gateway._ledger_view import LedgerView
+from skilldeck.gateway._indexes import AudienceIndex, AudienceIndexes
 from skilldeck.gateway._meta import DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT
 from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
 from skilldeck.gateway._shortlist import FILLER_GAP, shortlist_order
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
+from skilldeck.gateway._usage import UsageRecorder
 from skilldeck.host import Host, LoadedSkill, SkillRecord
 from skilldeck.learning import Learner
-from skilldeck.learning._api import ANONYMOUS, CardRef, HistoryUpdates, history_by_key, normalise_question
-from skilldeck.select import (
-    Card,
-    CardSet,
-    Decision,
-    Encoder,
-    Scored,
-    Selector,
-    Taught,
-    ToolGate,
-    build_cards,
-    skill_tools,
-)
-from skilldeck.select._api import VectorCache, count_tokens, history_a, indexing_note, what_to_check
-from skilldeck.server._api import allowed_tools
+from skilldeck.select import Card, Decision, Encoder, Scored, ToolGate, skill_tools
+from skilldeck.select._api import VectorCache, count_tokens, indexing_note, what_to_check
 from skilldeck.serving._api import (
     GRANTED,
     NOT_GRANTED,
@@ -99,8 +85,6 @@ __all__ = ["ORIGIN_META", "SERVER_INFO_META", "DecisionLog", "GatewayService", "
 SCORE_DECIMALS = 2
 """Decimals of the scores and confidence ``find`` shows: a model compares them, it does not need four (the
 decision log keeps the confidence to four)."""
-MAX_SELECTORS = 32
-"""Rankers kept at once, one per audience a policy tells apart (each indexes that audience's cards)."""
 DEFAULT_ENCODER: Literal["default"] = "default"
 AnonymousLearning = Literal["trusted", "untrusted", "off"]
 """What a successful use teaches when its caller has no verified identity (no token): ``trusted``, a
@@ -120,26 +104,6 @@ class DecisionLog(JsonLinesLog):
         self._append({"kind": kind, "client": client, **fields})
 
 
-@dataclass
-class _Index:
-    """What one registry generation offers one audience: its cards, ranker and History A size."""
-
-    cards: CardSet
-    selector: Selector
-    ids: dict[str, Card]
-    history_a_tokens: int | None = None
-    gate: ToolGate | None = None
-    """The listing's gate (validators built once per schema); each call checks a view with the client's tools."""
-    allowed: frozenset[str] | None = None
-    """Under a policy, the tool ids this audience may load and call (computed once per index, not per call)."""
-    ledger_audience: str = ""
-    """The usage ledger's audience whose past questions this index ranks with."""
-    listing: Mapping[str, Mapping[str, Any]] | None = None
-    """Under a policy, every tool the upstreams list, hidden ones included: what a refusal is resolved against."""
-    listing_gate: ToolGate | None = None
-    """A gate over :attr:`listing`, built at the first refused call (it only names the tool a call meant)."""
-
-
 def _digest(loaded: LoadedSkill) -> str:
     """The listed digest of a loaded skill's ``SKILL.md`` (what replicas compare), ``dynamic`` for a generated one."""
     resources = loaded.entry.resources
@@ -152,7 +116,9 @@ class GatewayService:
     """Answers ``find``/``load``/``read_skill_file``/``call`` over a connected host (see the module docs).
 
     Args:
-        host: the upstream servers, connected (the adapters read it; the decisions reach it through :attr:`upstreams`).
+        upstreams: the port the decisions reach the upstreams through, or a connected
+            :class:`~skilldeck.host.Host` to put :class:`~skilldeck.gateway._upstreams.HostUpstreams` over
+            (the service keeps the port, never the host: the adapters that need the host are given it).
         policy: per-caller admission and tool routing over upstream skills and tools, by id.
         grants: ``(skill label, tool label)`` pairs: a skill of the first may activate tools of the second.
         pinned: ``(label, tool)`` pairs every client may call without loading them (``--pin``).
@@ -167,8 +133,6 @@ class GatewayService:
         max_clients: activations held at once (least recently used out first).
         shared: where activations are shared with other replicas of this gateway (``--redis``);
             ``None``: this process's table alone.
-        upstreams: the port the decisions reach the upstreams through; by default
-            :class:`~skilldeck.gateway._upstreams.HostUpstreams` over ``host``.
         learning: the usage ledger successful uses are recorded in and ranked with (see the module
             docs); ``None``: nothing is learned.
         explain_hidden: refusals of an id the policy hides say so ("hidden by the policy") rather than
@@ -177,7 +141,7 @@ class GatewayService:
 
     def __init__(
         self,
-        host: Host,
+        upstreams: Upstreams | Host,
         *,
         policy: Policy | None = None,
         grants: Iterable[tuple[str, str]] = (),
@@ -189,21 +153,14 @@ class GatewayService:
         audit: AuditLog | None = None,
         max_clients: int = 4_096,
         shared: ActivationStore | None = None,
-        upstreams: Upstreams | None = None,
         learning: Learner | None = None,
         anonymous: AnonymousLearning = "trusted",
         explain_hidden: bool = False,
     ) -> None:
-        self.host = host
         self.explain_hidden = explain_hidden
         self.learning = learning
         self.anonymous: AnonymousLearning = anonymous
         """What a use by a caller without a verified identity teaches (see :data:`AnonymousLearning`)."""
-        self._generation = 0
-        """Raised by every :meth:`reindex`: each ledger audience is pruned of vanished cards once per generation."""
-        self._pruned: dict[str, int] = {}
-        self.history_updates = HistoryUpdates()
-        """Where rankers take each new history: on a thread of its own, never on a request's path."""
         self.shared = shared
         self.policy = policy
         self.grants = frozenset(grants)
@@ -219,8 +176,11 @@ class GatewayService:
         self.log.subscribe(annotate)  # each decision's fields on its span, while tracing (serving/_tracing.py)
         self.audit.subscribe(annotate_audit)
         self.activations = ActivationTable(max_clients)
-        self._indexes: OrderedDict[Any, _Index] = OrderedDict()
-        self._calls = HostUpstreams(host, self.log) if upstreams is None else None
+        self.indexes = AudienceIndexes(self)
+        """What each audience is offered: its cards, ranker and gate (see :mod:`~skilldeck.gateway._indexes`)."""
+        self.usage = UsageRecorder(self)
+        """The uses recorded in the usage ledger, and what the rankers read of it (see :mod:`~skilldeck.gateway._usage`)."""
+        self._calls = HostUpstreams(upstreams, self.log) if isinstance(upstreams, Host) else None
         self.upstreams: Upstreams = self._calls if self._calls is not None else cast(Upstreams, upstreams)
         """Where the decisions reach the upstreams: what they list, verified loads and reads, admitted calls."""
 
@@ -251,10 +211,8 @@ class GatewayService:
 
         Returns whether any client's active tools changed (so its tool list should be re-announced).
         """
-        for index in self._indexes.values():
-            index.selector.ranker.close()  # stop encoding vectors for a catalog that changed
-        self._indexes.clear()
-        self._generation += 1
+        self.indexes.clear()
+        self.usage.generation += 1
         if label is None:
             return False
         keep = frozenset(tools) if tools is not None else self.upstreams.tool_names(label)
@@ -263,233 +221,25 @@ class GatewayService:
             changed |= activation.forget_tools(label, keep)
         return changed
 
-    def _audience(self, caller: Caller) -> Any:
-        return None if self.policy is None else caller.audience
-
-    def ledger_audience(self, caller: Caller) -> str:
-        """The usage ledger's audience of ``caller``: the policy's tenant (``""`` for none, and without a policy)."""
-        return "" if self.policy is None else caller.tenant or ""
-
-    def _key(self, caller: Caller) -> Any:
-        """What an index is cached under: the caller's audience and the upstreams down at the time."""
-        return self._audience(caller), frozenset(self.upstreams.failures)
-
     def down(self, label: str) -> str | None:
         """Why ``label`` cannot be used now, and when it is tried again; ``None`` when it is up."""
         return down(self.upstreams.failures, label)
 
-    def index_for(self, caller: Caller) -> _Index:
-        """The cards ``caller`` may see, ranked by a selector built for them (cached per audience).
-
-        The cards of an upstream that is down are left out (so they never rank above one that can be
-        used); its tools stay in the gate's listing, so loading or calling one is refused with why.
-        """
-        key = self._key(caller)
-        found = self._indexes.get(key)
-        if found is not None:
-            self._indexes.move_to_end(key)
-            return found
-        cards = build_cards(self.upstreams.snapshot())
-        down = key[1]
-        if down:
-            cards = CardSet([c for c in cards.cards if c.server not in down], cards.tools, cards.not_offered)
-        listing = None
-        if self.policy is not None:
-            listing = cards.tools
-            cards = self._admitted_cards(cards, caller)
-        ids: dict[str, Card] = {}
-        for card in cards.cards:
-            ids.setdefault(self.card_id(card), card)
-        # with an encoder, card vectors not in the cache are encoded on a thread of their own: `find`
-        # answers lexically (and says so) meanwhile, rather than the event loop waiting for the catalog
-        selector = Selector(cards, encoder=self.encoder, threshold=self.threshold, background=True, cache=self.vectors)
-        index = _Index(cards, selector, ids, ledger_audience=self.ledger_audience(caller), listing=listing)
-        self._give_history(index, fresh=True)
-        if len(self._indexes) >= MAX_SELECTORS:
-            self._indexes.popitem(last=False)[1].selector.ranker.close()
-        self._indexes[key] = index
-        return index
-
-    def index_progress(self) -> tuple[int, int, int]:
-        """The selection indexes held, and their card vectors encoded of those they need (for metrics)."""
-        indexes = list(self._indexes.values())
-        states = [index.selector.ranker.indexing for index in indexes]
-        return len(indexes), sum(s.done for s in states), sum(s.total for s in states)
-
-    # -- the usage ledger --------------------------------------------------------------------------
-
-    def ledger_view(self) -> LedgerView:
-        """The usage ledger's cards as this gateway's configuration sees them (see :mod:`~skilldeck.gateway._ledger_view`)."""
-        snapshot = self.upstreams.snapshot()
-        labels = [*(server.label for server in snapshot.servers), *self.upstreams.failures]
-        origins = {label: self.upstreams.origin(label) for label in labels}
-        listed = [self.card_id(card) for card in build_cards(snapshot).cards]
-        return LedgerView(origins, listed, self.upstreams.failures)
-
-    def _questions(self, audience: str, view: LedgerView | None = None) -> dict[str, Taught]:
-        """The audience's past questions by the card ids this gateway shows."""
-        assert self.learning is not None
-        return (view or self.ledger_view()).questions(self.learning.questions(audience))
-
-    def _history(self, audience: str, ids: Mapping[str, Card]) -> dict[str, list[str]] | None:
-        """The audience's past questions by card key, for the cards of ``ids``; ``None`` without a ledger."""
-        if self.learning is None:
-            return None
-        return history_by_key(self._questions(audience), {i: card.key for i, card in ids.items()})
-
-    def _give_history(self, index: _Index, *, fresh: bool = False) -> None:
-        """Have the index's ranker read its audience's past questions (indexed on a thread: see :attr:`history_updates`).
-
-        ``fresh``: the ranker was just built (it has no history yet, so an empty one is not handed over)."""
-        history = self._history(index.ledger_audience, index.ids)
-        if history is not None and (history or not fresh):
-            self.history_updates.submit(index.selector, history)
-
-    def _history_changed(self, audience: str, cards: Iterable[CardRef] | None = None) -> None:
-        """The audience's past questions changed (of ``cards`` only, when known): its rankers read them."""
-        view = self.ledger_view() if cards is not None and self.learning is not None else None
-        moved = {here for ref in cards or () if view is not None and (here := view.here(ref)) is not None}
-        questions = self._questions(audience, view) if moved else {}
-        for index in self._indexes.values():
-            if index.ledger_audience != audience:
-                continue
-            if cards is None or self.learning is None:
-                self._give_history(index)
-                continue
-            changes = {index.ids[card].key: questions.get(card, Taught()) for card in moved if card in index.ids}
-            if changes:
-                self.history_updates.submit_changes(index.selector, changes)
-
-    def history_settled(self, timeout: float | None = None) -> bool:
-        """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
-        return self.history_updates.wait(timeout)
-
-    async def refresh_history(self, caller: Caller) -> None:
-        """Read in the caller's audience of the usage ledger if it changed elsewhere (another replica,
-        ``skilldeck history --clear``), and, once per catalog, adopt the uses recorded before origins were
-        kept and drop the uses of this gateway's cards gone since (never another gateway's: see
-        :mod:`~skilldeck.gateway._ledger_view`)."""
-        if self.learning is None:
-            return
-        audience = self.ledger_audience(caller)
-        try:
-            changed = await self.learning.refresh(audience)
-            if self._pruned.get(audience) != self._generation:
-                self._pruned[audience] = self._generation
-                view = self.ledger_view()
-                changed |= await self.learning.adopt(audience, view.adopted)
-                changed |= await self.learning.prune(audience, view.is_listed)
-        except Exception as exc:  # learning never fails a request
-            self.learning.failed("read", exc)
-            return
-        if changed:
-            self._history_changed(audience)
-
-    async def _learn(self, caller: Caller, client: str, tool: tuple[str, str]) -> None:
-        """A call of ``tool`` succeeded: record the questions whose find and load it completes."""
-        if self.learning is None:
-            return
-        if self._shares(client):  # taken out of the shared path: no other replica records it again
-            assert self.shared is not None
-            done = await self._on_path(self.shared.succeeded(client, tool)) or []
-        else:
-            activation = self.activations.peek(client)
-            done = activation.succeeded(tool) if activation is not None else []
-        audience = self.ledger_audience(caller)
-        who = caller.subject or caller.client_id or ""
-        if not caller.authenticated and self.anonymous != "trusted":
-            if self.anonymous == "off":
-                for _, card in done:
-                    self.log.record("learned", client, card=card, recorded=False, why="anonymous")
-                return
-            who = ANONYMOUS  # however many clients: one caller, never trusted
-        for question, card in done:
-            alone = self.learning.callers(audience) <= 1
-            try:
-                change = await self.learning.record(
-                    audience, question, card, who, self.upstreams.origin(card.partition("/")[0])
-                )
-            except Exception as exc:  # learning never fails a call
-                self.learning.failed("write", exc)
-                return
-            self.log.record("learned", client, card=card, recorded=bool(change))
-            if change and alone != (self.learning.callers(audience) <= 1):  # every card's trust moved
-                self._history_changed(audience)
-            elif change:  # only the cards whose questions moved are read again
-                self._history_changed(audience, {u.ref for u in (*change.written, *change.removed)})
-
-    def card_id(self, card: Card) -> str:
-        if card.kind == "skill":
-            record = self.upstreams.skill(card.server, card.uri or "")
-            if record is not None:
-                return self.upstreams.skill_id(record)
-        return tool_id(card.server, card.name)
+    def index_for(self, caller: Caller) -> AudienceIndex:
+        """The cards ``caller`` may see, ranked by a selector built for them (see :mod:`~skilldeck.gateway._indexes`)."""
+        return self.indexes.index_for(caller)
 
     def tools_for(self, caller: Caller) -> frozenset[str] | None:
         """Tool ids ``caller`` may load and call; ``None`` when no policy restricts them."""
-        if self.policy is None:
-            return None
-        index = self._indexes.get(self._key(caller))
-        if index is not None and index.allowed is not None:
-            return index.allowed
-        ids = [self.upstreams.skill_id(r) for r in self.upstreams.skills]
-        public = {tool_id(label, t) for label in self.policy.public_labels for t in self.upstreams.tool_names(label)}
-        allowed = allowed_tools(self.policy, ids, caller) | public
-        if index is not None:  # the audience's index is dropped with it on reindex
-            index.allowed = allowed
-        return allowed
+        return self.indexes.tools_for(caller)
 
     def hidden_from(self, caller: Caller) -> tuple[int, int]:
         """How many tools and skills the upstreams list that the policy hides from ``caller`` (none without one)."""
-        if self.policy is None:
-            return 0, 0
-        allowed = self.tools_for(caller) or frozenset()
-        listed = {tool_id(s.label, str(t["name"])) for s in self.upstreams.snapshot().servers for t in s.tools}
-        skills = [self.upstreams.skill_id(r) for r in self.upstreams.skills]
-        return len(listed - allowed), sum(not self._admits_skill(caller, i) for i in skills)
-
-    def _hidden(self, caller: Caller, index: _Index, card_id: str) -> str | None:
-        """Why the policy hides ``card_id`` (a skill or tool the upstreams list) from ``caller``, else ``None``."""
-        if self.policy is None:
-            return None
-        if any(self.upstreams.skill_id(r) == card_id for r in self.upstreams.skills):
-            return None if self._admits_skill(caller, card_id) else "its rule's admit: does not include you"
-        label, _, name = card_id.partition("/")
-        if (
-            index.listing is not None
-            and name in index.listing.get(label, {})
-            and card_id not in (self.tools_for(caller) or ())
-        ):
-            return "no rule of a skill admitted to you routes it to you, and public_tools does not list it"
-        return None
-
-    def _admits_skill(self, caller: Caller, skill_id: str) -> bool:
-        if self.policy is None:
-            return True
-        rule = self.policy.rule_for(skill_id)
-        return rule is None or rule.admits(caller)
-
-    def _admitted_cards(self, cards: CardSet, caller: Caller) -> CardSet:
-        allowed = self.tools_for(caller) or frozenset()
-        kept = []
-        for card in cards.cards:
-            if card.kind == "skill":
-                if self._admits_skill(caller, self.card_id(card)):
-                    kept.append(card)
-            elif tool_id(card.server, card.name) in allowed:
-                kept.append(card)
-        tools = {
-            label: {name: tool for name, tool in listed.items() if tool_id(label, name) in allowed}
-            for label, listed in cards.tools.items()
-        }
-        return CardSet(kept, tools, cards.not_offered)
+        return self.indexes.hidden_from(caller)
 
     def history_a_tokens(self, caller: Caller) -> int:
         """Tokens of every tool schema this caller could be shown (History A), counted once per index."""
-        index = self.index_for(caller)
-        if index.history_a_tokens is None:
-            index.history_a_tokens = history_a(index.cards).tokens
-        return index.history_a_tokens
+        return self.indexes.history_a_tokens(caller)
 
     # -- find --------------------------------------------------------------------------------------
 
@@ -506,7 +256,7 @@ class GatewayService:
         shown: list[Scored] = []
         seen: set[str] = set()
         for scored in self._servers_first(index, decision):
-            card_id = self.card_id(scored.card)
+            card_id = self.indexes.card_id(scored.card)
             if card_id in seen:
                 continue
             seen.add(card_id)
@@ -557,7 +307,7 @@ class GatewayService:
         ]
         if unavailable:
             result["unavailable"] = unavailable
-        if self.learning is not None and not self._shares(client):  # a shared path: see share_found
+        if self.learning is not None and not self.shares(client):  # a shared path: see share_found
             self.activations.get(client).found(query, credited(cards, abstain, FILLER_GAP))
         self.log.record(
             "find",
@@ -574,27 +324,8 @@ class GatewayService:
         )
         return result
 
-    async def share_found(self, client: str, query: str, result: Mapping[str, Any]) -> None:
-        """After :meth:`find` answered ``result`` for ``query``: keep the question and the cards it showed
-        on the client's shared path, when its activation is shared with other replicas (else :meth:`find`
-        kept them in this process). Never fails: a store that cannot be reached is logged."""
-        if self.learning is None or not self._shares(client):
-            return
-        assert self.shared is not None
-        question = normalise_question(query, self.learning.limits)
-        put_forward = credited(result.get("cards", ()), bool(result.get("abstain")), FILLER_GAP)
-        await self._on_path(self.shared.found(client, question, put_forward))
-
-    async def _on_path(self, step: Awaitable[_T]) -> _T | None:
-        """``step`` on a client's shared path; ``None`` (logged) when the store cannot be reached."""
-        try:
-            return await step
-        except Exception as exc:  # learning never fails a request
-            logger.warning("the usage ledger's shared path cannot be reached: %s", exc)
-            return None
-
     @staticmethod
-    def _servers_first(index: _Index, decision: Decision) -> list[Scored]:
+    def _servers_first(index: AudienceIndex, decision: Decision) -> list[Scored]:
         """The decision's cards in the order :func:`shortlist_order` puts them."""
         return shortlist_order(decision, index.selector.ranker.best_card)
 
@@ -603,14 +334,14 @@ class GatewayService:
     @traced("load")
     async def load(self, caller: Caller, client: str, ids: Iterable[str]) -> dict[str, Any]:
         """Load cards by id: verified skills and the schemas of exactly their tools, which become active."""
-        await self.refresh_history(caller)
+        await self.usage.refresh_history(caller)
         activation = self.activations.get(client)
         index = self.index_for(caller)
         allowed = self.tools_for(caller)
         skills: list[dict[str, Any]] = []
         tools: list[tuple[str, str]] = []
         refused: list[dict[str, str]] = []
-        path = activation if self.learning is None or not self._shares(client) else Activation()
+        path = activation if self.learning is None or not self.shares(client) else Activation()
         followed: dict[str, list[tuple[str, str]]] = {}  # for a shared path: each card loaded, its tools
         for raw in dict.fromkeys(ids):
             card_id = str(raw)
@@ -638,11 +369,11 @@ class GatewayService:
                     followed[card_id] = [pair]
             except SkilldeckError as exc:
                 refused.append({"id": shorten(card_id), "reason": str(exc), "code": refusal_code(exc)})
-        if self._shares(client):  # another replica may take this client's next request
+        if self.shares(client):  # another replica may take this client's next request
             assert self.shared is not None
             await self.shared.add(client, {s["id"]: _digest(activation.skills[s["id"]]) for s in skills}, tools)
             if self.learning is not None:
-                await self._on_path(self.shared.loaded(client, followed))
+                await self.usage.on_path(self.shared.loaded(client, followed))
         activation.activate(tools)
         result = {
             "skills": skills,
@@ -674,7 +405,7 @@ class GatewayService:
     async def _load_skill(
         self,
         caller: Caller,
-        index: _Index,
+        index: AudienceIndex,
         card: Card,
         allowed: frozenset[str] | None,
         refused: list[dict[str, str]],
@@ -711,20 +442,22 @@ class GatewayService:
             return "policy", f"{tool_id(label, name)} is hidden by the policy (no rule routes it to you)"
         return None
 
-    def _tool(self, caller: Caller, index: _Index, card_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
+    def _tool(
+        self, caller: Caller, index: AudienceIndex, card_id: str, allowed: frozenset[str] | None
+    ) -> tuple[str, str]:
         label, sep, name = card_id.partition("/")
         if sep and (down := self.down(label)) is not None:
             raise GateRefused(f"{down}; nothing was loaded")
         listed = index.cards.tools.get(label, {}) if sep else {}
         if name not in listed or (allowed is not None and card_id not in allowed):
-            why = self._hidden(caller, index, card_id) if self.explain_hidden else None
+            why = self.indexes.hidden(caller, index, card_id) if self.explain_hidden else None
             if why is not None:
                 raise GateRefused(f"{card_id} is hidden by the policy: {why}; nothing was loaded")
             raise GateRefused(f"no card has the id {card_id!r}; ids come from find (LABEL/NAME)")
         return label, name
 
     @staticmethod
-    def _schema(index: _Index, label: str, name: str) -> dict[str, Any]:
+    def _schema(index: AudienceIndex, label: str, name: str) -> dict[str, Any]:
         """The upstream's tool entry as listed (``outputSchema``, ``annotations``, ``title``, ``icons``,
         ``_meta``... unchanged), named ``LABEL/TOOL`` for ``call``."""
         tool = index.cards.tools.get(label, {}).get(name) or {}
@@ -739,7 +472,7 @@ class GatewayService:
         """A supporting file of a skill this client loaded, verified against the held entry."""
         activation = self.activations.peek(client)
         loaded = activation.skills.get(skill) if activation is not None else None
-        if loaded is None and self._shares(client):
+        if loaded is None and self.shares(client):
             loaded = await self._shared_skill(client, skill)
         if loaded is None:
             loaded_ids = ", ".join(activation.skills) if activation and activation.skills else "none"
@@ -757,7 +490,7 @@ class GatewayService:
         out["blob"] = base64.b64encode(data).decode("ascii")
         return out
 
-    def _shares(self, client: str) -> bool:
+    def shares(self, client: str) -> bool:
         """Whether ``client``'s activation is shared with other replicas: not a legacy session's.
 
         A legacy session lives on one replica, and its key names a connection of this process only
@@ -812,11 +545,11 @@ class GatewayService:
             error = refused if down is None else GateRefused(f"{down}; the call was not sent")
             code = "upstream_down" if error is not refused else refusal_code(refused)
             self.log.record("call", client, tool=shorten(name), refused=str(error), reason=code)
-            hidden = self._hidden_tool(caller, index, name) if isinstance(refused, ToolNotListed) else None
+            hidden = self.indexes.hidden_tool(caller, index, name) if isinstance(refused, ToolNotListed) else None
             if hidden is not None:  # the policy hid it from this caller's listing: a policy decision too
                 self.audit.record(caller, hidden, allowed=False, reason=NOT_GRANTED)
                 if self.explain_hidden:
-                    why = self._hidden(caller, index, hidden)
+                    why = self.indexes.hidden(caller, index, hidden)
                     raise GateRefused(f"{hidden} is hidden by the policy: {why}; the call was not sent") from None
             if error is refused:
                 raise
@@ -826,26 +559,6 @@ class GatewayService:
             # included), so a call the gate let through is one the policy granted
             self.audit.record(caller, tool_id(label, tool), allowed=True, reason=GRANTED)
         return label, tool
-
-    def _hidden_tool(self, caller: Caller, index: _Index, name: str) -> str | None:
-        """``LABEL/TOOL`` when ``name`` is an upstream tool the policy hides from ``caller``, else ``None``.
-
-        The caller's gate lists only what the policy routes to it, so such a call is refused there as
-        not listed, and the caller is told no more than that (a hidden tool is not disclosed); the
-        audit still records it as what it is, a policy decision.
-        """
-        allowed = self.tools_for(caller)
-        if allowed is None or index.listing is None:
-            return None
-        if index.listing_gate is None:
-            index.listing_gate = ToolGate(index.listing)
-        try:
-            label, tool = index.listing_gate.resolve(name)
-        except GateRefused:
-            return None
-        if tool not in index.listing.get(label, {}) or tool_id(label, tool) in allowed:
-            return None
-        return tool_id(label, tool)
 
     @traced("call")
     async def call(
@@ -877,7 +590,7 @@ class GatewayService:
         client (see :mod:`skilldeck.gateway._relay`); a 2026-07-28 caller may get an ``input_required``
         result, and its retry (``relay.input_responses``/``request_state``) continues the call.
         """
-        if self._shares(client):  # the tools this client loaded through any replica
+        if self.shares(client):  # the tools this client loaded through any replica
             assert self.shared is not None
             shared = await self.shared.fetch(client)
             if shared is not None:
@@ -887,5 +600,5 @@ class GatewayService:
             ToolCall(client, label, tool, dict(arguments or {}), progress, log, log_level, relay)
         )
         if result.get("resultType", "complete") == "complete" and not result.get("isError"):
-            await self._learn(caller, client, (label, tool))
+            await self.usage.learn(caller, client, (label, tool))
         return result

@@ -19,7 +19,7 @@ that produced it (:data:`ORIGIN_META`), and its prose cannot forge an origin tag
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -42,7 +42,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skilldeck.ask import snapshot_from_host
 from skilldeck.errors import GateRefused
-from skilldeck.gateway._port import Progress, ToolCall, Unavailable, down, tool_id
+from skilldeck.gateway._port import Progress, ToolCall, Unavailable, Upstreams, down, tool_id
 from skilldeck.gateway._relay import (
     CALLING,
     CallRelay,
@@ -53,13 +53,13 @@ from skilldeck.gateway._relay import (
     capability_error,
     parse_input_responses,
 )
-from skilldeck.host import Connected, Host, LoadedSkill, SkillRecord
+from skilldeck.host import Connected, Host, LoadedSkill, SkillRecord, ToolRecord
 from skilldeck.host._api import on_behalf_of
 from skilldeck.select import CatalogSnapshot
 from skilldeck.serving._api import span
 from skilldeck.skill._api import DESCRIPTIVE_KEYS, neutralise_in
 
-__all__ = ["ORIGIN_META", "SERVER_INFO_META", "CallLog", "HostUpstreams", "with_origin"]
+__all__ = ["ORIGIN_META", "SERVER_INFO_META", "CallLog", "HostUpstreams", "host_under", "with_origin"]
 
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
@@ -134,6 +134,14 @@ class HostUpstreams:
     def failures(self) -> Mapping[str, Unavailable]:
         return self.host.failures
 
+    @property
+    def configured(self) -> Sequence[str]:
+        return [spec.label for spec in self.host.specs]
+
+    @property
+    def connected(self) -> Collection[str]:
+        return self.host.sessions.keys()
+
     def snapshot(self) -> CatalogSnapshot:
         return snapshot_from_host(self.host)
 
@@ -150,6 +158,9 @@ class HostUpstreams:
     def origin(self, label: str) -> str:
         spec = next((spec for spec in self.host.specs if spec.label == label), None)
         return spec.identity if spec is not None else f"label {label}"
+
+    def tools(self, label: str | None = None) -> Sequence[ToolRecord]:
+        return self.host.tools(label)
 
     def tool_names(self, label: str) -> frozenset[str]:
         return frozenset(t.name for t in self.host.tools(label))
@@ -365,6 +376,17 @@ class HostUpstreams:
             else "no proxied call is waiting on this server"
         )
         return ErrorData(code=INVALID_REQUEST, message=f"{request.method} refused by the gateway: {why}")
+
+
+def host_under(upstreams: Upstreams) -> Host:
+    """The host ``upstreams`` runs over, when it is :class:`HostUpstreams` (what a service given a host makes).
+
+    Raises:
+        TypeError: ``upstreams`` is another adapter: who needs the host is given it.
+    """
+    if not isinstance(upstreams, HostUpstreams):
+        raise TypeError(f"{type(upstreams).__name__} runs over no host: give the host explicitly")
+    return upstreams.host
 
 
 def _took(started: float | None) -> dict[str, float]:
