@@ -2022,9 +2022,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "recall-untrusted",
-        "select/_rank.py",
-        "            for card in sorted(history.trusted):",
-        "            for card in sorted(history.questions):",
+        "select/_history.py",
+        "        for card in sorted(self.trusted):",
+        "        for card in sorted(self.questions):",
         "tests/learning/test_worked_before.py",
         "an untrusted past question is recalled as having worked before",
     ),

@@ -18,6 +18,7 @@ the card's id, the caller's subject and the time. The ranker reads a card's past
 
 Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.learning`` beyond its public names: its face to them.
 - ``_learner``: A process's view of the usage ledger: each audience's uses in memory, kept in step with its
   store.
 - ``_ledger``: The usage ledger of one audience: which questions led to a successful use of which card.
@@ -26,10 +27,6 @@ Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list)
 - ``_stores``: Where usage ledgers are kept: a :class:`LedgerStore`, by default :class:`SqliteLedgerStore`.
 - ``_updates``: Rankers take a new history on a thread of their own, the latest one each, never on a
   request's path.
-
-Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
-
-- ``_api``: What sibling packages may use of ``skilldeck.learning`` beyond its public names: its face to them.
 """
 
 from skilldeck.learning._learner import Learner

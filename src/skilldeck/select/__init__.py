@@ -4,6 +4,7 @@ Nothing here imports the MCP SDK; it takes catalog snapshots and returns plain d
 
 Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.select`` beyond its public names: its face to them.
 - ``_bert``: A BERT encoder's forward pass in numpy: all-MiniLM-L6-v2's sentence vectors without
   onnxruntime.
 - ``_bm25f``: BM25F: the index over weighted bags of terms, a catalog's card and server indexes, and the
@@ -20,6 +21,7 @@ Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list)
   views.
 - ``_intent``: What a question asks to do to data (read, write, delete), held against what a tool says it
   does.
+- ``_needs``: Each need a question implies, ranked on its own and remembered, and the place it is given.
 - ``_onnx_weights``: The weights of an ONNX model file, read without ``onnx`` or ``onnxruntime``.
 - ``_project``: Projection: what the model is shown.
 - ``_query``: Reading a question: the words its file paths imply, its jobs, and the needs it implies.
@@ -32,15 +34,15 @@ Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list)
 - ``_steps``: The ranker's replaceable steps (:class:`RankSteps`) and what a step is given.
 - ``_taught``: A card's past questions and whether they are trusted: what the learning ledger hands
   selection.
+- ``_tool_hints``: What a catalog's tools say about themselves beyond their text, read against each
+  question.
 - ``_text``: Text for the ranker: index terms (:func:`tokens`) and what is indexed and encoded for a card or
   a server.
+- ``_units``: What a query unit found, told about one card and its server: the features the decision
+  reads.
 - ``_vectors``: Card vectors cached by content, so a restart or a re-list re-encodes only what changed.
 - ``_wordpiece``: BERT WordPiece tokenisation for all-MiniLM-L6-v2, in plain Python over the shipped
   vocabulary.
-
-Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
-
-- ``_api``: What sibling packages may use of ``skilldeck.select`` beyond its public names: its face to them.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ only when a ranker is built, that is when the catalog is indexed again.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -228,6 +229,22 @@ class HistoryIndex:
     """Per card of :attr:`card_rows`: the normalised mean of its past questions' vectors (with an encoder)."""
     size: int = 0
     """How many past questions in all."""
+
+    def recall(self, question: str) -> list[tuple[int, str]]:
+        """The cards whose *trusted* past questions hold this very question, in other words order or
+        inflection (the same index terms), each with that past question. Empty without one."""
+        return list(self._recall_table.get(frozenset(tokens(question)), ()))
+
+    @functools.cached_property
+    def _recall_table(self) -> dict[frozenset[str], list[tuple[int, str]]]:
+        """The trusted past questions by their index terms (built once per index: an index never changes)."""
+        table: dict[frozenset[str], list[tuple[int, str]]] = {}
+        for card in sorted(self.trusted):
+            for past in self.questions.get(card, ()):
+                terms = frozenset(tokens(past))
+                if terms:
+                    table.setdefault(terms, []).append((card, past))
+        return table
 
     def __bool__(self) -> bool:
         return bool(self.questions)

@@ -60,12 +60,13 @@ from skilldeck.select._cards import Card
 from skilldeck.select._config import SMALL_CATALOG_SERVERS, RankConfig
 from skilldeck.select._history import History, HistoryIndex, cap
 from skilldeck.select._history_view import HistoryView
-from skilldeck.select._intent import Intent, agreement, question_intent, tool_effect
-from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, LEADING_NEEDS, implied_needs, split_jobs
+from skilldeck.select._needs import NeedRankings
+from skilldeck.select._query import IMPLIED_NEEDS, IMPLIED_SLOT, implied_needs, split_jobs
 from skilldeck.select._results import Evidence, IndexingState, Ranking, Scored, Unit
-from skilldeck.select._slots import SlotKind, fit, names_action, question_slots, slot_kinds
 from skilldeck.select._steps import VIEWS, Fusion, RankSteps, SemanticVectors, ServerGroups
 from skilldeck.select._text import semantic_text, server_text, tokens
+from skilldeck.select._tool_hints import ToolHints
+from skilldeck.select._units import CardPlace, anchored, idf_coverage
 from skilldeck.select._vectors import VectorCache
 
 __all__ = [
@@ -171,29 +172,17 @@ class Ranker:
         )
         """The catalog's BM25F indexes."""
         self._inherit = _skills_inherit(self.cards)
-        effects = [
-            tool_effect(schemas.get(card.server, {}).get(card.name)) if card.kind == "tool" else None
-            for card in self.cards
-        ]
-        self._agreement: dict[Intent, np.ndarray] | None = (
-            {
-                intent: np.array([agreement(intent, effect) for effect in effects], dtype=np.float64)
-                for intent in ("read", "write", "delete")
-            }
-            if any(e is not None for e in effects) and config.intent_weight
-            else None
-        )
-        """Per intent a question may have, each card's agreement with it (``None``: no tool gives a hint)."""
-        self._slots: list[tuple[int, frozenset[SlotKind]]] = []
-        if config.slot_weight:
-            for i, card in enumerate(self.cards):
-                needed = slot_kinds(schemas.get(card.server, {}).get(card.name)) if card.kind == "tool" else frozenset()
-                if needed:
-                    self._slots.append((i, needed))
-        """The cards whose tool needs a kind of value (:mod:`skilldeck.select._slots`), by index: only they
-        are read for each question, not the whole catalog."""
+        self.hints = ToolHints.of(self.cards, schemas, config)
+        """What the tools' annotations and schemas say they do and need (:class:`~skilldeck.select._tool_hints.ToolHints`)."""
         self._named = dict(self._inherit)
-        self._best_for_need: dict[tuple[bool, str], Unit | None] = {}
+        self.needs = NeedRankings(
+            self.cards,
+            self.steps,
+            self.small,
+            lambda need: self._rank(need, limit=50, implied=False, by_own=self.small),
+            lambda: self.semantic,
+        )
+        """Each implied need's own ranking, remembered (:class:`~skilldeck.select._needs.NeedRankings`)."""
         self._primed: dict[str, np.ndarray] = {}
         if cache is None and cache_dir is not None:
             cache = VectorCache(cache_dir)
@@ -205,7 +194,6 @@ class Ranker:
         """What past questions add to the fused scores (:class:`~skilldeck.select._history_view.HistoryView`)."""
         self._keys = {card.key: i for i, card in enumerate(self.cards)}
         self._history = HistoryIndex.empty(len(self.cards))
-        self._recall: tuple[HistoryIndex, dict[frozenset[str], list[tuple[int, str]]]] | None = None
         self._history_lock = threading.Lock()  # one writer at a time; a ranking reads the index it started with
         if encoder is not None and self.cards:
             self.card_vectors.start(vectors, schemas, background)
@@ -276,7 +264,7 @@ class Ranker:
                 encode=self._encode if self.encoder is not None else None,
                 partial=partial,
             )
-            self._best_for_need = {}  # a need's best server may change with the history
+            self.needs.forget()  # a need's best server may change with the history
 
     @functools.cached_property
     def _history_frequencies(self) -> tuple[tuple[int, Mapping[str, int]], tuple[int, Mapping[str, int]]]:
@@ -349,76 +337,18 @@ class Ranker:
             server_raw,
             card_sem,
             server_sem,
-            self._idf_coverage(own, server),
+            idf_coverage(own, server, self.index.server_terms, self.index.servers),
             card_history=card_history,
             server_history=server_history,
             folded=fold,
         )
         return card, server, evidence
 
-    def _idf_coverage(self, own: tuple[str, ...], server: np.ndarray) -> float:
-        """IDF-weighted share of a unit's terms that the top 3 servers hold between them; a term no
-        server holds weighs as much as the rarest possible term."""
-        k = min(3, len(self.server_labels))
-        top = np.argpartition(-server, k - 1)[:k] if len(self.server_labels) > k else range(len(self.server_labels))
-        held = [self.index.server_terms[i] for i in top]  # asked of each term, not merged: the sets are large
-        servers = self.index.servers
-        rare = float(np.log(1.0 + (servers.n + 0.5) / 0.5))
-        total = covered = 0.0
-        for t in own:
-            i = servers.vocab.get(t)
-            w = rare if i is None else float(servers.idf[i])
-            total += w
-            if any(t in terms for terms in held):
-                covered += w
-        return covered / total if total > 0 else 0.0
-
     def _anchored(self, ev: Evidence, card: int, history: HistoryIndex | None = None) -> Unit:
-        """What a query unit found, told about one card (the one chosen) and that card's server.
-
-        A skill's lexical and semantic strength is at least that of the best tool it names, as in
-        the ranking (where it inherits that tool's score)."""
-        named = self._named.get(card)
-        # the card's own evidence, and apart what its past questions added
-        card_raw = ev.card_raw if ev.card_history is None or not ev.folded else ev.card_raw - ev.card_history
-        card_sem = ev.card_sem if ev.card_sem is None or ev.sem_history is None else ev.card_sem - ev.sem_history
-        lexical = float(card_raw[card])
-        semantic = None if card_sem is None else float(card_sem[card])
-        if named is not None:
-            lexical = max(lexical, float(card_raw[named].max()))
-            if card_sem is not None and semantic is not None:
-                semantic = max(semantic, float(card_sem[named].max()))
+        """What a query unit found, told about one card (the one chosen) and that card's server (:func:`anchored`)."""
         sid = int(self._card_server[card])
-        server_terms = self.index.server_terms[sid]
-        matched = tuple(t for t in ev.terms if t in server_terms)
-        fused = margin = agreement = None
-        if ev.fused is not None and ev.view_top is not None:
-            fused = float(ev.fused[sid])
-            others = np.delete(ev.fused, sid)
-            margin = fused - float(others.max()) if len(others) else 0.0
-            agreement = float(np.mean(ev.view_top == sid))
-        return Unit(
-            text=ev.text,
-            terms=ev.terms,
-            card=card,
-            server=self.server_labels[sid],
-            lexical=lexical,
-            server_lexical=float(
-                ev.server_raw[sid] - (0.0 if ev.server_history is None or not ev.folded else ev.server_history[sid])
-            ),
-            coverage=len(matched) / len(ev.terms) if ev.terms else 0.0,
-            idf_coverage=ev.idf_coverage,
-            matched=matched,
-            semantic=semantic,
-            server_semantic=None if ev.server_sem is None else float(ev.server_sem[sid]),
-            fused=fused,
-            fused_margin=margin,
-            agreement=agreement,
-            label_semantic=None if ev.label_sem is None else float(ev.label_sem[sid]),
-            history_lexical=0.0 if ev.card_history is None else float(ev.card_history[card]),
-            history_semantic=None if ev.sem_history is None else float(ev.sem_history[card]),
-            history=history.matched(card, ev.terms) if history else 0,
-        )
+        where = CardPlace(card, self._named.get(card), sid, self.server_labels[sid], self.index.server_terms[sid])
+        return anchored(ev, where, history)
 
     def _fusion(
         self,
@@ -491,22 +421,10 @@ class Ranker:
         return out, evidence
 
     def recalled(self, question: str) -> list[tuple[int, str]]:
-        """The cards whose *trusted* past questions hold this very question, in other words order or
-        inflection (the same index terms), each with that past question: a question that already led to a
-        successful use, asked again (see :meth:`~skilldeck.select.Selector.decide`). Empty without one."""
+        """The cards whose *trusted* past questions hold this very question (:meth:`HistoryIndex.recall`): a
+        question that already led to a successful use, asked again (see :meth:`~skilldeck.select.Selector.decide`)."""
         history = self._history
-        if not history or not history.trusted:
-            return []
-        known = self._recall
-        if known is None or known[0] is not history:
-            table: dict[frozenset[str], list[tuple[int, str]]] = {}
-            for card in sorted(history.trusted):
-                for past in history.questions.get(card, ()):
-                    terms = frozenset(tokens(past))
-                    if terms:
-                        table.setdefault(terms, []).append((card, past))
-            known = self._recall = (history, table)
-        return list(known[1].get(frozenset(tokens(question)), ()))
+        return history.recall(question) if history and history.trusted else []
 
     def _inherit_named(self, scores: np.ndarray) -> None:
         """A skill scores at least as well as the best tool it names (discounted), in place."""
@@ -571,20 +489,8 @@ class Ranker:
         )
 
     def _with_intent(self, question: str, scores: np.ndarray, own_share: float) -> np.ndarray:
-        """``scores`` with each card's own share moved by how its tool's annotations agree with what the
-        question asks to do (:mod:`skilldeck.select._intent`); as they are when no tool gives a hint."""
-        if self._slots:
-            given = question_slots(question)
-            scores = scores.copy()
-            for i, needed in self._slots:
-                named = names_action(question, self.cards[i].name)
-                scores[i] += own_share * self.config.slot_weight * fit(given, needed, names_action=named)
-        if self._agreement is None:
-            return scores
-        intent = question_intent(question)
-        if intent is None:
-            return scores
-        return scores + own_share * self.config.intent_weight * self._agreement[intent]
+        """``scores`` moved by what the question asks to do and gives (:meth:`ToolHints.apply`)."""
+        return self.hints.apply(question, scores, own_share)
 
     def _query_vectors(self, question: str, jobs: list[str], implied: bool) -> np.ndarray:
         """The question's vectors (:meth:`RankSteps.query_texts`): primed, or encoded with the needs it
@@ -595,7 +501,7 @@ class Ranker:
         primed = [self._primed.get(t) for t in texts]
         if all(v is not None for v in primed):
             return np.stack([v for v in primed if v is not None])
-        fresh = self._unmet_needs([question]) if implied else []
+        fresh = self.needs.unmet([question], self._primed) if implied else []
         fresh = [need for need in fresh if need not in texts]
         vectors = np.asarray(self.encoder.encode([*texts, *fresh]), dtype=np.float32)
         if fresh:
@@ -667,49 +573,25 @@ class Ranker:
         last call's questions are kept."""
         if self.encoder is None or self.vectors is None:
             return
-        texts = list(dict.fromkeys([*questions, *self._unmet_needs(questions)]))
+        texts = list(dict.fromkeys([*questions, *self.needs.unmet(questions, self._primed)]))
         vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         self._primed = dict(zip(texts, vectors, strict=True))
 
-    def _unmet_needs(self, questions: Sequence[str]) -> list[str]:
-        """The needs ``questions`` imply whose semantic ranking is not remembered yet (nor their vector primed)."""
-        needs = dict.fromkeys(need for q in questions for need in self.steps.implied_needs(q))
-        return [need for need in needs if (True, need) not in self._best_for_need and need not in self._primed]
-
     def place_implied(self, question: str, servers: list[tuple[str, float]]) -> list[tuple[str, str]]:
-        """Give each need ``question`` implies one place among the first servers of ``servers`` (a
-        ranking's server list, reordered in place); (need, its best server) for each need matched."""
-        found: list[tuple[str, str]] = []
-        for need in self.steps.implied_needs(question):
-            best = self.best_server(need)
-            if best is not None:
-                found.append((need, best))
-        leading = [best for need, best in found if self.small and need in LEADING_NEEDS][:1]
-        others = [best for _, best in found if best not in leading]
-        _move_up(servers, list(dict.fromkeys(others))[: IMPLIED_SLOT + 1])
-        _move_up(servers, leading, 0)
-        return found
+        """Give each need ``question`` implies a place among the first ``servers`` (:meth:`NeedRankings.place`)."""
+        return self.needs.place(question, servers)
 
     def best_server(self, need: str) -> str | None:
         """The server a need's own ranking puts first (remembered: a rule-made need's text is fixed)."""
-        unit = self.need_unit(need)
-        return None if unit is None else unit.server
+        return self.needs.best_server(need)
 
     def best_card(self, need: str) -> Card | None:
         """The card a need's own ranking puts first (``None``: nothing matched it)."""
-        unit = self.need_unit(need)
-        return None if unit is None else self.cards[unit.card]
+        return self.needs.best_card(need)
 
     def need_unit(self, need: str) -> Unit | None:
         """What a need's own ranking found, told about its best card (``None``: nothing matched it)."""
-        key = (self.semantic, need)  # a need ranked lexically while vectors were encoded is ranked again
-        if key not in self._best_for_need:
-            ranking = self._rank(need, limit=50, implied=False, by_own=self.small)
-            top = ranking.scored[0].score if ranking.scored else 0.0
-            unit = ranking.units[0] if top > 0 and ranking.units else None
-            self._best_for_need[(ranking.semantic, need)] = unit
-            return unit
-        return self._best_for_need[key]
+        return self.needs.unit(need)
 
     def score(self, question: str, *, limit: int | None = None) -> list[Scored]:
         """Cards scored for ``question``, best first (all of them unless ``limit``)."""
@@ -735,32 +617,3 @@ def _skills_inherit(cards: Sequence[Card]) -> list[tuple[int, np.ndarray]]:
         if card.kind == "skill"
     ]
     return [(i, js) for i, js in inherit if len(js)]
-
-
-def _move_up(servers: list[tuple[str, float]], wanted: list[str], slot: int = IMPLIED_SLOT) -> None:
-    """Give each of ``wanted`` a place among the first ``slot`` + 1 of ``servers`` (in place).
-
-    Each server moved up takes the place of the last of the first places that no need asked for;
-    scores stay non-increasing."""
-    width = slot + 1
-    top = servers[:width]
-    moved = [label for label in wanted if all(label != t for t, _ in top)]
-    if not moved:
-        return
-    # drop the last of the first places that no need asked for, one per server moved up
-    head = list(top)
-    for _ in moved:
-        drop = max(i for i, (label, _) in enumerate(head) if label not in wanted)
-        head.pop(drop)
-    placed = {label for label, _ in head}.union(moved)
-    floor = head[-1][1] if head else servers[0][1]
-    reordered = [*head, *((label, floor) for label in moved)]
-    # scores stay non-increasing: none above the entry before it. The rest keep their order, so
-    # once one is at or below the entry before it, so is every one after it: only a few change
-    rest = [e for e in servers if e[0] not in placed]
-    at = 0
-    while at < len(rest) and rest[at][1] > reordered[-1][1]:
-        reordered.append((rest[at][0], reordered[-1][1]))
-        at += 1
-    reordered.extend(rest[at:])
-    servers[:] = reordered

@@ -2,6 +2,7 @@
 
 Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
 
+- ``_api``: What sibling packages may use of ``skilldeck.skill`` beyond its public names: its face to them.
 - ``_beneath``: Opening and reading files below a root folder without following links out of it.
 - ``_frontmatter``: ``SKILL.md`` frontmatter: split, parse, validate, render.
 - ``_manifest``: Skill entries and manifests: the ``Skill`` / ``SkillResource`` shapes of the Skills
@@ -13,10 +14,6 @@ Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list)
 - ``_uri``: ``skill://`` URIs and file types.
 - ``_workers``: Worker processes that read runs of a big pack's top folders, and the columns their skills
   come back as.
-
-Its other modules (private; a sibling package uses what ``__all__`` and ``_api`` list):
-
-- ``_api``: What sibling packages may use of ``skilldeck.skill`` beyond its public names: its face to them.
 """
 
 from skilldeck.skill._frontmatter import ParsedSkillMd, parse_skill_md, render_skill_md, validate_frontmatter
