@@ -1354,9 +1354,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "forwarded-request-not-drained",
-        "gateway/_forward.py",
-        "            with connected.call():\n                return await request",
-        "            if connected:\n                return await request",
+        "gateway/_upstream_answers.py",
+        "        with connected.call():\n            return await request",
+        "        if connected:\n            return await request",
         "tests/gateway/test_reload_drain.py::test_a_forwarded_prompt_in_flight_finishes_on_the_old_program",
         "a forwarded prompts/get in flight is not counted, so a reload closes its connection under it",
     ),
@@ -1557,7 +1557,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "subs-client-off-by-one",
-        "gateway/_forward.py",
+        "gateway/_subscriptions.py",
         "if held >= MAX_CLIENT_SUBSCRIPTIONS:",
         "if held > MAX_CLIENT_SUBSCRIPTIONS:",
         f"{T_FORWARD}::test_concurrent_subscriptions_of_one_client_stop_at_its_limit",
@@ -1565,7 +1565,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "subs-gateway-off-by-one",
-        "gateway/_forward.py",
+        "gateway/_subscriptions.py",
         "elif not subscribers and gateway_wide >= MAX_SUBSCRIPTIONS:",
         "elif not subscribers and gateway_wide > MAX_SUBSCRIPTIONS:",
         f"{T_FORWARD}::test_concurrent_subscriptions_of_many_clients_stop_at_the_gateways_limit",
@@ -1573,7 +1573,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "subs-resource-off-by-one",
-        "gateway/_forward.py",
+        "gateway/_subscriptions.py",
         "elif len(subscribers) >= MAX_SUBSCRIBERS:",
         "elif len(subscribers) > MAX_SUBSCRIBERS:",
         f"{T_FORWARD}::test_concurrent_subscribers_of_one_resource_stop_at_its_limit",

@@ -49,12 +49,9 @@ from mcp_types import (
 from skilldeck.gateway import GatewayService, create_gateway
 from skilldeck.gateway._app import follow_upstreams
 from skilldeck.gateway._forward import (
-    MAX_CLIENT_SUBSCRIPTIONS,
     MAX_FETCHES_PER_PAGE,
     MAX_NAME_CHARS,
     MAX_PROMPT_ARGUMENTS,
-    MAX_SUBSCRIBERS,
-    MAX_SUBSCRIPTIONS,
     MAX_URI_CHARS,
     _encode_cursor,
     gateway_uri,
@@ -63,6 +60,7 @@ from skilldeck.gateway._forward import (
     split_uri,
 )
 from skilldeck.gateway._service import ORIGIN_META
+from skilldeck.gateway._subscriptions import MAX_CLIENT_SUBSCRIPTIONS, MAX_SUBSCRIBERS, MAX_SUBSCRIPTIONS
 from skilldeck.host import Host, InProcessServer, ServerSpec
 from skilldeck.host._discover import ListingLimits
 from skilldeck.serving._policy import Match, Policy, SkillPolicy

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from skilldeck.gateway import GatewayService, create_gateway
-from skilldeck.gateway._forward import MAX_CLIENT_SUBSCRIPTIONS
+from skilldeck.gateway._subscriptions import MAX_CLIENT_SUBSCRIPTIONS
 from skilldeck.host import Host, ServerSpec, StdioServer
 from skilldeck.serving._policy import Match, Policy, SkillPolicy
 

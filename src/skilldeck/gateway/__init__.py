@@ -38,6 +38,10 @@ Its other modules (private; a sibling package uses what ``__all__`` and ``_api``
   server.
 - ``_usage``: The gateway's usage recording: successful uses go into the usage ledger, and each ranker reads
   its audience's.
+- ``_subscriptions``: Upstream resources subscribed to through the gateway: who holds which, within bounds,
+  and their updates.
+- ``_upstream_answers``: A request the gateway forwards to an upstream: the upstream's answer, or its error
+  worded as the gateway's.
 - ``_upstreams``: The gateway's upstream calls: the :class:`~skilldeck.gateway._port.Upstreams` port over a
   connected host.
 """

@@ -58,26 +58,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import logging
-import warnings
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, unquote
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, SubscriptionBus
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, SubscriptionBus
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     PromptReference,
     ResourceTemplateReference,
-    ResourceUpdatedNotification,
 )
 from mcp_types.methods import parse_client_request, serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -85,8 +80,9 @@ from pydantic import ValidationError
 
 from skilldeck.errors import shorten
 from skilldeck.gateway._names import Naming, UpstreamNames
-from skilldeck.gateway._resource_listen import UpstreamResourceListen
 from skilldeck.gateway._service import GatewayService
+from skilldeck.gateway._subscriptions import ResourceSubscriptions, tell
+from skilldeck.gateway._upstream_answers import answer, invalid
 from skilldeck.gateway._upstreams import ORIGIN_META, with_origin
 from skilldeck.host import Connected, Host
 from skilldeck.host._api import on_behalf_of
@@ -95,9 +91,7 @@ from skilldeck.skill import SCHEME as SKILL_SCHEME
 from skilldeck.skill._api import neutralise_in
 
 __all__ = [
-    "MAX_CLIENT_SUBSCRIPTIONS",
     "MAX_FETCHES_PER_PAGE",
-    "MAX_SUBSCRIPTIONS",
     "PROMPT_SEPARATOR",
     "RESOURCE_SCHEME",
     "ForwardedUpstreams",
@@ -127,12 +121,6 @@ MAX_CURSOR_CHARS = 4_096
 MAX_PROMPT_ARGUMENTS = 64
 MAX_ARGUMENT_CHARS = 64 * 1024
 """One prompt or completion argument value."""
-MAX_SUBSCRIPTIONS = 1_024
-"""Upstream resources subscribed to at once (for all clients together)."""
-MAX_CLIENT_SUBSCRIPTIONS = 64
-"""Resources one legacy connection (or one 2026-07-28 listen stream) may subscribe to through the gateway."""
-MAX_SUBSCRIBERS = 256
-"""Subscribers (legacy connections and 2026-07-28 listen streams) of one resource."""
 UNSUBSCRIBE_SECONDS = 10.0
 """How long a closed listen stream's upstream unsubscriptions may take."""
 
@@ -156,13 +144,6 @@ _FORWARDED = frozenset(
 def gateway_uri(label: str, uri: str) -> str:
     """The gateway's URI of an upstream's resource (or template): ``upstream://LABEL/URI``."""
     return f"{_PREFIX}{quote(label, safe='')}/{uri}"
-
-
-def _within(uri: str, subscribed: str) -> bool:
-    """Whether ``uri`` is ``subscribed`` or a sub-resource of it (below it after a ``/``, ``?`` or ``#``)."""
-    if not uri.startswith(subscribed):
-        return False
-    return len(uri) == len(subscribed) or subscribed.endswith("/") or uri[len(subscribed)] in "/?#"
 
 
 def split_uri(uri: str) -> tuple[str, str] | None:
@@ -193,10 +174,6 @@ def split_prompt_name(name: str) -> tuple[str, str] | None:
     return label, upstream
 
 
-def _invalid(message: str) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=message)
-
-
 MAX_FETCHES_PER_PAGE = 8
 """Upstream pages one ``list`` request may ask for, at most, while the pages it gets are empty for its caller."""
 
@@ -207,7 +184,7 @@ def _encode_cursor(label: str, cursor: str | None, page: int) -> str:
 
 
 def _decode_cursor(cursor: str) -> tuple[str, str | None, int]:
-    bad = _invalid("invalid cursor: pass back a nextCursor this gateway returned, or none to start over")
+    bad = invalid("invalid cursor: pass back a nextCursor this gateway returned, or none to start over")
     if len(cursor) > MAX_CURSOR_CHARS or not cursor.startswith(_CURSOR_PREFIX):
         raise bad
     try:
@@ -294,15 +271,9 @@ class ForwardedUpstreams:
         self.skills_republished = skills_republished
         self.legacy = legacy if legacy is not None else LegacyConnections()
         """Legacy connections told of list changes and resource updates (the gateway's one table)."""
-        self.legacy.on_forget(self._forget)
-        self._subscribers: dict[tuple[str, str], set[Any]] = {}
-        """Per upstream resource ``(label, uri)``: who subscribed (a legacy connection key, or a listen stream)."""
-        self._pending: dict[tuple[str, str], set[Any]] = {}
-        """Resources being subscribed to now, and by whom: counted against the limits as if held (so
-        concurrent requests cannot overshoot them), and not released upstream meanwhile."""
-        self._streams: dict[str, UpstreamResourceListen] = {}
-        """Per 2026-07-28 upstream: the one listen stream for its subscribed resources."""
-        self._listening = False
+        self.subscribed = ResourceSubscriptions(host, subscriptions, self.legacy, self.public_uri)
+        """Who subscribes to which upstream resource (:class:`~skilldeck.gateway._subscriptions.ResourceSubscriptions`)."""
+        self.legacy.on_forget(self.subscribed.forget)
 
     # -- who asks, and what they may see -----------------------------------------------------------
 
@@ -320,7 +291,7 @@ class ForwardedUpstreams:
     def _connected(self, label: str) -> Connected:
         connected = self.host.sessions.get(label)
         if connected is None:
-            raise _invalid(f"no upstream server {shorten(label)!r} is connected; list again")
+            raise invalid(f"no upstream server {shorten(label)!r} is connected; list again")
         return connected
 
     def _labels(self, kind: str) -> list[str]:
@@ -423,7 +394,7 @@ class ForwardedUpstreams:
             errors = exc.errors(include_url=False)
             where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "params"
             what = errors[0]["msg"] if errors else "invalid"
-            raise _invalid(f"invalid {method} params: {where}: {what}") from None
+            raise invalid(f"invalid {method} params: {where}: {what}") from None
         caller = self.caller(ctx)
         result: dict[str, Any]
         if method in ("resources/subscribe", "resources/unsubscribe"):
@@ -525,27 +496,25 @@ class ForwardedUpstreams:
         owner = names.prompt_owner(name) if names is not None else None
         split = (owner, name) if owner is not None else split_prompt_name(name)
         if split is None or len(split[1]) > MAX_NAME_CHARS:
-            raise _invalid(f"unknown prompt {shorten(name)!r}: prompts are named LABEL__NAME, as prompts/list shows")
+            raise invalid(f"unknown prompt {shorten(name)!r}: prompts are named LABEL__NAME, as prompts/list shows")
         label, upstream = split
         if not self.admits(caller, label, upstream):
-            raise _invalid(f"unknown prompt {shorten(name)!r}")  # as if absent: the policy does not admit it
+            raise invalid(f"unknown prompt {shorten(name)!r}")  # as if absent: the policy does not admit it
         connected = self._connected(label)
         if not declares(connected, "prompts"):
-            raise _invalid(f"unknown prompt {shorten(name)!r}: {label!r} serves no prompts")
+            raise invalid(f"unknown prompt {shorten(name)!r}: {label!r} serves no prompts")
         return connected, upstream
 
     async def _get_prompt(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         connected, name = self._prompt(caller, str(params["name"]))
         arguments = params.get("arguments") or {}
         if len(arguments) > MAX_PROMPT_ARGUMENTS:
-            raise _invalid(f"a prompt takes at most {MAX_PROMPT_ARGUMENTS} arguments")
+            raise invalid(f"a prompt takes at most {MAX_PROMPT_ARGUMENTS} arguments")
         if any(len(k) > MAX_NAME_CHARS or len(str(v)) > MAX_ARGUMENT_CHARS for k, v in arguments.items()):
-            raise _invalid(
+            raise invalid(
                 f"a prompt argument's name is at most {MAX_NAME_CHARS} characters, its value {MAX_ARGUMENT_CHARS}"
             )
-        result = await self._upstream(
-            connected, connected.client.get_prompt(name, {k: str(v) for k, v in arguments.items()})
-        )
+        result = await answer(connected, connected.client.get_prompt(name, {k: str(v) for k, v in arguments.items()}))
         out = with_origin(_dump(result), connected.label)
         out["messages"] = [self._message(connected.label, m) for m in out.get("messages", [])]
         return out
@@ -596,18 +565,18 @@ class ForwardedUpstreams:
             owner = names.uri_owner(uri)
             split = (owner, uri) if owner is not None else None
         if split is None:
-            raise _invalid(f"unknown resource {shorten(uri)!r}: upstream resources are upstream://LABEL/URI")
+            raise invalid(f"unknown resource {shorten(uri)!r}: upstream resources are upstream://LABEL/URI")
         label, upstream = split
         if not self.admits(caller, label, upstream) or (self.skills_republished and upstream.startswith(_SKILL_PREFIX)):
-            raise _invalid(f"unknown resource {shorten(uri)!r}")
+            raise invalid(f"unknown resource {shorten(uri)!r}")
         connected = self._connected(label)
         if not declares(connected, "resources"):
-            raise _invalid(f"unknown resource {shorten(uri)!r}: {label!r} serves no resources")
+            raise invalid(f"unknown resource {shorten(uri)!r}: {label!r} serves no resources")
         return connected, upstream
 
     async def _read(self, caller: Caller, uri: str) -> dict[str, Any]:
         connected, upstream = self._resource(caller, uri)
-        result = await self._upstream(connected, connected.client.read_resource(upstream, cache_mode="bypass"))
+        result = await answer(connected, connected.client.read_resource(upstream, cache_mode="bypass"))
         out = with_origin(_dump(result), connected.label)
         out["contents"] = [
             {**c, "uri": uri if c["uri"] == upstream else self.public_uri(connected.label, c["uri"])}
@@ -634,12 +603,12 @@ class ForwardedUpstreams:
         values = [str(argument.get("name", "")), str(argument.get("value", ""))]
         values += [str(v) for v in (context or {}).values()] + list(context or {})
         if len(context or {}) > MAX_PROMPT_ARGUMENTS or any(len(v) > MAX_ARGUMENT_CHARS for v in values):
-            raise _invalid(
+            raise invalid(
                 f"completion arguments are at most {MAX_PROMPT_ARGUMENTS}, each at most {MAX_ARGUMENT_CHARS} characters"
             )
         if not declares(connected, "completions"):
             return {"completion": {"values": []}}
-        result = await self._upstream(
+        result = await answer(
             connected,
             connected.client.complete(
                 upstream_ref,
@@ -659,176 +628,16 @@ class ForwardedUpstreams:
         connection = self.legacy.remember(ctx.session)
         target = self._subscribable(caller, uri)
         if subscribe:
-            await self._subscribe(target, connection)
+            await self.subscribed.subscribe(target, connection)
         else:
-            await self._unsubscribe(target, connection)
+            await self.subscribed.unsubscribe(target, connection)
 
     def _subscribable(self, caller: Caller, uri: str) -> tuple[Connected, str]:
         connected, upstream = self._resource(caller, uri)
         resources = connected.client.server_capabilities.resources
         if resources is None or not resources.subscribe:
-            raise _invalid(f"{connected.label!r} offers no resource subscriptions (resources.subscribe)")
+            raise invalid(f"{connected.label!r} offers no resource subscriptions (resources.subscribe)")
         return connected, upstream
-
-    async def _subscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
-        refused = await self._subscribe_all([target], subscriber)
-        if refused:
-            raise refused[0][1]
-
-    async def _subscribe_all(
-        self, targets: list[tuple[Connected, str]], subscriber: Any
-    ) -> list[tuple[tuple[Connected, str], MCPError]]:
-        """Subscribe ``subscriber`` to each of ``targets``; the ones refused, each with why.
-
-        What is new to the gateway is subscribed upstream: one ``resources/subscribe`` each on a
-        2025-11-25 upstream, one reopened listen stream per 2026-07-28 upstream for all of them.
-        """
-        refused: list[tuple[tuple[Connected, str], MCPError]] = []
-        held = sum(1 for key, who in [*self._subscribers.items(), *self._pending.items()] if subscriber in who)
-        gateway_wide = len(self._subscribers.keys() | self._pending.keys())
-        accepted: list[tuple[Connected, str]] = []
-        seen: set[tuple[str, str]] = set()
-        for target in targets:
-            key = (target[0].label, target[1])
-            subscribers = self._subscribers.get(key, set()) | self._pending.get(key, set())
-            if key in seen or subscriber in subscribers:
-                continue
-            if held >= MAX_CLIENT_SUBSCRIPTIONS:
-                why = f"a client may hold {MAX_CLIENT_SUBSCRIPTIONS} resource subscriptions; unsubscribe one first"
-            elif not subscribers and gateway_wide >= MAX_SUBSCRIPTIONS:
-                why = f"the gateway holds {MAX_SUBSCRIPTIONS} resource subscriptions already; unsubscribe one first"
-            elif len(subscribers) >= MAX_SUBSCRIBERS:
-                why = f"{MAX_SUBSCRIBERS} clients subscribe to this resource already"
-            else:
-                seen.add(key)
-                held += 1
-                gateway_wide += not subscribers
-                accepted.append(target)
-                continue
-            refused.append((target, _invalid(why)))
-        self._listen_upstreams()
-        # Reserved before the first await: a concurrent request counts these against the limits.
-        for key in seen:
-            self._pending.setdefault(key, set()).add(subscriber)
-        try:
-            subscribed, failed = await self._subscribe_upstream(
-                [t for t in accepted if self._subscribers.get((t[0].label, t[1])) is None]
-            )
-        finally:
-            for key in seen:
-                self._pending[key].discard(subscriber)
-                if not self._pending[key]:
-                    del self._pending[key]
-        refused += failed
-        for target in accepted:
-            key = (target[0].label, target[1])
-            if key in self._subscribers or target in subscribed:
-                self._subscribers.setdefault(key, set()).add(subscriber)
-        return refused
-
-    async def _subscribe_upstream(
-        self, targets: list[tuple[Connected, str]]
-    ) -> tuple[list[tuple[Connected, str]], list[tuple[tuple[Connected, str], MCPError]]]:
-        """Subscribe upstream to resources no client subscribed to yet: those subscribed, those refused with why."""
-        subscribed: list[tuple[Connected, str]] = []
-        refused: list[tuple[tuple[Connected, str], MCPError]] = []
-        modern: dict[str, list[tuple[Connected, str]]] = {}
-        for target in targets:
-            connected, upstream = target
-            if connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                modern.setdefault(connected.label, []).append(target)
-                continue
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
-                    await self._upstream(connected, connected.client.subscribe_resource(upstream))
-            except MCPError as exc:
-                refused.append((target, exc))
-                continue
-            subscribed.append(target)
-        for group in modern.values():
-            connected = group[0][0]
-            listen = self._resource_listen(connected)
-            uris = {upstream for _, upstream in group}
-            added = uris - listen.wanted
-            listen.wanted |= uris
-            try:
-                honored = await self._upstream(connected, listen.sync())
-            except MCPError as exc:
-                listen.wanted -= added
-                refused += [(target, exc) for target in group]
-                continue
-            for target in group:
-                if target[1] in honored:
-                    subscribed.append(target)
-                else:
-                    listen.wanted.discard(target[1])
-                    why = f"{connected.label!r} did not accept a subscription to {shorten(target[1])!r}"
-                    refused.append((target, _invalid(why)))
-        return subscribed, refused
-
-    def _resource_listen(self, connected: Connected) -> UpstreamResourceListen:
-        """The listen stream of a 2026-07-28 upstream's subscribed resources (a new one for a new session)."""
-        listen = self._streams.get(connected.label)
-        if listen is None or listen.connected is not connected:
-            if listen is not None:
-                listen.close()  # the session it listened on is gone
-            listen = UpstreamResourceListen(connected, self.host.start_soon, self._updated)
-            self._streams[connected.label] = listen
-        return listen
-
-    async def _unsubscribe(self, target: tuple[Connected, str], subscriber: Any) -> None:
-        await self._unsubscribe_all([target], subscriber)
-
-    async def _unsubscribe_all(self, targets: list[tuple[Connected, str]], subscriber: Any) -> None:
-        emptied = []
-        for connected, upstream in targets:
-            key = (connected.label, upstream)
-            subscribers = self._subscribers.get(key)
-            if subscribers is None:
-                continue
-            subscribers.discard(subscriber)
-            if not subscribers:
-                del self._subscribers[key]
-                emptied.append(key)
-        await self._release(emptied)
-
-    async def _release(self, keys: list[tuple[str, str]]) -> None:
-        """Nobody subscribes to ``keys`` any more: the upstreams stop telling the gateway of them.
-
-        A 2025-11-25 upstream is sent ``resources/unsubscribe`` for each; a 2026-07-28 upstream's
-        stream is reopened once without them (or closed, when they were its last).
-        """
-        released: dict[str, list[str]] = {}
-        for key in keys:
-            if key not in self._subscribers and key not in self._pending:  # else subscribed again meanwhile
-                released.setdefault(key[0], []).append(key[1])
-        for label, uris in released.items():
-            listen = self._streams.get(label)
-            connected = self.host.sessions.get(label)
-            try:
-                if listen is not None and listen.wanted & set(uris):
-                    listen.wanted -= set(uris)
-                    await listen.sync()
-                elif connected is not None and connected.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                    for upstream in uris:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore", MCPDeprecationWarning)  # the upstream speaks 2025-11-25
-                            await connected.client.unsubscribe_resource(upstream)
-            except Exception as exc:  # the upstream may be gone: nobody is told of its updates any more
-                logger.debug("unsubscribing %d resources of %r failed: %s", len(uris), label, exc)
-
-    def _forget(self, connection: int) -> None:
-        """A legacy connection closed: it subscribes to nothing any more (the upstream is told in the background)."""
-        emptied = []
-        for key in [k for k, subscribers in self._subscribers.items() if connection in subscribers]:
-            self._subscribers[key].discard(connection)
-            if not self._subscribers[key]:
-                del self._subscribers[key]
-                emptied.append(key)
-        if emptied:
-            with contextlib.suppress(RuntimeError):  # RuntimeError: the upstream connections are closed
-                self.host.start_soon(self._release, emptied)
 
     async def _listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """A 2026-07-28 listen stream: its filter's gateway URIs are subscribed upstream while it is open.
@@ -845,7 +654,7 @@ class ForwardedUpstreams:
         uris: list[Any] = listed if isinstance(listed, list) else []
         stream = object()
         targets = self._listen_targets(self.caller(ctx), uris)
-        refused = await self._subscribe_all(list(targets.values()), stream)
+        refused = await self.subscribed.subscribe_all(list(targets.values()), stream)
         for target, why in refused:
             logger.debug("listen: %s not subscribed: %s", shorten(target[1]), why.error.message)
         failed = {id(target) for target, _ in refused}
@@ -859,7 +668,7 @@ class ForwardedUpstreams:
         finally:
             # The stream usually ends by cancellation: the upstreams are still told, within a bound.
             with anyio.move_on_after(UNSUBSCRIBE_SECONDS, shield=True):
-                await self._unsubscribe_all(held, stream)
+                await self.subscribed.unsubscribe_all(held, stream)
 
     def _listen_targets(self, caller: Caller, uris: list[Any]) -> dict[str, tuple[Connected, str]]:
         """The upstream resource of each gateway URI of a listen filter that ``caller`` may subscribe to."""
@@ -872,40 +681,6 @@ class ForwardedUpstreams:
             except MCPError as exc:  # not subscribable: the stream is still served, without its updates
                 logger.debug("listen: %s not subscribed: %s", shorten(uri), exc.error.message)
         return targets
-
-    def _listen_upstreams(self) -> None:
-        if not self._listening:
-            self.host.add_message_listener(self._upstream_message)
-            self._listening = True
-
-    async def _upstream_message(self, label: str, message: Any) -> None:
-        """A 2025-11-25 upstream's ``notifications/resources/updated`` (a 2026-07-28 one's come on its listen stream)."""
-        if not isinstance(message, ResourceUpdatedNotification):
-            return
-        connected = self.host.sessions.get(label)
-        if connected is None or connected.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return
-        await self._updated(label, str(message.params.uri))
-
-    async def _updated(self, label: str, upstream: str) -> None:
-        """An update of a subscribed resource: to its subscribers (both eras) as the gateway URI, to nobody else.
-
-        A 2025-11-25 upstream may name a sub-resource of the one subscribed to (``file:///logs/a.txt``
-        for ``file:///logs``). A legacy subscriber is told of it as it came; a listen stream, whose
-        filter holds exact URIs only, is told that the resource it subscribed to was updated.
-        """
-        told: set[Any] = set()
-        sessions = dict(self.legacy.items())
-        uri = self.public_uri(label, upstream)
-        for (owner, subscribed), subscribers in list(self._subscribers.items()):
-            if owner != label or not _within(upstream, subscribed):
-                continue
-            await self.subscriptions.publish(ResourceUpdated(uri=self.public_uri(label, subscribed)))
-            for subscriber in list(subscribers):
-                session = sessions.get(subscriber) if isinstance(subscriber, int) else None
-                if session is not None and subscriber not in told:
-                    told.add(subscriber)
-                    await self._tell(subscriber, session.send_resource_updated(uri))
 
     # -- changes -----------------------------------------------------------------------------------
 
@@ -920,35 +695,11 @@ class ForwardedUpstreams:
             await self.subscriptions.publish(ResourcesListChanged())
         for key, session in self.legacy.items():
             if "prompts" in reasons:
-                await self._tell(key, session.send_prompt_list_changed())
+                await tell(self.legacy, key, session.send_prompt_list_changed())
             if "resources" in reasons:
-                await self._tell(key, session.send_resource_list_changed())
-
-    async def _tell(self, key: int, sending: Awaitable[None]) -> None:
-        try:
-            await sending
-        except Exception:  # a gone session must not stop the others
-            logger.debug("dropping a legacy session that could not be notified", exc_info=True)
-            self.legacy.forget(key)
+                await tell(self.legacy, key, session.send_resource_list_changed())
 
     # -- errors and capabilities -------------------------------------------------------------------
-
-    @staticmethod
-    async def _upstream(connected: Connected, request: Awaitable[Any]) -> Any:
-        """The upstream's answer; its error passed on with its code, anything else as an internal error.
-
-        Counted as a call in flight on ``connected``: a reload that replaces the upstream lets it finish
-        (within ``--shutdown-timeout``) before the old connection is closed, as it does a tool call."""
-        try:
-            with connected.call():
-                return await request
-        except MCPError as exc:
-            raise MCPError(
-                code=exc.error.code, message=f"[{connected.label}] {shorten(exc.error.message, 600)}"
-            ) from None
-        except Exception as exc:
-            reason = connected.explain(exc)
-            raise MCPError(code=INTERNAL_ERROR, message=f"[{connected.label}] failed: {shorten(reason, 600)}") from None
 
     @staticmethod
     def _declare(result: HandlerResult, *, legacy: bool) -> HandlerResult:
