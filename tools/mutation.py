@@ -1369,6 +1369,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a question about the clock itself only gets the fifth place, like a date relative to today",
     ),
     _m(
+        "reload-fails-on-a-session-ending-in-its-check",
+        "gateway/_reload.py",
+        "            except Exception as exc:  # its session ended as it was listed: checked as a down upstream's are",
+        "            except ValueError as exc:  # its session ended as it was listed: checked as a down upstream's are",
+        "tests/gateway/test_gateway_config.py::test_an_upstream_whose_session_ends_as_the_reload_lists_it_does_not_fail_the_reload",
+        "an upstream whose session ends while the reload lists it fails the whole reload",
+    ),
+    _m(
         "resumable-replays-another-session",
         "serving/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

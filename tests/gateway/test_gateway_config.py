@@ -352,3 +352,62 @@ async def test_watch_config_re_reads_a_changed_policy_without_a_signal(tmp_path:
         assert (await load_and_call(match["url"], "deck/pdf-forms", "deck/none"))[0] == []
     finally:
         stop(proc)
+
+
+BRITTLE = """
+import os, pathlib, sys
+from mcp.server.mcpserver import MCPServer
+
+die = pathlib.Path(sys.argv[1])
+server = MCPServer("brittle")
+
+
+@server.tool()
+def ping() -> str:
+    \"\"\"Answers pong.\"\"\"
+    return "pong"
+
+
+@server.resource("note://a")
+def note() -> str:
+    return "a"
+
+
+async def exit_when_told(ctx, call_next):
+    if ctx.method == "resources/list" and die.exists():
+        os._exit(3)  # its session ends in the middle of the listing
+    return await call_next(ctx)
+
+
+server.middleware.append(exit_when_told)
+server.run()
+"""
+
+
+async def test_an_upstream_whose_session_ends_as_the_reload_lists_it_does_not_fail_the_reload(tmp_path: Path) -> None:
+    """A reload lists the connected upstreams to check the policy; one whose session ends during that listing
+    is checked as a down upstream is (when it connects again), and the rest of the reload goes on: before, the
+    whole reload failed ("reload failed: MCPError: Connection closed") and the new policy was not put in force."""
+    die = tmp_path / "die"
+    config = write(
+        tmp_path / "mcp.json",
+        {"mcpServers": {"deck": DECK, "brittle": {"command": sys.executable, "args": ["-c", BRITTLE, str(die)]}}},
+    )
+    rule = {"brittle/note://a": {"admit": {"roles": ["admin"]}}}
+    policy = write(tmp_path / "policy.json", {"skills": rule})
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--policy", str(policy))
+    try:
+        assert (match["up"], match["total"]) == ("2", "2"), log.read_text()
+        die.touch()  # its next resources/list ends its process
+        write(policy, {"skills": {**rule, "deck/pdf-forms": {"admit": {"roles": ["admin"]}}}})
+        before = log.read_text(errors="replace")
+        proc.send_signal(signal.SIGHUP)
+        said = wait_for_log(
+            log, lambda t: "reloaded: " in t[len(before) :] or "reload failed" in t[len(before) :], "the reload"
+        )[len(before) :]
+        assert "reload failed" not in said, said
+        assert "[brittle] could not be listed for the policy check" in said, said
+        assert "the new policy is in force" in said, said
+    finally:
+        stop(proc)

@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 
 from skilldeck.catalog import AddedServers
-from skilldeck.errors import ConfigError, PolicyError
+from skilldeck.errors import ConfigError, PolicyError, shorten
 from skilldeck.gateway._policy_check import (
     RULE_KINDS,
     PolicyCheck,
@@ -101,13 +101,24 @@ class GatewayConfig:
         """Upstreams this reload connects again (their entry changed), each with the tools it listed: the
         gateway goes on listing those until the new session is admitted, and calls to them wait for it."""
         self._reloading: int | None = None
+        self._unlisted: set[str] = set()
+        """Upstreams the last policy check could not list (their session ended as they were): checked when they connect."""
         """The task running a reload (which checks the upstreams it connects itself), while one runs."""
 
     async def _check(self, policy: Policy, hold: frozenset[str] = frozenset()) -> PolicyCheck:
         """``policy`` against the connected upstreams; those in ``hold`` (not admitted yet) count as down."""
         ids: dict[str, UpstreamIds] = {}
+        self._unlisted = set()
         for label in sorted(self.host.sessions.keys() - hold):
-            ids[label] = await upstream_ids(self.host, label, policy)
+            try:
+                ids[label] = await upstream_ids(self.host, label, policy)
+            except Exception as exc:  # its session ended as it was listed: checked as a down upstream's are
+                self._unlisted.add(label)
+                self.report(
+                    "warning",
+                    f"[{label}] could not be listed for the policy check ({shorten(str(exc) or type(exc).__name__)}); "
+                    "its ids are checked when it connects again",
+                )
         return check_policy(policy, self.specs.keys(), ids)
 
     async def check(self) -> PolicyCheck:
@@ -201,7 +212,7 @@ class GatewayConfig:
                 self.report("error", "reload: the policy in force is kept")
             else:
                 in_force = policy
-        down = set(added) | (self.specs.keys() - self.host.sessions.keys())
+        down = set(added) | (self.specs.keys() - self.host.sessions.keys()) | self._unlisted
         self.pending = pending_names(in_force, down) if in_force is not None else {}
         if in_force != self.service.policy:
             self.service.policy = in_force  # one assignment: every request from here on sees the new policy
@@ -213,7 +224,11 @@ class GatewayConfig:
         for label in added:
             if await self._admit(label, fresh=True):
                 await watcher.follow(label)
-                change = await self.host.relist(label, ("reloaded",))
+                try:
+                    change = await self.host.relist(label, ("reloaded",))
+                except Exception as exc:  # gone again as it was listed: listed when it connects again
+                    self.report("warning", f"[{label}] could not be listed ({shorten(str(exc) or type(exc).__name__)})")
+                    continue
                 if label in self._switching:  # told against what the gateway went on listing
                     before = set(self._switching.pop(label))
                     now = {str(t.get("name")) for t in change.tools or ()}
