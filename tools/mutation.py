@@ -1079,6 +1079,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a form elicitation is relayed to a client that declared URL elicitation only",
     ),
     _m(
+        "relay-unowned-roots-to-the-one-call",
+        "gateway/_upstreams.py",
+        "waiting = self._serving(label, guess=not roots)",
+        "waiting = self._serving(label)",
+        f"{T_RELAY}::test_sampling_elicitation_and_roots_reach_the_caller_and_answers_come_back",
+        "a roots/list tied to no call (a server's own, over stdio) goes to the one call waiting then",
+    ),
+    _m(
         "relay-tool-choice-ignored",
         "gateway/_relay.py",
         "        tools = bool(request.params.tools) or request.params.tool_choice is not None\n",
