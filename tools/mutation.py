@@ -1265,6 +1265,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a reload tears the old connection down at once: calls that ran come back as 'Connection closed'",
     ),
     _m(
+        "reload-fails-on-an-upstream-closed-under-its-check",
+        "gateway/_reload.py",
+        "if unchecked is None:\n                    raise",
+        "if True:\n                    raise",
+        "tests/gateway/test_gateway_config.py::test_a_reload_goes_on_when_an_upstream_it_checks_closes_its_connection",
+        "an upstream whose connection closes while a reload lists its ids fails the whole reload",
+    ),
+    _m(
+        "reload-checks-an-upstream-the-watcher-is-to-check",
+        "gateway/_reload.py",
+        "held = frozenset(added) | (self.pending.keys() & self.host.sessions.keys())",
+        "held = frozenset(added)",
+        "tests/gateway/test_gateway_config.py::test_a_reload_leaves_the_check_of_an_upstream_just_back_to_the_watcher",
+        "a reload checks an upstream the supervisor just brought back, keeps the policy over its error and drops "
+        "its pending ids: it is served under a policy naming what it does not serve",
+    ),
+    _m(
+        "reload-verdict-ignored-by-the-watchers-check",
+        "gateway/_reload.py",
+        "                return label in self.host.sessions\n",
+        "                return True\n",
+        "tests/gateway/test_gateway_config.py::test_an_id_of_an_upstream_down_at_start_is_checked_when_it_connects",
+        "the watcher's check, having waited for a reload that kept the upstream out, lists it all the same",
+    ),
+    _m(
         "reload-refuses-calls-during-the-switch",
         "gateway/_upstreams.py",
         "connected = self.host.sessions.get(label) or await self._reconnected(label, tool)",

@@ -325,7 +325,7 @@ def run_gateway_command(args: argparse.Namespace, err: Console) -> int:
         def on_change(change: CatalogChange) -> None:
             if metrics is not None:
                 metrics.changed(change)
-            if "reconnected" in change.reasons and change.tools is not None:
+            if "reconnected" in change.reasons and "removed" not in change.reasons and change.tools is not None:
                 skills = len([r for r in host.skills if r.label == change.label])
                 tools = len(change.tools)
                 what = counted(tools, "tool") + (f", {counted(skills, 'skill')}" if skills else "")
