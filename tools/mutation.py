@@ -1079,6 +1079,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a form elicitation is relayed to a client that declared URL elicitation only",
     ),
     _m(
+        "relay-unowned-roots-to-the-one-call",
+        "gateway/_upstreams.py",
+        "waiting = self._serving(label, guess=not roots)",
+        "waiting = self._serving(label)",
+        f"{T_RELAY}::test_sampling_elicitation_and_roots_reach_the_caller_and_answers_come_back",
+        "a roots/list tied to no call (a server's own, over stdio) goes to the one call waiting then",
+    ),
+    _m(
         "relay-tool-choice-ignored",
         "gateway/_relay.py",
         "        tools = bool(request.params.tools) or request.params.tool_choice is not None\n",
@@ -1257,6 +1265,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a reload tears the old connection down at once: calls that ran come back as 'Connection closed'",
     ),
     _m(
+        "reload-fails-on-an-upstream-closed-under-its-check",
+        "gateway/_reload.py",
+        "            except Exception as exc:  # its session ended as it was listed: checked as a down upstream's are",
+        "            except ValueError as exc:  # its session ended as it was listed: checked as a down upstream's are",
+        "tests/gateway/test_gateway_config.py::test_a_reload_goes_on_when_an_upstream_it_checks_closes_its_connection",
+        "an upstream whose connection closes while a reload lists its ids fails the whole reload",
+    ),
+    _m(
+        "reload-checks-an-upstream-the-watcher-is-to-check",
+        "gateway/_reload.py",
+        "held = frozenset(added) | (self.pending.keys() & self.host.sessions.keys())",
+        "held = frozenset(added)",
+        "tests/gateway/test_gateway_config.py::test_a_reload_leaves_the_check_of_an_upstream_just_back_to_the_watcher",
+        "a reload checks an upstream the supervisor just brought back, keeps the policy over its error and drops "
+        "its pending ids: it is served under a policy naming what it does not serve",
+    ),
+    _m(
+        "reload-verdict-ignored-by-the-watchers-check",
+        "gateway/_reload.py",
+        "                return label in self.host.sessions\n",
+        "                return True\n",
+        "tests/gateway/test_gateway_config.py::test_an_id_of_an_upstream_down_at_start_is_checked_when_it_connects",
+        "the watcher's check, having waited for a reload that kept the upstream out, lists it all the same",
+    ),
+    _m(
         "reload-refuses-calls-during-the-switch",
         "gateway/_upstreams.py",
         "connected = self.host.sessions.get(label) or await self._reconnected(label, tool)",
@@ -1367,14 +1400,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "LEADING_NEEDS = frozenset(need for _, need in IMPLIED_NEEDS[:4])",
         "tests/select/test_needs.py::test_in_a_small_catalog_the_clock_asked_about_puts_its_server_first",
         "a question about the clock itself only gets the fifth place, like a date relative to today",
-    ),
-    _m(
-        "reload-fails-on-a-session-ending-in-its-check",
-        "gateway/_reload.py",
-        "            except Exception as exc:  # its session ended as it was listed: checked as a down upstream's are",
-        "            except ValueError as exc:  # its session ended as it was listed: checked as a down upstream's are",
-        "tests/gateway/test_gateway_config.py::test_an_upstream_whose_session_ends_as_the_reload_lists_it_does_not_fail_the_reload",
-        "an upstream whose session ends while the reload lists it fails the whole reload",
     ),
     _m(
         "resumable-replays-another-session",

@@ -285,6 +285,9 @@ async def test_an_id_of_an_upstream_down_at_start_is_checked_when_it_connects(tm
             "of 'notes' is served (did you mean 'notes/job-search'?)"
         ) in said, said
         assert "error: [notes] kept out of service: the policy names what it does not serve (notes/job-serch)" in said
+        # The watcher re-lists the upstream the reload connected while the reload checks it: its own check
+        # waits for the reload's verdict, so the upstream kept out is never listed (nor said to be back).
+        assert "[notes] back" not in said, said
         # fail closed: nothing of notes is served, its public tool included, and the rest serves
         assert await load_and_call(match["url"], "notes/job-search", "notes/get_job") == ([], False)
         assert (await load_and_call(match["url"], "deck/pdf-forms", "notes/get_job"))[0] == ["deck/pdf-forms"]
@@ -295,6 +298,137 @@ async def test_an_id_of_an_upstream_down_at_start_is_checked_when_it_connects(tm
         assert "kept out of service" not in said, said
         # served now, under the rule that applies: the admin-only skill is not the default identity's
         assert await load_and_call(match["url"], "notes/job-search", "notes/get_job") == ([], True)
+    finally:
+        stop(proc)
+
+
+CRASHES_ONCE = """
+import os, sys
+from mcp.server.mcpserver import MCPServer
+
+FLAG = sys.argv[1]
+
+
+async def exit_once(ctx, call_next):
+    if ctx.method == "prompts/list" and os.path.exists(FLAG):  # its connection closes under that request
+        os.remove(FLAG)
+        os._exit(3)
+    return await call_next(ctx)
+
+
+server = MCPServer("greeter", middleware=[exit_once])
+
+
+@server.prompt()
+def greeting() -> str:
+    return "hello"
+
+
+server.run()
+"""
+
+
+def wait_for_file(path: Path, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} not seen within {WAIT:.0f}s", pytrace=False)
+        time.sleep(0.1)
+
+
+def reload_ended(proc: subprocess.Popen[bytes], log: Path, times: int) -> str:
+    """Send SIGHUP and wait until ``times`` reloads in all have ended, done or failed; the log since the signal."""
+    before = log.read_text(errors="replace")
+    proc.send_signal(signal.SIGHUP)
+    ended = lambda t: t.count("reloaded: ") + t.count("reload failed: ") >= times  # noqa: E731
+    return wait_for_log(log, ended, f"the end of reload number {times}")[len(before) :]
+
+
+async def test_a_reload_goes_on_when_an_upstream_it_checks_closes_its_connection(tmp_path: Path) -> None:
+    """The reload lists the prompts of an upstream a rule names (to check the policy's ids), and the upstream's
+    connection closes under that request (it exits, once): the upstream counts as down for the check, its ids
+    are checked when it is back, and the reload ends as any other (before, it ended in "reload failed:
+    MCPError: Connection closed", the policy not swapped in)."""
+    flag = tmp_path / "exit-on-prompts-list"
+    greeter = {"command": sys.executable, "args": ["-c", CRASHES_ONCE, str(flag)]}
+    config = write(tmp_path / "mcp.json", {"mcpServers": {"deck": DECK, "greeter": greeter}})
+    policy = write(tmp_path / "policy.json", {"skills": {"greeter/greeting": {"admit": {"roles": ["admin"]}}}})
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--policy", str(policy))  # its check lists the prompts: no exit yet
+    try:
+        assert (match["up"], match["total"]) == ("2", "2"), log.read_text()
+        flag.touch()
+        write(policy, {"skills": {"greeter/greeting": {"admit": {"roles": ["admin", "ops"]}}}})
+        said = reload_ended(proc, log, 1)
+        assert "reload failed" not in said, said
+        assert "[greeter] could not be listed for the policy check" in said, said
+        assert "the new policy is in force" in said, said
+        # the upstream exited under the check: the supervisor starts it again, and its ids are checked then
+        said = wait_for_log(log, lambda t: "the ids of upstream 'greeter' are checked" in t, "greeter's check")
+        assert "[greeter] kept out of service" not in said, said
+    finally:
+        stop(proc)
+
+
+LISTS_WHEN_TOLD = """
+import sys
+from pathlib import Path
+
+import anyio
+
+up, listing, go = (Path(p) for p in sys.argv[1:4])
+if not up.exists():
+    sys.exit("not up yet")
+from mcp.server.mcpserver import MCPServer
+
+
+async def held(ctx, call_next):
+    if ctx.method == "tools/list" and not go.exists():  # the watcher's listing waits for the test
+        listing.touch()
+        while not go.exists():
+            await anyio.sleep(0.05)
+    return await call_next(ctx)
+
+
+server = MCPServer("greeter", middleware=[held])
+
+
+@server.prompt()
+def greeting() -> str:
+    return "hello"
+
+
+@server.tool()
+def greet(name: str) -> str:
+    return f"hello {name}"
+
+
+server.run()
+"""
+
+
+async def test_a_reload_leaves_the_check_of_an_upstream_just_back_to_the_watcher(tmp_path: Path) -> None:
+    """An upstream down at start comes back (the supervisor) and a reload runs before the watcher has checked
+    its ids: the reload leaves them pending for that check, which keeps it out of service (before, the
+    reload checked it itself, kept the policy in force over its own error and dropped the pending ids, so
+    the upstream was served under a policy naming what it does not serve)."""
+    up, listing, go = tmp_path / "up", tmp_path / "listing", tmp_path / "go"
+    greeter = {"command": sys.executable, "args": ["-c", LISTS_WHEN_TOLD, str(up), str(listing), str(go)]}
+    config = write(tmp_path / "mcp.json", {"mcpServers": {"deck": DECK, "greeter": greeter}})
+    policy = write(tmp_path / "policy.json", {"skills": {"greeter/greetin": {"admit": {"roles": ["admin"]}}}})
+    log = tmp_path / "gateway.log"
+    proc, match = start_gateway(config, log, "--policy", str(policy))
+    try:
+        assert (match["up"], match["total"]) == ("1", "2"), log.read_text()
+        up.touch()  # the supervisor connects it on its next try; the watcher's listing of it then waits
+        wait_for_file(listing, "the watcher's listing of greeter")
+        said = reload_ended(proc, log, 1)
+        assert "reload failed" not in said, said
+        assert "the policy in force is kept" not in said, said  # its ids are not this reload's to check
+        go.touch()
+        said = wait_for_log(log, lambda t: "[greeter] kept out of service" in t, "greeter kept out of service")
+        assert "greeter/greetin: no such skill, prompt, resource or resource template of 'greeter'" in said, said
+        assert "[greeter] back" not in said, said
     finally:
         stop(proc)
 
@@ -350,64 +484,5 @@ async def test_watch_config_re_reads_a_changed_policy_without_a_signal(tmp_path:
         said = wait_for_log(log, lambda t: "reloaded: " in t, "a reload on the policy file's change")
         assert "the new policy is in force" in said, said
         assert (await load_and_call(match["url"], "deck/pdf-forms", "deck/none"))[0] == []
-    finally:
-        stop(proc)
-
-
-BRITTLE = """
-import os, pathlib, sys
-from mcp.server.mcpserver import MCPServer
-
-die = pathlib.Path(sys.argv[1])
-server = MCPServer("brittle")
-
-
-@server.tool()
-def ping() -> str:
-    \"\"\"Answers pong.\"\"\"
-    return "pong"
-
-
-@server.resource("note://a")
-def note() -> str:
-    return "a"
-
-
-async def exit_when_told(ctx, call_next):
-    if ctx.method == "resources/list" and die.exists():
-        os._exit(3)  # its session ends in the middle of the listing
-    return await call_next(ctx)
-
-
-server.middleware.append(exit_when_told)
-server.run()
-"""
-
-
-async def test_an_upstream_whose_session_ends_as_the_reload_lists_it_does_not_fail_the_reload(tmp_path: Path) -> None:
-    """A reload lists the connected upstreams to check the policy; one whose session ends during that listing
-    is checked as a down upstream is (when it connects again), and the rest of the reload goes on: before, the
-    whole reload failed ("reload failed: MCPError: Connection closed") and the new policy was not put in force."""
-    die = tmp_path / "die"
-    config = write(
-        tmp_path / "mcp.json",
-        {"mcpServers": {"deck": DECK, "brittle": {"command": sys.executable, "args": ["-c", BRITTLE, str(die)]}}},
-    )
-    rule = {"brittle/note://a": {"admit": {"roles": ["admin"]}}}
-    policy = write(tmp_path / "policy.json", {"skills": rule})
-    log = tmp_path / "gateway.log"
-    proc, match = start_gateway(config, log, "--policy", str(policy))
-    try:
-        assert (match["up"], match["total"]) == ("2", "2"), log.read_text()
-        die.touch()  # its next resources/list ends its process
-        write(policy, {"skills": {**rule, "deck/pdf-forms": {"admit": {"roles": ["admin"]}}}})
-        before = log.read_text(errors="replace")
-        proc.send_signal(signal.SIGHUP)
-        said = wait_for_log(
-            log, lambda t: "reloaded: " in t[len(before) :] or "reload failed" in t[len(before) :], "the reload"
-        )[len(before) :]
-        assert "reload failed" not in said, said
-        assert "[brittle] could not be listed for the policy check" in said, said
-        assert "the new policy is in force" in said, said
     finally:
         stop(proc)

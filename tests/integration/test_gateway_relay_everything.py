@@ -7,6 +7,12 @@ being listed shows the gateway declared them), and ``trigger-long-running-operat
 progress. The official Python client drives each through the gateway in both eras (a 2026-07-28
 client answers in ``input_required`` rounds while the gateway holds the upstream call open).
 Issue 15, item 1.
+
+Its ``roots/list`` is never a call's: it asks on its own (350 ms after its handshake, and on
+``notifications/roots/list_changed``), over stdio nothing ties a request to a call, and it keeps the
+answer for the session every client shares (``get-roots-list`` answers from that cache). The gateway
+answers it with its own roots, none, and no client is asked, even while one call is the only one
+waiting (issue 42, item 6).
 """
 
 from __future__ import annotations
@@ -19,10 +25,10 @@ import anyio
 import pytest
 from mcp.client import Client
 from mcp_types import (
-    INVALID_REQUEST,
     CreateMessageResult,
     ElicitResult,
-    ErrorData,
+    InputRequest,
+    ListRootsRequest,
     ListRootsResult,
     Root,
     TextContent,
@@ -74,35 +80,39 @@ class Downstream:
         }
 
 
+class RootsAsked:
+    """Each ``roots/list`` the upstream sends, as the gateway answered it (it wraps the gateway's handler)."""
+
+    def __init__(self, host: Host) -> None:
+        relay = host.connections.server_request_handler
+        assert relay is not None  # the gateway set it
+        self.answers: list[Any] = []
+        self._changed = anyio.Event()
+
+        async def recording(label: str, request: InputRequest) -> Any:
+            answer = await relay(label, request)
+            if isinstance(request, ListRootsRequest):
+                self.answers.append(answer)
+                self._changed.set()
+            return answer
+
+        host.answer_server_requests(recording)
+
+    async def until(self, count: int) -> None:
+        """Return once ``count`` roots requests have been answered."""
+        while len(self.answers) < count:
+            self._changed = anyio.Event()
+            await self._changed.wait()
+
+
 @asynccontextmanager
-async def gateway(npx: str, spec: str, *, settled: bool = False) -> AsyncIterator[Any]:
-    """The gateway over server-everything; with ``settled``, once the server's own roots request is answered.
-
-    The server asks for its client's roots on its own, once, 350 ms after its handshake (``syncRoots``), for
-    no call. Over stdio in 2025-11-25 nothing ties a server's request to a client's call, so the gateway
-    gives such a request to the only call waiting, if there is one: the request that came for no call goes
-    to whichever call happens to be alone then. ``settled`` waits for it (answered, as the gateway answers
-    it with no call waiting: refused) before the gateway serves, so what a test's calls are asked is theirs.
-    """
+async def gateway(npx: str, spec: str) -> AsyncIterator[tuple[Any, Host, RootsAsked]]:
     upstream = ServerSpec("everything", StdioServer(npx, ["-y", spec], env=NPM_ENV), timeout=120)
-    host = Host([upstream], server_requests=True)
-    seen = anyio.Event()
-
-    async def before_serving(label: str, request: Any) -> ErrorData:
-        if request.method == "roots/list":
-            seen.set()
-        return ErrorData(code=INVALID_REQUEST, message=f"{request.method} refused: no call is waiting")
-
-    if settled:
-        host.answer_server_requests(before_serving)
-    async with host:
+    async with Host([upstream], server_requests=True) as host:
         assert not host.failures, host.failures
         assert host.connections.connected["everything"].protocol_version == "2025-11-25"
-        if settled:
-            with anyio.fail_after(60):  # a guard: the server sends it 350 ms after its handshake
-                await seen.wait()
         server, _ = create_gateway(GatewayService(host, pinned=PINS))
-        yield server
+        yield server, host, RootsAsked(host)
 
 
 def client(server: Any, era: str, **kwargs: Any) -> Client:
@@ -116,18 +126,14 @@ def text(result: Any) -> str:
 @pytest.mark.parametrize("era", ERAS)
 async def test_everything_asks_and_reports_to_the_caller(era: str, npx: str, npm_server_specs: dict[str, str]) -> None:
     ann = Downstream("ann")
-    logs: list[tuple[str, Any]] = []
     progress: list[tuple[float, float | None]] = []
-
-    async def on_log(params: Any) -> None:
-        logs.append((params.level, params.data))
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total))
 
     async with (
-        gateway(npx, npm_server_specs["everything"]) as server,
-        client(server, era, logging_callback=on_log, log_level="info", **ann.callbacks()) as c,
+        gateway(npx, npm_server_specs["everything"]) as (server, _, roots_asked),
+        client(server, era, **ann.callbacks()) as c,
     ):
         listed = {t.name for t in (await c.list_tools()).tools}
         assert {f"everything__{tool}" for _, tool in PINS} <= listed, listed
@@ -139,36 +145,26 @@ async def test_everything_asks_and_reports_to_the_caller(era: str, npx: str, npm
             assert not elicited.is_error, elicited
             assert '"name": "ann"' in text(elicited), text(elicited)
             assert not (await c.call_tool("load", {"ids": ["everything/get-roots-list"]})).is_error
-            asked_before = len(ann.asked)
             roots = await c.call_tool("call", {"tool": "everything/get-roots-list", "arguments": {}})
-            asked_in_call = ann.asked[asked_before:]
             assert not roots.is_error, roots
-            assert "file:///home/ann" in text(roots), text(roots)
+            # the roots it knows are the gateway's (none), whether it asked inside the call or before it
+            assert "no roots are currently configured" in text(roots), text(roots)
             ran = await c.call_tool(
                 "everything__trigger-long-running-operation",
                 {"duration": 1, "steps": 2},
                 progress_callback=on_progress,
             )
             assert not ran.is_error, ran
-    # (it may also ask for the roots on its own early on: the only caller waiting then is this one)
-    assert [q for q in ann.asked if q != "roots"] == ["sampling", "elicitation"], ann.asked
-    assert "roots" in ann.asked
+    assert ann.asked == ["sampling", "elicitation"]
+    assert roots_asked.answers == [ListRootsResult(roots=[])] * len(roots_asked.answers), roots_asked.answers
     assert progress == [(1.0, 2.0), (2.0, 2.0)]
-    # The server logs "Roots updated" when it fetches the roots, once per session: inside get-roots-list
-    # (the call waits, so the log reaches its caller), unless its own sync after the handshake already
-    # fetched them while another call of ann's waited (that log may come after that call ended, with no
-    # call to carry it, and get-roots-list then answers from its cache without asking or logging).
-    if "roots" in asked_in_call:
-        assert any("Roots updated" in str(data) for _, data in logs), logs
-    else:
-        assert ann.asked.count("roots") == 1, ann.asked  # asked once, earlier, and answered by ann
 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_everything_refuses_a_client_without_sampling(
     era: str, npx: str, npm_server_specs: dict[str, str]
 ) -> None:
-    async with gateway(npx, npm_server_specs["everything"]) as server, client(server, era) as c:
+    async with gateway(npx, npm_server_specs["everything"]) as (server, _, _), client(server, era) as c:
         with anyio.fail_after(60):
             # its sampling request got an error response; what it makes of that is its own result
             result = await c.call_tool("everything__trigger-sampling-request", {"prompt": "x", "maxTokens": 5})
@@ -182,16 +178,22 @@ async def test_everything_refuses_a_client_without_sampling(
 async def test_everything_never_hands_one_clients_request_to_another(
     npx: str, npm_server_specs: dict[str, str]
 ) -> None:
-    """Two clients sample at once over one stdio session: each gets its own answer or a refusal, never the other's.
-
-    Once the server's own roots request (for no call) is answered, before the calls: when it fell while one
-    of the two calls waited alone, that call was asked it, and which one depended on the machine's load
-    (the flaky failures of this test)."""
+    """Its own roots request, sent while one client's call is the only one waiting, reaches no client (the
+    gateway answers it); then two clients sample at once over the one stdio session: each gets its own
+    answer or a refusal, never the other's."""
     ann, bob = Downstream("ann"), Downstream("bob")
     results: dict[str, Any] = {}
+    in_call, release = anyio.Event(), anyio.Event()
+
+    async def held_sampling(ctx: Any, params: Any) -> CreateMessageResult:
+        in_call.set()
+        await release.wait()
+        return await ann.sampling(ctx, params)
+
     async with (
-        gateway(npx, npm_server_specs["everything"], settled=True) as server,
-        client(server, "legacy", **ann.callbacks()) as a,
+        gateway(npx, npm_server_specs["everything"]) as (server, host, roots_asked),
+        client(server, "legacy") as plain,
+        client(server, "legacy", **{**ann.callbacks(), "sampling_callback": held_sampling}) as a,
         client(server, "modern", **bob.callbacks()) as b,
     ):
 
@@ -199,12 +201,25 @@ async def test_everything_never_hands_one_clients_request_to_another(
             results[tag] = await c.call_tool("everything__trigger-sampling-request", {"prompt": tag, "maxTokens": 5})
 
         with anyio.fail_after(60):
+            # Once it has synced its roots (by itself after its handshake, or for this call, whichever came
+            # first; a client without roots makes it), it asks again on roots/list_changed.
+            await plain.call_tool("everything__get-roots-list", {})
+            asked_before = len(roots_asked.answers)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(calling, "first", a)
+                await in_call.wait()  # ann's call is the only one waiting on the upstream, held there
+                await host.connections.connected["everything"].client.session.send_roots_list_changed()
+                await roots_asked.until(asked_before + 1)  # asked for no call, answered while ann's call waits
+                release.set()
+            assert "by ann" in text(results.pop("first"))
+            assert ann.asked == ["sampling"], ann.asked  # not the roots
             async with anyio.create_task_group() as tg:
                 tg.start_soon(calling, "ann", a)
                 tg.start_soon(calling, "bob", b)
+    assert roots_asked.answers == [ListRootsResult(roots=[])] * len(roots_asked.answers), roots_asked.answers
     assert "by bob" not in text(results["ann"])
     assert "by ann" not in text(results["bob"])
-    for who in (ann, bob):  # only its own call's sampling request, if any: never a roots request
-        assert who.asked in ([], ["sampling"]), (who.who, who.asked)
-    for tag, who in (("ann", ann), ("bob", bob)):
-        assert (f"by {tag}" in text(results[tag])) == (who.asked == ["sampling"]), (tag, text(results[tag]))
+    asked = {"ann": ann.asked[1:], "bob": bob.asked}  # in the calls made at once
+    for tag in ("ann", "bob"):
+        assert asked[tag] in ([], ["sampling"]), asked
+        assert (f"by {tag}" in text(results[tag])) == (asked[tag] == ["sampling"]), (tag, text(results[tag]))

@@ -460,7 +460,7 @@ class _GatewayRun:
 
     def on_change(self, host: Host, change: CatalogChange) -> None:
         err = self.err
-        if "reconnected" in change.reasons and change.tools is not None:
+        if "reconnected" in change.reasons and "removed" not in change.reasons and change.tools is not None:
             skills = len([r for r in host.skills if r.label == change.label])
             tools = len(change.tools)
             what = counted(tools, "tool") + (f", {counted(skills, 'skill')}" if skills else "")

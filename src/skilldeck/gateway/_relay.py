@@ -13,7 +13,11 @@ Which call a question belongs to:
 * a 2025-11-25 upstream sends a request on its session while the call waits. The protocol does not
   tie it to a request, and the session is shared by every downstream client; it goes to the one
   call waiting on that upstream when exactly one is, and is refused when several are (it cannot
-  be told whose it is, so it is given to none), or when none is.
+  be told whose it is, so it is given to none), or when none is. A ``roots/list`` is not given so:
+  a server asks it on its own (after its handshake, on ``roots/list_changed``) and keeps the answer
+  for the session, so the one call waiting then is no owner of it; unless it arrives in the task of
+  a call (in-process, on the call's own HTTP response stream), the gateway answers it with its own
+  roots, none.
 
 How the downstream client is asked:
 

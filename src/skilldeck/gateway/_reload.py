@@ -8,7 +8,9 @@ that is down is pending. When a pending upstream connects its ids are checked
 service**: removed from the gateway, reported unavailable with an error line naming each id. A
 reload checks an upstream it connects on a listing of its own, before anything of it is served;
 an upstream re-listed by the watcher is checked before the gateway re-indexes or tells anyone,
-its listing being in the host's registry only for the requests of the check itself.
+its listing being in the host's registry only for the requests of the check itself. An upstream's
+ids stay pending until its check has ended: the watcher's check of an upstream a reload is
+connecting or checking waits for the reload, then follows its verdict (one kept out is not listed).
 
 :meth:`GatewayConfig.reload` (``SIGHUP``, ``--watch-config``) re-reads both files:
 
@@ -16,7 +18,10 @@ its listing being in the host's registry only for the requests of the check itse
   reconnected, and one that was unavailable tried again; a new upstream's ids are checked against
   the policy in force before it is listed into the gateway;
 * the policy: checked against the upstreams as they now are, then swapped in one assignment
-  (every per-audience index rebuilt on next use).
+  (every per-audience index rebuilt on next use). An upstream whose ids cannot be listed for the
+  check (its connection closes under the request: it exited, or is lost) counts as down: its ids
+  are pending, checked when it is back, and the reload goes on. So does one whose ids were pending
+  when the reload began (the supervisor brought it back and the watcher's check is to come).
 
 A file that cannot be read or is invalid keeps what was in force, and the reason is printed.
 """
@@ -101,19 +106,25 @@ class GatewayConfig:
         """Upstreams this reload connects again (their entry changed), each with the tools it listed: the
         gateway goes on listing those until the new session is admitted, and calls to them wait for it."""
         self._reloading: int | None = None
-        self._unlisted: set[str] = set()
-        """Upstreams the last policy check could not list (their session ended as they were): checked when they connect."""
         """The task running a reload (which checks the upstreams it connects itself), while one runs."""
+        self._connecting: set[str] = set()
+        """Upstreams the reload running now connects (checked by it before they are served)."""
 
-    async def _check(self, policy: Policy, hold: frozenset[str] = frozenset()) -> PolicyCheck:
-        """``policy`` against the connected upstreams; those in ``hold`` (not admitted yet) count as down."""
+    async def _check(
+        self, policy: Policy, hold: frozenset[str] = frozenset(), unchecked: set[str] | None = None
+    ) -> PolicyCheck:
+        """``policy`` against the connected upstreams; those in ``hold`` (not admitted yet) count as down.
+
+        An upstream whose ids cannot be listed now (its session ended as it was listed) counts as down
+        too, checked when it connects again, and is added to ``unchecked``.
+        """
         ids: dict[str, UpstreamIds] = {}
-        self._unlisted = set()
         for label in sorted(self.host.sessions.keys() - hold):
             try:
                 ids[label] = await upstream_ids(self.host, label, policy)
             except Exception as exc:  # its session ended as it was listed: checked as a down upstream's are
-                self._unlisted.add(label)
+                if unchecked is not None:
+                    unchecked.add(label)
                 self.report(
                     "warning",
                     f"[{label}] could not be listed for the policy check ({shorten(str(exc) or type(exc).__name__)}); "
@@ -144,24 +155,30 @@ class GatewayConfig:
         One at a time with a reload (which checks the upstreams it connects itself): an upstream the
         supervisor brings back while a reload replaces it is checked once, on one session.
         """
-        if label not in self.pending:
+        if label not in self.pending and label not in self._connecting:
             return True
         if self._reloading == anyio.get_current_task().id:  # asked by the reload itself, as it tells its changes
             return await self._admit(label, fresh=fresh)
         async with self._lock:
+            if label not in self.pending:  # a reload connected or checked it meanwhile: its verdict stands
+                return label in self.host.sessions
             return await self._admit(label, fresh=fresh)
 
     async def _admit(self, label: str, *, fresh: bool = False) -> bool:
-        names = self.pending.pop(label, None)
+        names = self.pending.get(label)
         policy = self.service.policy
         if not names or policy is None:
+            self.pending.pop(label, None)
             return True
+        if label not in self.host.sessions:  # not connected (lost again): checked when it connects
+            return True
+        # Its ids stay pending until the check has ended: an admit asked meanwhile waits for this verdict.
         try:
             ids = await upstream_ids(self.host, label, policy, fresh=fresh)
         except Exception as exc:  # gone again while it was being checked: checked when it next connects
-            self.pending[label] = names
             logger.info("[%s] could not be checked against the policy now (%s); checked when it connects", label, exc)
             return True
+        self.pending.pop(label, None)
         unmatched = [n for n in names if not ids.knows(n)]
         if not unmatched:
             self.report("info", f"policy {self.policy_path}: the ids of upstream {label!r} are checked")
@@ -192,6 +209,7 @@ class GatewayConfig:
                 self.report("error", f"reload failed: {type(exc).__name__}: {exc}")
             finally:
                 self._reloading = None
+                self._connecting.clear()
                 for label in list(self.host.reconnecting):  # the calls waiting for them go on, or are refused
                     self.host.reconnecting.pop(label).set()
                 self._switching.clear()
@@ -203,16 +221,19 @@ class GatewayConfig:
         if specs is not None:
             added = await self._apply_config(specs, changed)
         in_force = self.service.policy
+        # Upstreams connected by this reload are not listed into the gateway yet: their ids are checked
+        # below, against the policy then in force, before anything of theirs is served. Those whose ids
+        # were pending when it began are the watcher's to check (it waits for this reload), after it.
+        held = frozenset(added) | (self.pending.keys() & self.host.sessions.keys())
+        unchecked: set[str] = set()
         if policy_ok:
-            # Upstreams connected by this reload are not listed into the gateway yet: their ids are
-            # checked below, against the policy then in force, before anything of theirs is served.
-            check = await self._check(policy, frozenset(added)) if policy is not None else PolicyCheck()
+            check = await self._check(policy, held, unchecked) if policy is not None else PolicyCheck()
             if check.errors:
                 self.report("error", f"reload: {_refusal(self.policy_path, check.errors)}")
                 self.report("error", "reload: the policy in force is kept")
             else:
                 in_force = policy
-        down = set(added) | (self.specs.keys() - self.host.sessions.keys()) | self._unlisted
+        down = held | unchecked | (self.specs.keys() - self.host.sessions.keys())
         self.pending = pending_names(in_force, down) if in_force is not None else {}
         if in_force != self.service.policy:
             self.service.policy = in_force  # one assignment: every request from here on sees the new policy
@@ -221,6 +242,9 @@ class GatewayConfig:
                 self.report("warning", f"policy {self.policy_path}: {line}")
             self.report("info", f"policy {self.policy_path}: the new policy is in force")
             await policy_changed()
+        for label in sorted((held | unchecked) - set(added)):
+            if label in self.host.sessions:  # still connected: the watcher re-lists it, and checks it first
+                watcher.request_refresh(label, "policy")
         for label in added:
             if await self._admit(label, fresh=True):
                 await watcher.follow(label)
@@ -293,6 +317,7 @@ class GatewayConfig:
                 self.report("info", f"[{label}] removed")
         self.specs = specs
         added = []
+        self._connecting.update(redo + new)  # the watcher's check of one waits for this reload's
         for label in redo + new:
             if await host.add_server(specs[label]):
                 added.append(label)

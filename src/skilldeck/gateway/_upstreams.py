@@ -12,12 +12,14 @@ call the gateway admitted is sent here, on the session that listed the tool, in 
   the caller's rounds, its questions asked as ``input_required`` results.
 
 The upstream's log messages and requests go to the call they belong to: the one the task serves,
-else the only one waiting on that upstream. Every result is stamped with the label of the upstream
+else the only one waiting on that upstream; a ``roots/list`` is never guessed so, and when no call's
+task asks it the gateway answers with roots of its own (none). Every result is stamped with the label of the upstream
 that produced it (:data:`ORIGIN_META`), and its prose cannot forge an origin tag.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +36,8 @@ from mcp_types import (
     InputRequest,
     InputRequiredResult,
     InputResponse,
+    ListRootsRequest,
+    ListRootsResult,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     RequestParamsMeta,
@@ -60,6 +64,8 @@ from skilldeck.serving._api import span
 from skilldeck.skill._api import DESCRIPTIVE_KEYS, neutralise_in
 
 __all__ = ["ORIGIN_META", "SERVER_INFO_META", "CallLog", "HostUpstreams", "host_under", "with_origin"]
+
+logger = logging.getLogger(__name__)
 
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 """The base protocol's per-response stamp of the answering server (not part of a tool's result)."""
@@ -348,11 +354,14 @@ class HostUpstreams:
 
     # -- what upstreams send while calls wait ------------------------------------------------------
 
-    def _serving(self, label: str) -> Waiting | None:
-        """The proxied call a message from ``label`` belongs to: the one this task serves, else the only one waiting."""
+    def _serving(self, label: str, *, guess: bool = True) -> Waiting | None:
+        """The proxied call a message from ``label`` belongs to: the one this task serves, else (``guess``) the
+        only one waiting."""
         current = CALLING.get()
         if current is not None and current[0] == label:
             return current[1]
+        if not guess:
+            return None
         waiting = self._in_flight.get(label) or []
         return waiting[0] if len(waiting) == 1 else None
 
@@ -365,8 +374,17 @@ class HostUpstreams:
             await waiting.log(message.params)
 
     async def _upstream_request(self, label: str, request: InputRequest) -> InputResponse | ErrorData:
-        """A sampling, elicitation or roots request from ``label``, put to the client whose call it serves."""
-        waiting = self._serving(label)
+        """A sampling, elicitation or roots request from ``label``, put to the client whose call it serves.
+
+        A ``roots/list`` nothing ties to a call is answered here, with the gateway's own roots (none): a
+        server asks it on its own (after its handshake, on ``roots/list_changed``) and keeps the answer for
+        the session, which every client shares, so the one call waiting then is no owner of it.
+        """
+        roots = isinstance(request, ListRootsRequest)
+        waiting = self._serving(label, guess=not roots)
+        if roots and waiting is None:
+            logger.debug("[%s] roots/list tied to no call: answered with the gateway's own roots (none)", label)
+            return ListRootsResult(roots=[])
         if waiting is not None:  # its messages reach the caller's model: they cannot forge an origin tag
             return await waiting.answer(_neutralised(request))
         several = len(self._in_flight.get(label) or []) > 1
