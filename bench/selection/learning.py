@@ -196,11 +196,13 @@ class Bench:
                 "history_matched": d.history,
                 "top5": servers[:5],
                 "features_in": d.features,
+                "confidence_in": d.confidence,
                 **server_metrics(task, servers, tools),
             }
             if twins:
                 out = self.selector(task.gold_servers, history, config).decide(task.question)
                 row["features_out"] = out.features
+                row["confidence_out"] = out.confidence
             rows.append(row)
         return rows
 
@@ -215,10 +217,19 @@ def ranking_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def abstention(rows: list[dict[str, Any]], cal: Calibration, half: str | None) -> dict[str, float]:
+def abstention(
+    rows: list[dict[str, Any]], cal: Calibration, half: str | None, decided: bool = False
+) -> dict[str, float]:
+    """How well ``cal`` tells in-scope questions from their out-of-scope twins; with ``decided``, the
+    confidences the selector decided with (``cal``'s model, plus what a like past question adds:
+    :attr:`~skilldeck.select.RankConfig.history_neighbour_confidence`), not ``cal``'s of the features."""
     chosen = [r for r in rows if half is None or r["half"] == half]
-    conf_in = [cal.confidence(r["features_in"]) for r in chosen]
-    conf_out = [cal.confidence(r["features_out"]) for r in chosen]
+    if decided:
+        conf_in = [r["confidence_in"] for r in chosen]
+        conf_out = [r["confidence_out"] for r in chosen]
+    else:
+        conf_in = [cal.confidence(r["features_in"]) for r in chosen]
+        conf_out = [cal.confidence(r["features_out"]) for r in chosen]
     at_90 = threshold_keeping(conf_in, KEEP)  # the operating point that keeps 90% of these in-scope questions
     return {
         "auroc": round(auroc(conf_in, conf_out), 4),
@@ -278,23 +289,31 @@ def bfcl_dense(
         "measured_functions": len({next(iter(t.gold_servers)) for t in b.tasks}),
     }
 
-    def history(past: int) -> Callable[[Task], History]:
+    def history(past: int, sure: bool) -> Callable[[Task], History]:
         def of(task: Task) -> History:
             return {
-                key[label]: [q for q in qs if q != task.question][:past] for label, qs in b.questions.items() if past
+                key[label]: Taught([q for q in qs if q != task.question][:past], sure)
+                for label, qs in b.questions.items()
+                if past
             }
 
         return of
 
-    for past in (0, *pasts) if base else pasts:
-        rows = bench.measure(f"past={past}", history(past), config)
+    # untrusted: each past question a different caller's, one each; trusted: one user's history (as the halves')
+    for past, sure in [(0, False)] * base + [(p, s) for p in pasts for s in (False, True)]:
+        name = f"past={past}" + (", trusted" if sure else "")
+        rows = bench.measure(name, history(past, sure), config)
         ranked = ranking_summary(rows)["all"]
-        out[f"past={past}"] = {
+        out[name] = {
             **{k: ranked[k] for k in ("hit@1", "recall@5", "n")},
             "history_size": mean([r["history_size"] for r in rows]),
-            **{k: v for k, v in abstention(rows, shipped, None).items() if k in ("auroc", "false_accept_at_90_kept")},
+            **{
+                k: v
+                for k, v in abstention(rows, shipped, None, decided=True).items()
+                if k in ("auroc", "false_accept_at_90_kept")
+            },
         }
-        print(f"[bfcl past={past}]", out[f"past={past}"], flush=True)
+        print(f"[bfcl {name}]", out[name], flush=True)
     return out
 
 
@@ -413,14 +432,20 @@ def speed(servers: list[dict[str, Any]], tasks: list[Task], encoder_name: str, r
     t0 = time.perf_counter()
     learned.set_history({**history, big.cards[0].key: [tasks[0].question, *history[big.cards[0].key][1:]]})
     swap = time.perf_counter() - t0
+    # one user's ledger (a desktop's stdio gateway): every card's questions trusted, so their own vectors
+    # are kept too, for the like question nearest the question
+    t0 = time.perf_counter()
+    trusted = Selector(big, encoder=encoder, vectors=vectors, history={k: Taught(v, True) for k, v in history.items()})
+    build_trusted = time.perf_counter() - t0
     questions = [t.question for t in tasks]
     for q in questions[:5]:
         plain.decide(q)
         learned.decide(q)
+        trusted.decide(q)
     series = [
         (f"{name}/{how}", sel, how)
         for how in ("encoded", "cached")
-        for name, sel in (("none", plain), ("full_ledger", learned))
+        for name, sel in (("none", plain), ("full_ledger", learned), ("trusted_ledger", trusted))
     ]
     times: dict[str, list[float]] = {key: [] for key, _, _ in series}
     for _ in range(reps):
@@ -435,12 +460,19 @@ def speed(servers: list[dict[str, Any]], tasks: list[Task], encoder_name: str, r
         "cards": len(big.cards),
         "past_questions": sum(len(v) for v in history.values()),
         "distinct_past_questions": len(pool),
-        "build_s": {"none": round(build_plain, 2), "full_ledger": round(build_learned, 2)},
+        "build_s": {
+            "none": round(build_plain, 2),
+            "full_ledger": round(build_learned, 2),
+            "trusted_ledger": round(build_trusted, 2),
+        },
         "set_history_s": round(swap, 3),
         "p50_ms": p50,
         "p95_ms": {k: round(pct(v, 95), 3) for k, v in times.items()},
         "p50_ratio": {how: round(p50[f"full_ledger/{how}"] / p50[f"none/{how}"], 3) for how in ("encoded", "cached")},
         "added_ms": {how: round(p50[f"full_ledger/{how}"] - p50[f"none/{how}"], 3) for how in ("encoded", "cached")},
+        "trusted_p50_ratio": {
+            how: round(p50[f"trusted_ledger/{how}"] / p50[f"none/{how}"], 3) for how in ("encoded", "cached")
+        },
         "calls": {k: len(v) for k, v in times.items()},
     }
 
@@ -616,6 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         "ranking": {s: ranking_summary(r) for s, r in rows.items()},
         "abstention": {
             s: {
+                "shipped, as decided": {h: abstention(r, shipped, h, decided=True) for h in ("A", "B")},
                 "shipped (no history features)": {h: abstention(r, shipped, h) for h in ("A", "B")},
                 "refit fit A -> report B": abstention(r, fits["A"], "B"),
                 "refit fit B -> report A": abstention(r, fits["B"], "A"),

@@ -13,6 +13,7 @@ from skilldeck.gateway._activation import ActivationStore
 from skilldeck.gateway._service import AnonymousLearning
 from skilldeck.host import Host, HttpServer, ServerSpec
 from skilldeck.learning import Learner, LedgerStore, Use
+from skilldeck.select import Encoder
 from skilldeck.serving._policy import Caller, Policy
 
 from ..gateway.gateway_clients_support import Gateway
@@ -48,8 +49,9 @@ async def gateway_learning_in(
     shared: ActivationStore | None = None,
     url: str | None = None,
     anonymous: AnonymousLearning = "trusted",
+    encoder: Encoder | None = None,
 ) -> AsyncIterator[Learning]:
-    """A gateway (lexical ranking) over :func:`usage_server` served on loopback, learning into ``store``
+    """A gateway (lexical ranking, unless ``encoder``) over :func:`usage_server` served on loopback, learning into ``store``
     (``shared``: the activations, and so the paths, it shares with other replicas; ``url``: an upstream
     already served there, as replicas with one configuration share it, instead of one of its own)."""
     with contextlib.ExitStack() as serving:
@@ -61,7 +63,7 @@ async def gateway_learning_in(
             learner = Learner(store, clock=lambda: float(next(ticks)))
             service = GatewayService(
                 host,
-                encoder=None,
+                encoder=encoder,
                 policy=policy,
                 pinned=pinned,
                 learning=learner,

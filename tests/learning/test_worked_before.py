@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 from skilldeck.agents import SkillSession
+from skilldeck.learning import SqliteLedgerStore
 from skilldeck.serving._policy import Caller
 
 from ..gateway.gateway_clients_support import check_structured, client
+from ..gateway.test_find_ranker import indexed
+from .learning_support import gateway_learning_in
 from .test_recording import learning_gateway
 
 pytestmark = pytest.mark.anyio
@@ -59,3 +62,39 @@ async def test_an_untrusted_past_question_is_not_recalled(tmp_path: Path) -> Non
         assert "worked_before" not in found
         again = SkillSession(learning.service, caller=bob).find("convert an amount of money to dollars")
         assert again["worked_before"] == "convert an amount of money to dollars"  # the trusted card is
+
+
+LIKE = "should I take an umbrella in Paris on Sunday?"  # MiniLM cosine 0.81 to NEW; PARAPHRASE: 0.92
+PARAPHRASE = "umbrella for rain in Paris on Saturday"
+
+
+async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_worked_before(tmp_path: Path) -> None:
+    """The default encoder ranks: after one successful use, a near paraphrase of its question is answered
+    with its card first (``worked_before``), and a question only like it says what it is like (``like_before``)
+    in the text the model reads."""
+    from skilldeck.select._encoders import load_encoder
+
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    try:
+        async with (
+            gateway_learning_in(store, encoder=load_encoder("minilm")) as learning,
+            client(learning.gateway, "modern") as c,
+        ):
+            await indexed(learning.service)
+            check_structured("find", await c.call_tool("find", {"query": NEW}))
+            assert not (await c.call_tool("load", {"ids": ["up/forecast"]})).is_error
+            assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
+            assert [u.question for u in await learning.uses()] == [NEW]
+            result = await c.call_tool("find", {"query": PARAPHRASE})
+            found = check_structured("find", result)
+            assert found["cards"][0]["id"] == "up/forecast", found
+            assert found["worked_before"] == NEW, found
+            assert "up/forecast worked before for this question" in result.content[0].text  # type: ignore[union-attr]
+            result = await c.call_tool("find", {"query": LIKE})
+            found = check_structured("find", result)
+            assert "worked_before" not in found, found
+            assert found["like_before"] == NEW, found
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert f"served a question like this one before ({NEW!r} led to a successful call)" in text
+    finally:
+        store.close()

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from typing import Any
 
+import numpy as np
 import pytest
 
 from skilldeck.select import CardSet, build_cards, parse_snapshot
 from skilldeck.select._cards import Card
+from skilldeck.select._encoders import load_encoder
+from skilldeck.select._rank import semantic_text
 
 
 def _tool(name: str, description: str, **params: str) -> dict[str, Any]:
@@ -94,3 +99,12 @@ def skill_card() -> Card:
         uri="skill://portfolio-report/SKILL.md",
         tools=(("stocks", "get_stock_price"), ("stocks", "get_dividends")),
     )
+
+
+@pytest.fixture(scope="module")
+def livemcpbench() -> tuple[CardSet, Any, np.ndarray]:
+    """LiveMCPBench's 70 servers (the demo's snapshot), the default encoder and the cards' vectors."""
+    snapshot = resources.files("skilldeck.demo") / "data" / "livemcpbench-snapshot.json"
+    cards = build_cards(parse_snapshot(json.loads(snapshot.read_text(encoding="utf-8"))))
+    encoder = load_encoder("minilm")
+    return cards, encoder, encoder.encode([semantic_text(c) for c in cards.cards])

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 from dataclasses import replace
-from importlib import resources
 from typing import Any
 
 import numpy as np
 import pytest
 
-from skilldeck.select import CardSet, RankConfig, Ranker, Selector, Taught, build_cards, parse_snapshot
-from skilldeck.select._encoders import load_encoder
+from skilldeck.select import CardSet, RankConfig, Ranker, Selector, Taught
 from skilldeck.select._history import HistoryIndex, cap
-from skilldeck.select._rank import semantic_text
 from skilldeck.select._vectors import VectorCache
 
 
@@ -266,14 +262,6 @@ POISON_QUESTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def livemcpbench() -> tuple[CardSet, Any, np.ndarray]:
-    snapshot = resources.files("skilldeck.demo") / "data" / "livemcpbench-snapshot.json"
-    cards = build_cards(parse_snapshot(json.loads(snapshot.read_text(encoding="utf-8"))))
-    encoder = load_encoder("minilm")
-    return cards, encoder, encoder.encode([semantic_text(c) for c in cards.cards])
-
-
 def _unrelated(selector: Selector, livemcpbench: tuple[CardSet, Any, np.ndarray], question: str) -> tuple[Any, Any]:
     """The question's ranking without a history, and the card its own text shares nothing with (no
     term, the lowest cosine)."""
@@ -366,12 +354,12 @@ def test_two_callers_uses_lift_a_card_further_than_one_callers_flood(
     livemcpbench: tuple[CardSet, Any, np.ndarray],
 ) -> None:
     """The same 20 uses on a card its own text shares nothing with: taught by one caller of an audience
-    of several (a plain or untrusted history) they stay capped by the card's own evidence, its server out
-    of the first five; taught by two distinct callers (trusted: :class:`~skilldeck.select.Taught`) the
-    history view's floor applies and its server is lifted further."""
+    of several (a plain or untrusted history) they stay capped by the card's own evidence, the first
+    server kept and the card's server out of the first five; taught by two distinct callers (trusted:
+    :class:`~skilldeck.select.Taught`) they hold the very question, which is answered with the card it
+    led to: its server is first (what trusted history may overturn, docs/learning.md)."""
     cards, encoder, vectors = livemcpbench
     selector = Selector(cards, encoder=encoder, vectors=vectors)
-    lifted = 0
     for question in POISON_QUESTIONS:
         before, target = _unrelated(selector, livemcpbench, question)
         uses = [question] + [f"{question} ({n})" for n in range(19)]
@@ -380,11 +368,10 @@ def test_two_callers_uses_lift_a_card_further_than_one_callers_flood(
             selector.set_history({target.key: Taught(uses, trusted)})
             after = selector.ranker.rank(question, limit=None)
             places[trusted] = [label for label, _ in after.servers].index(target.server) + 1
-            assert after.servers[0][0] == before.servers[0][0], question  # the first server keeps its place
+        selector.set_history({target.key: Taught(uses, False)})
+        assert selector.ranker.rank(question, limit=None).servers[0][0] == before.servers[0][0], question
         assert places[False] > 5, question
-        assert places[True] <= places[False], question
-        lifted += places[True] < places[False]
-    assert lifted == len(POISON_QUESTIONS)
+        assert places[True] == 1, question
 
 
 def test_past_questions_vectors_are_kept_on_disk_so_a_restart_encodes_none_of_them(cardset: CardSet, tmp_path) -> None:

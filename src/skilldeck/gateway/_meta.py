@@ -331,6 +331,12 @@ class FindResult(TypedDict):
             ),
         ]
     ]
+    like_before: NotRequired[
+        Annotated[
+            str,
+            Field(description="a past question like this one that led to a successful call on the first card's server"),
+        ]
+    ]
     catalog: NotRequired[
         Annotated[list[CatalogCard], Field(description="servers not installed that a person could add (weak answers)")]
     ]

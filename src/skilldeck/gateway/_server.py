@@ -145,6 +145,12 @@ def _find_text(result: FindResult) -> str:
             f"Best matches: {first} worked before for this question ({result['worked_before']!r} led to a "
             "successful call); load one by id:"
         ]
+    elif "like_before" in result:
+        first = result["cards"][0]["id"] if result["cards"] else "the first card"
+        lines = [
+            f"Best matches (confidence {result['confidence']:.2f}): {first}'s server served a question like this "
+            f"one before ({result['like_before']!r} led to a successful call); load one by id:"
+        ]
     else:
         lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]
     lines += [f"- {c['id']} [{c['kind']}] {c['description'][:160]}" for c in result["cards"]]

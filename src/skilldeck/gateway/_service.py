@@ -299,6 +299,8 @@ class GatewayService:
             result["history"] = decision.history
         if decision.worked_before is not None:  # this very question already led to a successful call
             result["worked_before"] = decision.worked_before
+        elif decision.like_before is not None and not abstain:  # one like it did, on the first card's server
+            result["like_before"] = decision.like_before
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [

@@ -22,6 +22,7 @@ Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list)
 - ``_intent``: What a question asks to do to data (read, write, delete), held against what a tool says it
   does.
 - ``_needs``: Each need a question implies, ranked on its own and remembered, and the place it is given.
+- ``_neighbours``: The trusted past questions nearest a question: what lets history take the first place.
 - ``_onnx_weights``: The weights of an ONNX model file, read without ``onnx`` or ``onnxruntime``.
 - ``_project``: Projection: what the model is shown.
 - ``_query``: Reading a question: the words its file paths imply, its jobs, and the needs it implies.

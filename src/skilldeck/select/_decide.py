@@ -223,7 +223,11 @@ class Decision:
     worked_before: str | None = None
     """The trusted past question, the same as this one but for word order and inflection, that already led to a
     successful use of the card chosen (:meth:`~skilldeck.select._rank.Ranker.recalled`): that card is put first
-    and the question answered, whatever the confidence."""
+    and the question answered, whatever the confidence; or a near paraphrase of it
+    (:attr:`~skilldeck.select._config.RankConfig.history_paraphrase_cosine`)."""
+    like_before: str | None = None
+    """A trusted past question like this one (:attr:`~skilldeck.select._config.RankConfig.history_neighbour_cosine`)
+    that led to a successful use on the first card's server, which it put first; the confidence counts it."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -252,6 +256,10 @@ class Decision:
         out["ranker"] = self.ranker
         if self.history > 0:
             out["history"] = self.history
+        if self.worked_before is not None:
+            out["worked_before"] = self.worked_before
+        if self.like_before is not None:
+            out["like_before"] = self.like_before
         if self.indexing is not None:
             out["indexing"] = self.indexing.to_json()
         return out
@@ -557,9 +565,15 @@ class Selector:
         feats = unit_features(unit) | implied_features(ranking.implied_units)
         calibration, threshold = self._calibration_for(ranking)
         confidence = calibration.confidence(feats)
-        recalled = self._recalled(query, ranking)
+        recalled = self._recalled(query, ranking) or self._paraphrased(ranking)
         if recalled is not None:
             return self._worked_before(query, ranking, recalled, confidence, feats, unit)
+        near = ranking.neighbour
+        like = None
+        if near is not None and self.cards[near.card].server == ranking.scored[0].card.server:
+            # a trusted past question like this one led to the server first: it counts as evidence
+            raised = self.ranker.config.history_neighbour_confidence * max(0.0, near.cosine - 0.3)
+            confidence, like = min(1.0, confidence + raised), near.question
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)
             return Decision(
@@ -571,6 +585,7 @@ class Selector:
                 features=feats,
                 servers=ranking.servers,
                 history=unit.history,
+                like_before=like,
             )
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
@@ -589,8 +604,9 @@ class Selector:
             jobs.append({"job": job.text, "server": job.server, "confidence": round(job_conf, 4), "added": added})
         tools = self._tools_for(chosen, ranking)
         first = chosen[0]
+        before = f"a question like it worked before, {like!r}; " if like is not None else ""
         reason = (
-            f"chose {first.kind} {first.server}/{first.name} (confidence {confidence:.2f}; "
+            f"chose {first.kind} {first.server}/{first.name} (confidence {confidence:.2f}; {before}"
             f"{len(unit.matched)} of {len(unit.terms)} question terms in {unit.server}: {_quoted(unit.matched, 6, _surface(query))})"
         )
         if len(chosen) > 1:
@@ -607,6 +623,7 @@ class Selector:
             servers=ranking.servers,
             jobs=jobs,
             history=unit.history,
+            like_before=like,
         )
 
     def _recalled(self, query: str, ranking: Ranking) -> tuple[Scored, str] | None:
@@ -616,9 +633,20 @@ class Selector:
             return None
         place = {s.card.key: i for i, s in enumerate(ranking.scored)}
         card, past = min(found, key=lambda f: place.get(self.cards[f[0]].key, len(place)))
-        at = place.get(self.cards[card].key)
-        scored = ranking.scored[at] if at is not None else Scored(self.cards[card], ranking.scored[0].score, 0.0)
-        return scored, past
+        return self._scored(ranking, card), past
+
+    def _paraphrased(self, ranking: Ranking) -> tuple[Scored, str] | None:
+        """The card a trusted past question, a near paraphrase of this one, led to, with that question."""
+        near = ranking.neighbour
+        if near is None or near.cosine < self.ranker.config.history_paraphrase_cosine:
+            return None
+        return self._scored(ranking, near.card), near.question
+
+    def _scored(self, ranking: Ranking, card: int) -> Scored:
+        """``card`` as ``ranking`` scored it (at the first card's score if it was not kept)."""
+        key = self.cards[card].key
+        found = next((s for s in ranking.scored if s.card.key == key), None)
+        return found if found is not None else Scored(self.cards[card], ranking.scored[0].score, 0.0)
 
     def _worked_before(
         self,

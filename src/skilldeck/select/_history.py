@@ -16,7 +16,9 @@ led to it before (a question whose ``find`` chose the card, then a ``load`` and 
   adds to its fused views (:meth:`~skilldeck.select._rank.Ranker._history_view`).
 
 Without an encoder the lexical field is added into the cards' own scores; with one, it is part of
-that server view, and the catalog's own views keep the first place.
+that server view, and the catalog's own views keep the first place unless a trusted past question
+like the question says otherwise (:mod:`skilldeck.select._neighbours`, whose table of the trusted
+past questions' own vectors a history index keeps beside its mean vectors).
 
 Both lifts are **capped** (:func:`cap`): history adds at most ``history_cap_ratio`` times a card's
 own evidence for the question plus ``history_cap_floor`` times the best own evidence of any card.
@@ -51,6 +53,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from skilldeck.select._config import RankConfig
+from skilldeck.select._neighbours import Neighbours
 from skilldeck.select._taught import Taught, trusted
 from skilldeck.select._text import tokens
 
@@ -229,6 +232,8 @@ class HistoryIndex:
     """Per card of :attr:`card_rows`: the normalised mean of its past questions' vectors (with an encoder)."""
     size: int = 0
     """How many past questions in all."""
+    neighbours: Neighbours | None = None
+    """The trusted past questions' own vectors, for the nearest one to a question (with an encoder)."""
 
     def recall(self, question: str) -> list[tuple[int, str]]:
         """The cards whose *trusted* past questions hold this very question, in other words order or
@@ -276,7 +281,17 @@ class HistoryIndex:
         given, changes = previous._changed(history, keys, partial)
         index = previous._updated(changes, given, card_server, config, (background, server_background), encode)
         trust = frozenset(keys[key] for key, (_, sure) in given.items() if sure and keys[key] in index.questions)
-        return index if trust == index.trusted else replace(index, trusted=trust)
+        if trust != index.trusted:
+            index = replace(index, trusted=trust)
+        if encode is None:
+            return index
+        if trust == previous.trusted and all(
+            index.questions.get(c) == previous.questions.get(c) for c in trust
+        ):  # the trusted past questions are the same: so is their table
+            neighbours = previous.neighbours
+        else:
+            neighbours = Neighbours.build(index.questions, trust, card_server, encode, previous.neighbours)
+        return index if neighbours is index.neighbours else replace(index, neighbours=neighbours)
 
     def _changed(
         self, history: History, keys: Mapping[str, int], partial: bool

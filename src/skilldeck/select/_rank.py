@@ -398,8 +398,10 @@ class Ranker:
         )
         fused = steps.combine_views(views)
         own_fused = fused  # what the decision's confidence reads: the catalog's own evidence
+        near = None
         if history:
-            fused = fused + self.history_view.lift(fused, ev, history, past, card_cos, self.vectors)
+            lift, near = self.history_view.lift(fused, ev, history, past, card_cos, self.vectors, qvec)
+            fused = fused + lift
         if sem_history is not None:
             card_cos = card_cos + sem_history
         span = float(fused.max() - fused.min())
@@ -417,6 +419,7 @@ class Ranker:
             view_top=views.argmax(axis=1),
             label_sem=label_cos,
             sem_history=sem_history,
+            neighbour=near,
         )
         return out, evidence
 
@@ -486,6 +489,7 @@ class Ranker:
             semantic=qvecs is not None,
             indexing=self.indexing,
             history=history.size,
+            neighbour=evidence.neighbour,
         )
 
     def _with_intent(self, question: str, scores: np.ndarray, own_share: float) -> np.ndarray:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from skilldeck.select._cards import Card
+from skilldeck.select._neighbours import Neighbour
 
 __all__ = ["Evidence", "IndexingState", "Ranking", "Scored", "Unit"]
 
@@ -111,6 +112,8 @@ class Evidence:
     folded: bool = True
     """Whether ``card_history`` and ``server_history`` were added into ``card_raw`` and ``server_raw``
     (``False``: kept apart, for a fusion that reads history as a view of its own)."""
+    neighbour: Neighbour | None = None
+    """The trusted past question like this one whose server the history view put first, if any."""
 
 
 @dataclass
@@ -136,3 +139,6 @@ class Ranking:
     """How far the ranker's card vectors were when it ranked."""
     history: int = 0
     """How many past questions (of every card) the ranking read: 0 without a usage history."""
+    neighbour: Neighbour | None = None
+    """The trusted past question like the question whose server was put first
+    (:meth:`~skilldeck.select._history_view.HistoryView.neighbour`), if any."""

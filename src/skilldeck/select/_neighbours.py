@@ -1,0 +1,153 @@
+"""The trusted past questions nearest a question: what lets history take the first place. Pure.
+
+A card's past questions are read as a mean vector and a BM25 field (:mod:`skilldeck.select._history`):
+both say how a card was used, not that this question was asked before. :class:`Neighbours` keeps
+the vector of each *trusted* past question (:class:`~skilldeck.select._taught.Taught`) with the cards
+it led to, so the ranker can ask which past question is nearest the one being ranked:
+
+* a **near paraphrase** (cosine at least :attr:`~skilldeck.select._config.RankConfig.history_paraphrase_cosine`)
+  is answered with the card it led to, first, as the very question is
+  (:meth:`~skilldeck.select._decide.Selector.decide`);
+* a **like question** (cosine at least :attr:`~skilldeck.select._config.RankConfig.history_neighbour_cosine`)
+  on one of the first :attr:`~skilldeck.select._config.RankConfig.history_neighbour_places` servers
+  puts that server first (:meth:`~skilldeck.select._history_view.HistoryView.lift`): the servers'
+  like questions are weighed by their votes, the sum of the cosines of their distinct past questions
+  from :attr:`~skilldeck.select._config.RankConfig.history_vote_cosine` up.
+
+Bounded: at most :data:`NEIGHBOUR_LIMIT` distinct questions per history, taken a few of each trusted
+card's at a time (its first, then its second, ...), so a card with many cannot crowd the others out.
+Built once per history and reused by the next one: a question already held keeps its vector, only
+new ones are encoded (through the ranker's vector cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["NEIGHBOUR_LIMIT", "Neighbour", "Neighbours"]
+
+NEIGHBOUR_LIMIT = 4096
+"""The most trusted past questions one history keeps vectors of (6 MiB of float32 at 384 dimensions)."""
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """The trusted past question nearest a question on one server, and what it led to."""
+
+    server: int
+    """The server's index."""
+    card: int
+    """A card of that server the past question led to (its index)."""
+    question: str
+    cosine: float
+    """The question's cosine to that past question."""
+    votes: float = 0.0
+    """The sum of the cosines of the server's like past questions (see the module docs)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Neighbours:
+    """The vectors of a history's trusted past questions, each with the cards it led to."""
+
+    texts: tuple[str, ...]
+    vectors: np.ndarray
+    """One row per text: its normalised vector (float32)."""
+    cards: tuple[tuple[int, ...], ...]
+    """Per text: the trusted cards it led to (sorted)."""
+    offsets: np.ndarray
+    """Per text ``i``, its (server, card) pairs are ``pair_servers[offsets[i]:offsets[i + 1]]`` and the same
+    of ``pair_cards``: each server it led to, with the first of its cards there."""
+    pair_servers: np.ndarray
+    pair_cards: np.ndarray
+
+    def led_to(self, i: int) -> tuple[tuple[int, int], ...]:
+        """The (server, card) pairs of text ``i``."""
+        at = slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+        return tuple(zip(self.pair_servers[at].tolist(), self.pair_cards[at].tolist(), strict=True))
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """The question's cosine to each past question."""
+        out: np.ndarray = np.einsum("ij,j->i", self.vectors, qvec).astype(np.float64)
+        return out
+
+    @classmethod
+    def build(
+        cls,
+        questions: Mapping[int, tuple[str, ...]],
+        trusted: Iterable[int],
+        card_server: np.ndarray,
+        encode: Callable[[list[str]], np.ndarray],
+        previous: Neighbours | None = None,
+        limit: int = NEIGHBOUR_LIMIT,
+    ) -> Neighbours | None:
+        """The table of the ``trusted`` cards' ``questions`` (card index -> its past questions; ``card_server``:
+        each card's server index), at most ``limit`` distinct texts; ``None`` without any. A text
+        ``previous`` holds keeps its vector."""
+        led: dict[str, list[int]] = {}
+        pasts = [(card, questions[card]) for card in sorted(trusted) if questions.get(card)]
+        depth = max((len(past) for _, past in pasts), default=0)
+        for i in range(depth):  # round-robin: each card's first question, then each card's second, ...
+            for card, past in pasts:
+                if i < len(past) and (past[i] in led or len(led) < limit):
+                    led.setdefault(past[i], []).append(card)
+        if not led:
+            return None
+        texts = tuple(led)
+        known = {t: i for i, t in enumerate(previous.texts)} if previous is not None else {}
+        new = [t for t in texts if t not in known]
+        made = dict(zip(new, np.asarray(encode(new), dtype=np.float32), strict=True)) if new else {}
+        rows = []
+        for t in texts:
+            at = known.get(t)
+            rows.append(made[t] if at is None else previous.vectors[at])  # type: ignore[union-attr]
+        stacked = np.stack(rows).astype(np.float32)
+        norms = np.linalg.norm(stacked, axis=1, keepdims=True)
+        vectors = (stacked / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        cards = tuple(tuple(sorted(set(led[t]))) for t in texts)
+        pairs_servers: list[np.ndarray] = []
+        pairs_cards: list[np.ndarray] = []
+        for led_to in cards:
+            ids = np.asarray(led_to, dtype=np.int64)
+            where, first = np.unique(card_server[ids], return_index=True)  # each server once, its first card
+            pairs_servers.append(where.astype(np.int64))
+            pairs_cards.append(ids[first])
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(p) for p in pairs_servers])
+        return cls(texts, vectors, cards, offsets, np.concatenate(pairs_servers), np.concatenate(pairs_cards))
+
+    def nearest(self, qvec: np.ndarray, floor: float, vote_floor: float) -> dict[int, Neighbour]:
+        """Per server with a past question of cosine at least ``floor``: its nearest one, with its votes
+        (the sum of the cosines of its distinct past questions from ``vote_floor`` up)."""
+        sims = self.cosines(qvec)
+        rows = np.flatnonzero(sims >= min(floor, vote_floor))
+        if not len(rows):
+            return {}
+        counts = self.offsets[rows + 1] - self.offsets[rows]
+        at = np.concatenate([np.arange(self.offsets[r], self.offsets[r + 1]) for r in rows])
+        servers, cards = self.pair_servers[at], self.pair_cards[at]
+        cos, row = np.repeat(sims[rows], counts), np.repeat(rows, counts)
+        voting = cos >= vote_floor
+        votes = dict(zip(*_sums(servers[voting], cos[voting]), strict=True))
+        order = np.lexsort((-cos, servers))  # by server, the nearest first
+        firsts = order[np.r_[True, servers[order][1:] != servers[order][:-1]]]
+        return {
+            int(servers[i]): Neighbour(
+                int(servers[i]), int(cards[i]), self.texts[int(row[i])], float(cos[i]), votes.get(int(servers[i]), 0.0)
+            )
+            for i in firsts
+            if cos[i] >= floor
+        }
+
+
+def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[list[int], list[float]]:
+    """Per distinct key, the sum of its values."""
+    if not len(keys):
+        return [], []
+    distinct, where = np.unique(keys, return_inverse=True)
+    return distinct.tolist(), np.bincount(where, weights=values).tolist()
