@@ -13,9 +13,7 @@ The public API, re-exported here (imported lazily, so ``import skilldeck`` stays
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
+from skilldeck._faces import lazy_names
 from skilldeck.errors import (
     EntryError,
     FrontmatterError,
@@ -90,8 +88,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'skilldeck' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_names("skilldeck", _LAZY)

@@ -10,20 +10,26 @@ costs nothing at start-up that the names asked of it do not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from importlib import import_module
 from typing import Any
 
 __all__ = ["lazy_names"]
 
 
-def lazy_names(face: str, where: Mapping[str, str]) -> Callable[[str], Any]:
-    """The module ``__getattr__`` of ``face``: a name of ``where`` comes from the module it maps to."""
+def lazy_names(
+    face: str, where: Mapping[str, str], keep: MutableMapping[str, Any] | None = None
+) -> Callable[[str], Any]:
+    """The module ``__getattr__`` of ``face``: a name of ``where`` comes from the module it maps to; with
+    ``keep`` (the module's ``globals()``), it is kept there, so the next lookup does not call this again."""
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {face!r} has no attribute {name!r}")
-        return getattr(import_module(module), name)
+        value = getattr(import_module(module), name)
+        if keep is not None:
+            keep[name] = value
+        return value
 
     return __getattr__

@@ -48,8 +48,9 @@ Its modules (private; a sibling package uses what ``__all__`` and ``_api`` list)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from skilldeck._faces import lazy_names
 
 if TYPE_CHECKING:
     from skilldeck.errors import SnapshotError
@@ -86,13 +87,7 @@ _HOMES = {
 a snapshot (a server, the learning ledger, the CLI starting) does not load the ranking and numpy with it."""
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'skilldeck.select' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names("skilldeck.select", _HOMES, keep=globals())
 
 
 def __dir__() -> list[str]:
