@@ -108,15 +108,16 @@ class HistoryView:
         table = history.neighbours
         if table is None or c.history_neighbour_places <= 0:
             return None
-        found = table.nearest(qvec, c.history_neighbour_cosine, c.history_vote_cosine)
-        if not found:
-            return None
-        rank = {int(s): i for i, s in enumerate(np.argsort(-after, kind="stable"))}
-        closest = max(found.values(), key=lambda n: (n.cosine, -rank[n.server]))
+        sims = table.cosines(qvec)
+        order = np.argsort(-after, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        closest = table.closest(sims, rank)
         if closest.cosine >= c.history_paraphrase_cosine:
             return closest
-        places = [n for n in found.values() if rank[n.server] < c.history_neighbour_places]
-        return max(places, key=lambda n: (n.votes, n.cosine, -rank[n.server]), default=None)
+        first = order[: c.history_neighbour_places]
+        found = table.nearest(sims, c.history_neighbour_cosine, c.history_vote_cosine, first)
+        return max(found.values(), key=lambda n: (n.votes, n.cosine, -rank[n.server]), default=None)
 
     def floors(self, history: HistoryIndex) -> tuple[np.ndarray | float, np.ndarray | float]:
         """The floors of the history view's caps, per card and per server: :attr:`~RankConfig.history_trusted_floor`

@@ -121,33 +121,33 @@ class Neighbours:
         offsets[1:] = np.cumsum([len(p) for p in pairs_servers])
         return cls(texts, vectors, cards, offsets, np.concatenate(pairs_servers), np.concatenate(pairs_cards))
 
-    def nearest(self, qvec: np.ndarray, floor: float, vote_floor: float) -> dict[int, Neighbour]:
-        """Per server with a past question of cosine at least ``floor``: its nearest one, with its votes
-        (the sum of the cosines of its distinct past questions from ``vote_floor`` up)."""
-        sims = self.cosines(qvec)
+    def closest(self, sims: np.ndarray, rank: np.ndarray) -> Neighbour:
+        """The past question nearest the question (``sims``: :meth:`cosines`), on the best ranked of the
+        servers it led to (``rank``: each server's place, 0 first)."""
+        i = int(np.argmax(sims))
+        at = slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+        servers, cards = self.pair_servers[at], self.pair_cards[at]
+        j = int(np.argmin(rank[servers]))
+        return Neighbour(int(servers[j]), int(cards[j]), self.texts[i], float(sims[i]))
+
+    def nearest(self, sims: np.ndarray, floor: float, vote_floor: float, among: np.ndarray) -> dict[int, Neighbour]:
+        """Per server of ``among`` with a past question of cosine at least ``floor`` (``sims``: :meth:`cosines`):
+        its nearest one, with its votes (the sum of the cosines of its distinct past questions from
+        ``vote_floor`` up)."""
         rows = np.flatnonzero(sims >= min(floor, vote_floor))
         if not len(rows):
             return {}
         counts = self.offsets[rows + 1] - self.offsets[rows]
         at = np.concatenate([np.arange(self.offsets[r], self.offsets[r + 1]) for r in rows])
-        servers, cards = self.pair_servers[at], self.pair_cards[at]
         cos, row = np.repeat(sims[rows], counts), np.repeat(rows, counts)
-        voting = cos >= vote_floor
-        votes = dict(zip(*_sums(servers[voting], cos[voting]), strict=True))
-        order = np.lexsort((-cos, servers))  # by server, the nearest first
-        firsts = order[np.r_[True, servers[order][1:] != servers[order][:-1]]]
-        return {
-            int(servers[i]): Neighbour(
-                int(servers[i]), int(cards[i]), self.texts[int(row[i])], float(cos[i]), votes.get(int(servers[i]), 0.0)
-            )
-            for i in firsts
-            if cos[i] >= floor
-        }
-
-
-def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[list[int], list[float]]:
-    """Per distinct key, the sum of its values."""
-    if not len(keys):
-        return [], []
-    distinct, where = np.unique(keys, return_inverse=True)
-    return distinct.tolist(), np.bincount(where, weights=values).tolist()
+        kept = np.isin(self.pair_servers[at], among)
+        servers, cards, cos, row = self.pair_servers[at][kept], self.pair_cards[at][kept], cos[kept], row[kept]
+        out: dict[int, Neighbour] = {}
+        for server in np.unique(servers).tolist():
+            mine = servers == server
+            best = int(np.argmax(np.where(mine, cos, -np.inf)))
+            if cos[best] < floor:
+                continue
+            votes = float(cos[mine & (cos >= vote_floor)].sum())
+            out[server] = Neighbour(server, int(cards[best]), self.texts[int(row[best])], float(cos[best]), votes)
+        return out
