@@ -13,6 +13,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -101,16 +102,7 @@ async def test_calls_in_flight_finish_on_the_old_program_and_a_call_during_the_s
                 for n in range(IN_FLIGHT):
                     tg.start_soon(call, n)
                 await started(tmp_path, "v1", IN_FLIGHT)
-                write_config(config, "v2", release, up_v2)
-                before = log.read_text()
-                await anyio.to_thread.run_sync(reloaded_soon, proc)
-                await anyio.to_thread.run_sync(
-                    lambda: wait_for_log(log, lambda t: "[slow] its entry changed" in t[len(before) :], "the switch")
-                )
-                tg.start_soon(call, 99)  # while v2 is not up yet
-                up_v2.touch()
-                await anyio.to_thread.run_sync(lambda: wait_for_log(log, lambda t: "reloaded: 1 of 1" in t, "reload"))
-                release.touch()
+                await switched(proc, log, (config, release, up_v2), lambda: tg.start_soon(call, 99))  # v2 not up
         assert {n: results[n] for n in range(IN_FLIGHT)} == {n: f"v1:{n}" for n in range(IN_FLIGHT)}, results
         assert results[99] == "v2:99", results
     finally:
@@ -120,6 +112,28 @@ async def test_calls_in_flight_finish_on_the_old_program_and_a_call_during_the_s
 def reloaded_soon(proc: subprocess.Popen[bytes]) -> None:
     """SIGHUP, without waiting for the reload to end (it waits for the new program, which the test lets up)."""
     proc.send_signal(signal.SIGHUP)
+
+
+async def switched(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    v2: tuple[Path, Path, Path],
+    meanwhile: Callable[[], None] = lambda: None,
+) -> None:
+    """Switch the entry to v2 (``v2``: the config, the release and v2's start files): write it, SIGHUP, wait
+    for "its entry changed", do ``meanwhile`` (v2 not up yet), let v2 up, wait for the reload's end, then
+    release the calls held on v1."""
+    config, release, up_v2 = v2
+    write_config(config, "v2", release, up_v2)
+    before = await anyio.Path(log).read_text()
+    await anyio.to_thread.run_sync(reloaded_soon, proc)
+    await anyio.to_thread.run_sync(
+        lambda: wait_for_log(log, lambda t: "[slow] its entry changed" in t[len(before) :], "the switch")
+    )
+    meanwhile()
+    up_v2.touch()
+    await anyio.to_thread.run_sync(lambda: wait_for_log(log, lambda t: "reloaded: 1 of 1" in t, "reload"))
+    release.touch()
 
 
 async def test_a_call_that_outlasts_the_shutdown_timeout_fails_saying_it_may_have_run(tmp_path: Path) -> None:
@@ -169,15 +183,7 @@ async def test_a_forwarded_prompt_in_flight_finishes_on_the_old_program(tmp_path
             async with anyio.create_task_group() as tg:
                 tg.start_soon(brief)
                 await started(tmp_path, "v1", 1)
-                write_config(config, "v2", release, up_v2)
-                before = log.read_text()
-                await anyio.to_thread.run_sync(reloaded_soon, proc)
-                await anyio.to_thread.run_sync(
-                    lambda: wait_for_log(log, lambda t: "[slow] its entry changed" in t[len(before) :], "the switch")
-                )
-                up_v2.touch()
-                await anyio.to_thread.run_sync(lambda: wait_for_log(log, lambda t: "reloaded: 1 of 1" in t, "reload"))
-                release.touch()
+                await switched(proc, log, (config, release, up_v2))
             assert said == ["v1:prompt7"], said
             again = await client.get_prompt("slow__brief", {"n": "8"})
             assert [getattr(m.content, "text", "") for m in again.messages] == ["v2:prompt8"]
