@@ -1458,6 +1458,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the text a model reads does not say a question like it worked before",
     ),
     _m(
+        "relist-writes-a-gone-session-back",
+        "host/_host.py",
+        "        if self.connections.connected.get(label) is not connected:\n",
+        "        if False:\n",
+        "tests/host/test_injection.py::test_a_relist_under_way_when_its_server_is_removed_writes_nothing_back",
+        "a re-listing that ends after its server was removed puts the removed server's tools back",
+    ),
+    _m(
         "resumable-replays-another-session",
         "serving/_resumable.py",
         "if stream is None or stream.session != session or int(index) >= stream.next_index:",

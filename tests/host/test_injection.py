@@ -295,6 +295,45 @@ async def test_the_host_relists_one_server_itself_without_a_watcher() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("drain", [0.0, 30.0])
+async def test_a_relist_under_way_when_its_server_is_removed_writes_nothing_back(drain: float) -> None:
+    """A reload removes a server (draining its calls or not) while the watcher re-lists it: the listing,
+    of a session that is gone, is dropped; before, the removed server's tools came back into the registry."""
+    hold, reached, go = [False], anyio.Event(), anyio.Event()
+
+    async def held(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/list" and hold[0]:
+            reached.set()
+            await go.wait()
+        return await call_next(ctx)
+
+    server: MCPServer[Any] = MCPServer("held", middleware=[held])
+
+    @server.tool()
+    def ping() -> str:
+        return "pong"
+
+    async with Host([ServerSpec("held", InProcessServer(server))], read_timeout=10) as host:
+        assert [t.name for t in host.registry.tools("held")] == ["ping"]
+        hold[0] = True
+        changes: list[CatalogChange] = []
+
+        async def relist() -> None:
+            changes.append(await host.relist("held", ["changed"]))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relist)
+            with anyio.fail_after(10):  # a guard: the listing reaches the server at once
+                await reached.wait()
+            host.remove_server("held", drain=drain)
+            go.set()
+        (change,) = changes
+        assert change.error == "server 'held' was removed or reconnected while it was listed"
+        assert list(host.registry.tools("held")) == []
+        assert "held" not in host.connections.connected
+
+
+@pytest.mark.anyio
 async def test_a_channel_state_is_an_enum_and_its_reason_is_kept_apart() -> None:
     other = MCPServer("other")
 

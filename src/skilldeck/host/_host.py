@@ -241,6 +241,10 @@ class Host:
         if connected is None:
             return CatalogChange(label, why, error=f"server {label!r} is not connected")
         listing = await list_server(connected, self.limits)
+        if self.connections.connected.get(label) is not connected:
+            # removed (a reload) or connected again meanwhile: this listing is of a session that is gone, and
+            # writing it would put a removed server's tools back, or an old listing over the new session's
+            return CatalogChange(label, why, error=f"server {label!r} was removed or reconnected while it was listed")
         tools, entries, notes = listing.tools, listing.entries, listing.notes
         if listing.timed_out:
             notes.append(f"re-listing did not finish within {connected.spec.timeout:g}s (timed out)")
