@@ -514,9 +514,36 @@ def history_update(
     history = {c.key: rng.sample(pool, PER_CARD) for c in big.cards}
     encoder = HashingEncoder()
     vectors = encoder.encode([c.name for c in big.cards])
-    selector = Selector(big, encoder=encoder, vectors=vectors)
+    result: dict[str, Any] = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs",
+        "cards": len(big.cards),
+        "past_questions": sum(len(v) for v in history.values()),
+        **_updates(Selector(big, encoder=encoder, vectors=vectors), big, history, tasks, uses, reps, False),
+    }
+    # one user's ledger: every card trusted, so the trusted questions' own vectors are kept and updated too
+    result["trusted"] = _updates(Selector(big, encoder=encoder, vectors=vectors), big, history, tasks, uses, reps, True)
+    return result
+
+
+def _updates(
+    selector: Selector,
+    big: CardSet,
+    history: dict[str, list[str]],
+    tasks: list[Task],
+    uses: int,
+    reps: int,
+    trusted: bool,
+) -> dict[str, Any]:
+    """:func:`history_update`'s figures for one selector, the history ``trusted`` or not."""
+
+    def taught(past: list[str]) -> list[str]:
+        return Taught(past, True) if trusted else past
+
     t0 = time.perf_counter()
-    selector.set_history(history)  # the whole history, as when the catalog is indexed again
+    selector.set_history(
+        {k: taught(v) for k, v in history.items()}
+    )  # the whole history, as when the catalog is indexed
     whole = time.perf_counter() - t0
     per_use: dict[str, list[float]] = {"set_history": [], "update_history": []}
     for i in range(2 * uses):
@@ -524,10 +551,10 @@ def history_update(
         history = {**history, card: [f"{tasks[i % len(tasks)].question} ({i})", *history[card][:-1]]}
         t0 = time.perf_counter()
         if i % 2:  # as the gateway reads a recorded use: the card that changed only
-            selector.update_history({card: history[card]})
+            selector.update_history({card: taught(history[card])})
             per_use["update_history"].append((time.perf_counter() - t0) * 1000)
         else:  # the whole history, compared card by card with the one indexed
-            selector.set_history(history)
+            selector.set_history({k: taught(v) for k, v in history.items()})
             per_use["set_history"].append((time.perf_counter() - t0) * 1000)
     questions = [t.question for t in tasks]
     decide = []
@@ -536,11 +563,7 @@ def history_update(
             t0 = time.perf_counter()
             selector.decide(question)
             decide.append((time.perf_counter() - t0) * 1000)
-    result: dict[str, Any] = {
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs",
-        "cards": len(big.cards),
-        "past_questions": sum(len(v) for v in history.values()),
+    return {
         "whole_history_s": round(whole, 2),
         "per_use_ms": {
             way: {"p50": round(statistics.median(times), 1), "max": round(max(times), 1), "uses": len(times)}
@@ -548,7 +571,6 @@ def history_update(
         },
         "decide_p50_ms": round(statistics.median(decide), 2),
     }
-    return result
 
 
 # --- main ----------------------------------------------------------------------------------------
@@ -580,6 +602,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_tasks(data, servers)
     if args.history_update:
         result = history_update(servers, tasks, 10_000, uses=20, reps=args.reps)
+        result["load_average"] = list(os.getloadavg())
+        if UPDATE_OUT.exists():  # the measurement of the design before, kept beside the new one
+            kept = json.loads(UPDATE_OUT.read_text(encoding="utf-8")).get("before")
+            if kept:
+                result["before"] = kept
         UPDATE_OUT.write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result, indent=1))
         return 0
