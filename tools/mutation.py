@@ -1404,8 +1404,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "neighbours-of-untrusted-questions",
         "select/_history.py",
-        "            neighbours = previous.neighbours\n        else:\n            neighbours = Neighbours.build(index.questions, trust,",
-        "            neighbours = Neighbours.build(index.questions, index.questions.keys(), encode, None)\n        else:\n            neighbours = Neighbours.build(index.questions, trust,",
+        "        if neighbours is None and trust:  # made whole: a first history, or one read before without vectors\n"
+        "            neighbours = Neighbours.build(index.questions, trust, card_server, encode)",
+        "        if neighbours is None and index.questions:\n"
+        "            neighbours = Neighbours.build(index.questions, index.questions.keys(), card_server, encode)",
         "tests/select/test_neighbours.py::test_a_trusted_like_question_puts_its_server_first_an_untrusted_one_does_not",
         "one caller's past questions in an audience of several put a server first",
     ),
@@ -1464,6 +1466,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:\n",
         "tests/host/test_injection.py::test_a_relist_under_way_when_its_server_is_removed_writes_nothing_back",
         "a re-listing that ends after its server was removed puts the removed server's tools back",
+    ),
+    _m(
+        "neighbour-table-keeps-an-untaught-question",
+        "select/_neighbours.py",
+        "texts = [t for t in self.texts if t not in touched or touched[t]]",
+        "texts = list(self.texts)",
+        "tests/select/test_neighbours.py::test_a_table_updated_card_by_card_holds_what_one_made_whole_does",
+        "a question no trusted card holds any more stays in the table updated use by use",
     ),
     _m(
         "resumable-replays-another-session",

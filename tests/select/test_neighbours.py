@@ -180,3 +180,44 @@ def test_without_places_a_like_question_changes_nothing(livemcpbench: tuple[Card
     off = _selector(livemcpbench, history, history_neighbour_places=0)
     assert off.ranker.rank(QUESTION, limit=None).neighbour is None
     assert _first(off) == before.servers[0][0]
+
+
+def test_a_table_updated_card_by_card_holds_what_one_made_whole_does() -> None:
+    """Questions taught, replaced and untaught card by card (trust given and taken back): the updated table
+    holds the same questions, each with the same cards and (server, card) pairs, as one made whole."""
+    servers = np.array([0, 0, 1, 1, 2])
+    steps: list[dict[int, tuple[str, ...]]] = [
+        {0: ("a", "b"), 2: ("b", "c")},
+        {1: ("c",)},
+        {0: ("b", "d")},  # a leaves: no trusted card holds it any more
+        {2: ()},  # card 2's trust taken back
+        {3: ("a", "e"), 4: ("e",)},
+    ]
+    questions: dict[int, tuple[str, ...]] = {}
+    table: Neighbours | None = None
+    for step in steps:
+        moved = {card: (questions.get(card, ()), now) for card, now in step.items()}
+        questions.update(step)
+        questions = {card: past for card, past in questions.items() if past}
+        whole = Neighbours.build(questions, set(questions), servers, _words)
+        table = Neighbours.build(questions, set(questions), servers, _words) if table is None else table
+        if step is not steps[0]:
+            table = table.updated(moved, servers, _words)
+        assert table is not None
+        assert whole is not None
+        held = {t: (table.cards[i], table.led_to(i)) for i, t in enumerate(table.texts)}
+        assert held == {t: (whole.cards[i], whole.led_to(i)) for i, t in enumerate(whole.texts)}, step
+        for i, text in enumerate(table.texts):
+            assert np.allclose(table.vectors[i], whole.vectors[whole.texts.index(text)])
+
+
+def test_an_updated_table_takes_a_new_question_only_while_there_is_room() -> None:
+    table = Neighbours.build({0: ("a", "b")}, {0}, SERVERS, _words, limit=3)
+    assert table is not None
+    grown = table.updated({1: ((), ("c", "d"))}, SERVERS, _words, limit=3)
+    assert grown is not None
+    assert grown.texts == ("a", "b", "c")  # at the limit: d waits
+    freed = grown.updated({0: (("a", "b"), ("b",))}, SERVERS, _words, limit=3)
+    assert freed is not None
+    assert freed.texts == ("b", "c")  # a left; d joins when card 1 is read again
+    assert table.updated({0: (("a", "b"), ())}, SERVERS, _words) is None  # nothing trusted any more

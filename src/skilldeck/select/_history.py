@@ -285,12 +285,19 @@ class HistoryIndex:
             index = replace(index, trusted=trust)
         if encode is None:
             return index
-        if trust == previous.trusted and all(
-            index.questions.get(c) == previous.questions.get(c) for c in trust
-        ):  # the trusted past questions are the same: so is their table
-            neighbours = previous.neighbours
-        else:
-            neighbours = Neighbours.build(index.questions, trust, card_server, encode, previous.neighbours)
+        moved = {  # per card whose trusted questions changed: them before, and now
+            card: (
+                previous.questions.get(card, ()) if card in previous.trusted else (),
+                index.questions.get(card, ()) if card in trust else (),
+            )
+            for card in changes.keys() | (trust ^ previous.trusted)
+        }
+        moved = {card: both for card, both in moved.items() if both[0] != both[1]}
+        neighbours = previous.neighbours
+        if neighbours is None and trust:  # made whole: a first history, or one read before without vectors
+            neighbours = Neighbours.build(index.questions, trust, card_server, encode)
+        elif neighbours is not None and moved:  # the changed cards' questions only
+            neighbours = neighbours.updated(moved, card_server, encode)
         return index if neighbours is index.neighbours else replace(index, neighbours=neighbours)
 
     def _changed(

@@ -98,28 +98,42 @@ class Neighbours:
                     led.setdefault(past[i], []).append(card)
         if not led:
             return None
-        texts = tuple(led)
-        known = {t: i for i, t in enumerate(previous.texts)} if previous is not None else {}
-        new = [t for t in texts if t not in known]
-        made = dict(zip(new, np.asarray(encode(new), dtype=np.float32), strict=True)) if new else {}
-        rows = []
-        for t in texts:
-            at = known.get(t)
-            rows.append(made[t] if at is None else previous.vectors[at])  # type: ignore[union-attr]
-        stacked = np.stack(rows).astype(np.float32)
-        norms = np.linalg.norm(stacked, axis=1, keepdims=True)
-        vectors = (stacked / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        cards = tuple(tuple(sorted(set(led[t]))) for t in texts)
-        pairs_servers: list[np.ndarray] = []
-        pairs_cards: list[np.ndarray] = []
-        for led_to in cards:
-            ids = np.asarray(led_to, dtype=np.int64)
-            where, first = np.unique(card_server[ids], return_index=True)  # each server once, its first card
-            pairs_servers.append(where.astype(np.int64))
-            pairs_cards.append(ids[first])
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(p) for p in pairs_servers])
-        return cls(texts, vectors, cards, offsets, np.concatenate(pairs_servers), np.concatenate(pairs_cards))
+        return _made(tuple(led), {t: tuple(sorted(set(c))) for t, c in led.items()}, card_server, encode, previous)
+
+    def updated(
+        self,
+        moved: Mapping[int, tuple[tuple[str, ...], tuple[str, ...]]],
+        card_server: np.ndarray,
+        encode: Callable[[list[str]], np.ndarray],
+        limit: int = NEIGHBOUR_LIMIT,
+    ) -> Neighbours | None:
+        """This table after the cards of ``moved`` changed (card -> its trusted questions before and now,
+        ``()`` when it had none or has none now): only their questions are read again, a question no
+        trusted card holds any more leaves, and a new one joins while there is room under ``limit``
+        (so below it, the table made whole and the one updated use by use hold the same questions)."""
+        at = {t: i for i, t in enumerate(self.texts)}
+        touched: dict[str, set[int]] = {}
+
+        def holding(text: str) -> set[int]:
+            if text not in touched:
+                touched[text] = set(self.cards[at[text]]) if text in at else set()
+            return touched[text]
+
+        for card, (before, now) in moved.items():
+            for text in before:
+                holding(text).discard(card)
+            for text in now:
+                holding(text).add(card)
+        texts = [t for t in self.texts if t not in touched or touched[t]]
+        room = limit - len(texts)
+        for text, cards in touched.items():
+            if text not in at and cards and room > 0:
+                texts.append(text)
+                room -= 1
+        if not texts:
+            return None
+        led = {t: tuple(sorted(touched[t])) if t in touched else self.cards[at[t]] for t in texts}
+        return _made(tuple(texts), led, card_server, encode, self, frozenset(touched))
 
     def closest(self, sims: np.ndarray, rank: np.ndarray) -> Neighbour:
         """The past question nearest the question (``sims``: :meth:`cosines`), on the best ranked of the
@@ -151,3 +165,45 @@ class Neighbours:
             votes = float(cos[mine & (cos >= vote_floor)].sum())
             out[server] = Neighbour(server, int(cards[best]), self.texts[int(row[best])], float(cos[best]), votes)
         return out
+
+
+def _made(
+    texts: tuple[str, ...],
+    led: Mapping[str, tuple[int, ...]],
+    card_server: np.ndarray,
+    encode: Callable[[list[str]], np.ndarray],
+    previous: Neighbours | None,
+    touched: frozenset[str] | None = None,
+) -> Neighbours:
+    """The table of ``texts``, each with the cards it ``led`` to: a text ``previous`` holds keeps its vector,
+    and, given the ``touched`` texts (whose cards changed), the (server, card) pairs of every other text;
+    new texts are encoded in one call."""
+    known = {t: i for i, t in enumerate(previous.texts)} if previous is not None else {}
+    new = [t for t in texts if t not in known]
+    made = np.asarray(encode(new), dtype=np.float32) if new else None
+    dim = made.shape[1] if made is not None else previous.vectors.shape[1]  # type: ignore[union-attr]
+    stacked = np.empty((len(texts), dim), dtype=np.float32)
+    old = [(i, known[t]) for i, t in enumerate(texts) if t in known]
+    if old:
+        assert previous is not None
+        stacked[[i for i, _ in old]] = previous.vectors[[j for _, j in old]]
+    if made is not None:
+        norms = np.linalg.norm(made, axis=1, keepdims=True)
+        stacked[[i for i, t in enumerate(texts) if t not in known]] = made / np.where(norms > 0, norms, 1.0)
+    pairs_servers: list[np.ndarray] = []
+    pairs_cards: list[np.ndarray] = []
+    for text in texts:
+        i = known.get(text)
+        if i is not None and previous is not None and touched is not None and text not in touched:
+            at = slice(int(previous.offsets[i]), int(previous.offsets[i + 1]))
+            pairs_servers.append(previous.pair_servers[at])
+            pairs_cards.append(previous.pair_cards[at])
+            continue
+        ids = np.asarray(led[text], dtype=np.int64)
+        where, first = np.unique(card_server[ids], return_index=True)  # each server once, its first card
+        pairs_servers.append(where.astype(np.int64))
+        pairs_cards.append(ids[first])
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(p) for p in pairs_servers])
+    cards = tuple(led[t] for t in texts)
+    return Neighbours(texts, stacked, cards, offsets, np.concatenate(pairs_servers), np.concatenate(pairs_cards))
