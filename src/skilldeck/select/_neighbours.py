@@ -14,10 +14,12 @@ it led to, so the ranker can ask which past question is nearest the one being ra
   like questions are weighed by their votes, the sum of the cosines of their distinct past questions
   from :attr:`~skilldeck.select._config.RankConfig.history_vote_cosine` up.
 
-Bounded: at most :data:`NEIGHBOUR_LIMIT` distinct questions per history, taken a few of each trusted
-card's at a time (its first, then its second, ...), so a card with many cannot crowd the others out.
-Built once per history and reused by the next one: a question already held keeps its vector, only
-new ones are encoded (through the ranker's vector cache).
+Bounded: at most :data:`NEIGHBOUR_LIMIT` distinct questions per history. Made whole
+(:meth:`Neighbours.build`), the table takes a few of each trusted card's at a time (its first, then
+its second, ...), so a card with many cannot crowd the others out; then it is updated with the cards
+that changed only (:meth:`Neighbours.updated`): a question no trusted card holds leaves, a new one
+joins while there is room. A question already held keeps its vector; only new ones are encoded
+(through the ranker's vector cache).
 """
 
 from __future__ import annotations
