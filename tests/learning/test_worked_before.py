@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,8 @@ async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_wor
             client(learning.gateway, "modern") as c,
         ):
             await indexed(learning.service)
+            finds: list[dict[str, Any]] = []
+            learning.service.log.subscribe(lambda e: finds.append(e) if e["kind"] == "find" else None)
             check_structured("find", await c.call_tool("find", {"query": NEW}))
             assert not (await c.call_tool("load", {"ids": ["up/forecast"]})).is_error
             assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
@@ -96,5 +99,8 @@ async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_wor
             assert found["like_before"] == NEW, found
             text = result.content[0].text  # type: ignore[union-attr]
             assert f"served a question like this one before ({NEW!r} led to a successful call)" in text
+            # the operator's log says which past question decided each find
+            said = [(f["query"], f.get("worked_before"), f.get("like_before")) for f in finds]
+            assert said == [(NEW, None, None), (PARAPHRASE, NEW, None), (LIKE, None, NEW)], said
     finally:
         store.close()

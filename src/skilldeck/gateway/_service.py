@@ -323,6 +323,7 @@ class GatewayService:
             scores=[[c["id"], c["score"]] for c in cards],
             tokens=count_tokens(json.dumps(result, ensure_ascii=False)),
             history_a_tokens=self.history_a_tokens(caller),
+            **{key: shorten(str(result.get(key))) for key in ("worked_before", "like_before") if key in result},
         )
         return result
 
