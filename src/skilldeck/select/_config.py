@@ -84,7 +84,8 @@ class RankConfig:
     capped by :attr:`history_view_floor`."""
     history_neighbour_places: int = 3
     """A trusted past question like the question (:attr:`history_neighbour_cosine`) that led to one of the
-    first this many servers (history's lift included) puts that server first; 0: never
+    first this many servers (history's lift included) puts that server first; 0: never, and no past
+    question is looked up at all, a near paraphrase (:attr:`history_paraphrase_cosine`) included
     (:mod:`~skilldeck.select._neighbours`). Measured on the LiveMCPBench halves (each half's tasks one
     user's history): 2 / 3 / 4 places raise Hit@1 0.726 -> 0.768 / 0.779 / 0.779 at cosine 0.5."""
     history_neighbour_cosine: float = 0.5

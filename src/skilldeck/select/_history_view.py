@@ -48,7 +48,7 @@ class HistoryView:
         past: np.ndarray | None,
         card_cos: np.ndarray,
         vectors: SemanticVectors | None,
-        qvec: np.ndarray | None = None,
+        qvec: np.ndarray,
     ) -> tuple[np.ndarray, Neighbour | None]:
         """What past questions add to each server's fused score: a view of their own, next to the five;
         and the trusted past question like this one (:meth:`neighbour`) whose server it put first, if any.
@@ -86,7 +86,7 @@ class HistoryView:
         scale = float(fused.std())
         lifted: np.ndarray = scale * out
         after = fused + lifted
-        near = self.neighbour(history, qvec, after) if qvec is not None else None
+        near = self.neighbour(history, qvec, after)
         first = int(np.argmax(fused)) if near is None else near.server
         new_top = int(np.argmax(after))
         if new_top != first and (near is not None or not self._taught_enough(history, new_top, ev.terms)):

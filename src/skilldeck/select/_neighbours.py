@@ -85,12 +85,10 @@ class Neighbours:
         trusted: Iterable[int],
         card_server: np.ndarray,
         encode: Callable[[list[str]], np.ndarray],
-        previous: Neighbours | None = None,
         limit: int = NEIGHBOUR_LIMIT,
     ) -> Neighbours | None:
         """The table of the ``trusted`` cards' ``questions`` (card index -> its past questions; ``card_server``:
-        each card's server index), at most ``limit`` distinct texts; ``None`` without any. A text
-        ``previous`` holds keeps its vector."""
+        each card's server index), made whole: at most ``limit`` distinct texts; ``None`` without any."""
         led: dict[str, list[int]] = {}
         pasts = [(card, questions[card]) for card in sorted(trusted) if questions.get(card)]
         depth = max((len(past) for _, past in pasts), default=0)
@@ -100,7 +98,7 @@ class Neighbours:
                     led.setdefault(past[i], []).append(card)
         if not led:
             return None
-        return _made(tuple(led), {t: tuple(sorted(set(c))) for t, c in led.items()}, card_server, encode, previous)
+        return _made(tuple(led), {t: tuple(sorted(set(c))) for t, c in led.items()}, card_server, encode)
 
     def updated(
         self,
@@ -174,12 +172,12 @@ def _made(
     led: Mapping[str, tuple[int, ...]],
     card_server: np.ndarray,
     encode: Callable[[list[str]], np.ndarray],
-    previous: Neighbours | None,
-    touched: frozenset[str] | None = None,
+    previous: Neighbours | None = None,
+    touched: frozenset[str] = frozenset(),
 ) -> Neighbours:
     """The table of ``texts``, each with the cards it ``led`` to: a text ``previous`` holds keeps its vector,
-    and, given the ``touched`` texts (whose cards changed), the (server, card) pairs of every other text;
-    new texts are encoded in one call."""
+    and its (server, card) pairs unless it is one of the ``touched`` texts (whose cards changed); new
+    texts are encoded in one call."""
     known = {t: i for i, t in enumerate(previous.texts)} if previous is not None else {}
     new = [t for t in texts if t not in known]
     made = np.asarray(encode(new), dtype=np.float32) if new else None
@@ -196,7 +194,7 @@ def _made(
     pairs_cards: list[np.ndarray] = []
     for text in texts:
         i = known.get(text)
-        if i is not None and previous is not None and touched is not None and text not in touched:
+        if i is not None and previous is not None and text not in touched:
             at = slice(int(previous.offsets[i]), int(previous.offsets[i + 1]))
             pairs_servers.append(previous.pair_servers[at])
             pairs_cards.append(previous.pair_cards[at])
