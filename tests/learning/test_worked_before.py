@@ -88,6 +88,9 @@ async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_wor
             assert not (await c.call_tool("load", {"ids": ["up/forecast"]})).is_error
             assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
             assert [u.question for u in await learning.uses()] == [NEW]
+            # the ranker reads the use on a thread of its own (encoding the question): wait for it, as a
+            # loaded machine may take longer than the next find does
+            assert list(learning.history().values()) == [[NEW]]
             result = await c.call_tool("find", {"query": PARAPHRASE})
             found = check_structured("find", result)
             assert found["cards"][0]["id"] == "up/forecast", found
