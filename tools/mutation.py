@@ -1412,6 +1412,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "one caller's past questions in an audience of several put a server first",
     ),
     _m(
+        "paraphrase-off-with-places",
+        "select/_history_view.py",
+        "(c.history_neighbour_places <= 0 and c.history_paraphrase_cosine > 1.0)",
+        "c.history_neighbour_places <= 0",
+        "tests/select/test_neighbours.py::test_without_places_a_near_paraphrase_is_still_answered_and_above_1_it_is_not",
+        "turning the like-question rule off (0 places) turns the near-paraphrase rule off too",
+    ),
+    _m(
         "neighbour-one-place-more",
         "select/_history_view.py",
         "first = order[: c.history_neighbour_places]",

@@ -182,6 +182,23 @@ def test_without_places_a_like_question_changes_nothing(livemcpbench: tuple[Card
     assert _first(off) == before.servers[0][0]
 
 
+def test_without_places_a_near_paraphrase_is_still_answered_and_above_1_it_is_not(
+    livemcpbench: tuple[CardSet, Any, np.ndarray],
+) -> None:
+    """The two rules are switched apart: 0 places turns the like rule off, a paraphrase cosine above 1 the other."""
+    before, far, history = _taught(livemcpbench, 6, PARAPHRASE)
+    decision = _selector(livemcpbench, history, history_neighbour_places=0).decide(QUESTION)
+    assert decision.worked_before == PARAPHRASE
+    assert decision.chosen[0].key == far.key
+    off = _selector(livemcpbench, history, history_neighbour_places=0, history_paraphrase_cosine=1.01)
+    assert off.ranker.rank(QUESTION, limit=None).neighbour is None
+    assert off.decide(QUESTION).worked_before is None
+    assert _first(off) == before.servers[0][0]
+    like_only = _selector(livemcpbench, history, history_neighbour_places=6, history_paraphrase_cosine=1.01)
+    assert like_only.decide(QUESTION).worked_before is None  # a paraphrase is a like question still
+    assert like_only.decide(QUESTION).like_before == PARAPHRASE
+
+
 def test_a_table_updated_card_by_card_holds_what_one_made_whole_does() -> None:
     """Questions taught, replaced and untaught card by card (trust given and taken back): the updated table
     holds the same questions, each with the same cards and (server, card) pairs, as one made whole."""

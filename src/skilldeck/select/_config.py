@@ -84,9 +84,8 @@ class RankConfig:
     capped by :attr:`history_view_floor`."""
     history_neighbour_places: int = 3
     """A trusted past question like the question (:attr:`history_neighbour_cosine`) that led to one of the
-    first this many servers (history's lift included) puts that server first; 0: never, and no past
-    question is looked up at all, a near paraphrase (:attr:`history_paraphrase_cosine`) included
-    (:mod:`~skilldeck.select._neighbours`). Measured on the LiveMCPBench halves (each half's tasks one
+    first this many servers (history's lift included) puts that server first; 0: never (a near
+    paraphrase is still answered as :attr:`history_paraphrase_cosine` says; :mod:`~skilldeck.select._neighbours`). Measured on the LiveMCPBench halves (each half's tasks one
     user's history): 2 / 3 / 4 places raise Hit@1 0.726 -> 0.768 / 0.779 / 0.779 at cosine 0.5."""
     history_neighbour_cosine: float = 0.5
     """The cosine from which a trusted past question is *like* the question (0.48, 0.5 and 0.52: Hit@1
@@ -97,7 +96,8 @@ class RankConfig:
     single question led to; 0.35 / 0.4 / 0.45: Hit@1 0.768 / 0.779 / 0.768)."""
     history_paraphrase_cosine: float = 0.85
     """The cosine from which a trusted past question is a near paraphrase of the question: its card is
-    put first wherever it ranked, and the question answered as a question asked again is."""
+    put first wherever it ranked, and the question answered as a question asked again is; above 1:
+    never (with :attr:`history_neighbour_places` 0 too, no past question is looked up at all)."""
     history_neighbour_confidence: float = 0.5
     """A decision whose first server a like question put there has its confidence raised by this times
     that question's cosine over 0.3 (halves, AUROC 0.839 / 0.814 without history: 0.838 / 0.813 with

@@ -106,8 +106,8 @@ class HistoryView:
         (LiveMCPBench halves, each half's tasks one user's history: Hit@1 0.726 -> 0.779; see docs/learning.md.)"""
         c = self.config
         table = history.neighbours
-        if table is None or c.history_neighbour_places <= 0:
-            return None
+        if table is None or (c.history_neighbour_places <= 0 and c.history_paraphrase_cosine > 1.0):
+            return None  # neither rule can apply: no past question is looked up
         sims = table.cosines(qvec)
         order = np.argsort(-after, kind="stable")
         rank = np.empty(len(order), dtype=np.int64)
@@ -115,6 +115,8 @@ class HistoryView:
         closest = table.closest(sims, rank)
         if closest.cosine >= c.history_paraphrase_cosine:
             return closest
+        if c.history_neighbour_places <= 0:
+            return None
         first = order[: c.history_neighbour_places]
         found = table.nearest(sims, c.history_neighbour_cosine, c.history_vote_cosine, first)
         return max(found.values(), key=lambda n: (n.votes, n.cosine, -rank[n.server]), default=None)
