@@ -1412,6 +1412,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "one caller's past questions in an audience of several put a server first",
     ),
     _m(
+        "find-does-not-wait-for-history",
+        "gateway/_server.py",
+        "        read = await self.service.usage.history_read(who.caller)  # a restart's history, the use just made\n",
+        "        read = True\n",
+        "tests/learning/test_worked_before.py::test_after_a_restart_the_first_find_waits_for_the_history_and_answers_with_it",
+        "the first find after a restart ranks without the history its ranker is still reading",
+    ),
+    _m(
+        "settled-while-being-read",
+        "learning/_updates.py",
+        "        return key in self._pending or self._reading == key",
+        "        return key in self._pending",
+        "tests/learning/test_updates.py::test_a_selector_is_settled_once_the_history_submitted_for_it_is_in_it_not_anothers",
+        "a selector whose history the worker is reading counts as settled",
+    ),
+    _m(
         "paraphrase-off-with-places",
         "select/_history_view.py",
         "(c.history_neighbour_places <= 0 and c.history_paraphrase_cosine > 1.0)",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 from skilldeck.learning._updates import HistoryUpdates
-from skilldeck.select import Card, Selector
+from skilldeck.select import Card, History, Selector
 
 
 def selector(label: str) -> Selector:
@@ -47,3 +49,55 @@ def test_changes_submitted_after_a_whole_history_are_read_on_top_of_it() -> None
     updates.submit(one, {a: ["whole again"]})  # a whole history replaces the changes still waiting
     assert updates.wait(60)
     assert read(one) == {a: ["whole again"]}
+
+
+class Held(Selector):
+    """A selector whose next history is read only once the test lets it (``entered`` says it is being read)."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__([Card("tool", label, name, f"{name} things", tools=((label, name),)) for name in ("a", "b")])
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def set_history(self, history: History) -> None:
+        self.entered.set()
+        assert self.release.wait(60), "the test never let the history be read"
+        super().set_history(history)
+
+
+def test_a_selector_is_settled_once_the_history_submitted_for_it_is_in_it_not_anothers() -> None:
+    """``settled`` waits for this selector's history only: another selector held in its reading does not
+    hold it, and it is not settled while its own is being read, or waiting behind another's."""
+    updates = HistoryUpdates()
+    held, free = Held("held"), selector("free")
+    a = held.cards[0].key
+    assert not updates.pending(held)
+    assert updates.settled(held, 0)
+    updates.submit(held, {a: ["question a"]})
+    assert held.entered.wait(60)
+    assert updates.pending(held)
+    assert not updates.settled(held, 0.01)  # being read
+    assert not updates.pending(free)
+    assert updates.settled(free, 0)
+    updates.submit(free, {free.cards[0].key: ["other"]})
+    assert updates.pending(free)  # waiting behind the held one's reading
+    assert not updates.settled(free, 0.01)
+    held.release.set()
+    assert updates.settled(held, 60)
+    assert read(held) == {a: ["question a"]}
+    assert updates.settled(free, 60)
+    assert read(free) == {free.cards[0].key: ["other"]}
+    assert not updates.pending(held)
+    assert not updates.pending(free)
+
+
+def test_a_history_that_cannot_be_indexed_settles_its_selector_all_the_same() -> None:
+    class Failing(Selector):
+        def set_history(self, history: History) -> None:
+            raise ValueError("cannot index this")
+
+    updates = HistoryUpdates()
+    failing = Failing([Card("tool", "x", "a", "a things", tools=(("x", "a"),))])
+    updates.submit(failing, {"tool:x:a": ["question"]})
+    assert updates.settled(failing, 60)  # the ranker keeps the one it had; nobody waits for ever
+    assert read(failing) == {}

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from skilldeck.agents import SkillSession
+from skilldeck.gateway._usage import HISTORY_UNREAD
 from skilldeck.learning import SqliteLedgerStore
+from skilldeck.select import History, Selector
 from skilldeck.serving._policy import Caller
 
 from ..gateway.gateway_clients_support import check_structured, client
 from ..gateway.test_find_ranker import indexed
+from ..host.hostile_http import serving_in_thread
 from .learning_support import gateway_learning_in
 from .test_recording import learning_gateway
+from .usage_upstream import usage_server
 
 pytestmark = pytest.mark.anyio
 
@@ -88,9 +95,7 @@ async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_wor
             assert not (await c.call_tool("load", {"ids": ["up/forecast"]})).is_error
             assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
             assert [u.question for u in await learning.uses()] == [NEW]
-            # the ranker reads the use on a thread of its own (encoding the question): wait for it, as a
-            # loaded machine may take longer than the next find does
-            assert list(learning.history().values()) == [[NEW]]
+            assert list(learning.history().values()) == [[NEW]]  # read on a thread, which the next find waits for
             result = await c.call_tool("find", {"query": PARAPHRASE})
             found = check_structured("find", result)
             assert found["cards"][0]["id"] == "up/forecast", found
@@ -107,3 +112,69 @@ async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_wor
             assert said == [(NEW, None, None), (PARAPHRASE, NEW, None), (LIKE, None, NEW)], said
     finally:
         store.close()
+
+
+class HeldHistory:
+    """Rankers read a whole history only once the test lets them (``entered``: one is being read)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        read = Selector.set_history
+
+        def held(selector: Selector, history: History) -> None:
+            self.entered.set()
+            assert self.release.wait(60), "the test never let the history be read"
+            read(selector, history)
+
+        monkeypatch.setattr(Selector, "set_history", held)
+
+
+async def test_after_a_restart_the_first_find_waits_for_the_history_and_answers_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new gateway on the ledger of a past one: its first ``find`` is the first time its index is built, and
+    its ranker reads the whole history on a thread; the find waits for it, so the question that worked
+    before is answered with its card; past the wait it is answered without and says so."""
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    try:
+        with serving_in_thread(app) as url:  # one upstream for the three gateways, as one configuration gives
+            await restarted(store, url, HeldHistory(monkeypatch))
+    finally:
+        store.close()
+
+
+async def restarted(store: SqliteLedgerStore, url: str, held: HeldHistory) -> None:
+    """The past gateway's use, then the two restarts (see the test above)."""
+    async with gateway_learning_in(store, url=url) as learning, client(learning.gateway, "modern") as c:
+        await c.call_tool("find", {"query": NEW})
+        await c.call_tool("load", {"ids": ["up/forecast"]})
+        assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
+        assert learning.history()
+    async with gateway_learning_in(store, url=url) as learning, client(learning.gateway, "modern") as c:
+        found: dict[str, Any] = {}
+
+        async def ask() -> None:
+            found.update(check_structured("find", await c.call_tool("find", {"query": NEW})))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            assert await anyio.to_thread.run_sync(held.entered.wait, 60)
+            assert not found  # the find waits while the history is read
+            held.release.set()
+        assert found["worked_before"] == NEW, found
+        assert found["cards"][0]["id"] == "up/forecast"
+    held.entered.clear()
+    held.release.clear()
+    async with gateway_learning_in(store, url=url) as learning, client(learning.gateway, "modern") as c:
+        learning.service.usage.history_wait = 0.0  # no wait at all: answered without the history
+        late = check_structured("find", await c.call_tool("find", {"query": NEW}))
+        assert "worked_before" not in late, late
+        assert late["reason"].endswith(HISTORY_UNREAD), late
+        assert held.entered.is_set()
+        held.release.set()
+        assert learning.history() == {learning.service.index_for(Caller()).ids["up/forecast"].key: [NEW]}
+        again = check_structured("find", await c.call_tool("find", {"query": NEW}))
+        assert again["worked_before"] == NEW, again
+        assert not again["reason"].endswith(HISTORY_UNREAD)

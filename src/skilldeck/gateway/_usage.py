@@ -14,6 +14,8 @@ import logging
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
+import anyio.to_thread
+
 from skilldeck.gateway._activation import ActivationStore, ActivationTable, credited
 from skilldeck.gateway._indexes import AudienceIndex, AudienceIndexes
 from skilldeck.gateway._ledger_view import LedgerView
@@ -25,10 +27,19 @@ from skilldeck.learning._api import ANONYMOUS, CardRef, HistoryUpdates, history_
 from skilldeck.select import Card, Taught, build_cards
 from skilldeck.serving._api import Caller
 
-__all__ = ["RecordingService", "UsageRecorder"]
+__all__ = ["HISTORY_UNREAD", "HISTORY_WAIT", "RecordingService", "UsageRecorder"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+HISTORY_WAIT = 10.0
+"""Seconds a ``find`` waits at most for its ranker to read the history given to it: a ledger read from the
+vectors kept beside it takes milliseconds (one use read into 10,000 trusted cards: 14 ms,
+``bench/selection/learning.py --history-update``), a whole history of 10,000 cards x 20 questions
+encoded anew some seconds; past this bound the question is answered without it, and says so."""
+
+HISTORY_UNREAD = " (what was learned from past uses is still being read: this answer does not count it yet)"
+"""What a ``find`` answered without its history (past :data:`HISTORY_WAIT`) adds to its reason."""
 
 
 class RecordingService(Protocol):
@@ -70,6 +81,8 @@ class UsageRecorder:
         self._pruned: dict[str, int] = {}
         self.history_updates = HistoryUpdates()
         """Where rankers take each new history: on a thread of its own, never on a request's path."""
+        self.history_wait = HISTORY_WAIT
+        """Seconds a ``find`` waits for its ranker to read the history given to it (:meth:`history_read`)."""
 
     @property
     def learning(self) -> Learner | None:
@@ -117,6 +130,25 @@ class UsageRecorder:
             changes = {index.ids[card].key: questions.get(card, Taught()) for card in moved if card in index.ids}
             if changes:
                 self.history_updates.submit_changes(index.selector, changes)
+
+    async def history_read(self, caller: Caller) -> bool:
+        """Wait, off the event loop and at most :attr:`history_wait` seconds, until the ranker of ``caller``'s
+        index has read the history given to it (a new index's whole history, the use just recorded);
+        whether it has. So the first ``find`` after a restart is answered with what was learned."""
+        if self.learning is None:
+            return True
+        selector = self.service.indexes.index_for(caller).selector
+        if not self.history_updates.pending(selector):
+            return True
+        read = await anyio.to_thread.run_sync(
+            self.history_updates.settled, selector, self.history_wait, abandon_on_cancel=True
+        )
+        if not read:
+            logger.warning(
+                "a find waited %.0f s for its ranker to read the usage history and was answered without it",
+                self.history_wait,
+            )
+        return read
 
     def history_settled(self, timeout: float | None = None) -> bool:
         """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""

@@ -9,6 +9,11 @@ submitted (a whole one, and the cards changed since, merged) and hands it to
 on one worker thread, so a ``call`` returns as soon as its use is recorded and a burst of uses costs
 one update per selector, not one per use. Meanwhile each selector ranks with the history it has (a selector's
 ``set_history`` swaps a new index in whole, so a ranking under way never sees half of one).
+
+:meth:`HistoryUpdates.settled` lets a ranking that must not go without its history wait for it, a
+bounded time: the gateway's ``find`` waits for its selector's (a new index's whole history after a
+restart, the use its caller just made), so the first question after a restart is answered with what
+was learned, and a question asked right after a successful call with that call counted.
 """
 
 from __future__ import annotations
@@ -29,8 +34,12 @@ class HistoryUpdates:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        """Notified each time the worker has handed a selector its history."""
         self._pending: dict[int, tuple[Selector, History | None, dict[str, Sequence[str]]]] = {}
         """Per selector: a whole history to take (or none), then the cards whose questions changed since."""
+        self._reading: int | None = None
+        """The selector the worker hands a history to now (by id)."""
         self._worker: threading.Thread | None = None
         self._idle = threading.Event()
         self._idle.set()
@@ -59,14 +68,32 @@ class HistoryUpdates:
         """Block until every submitted history is in its selector; whether that happened within ``timeout``."""
         return self._idle.wait(timeout)
 
+    def pending(self, selector: Selector) -> bool:
+        """Whether a history submitted for ``selector`` is not in it yet."""
+        with self._lock:
+            return self._waits(id(selector))
+
+    def settled(self, selector: Selector, timeout: float) -> bool:
+        """Block until every history submitted for ``selector`` so far is in it (or failed to be indexed,
+        which leaves the one it had); whether that happened within ``timeout`` seconds."""
+        key = id(selector)
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._waits(key), timeout)
+
+    def _waits(self, key: int) -> bool:
+        return key in self._pending or self._reading == key
+
     def _run(self) -> None:
         while True:
             with self._lock:
+                self._reading = None
+                self._changed.notify_all()
                 if not self._pending:
                     self._worker = None
                     self._idle.set()
                     return
-                _, (selector, history, changes) = self._pending.popitem()
+                key, (selector, history, changes) = self._pending.popitem()
+                self._reading = key
             try:
                 if history is not None:
                     selector.set_history(history)
