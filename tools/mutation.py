@@ -1462,8 +1462,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "neighbour-not-counted-in-the-confidence",
         "select/_decide.py",
-        "confidence, like = min(1.0, confidence + raised), near.question",
-        "confidence, like = confidence, near.question",
+        "confidence, like, like_card = min(1.0, confidence + raised), near.question, self.cards[near.card]",
+        "confidence, like, like_card = confidence, near.question, self.cards[near.card]",
         "tests/select/test_neighbours.py::test_a_like_question_raises_the_confidence_and_the_reason_names_it",
         "the confidence of a decision a like question put first ignores it",
     ),

@@ -105,8 +105,13 @@ async def test_with_the_encoder_a_like_question_or_a_near_paraphrase_says_it_wor
             found = check_structured("find", result)
             assert "worked_before" not in found, found
             assert found["like_before"] == NEW, found
+            assert found["like_before_card"] == "up/forecast", found  # what the like question led to
+            assert found["cards"][0]["id"] == "up/events", found  # its server first; events leads it on its own words
             text = result.content[0].text  # type: ignore[union-attr]
-            assert f"served a question like this one before ({NEW!r} led to a successful call)" in text
+            assert (
+                f"up/events's server served a question like this one before ({NEW!r} led to a successful call of "
+                "up/forecast)" in text
+            ), text
             # the operator's log says which past question decided each find
             said = [(f["query"], f.get("worked_before"), f.get("like_before")) for f in finds]
             assert said == [(NEW, None, None), (PARAPHRASE, NEW, None), (LIKE, None, NEW)], said

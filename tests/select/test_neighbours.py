@@ -105,7 +105,7 @@ def test_a_near_paraphrase_of_a_trusted_question_is_answered_with_its_card_where
 def test_a_like_question_raises_the_confidence_and_the_reason_names_it(
     livemcpbench: tuple[CardSet, Any, np.ndarray],
 ) -> None:
-    _, _, history = _taught(livemcpbench, 2, LIKE)
+    _, second, history = _taught(livemcpbench, 2, LIKE)
     counted = _selector(livemcpbench, history, history_neighbour_confidence=0.5).decide(QUESTION)
     plain = _selector(livemcpbench, history, history_neighbour_confidence=0.0).decide(QUESTION)
     answered = _selector(livemcpbench, history, threshold=0.0).decide(QUESTION)
@@ -116,8 +116,11 @@ def test_a_like_question_raises_the_confidence_and_the_reason_names_it(
     assert counted.confidence > plain.confidence
     assert plain.like_before == LIKE
     assert answered.abstain is False
-    assert f"a question like it worked before, {LIKE!r}" in answered.reason
+    assert f"a question like it worked before, {LIKE!r}, with {second.server}/{second.name}" in answered.reason
     assert counted.to_json()["like_before"] == LIKE
+    assert counted.like_card is not None
+    assert counted.like_card.key == second.key  # the card the like question led to
+    assert counted.to_json()["like_card"]["name"] == second.name
 
 
 SERVERS = np.array([0, 1, 1])

@@ -337,6 +337,14 @@ class FindResult(TypedDict):
             Field(description="a past question like this one that led to a successful call on the first card's server"),
         ]
     ]
+    like_before_card: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="the id of the card like_before led to (on the first card's server; not always the first)"
+            ),
+        ]
+    ]
     catalog: NotRequired[
         Annotated[list[CatalogCard], Field(description="servers not installed that a person could add (weak answers)")]
     ]

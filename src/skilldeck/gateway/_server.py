@@ -148,9 +148,11 @@ def _find_text(result: FindResult) -> str:
         ]
     elif "like_before" in result:
         first = result["cards"][0]["id"] if result["cards"] else "the first card"
+        led_to = result.get("like_before_card", first)
+        who = first if led_to == first else f"{first}'s server"
         lines = [
-            f"Best matches (confidence {result['confidence']:.2f}): {first}'s server served a question like this "
-            f"one before ({result['like_before']!r} led to a successful call); load one by id:"
+            f"Best matches (confidence {result['confidence']:.2f}): {who} served a question like this one before "
+            f"({result['like_before']!r} led to a successful call of {led_to}); load one by id:"
         ]
     else:
         lines = [f"Best matches (confidence {result['confidence']:.2f}); load one by id:"]

@@ -301,6 +301,8 @@ class GatewayService:
             result["worked_before"] = decision.worked_before
         elif decision.like_before is not None and not abstain:  # one like it did, on the first card's server
             result["like_before"] = decision.like_before
+            if decision.like_card is not None:
+                result["like_before_card"] = self.indexes.card_id(decision.like_card)
         if decision.indexing is not None:  # answered lexically while the card vectors are encoded
             result["indexing"] = decision.indexing.to_json()
         unavailable = [

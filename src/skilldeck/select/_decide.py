@@ -228,6 +228,8 @@ class Decision:
     like_before: str | None = None
     """A trusted past question like this one (:attr:`~skilldeck.select._config.RankConfig.history_neighbour_cosine`)
     that led to a successful use on the first card's server, which it put first; the confidence counts it."""
+    like_card: Card | None = None
+    """The card :attr:`like_before` led to: on the first card's server, not always the first card."""
 
     def to_json(self, depth: int = 10) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -260,6 +262,8 @@ class Decision:
             out["worked_before"] = self.worked_before
         if self.like_before is not None:
             out["like_before"] = self.like_before
+        if self.like_card is not None:
+            out["like_card"] = self.like_card.to_json()
         if self.indexing is not None:
             out["indexing"] = self.indexing.to_json()
         return out
@@ -569,11 +573,11 @@ class Selector:
         if recalled is not None:
             return self._worked_before(query, ranking, recalled, confidence, feats, unit)
         near = ranking.neighbour
-        like = None
+        like = like_card = None
         if near is not None and self.cards[near.card].server == ranking.scored[0].card.server:
             # a trusted past question like this one led to the server first: it counts as evidence
             raised = self.ranker.config.history_neighbour_confidence * max(0.0, near.cosine - 0.3)
-            confidence, like = min(1.0, confidence + raised), near.question
+            confidence, like, like_card = min(1.0, confidence + raised), near.question, self.cards[near.card]
         if confidence < threshold:
             reason = self._why_not(ranking, unit, confidence, query, threshold)
             return Decision(
@@ -586,6 +590,7 @@ class Selector:
                 servers=ranking.servers,
                 history=unit.history,
                 like_before=like,
+                like_card=like_card,
             )
         chosen = [ranking.scored[0].card]
         jobs: list[dict[str, Any]] = []
@@ -604,7 +609,9 @@ class Selector:
             jobs.append({"job": job.text, "server": job.server, "confidence": round(job_conf, 4), "added": added})
         tools = self._tools_for(chosen, ranking)
         first = chosen[0]
-        before = f"a question like it worked before, {like!r}; " if like is not None else ""
+        before = ""
+        if like is not None and like_card is not None:
+            before = f"a question like it worked before, {like!r}, with {like_card.server}/{like_card.name}; "
         reason = (
             f"chose {first.kind} {first.server}/{first.name} (confidence {confidence:.2f}; {before}"
             f"{len(unit.matched)} of {len(unit.terms)} question terms in {unit.server}: {_quoted(unit.matched, 6, _surface(query))})"
@@ -624,6 +631,7 @@ class Selector:
             jobs=jobs,
             history=unit.history,
             like_before=like,
+            like_card=like_card,
         )
 
     def _recalled(self, query: str, ranking: Ranking) -> tuple[Scored, str] | None:
