@@ -1413,11 +1413,19 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "find-does-not-wait-for-history",
-        "gateway/_server.py",
-        "        read = await self.service.usage.history_read(who.caller)  # a restart's history, the use just made\n",
+        "gateway/_service.py",
+        "        read = await self.usage.history_read(caller)\n",
         "        read = True\n",
         "tests/learning/test_worked_before.py::test_after_a_restart_the_first_find_waits_for_the_history_and_answers_with_it",
         "the first find after a restart ranks without the history its ranker is still reading",
+    ),
+    _m(
+        "afind-does-not-wait",
+        "agents/_session.py",
+        "        return await self.service.find_learned(self.caller, self.client, query, limit, needs=needs)",
+        "        return self.service.find(self.caller, self.client, query, limit, needs=needs)",
+        "tests/learning/test_worked_before.py::test_in_process_afind_waits_for_the_history_and_find_does_not",
+        "an agent framework's find ranks without the history its ranker is still reading",
     ),
     _m(
         "settled-while-being-read",

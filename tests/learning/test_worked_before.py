@@ -183,3 +183,37 @@ async def restarted(store: SqliteLedgerStore, url: str, held: HeldHistory) -> No
         again = check_structured("find", await c.call_tool("find", {"query": NEW}))
         assert again["worked_before"] == NEW, again
         assert not again["reason"].endswith(HISTORY_UNREAD)
+
+
+async def test_in_process_afind_waits_for_the_history_and_find_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``SkillSession`` of a new service on a past one's ledger: ``afind`` (what the agent frameworks'
+    ``find`` tools ask) waits for the history its ranker is reading; ``find`` answers with what it holds."""
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    held = HeldHistory(monkeypatch)
+    try:
+        with serving_in_thread(app) as url:
+            async with gateway_learning_in(store, url=url) as learning:
+                session = SkillSession(learning.service)
+                session.find(NEW)
+                await session.load(["up/forecast"])
+                assert not (await session.call("up/forecast", {"city": "Paris"})).get("isError")
+            async with gateway_learning_in(store, url=url) as learning:
+                session = SkillSession(learning.service)
+                found: dict[str, Any] = {}
+
+                async def ask() -> None:
+                    found.update(await session.afind(NEW))
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(ask)
+                    assert await anyio.to_thread.run_sync(held.entered.wait, 60)
+                    assert "worked_before" not in session.find(NEW)  # the history is still being read
+                    assert not found  # afind waits for it
+                    held.release.set()
+                assert found["worked_before"] == NEW, found
+                assert found["cards"][0]["id"] == "up/forecast"
+    finally:
+        store.close()

@@ -75,8 +75,16 @@ class SkillSession:
         )
 
     def find(self, query: str, limit: int | None = None, *, needs: list[str] | None = None) -> dict[str, Any]:
-        """Ranked cards for ``query`` (or each of ``needs``; never a schema), or an abstention with its reason."""
+        """Ranked cards for ``query`` (or each of ``needs``; never a schema), or an abstention with its reason.
+
+        With the ranking it has now: a history still being read (the first question after a start, one
+        asked right after a successful call) is not counted; :meth:`afind` waits for it."""
         return self.service.find(self.caller, self.client, query, limit, needs=needs)
+
+    async def afind(self, query: str, limit: int | None = None, *, needs: list[str] | None = None) -> dict[str, Any]:
+        """:meth:`find` once this session's ranker has read what was learned from past uses (off the event
+        loop, bounded: :meth:`~skilldeck.gateway.GatewayService.find_learned`), as the gateway's ``find`` does."""
+        return await self.service.find_learned(self.caller, self.client, query, limit, needs=needs)
 
     async def load(self, ids: Iterable[str]) -> dict[str, Any]:
         """Load cards by id: verified skill text and the schemas of exactly the tools it names, now active."""

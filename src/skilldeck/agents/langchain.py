@@ -141,7 +141,7 @@ def _skill_tools() -> list[BaseTool]:
         Args:
             query: the task in a sentence.
         """
-        return json.dumps(_session(runtime).find(query), ensure_ascii=False)
+        return json.dumps(await _session(runtime).afind(query), ensure_ascii=False)
 
     async def load_skill(ids: list[str], runtime: ToolRuntime[Any, Any]) -> str:
         """Load skills by card id (from find): returns their verified instructions; their tools become callable.

@@ -79,13 +79,13 @@ class SkillTools:
         """``find``, ``load_skill`` and ``read_skill_file``, reading the session from the run context."""
 
         @function_tool
-        def find(ctx: RunContextWrapper[Any], query: str) -> str:
+        async def find(ctx: RunContextWrapper[Any], query: str) -> str:
             """Find the skills (and tools) that fit a task. Returns ranked cards with ids for load_skill, or an abstention.
 
             Args:
                 query: the task in a sentence.
             """
-            return json.dumps(session_of(ctx.context).find(query), ensure_ascii=False)
+            return json.dumps(await session_of(ctx.context).afind(query), ensure_ascii=False)
 
         @function_tool
         async def load_skill(ctx: RunContextWrapper[Any], ids: list[str]) -> str:

@@ -94,7 +94,7 @@ class SkillToolset(AbstractToolset[Any]):
         if not self.cards or not prompt:
             return INSTRUCTIONS
         if self._cards_for is None or self._cards_for[0] != prompt:
-            found = self.session.find(prompt[:MAX_PROMPT_CHARS], self.cards)
+            found = await self.session.afind(prompt[:MAX_PROMPT_CHARS], self.cards)
             lines = [f"- {c['id']} ({c['kind']}): {c['description']}" for c in found["cards"]]
             text = "Cards for this task:\n" + "\n".join(lines) if lines and not found["abstain"] else ""
             self._cards_for = (prompt, text)
@@ -158,7 +158,7 @@ class SkillToolset(AbstractToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         if name == FIND:
-            return self.session.find(str(tool_args["query"]), tool_args.get("limit"))
+            return await self.session.afind(str(tool_args["query"]), tool_args.get("limit"))
         if name == LOAD_SKILL:
             return await self._load(str(tool_args["id"]))
         if name == READ_SKILL_FILE:

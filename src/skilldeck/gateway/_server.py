@@ -66,7 +66,6 @@ from skilldeck.gateway._relay import LOG_LEVELS, call_relay, forward_log_level
 from skilldeck.gateway._republish import RepublishedSkills
 from skilldeck.gateway._service import GatewayService, tool_id
 from skilldeck.gateway._upstreams import host_under
-from skilldeck.gateway._usage import HISTORY_UNREAD
 from skilldeck.host import Host
 from skilldeck.select._api import tool_function_name
 from skilldeck.serving._api import (
@@ -371,11 +370,10 @@ class GatewayMiddleware:
 
     async def _find(self, ctx: ServerRequestContext[Any, Any], who: RequestIdentity, args: Any) -> ToolResult:
         find: FindArguments = args
-        await self.service.usage.refresh_history(who.caller)  # another replica's uses, a cleared ledger
-        read = await self.service.usage.history_read(who.caller)  # a restart's history, the use just made
-        found = cast(FindResult, self.service.find(who.caller, who.client, find.query, find.limit, needs=find.needs))
-        if not read:
-            found["reason"] += HISTORY_UNREAD
+        found = cast(
+            FindResult,
+            await self.service.find_learned(who.caller, who.client, find.query, find.limit, needs=find.needs),
+        )
         await self.service.usage.share_found(
             who.client, find.query, found
         )  # on the shared path: another replica may load

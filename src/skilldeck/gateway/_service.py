@@ -61,7 +61,7 @@ from skilldeck.gateway._port import Progress, ToolCall, Upstreams, down, tool_id
 from skilldeck.gateway._relay import CallRelay, LogSink, ParkedCalls
 from skilldeck.gateway._shortlist import FILLER_GAP, shortlist_order
 from skilldeck.gateway._upstreams import ORIGIN_META, SERVER_INFO_META, HostUpstreams
-from skilldeck.gateway._usage import UsageRecorder
+from skilldeck.gateway._usage import HISTORY_UNREAD, UsageRecorder
 from skilldeck.host import Host, LoadedSkill, SkillRecord
 from skilldeck.learning import Learner
 from skilldeck.select import Card, Decision, Encoder, Scored, ToolGate, skill_tools
@@ -328,6 +328,20 @@ class GatewayService:
             **{key: shorten(str(result.get(key))) for key in ("worked_before", "like_before") if key in result},
         )
         return result
+
+    async def find_learned(
+        self, caller: Caller, client: str, query: str, limit: int | None = None, *, needs: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`find` once the caller's ranker has read what was learned: the ledger's changes made
+        elsewhere (another replica, ``skilldeck history --clear``), a new index's whole history, the use
+        just recorded (:meth:`~skilldeck.gateway._usage.UsageRecorder.history_read`, off the event loop and
+        bounded; past the bound the answer says it does not count the history yet)."""
+        await self.usage.refresh_history(caller)
+        read = await self.usage.history_read(caller)
+        found = self.find(caller, client, query, limit, needs=needs)
+        if not read:
+            found["reason"] += HISTORY_UNREAD
+        return found
 
     @staticmethod
     def _servers_first(index: AudienceIndex, decision: Decision) -> list[Scored]:
