@@ -1428,6 +1428,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an agent framework's find ranks without the history its ranker is still reading",
     ),
     _m(
+        "gave-up-find-leaves-its-wake-up",
+        "gateway/_usage.py",
+        "            self.history_updates.forget(selector, wake)",
+        "            pass",
+        "tests/learning/test_worked_before.py::test_a_flood_of_finds_waiting_for_the_history_holds_no_thread_and_leaves_nothing_behind",
+        "a find that stops waiting for the history (timed out, cancelled) leaves its wake-up for the worker, unbounded",
+    ),
+    _m(
         "settled-while-being-read",
         "learning/_updates.py",
         "        return key in self._pending or self._reading == key",

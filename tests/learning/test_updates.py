@@ -101,3 +101,41 @@ def test_a_history_that_cannot_be_indexed_settles_its_selector_all_the_same() ->
     updates.submit(failing, {"tool:x:a": ["question"]})
     assert updates.settled(failing, 60)  # the ranker keeps the one it had; nobody waits for ever
     assert read(failing) == {}
+
+
+def test_a_callback_is_called_once_when_its_selector_is_settled_and_never_once_taken_back() -> None:
+    updates = HistoryUpdates()
+    held, other = Held("held"), Held("other")
+    calls: list[str] = []
+    assert not updates.when_settled(held, lambda: calls.append("idle"))  # nothing waiting: never called
+    assert updates.waiters(held) == 0
+    updates.submit(held, {held.cards[0].key: ["question"]})
+    assert held.entered.wait(60)
+    assert updates.when_settled(held, lambda: calls.append("first"))
+
+    def failing() -> None:
+        raise RuntimeError("the event loop is gone")
+
+    assert updates.when_settled(held, failing)  # a wake-up that fails does not stop the others'
+
+    def taken_back() -> None:
+        calls.append("taken back")
+
+    assert updates.when_settled(held, taken_back)
+    woken = threading.Event()
+
+    def last() -> None:
+        calls.append("last")
+        woken.set()
+
+    assert updates.when_settled(held, last)
+    assert updates.waiters(held) == 4
+    updates.forget(held, taken_back)
+    updates.forget(held, taken_back)  # twice: nothing more
+    assert updates.waiters(held) == 3
+    assert not updates.when_settled(other, lambda: calls.append("other"))  # the other selector waits for nothing
+    held.release.set()
+    assert woken.wait(60)  # called in the order they came, after the history is in
+    assert read(held) == {held.cards[0].key: ["question"]}
+    assert calls == ["first", "last"]
+    assert updates.waiters(held) == 0

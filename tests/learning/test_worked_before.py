@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
 from skilldeck.agents import SkillSession
 from skilldeck.gateway._usage import HISTORY_UNREAD
 from skilldeck.learning import SqliteLedgerStore
+from skilldeck.learning._updates import HistoryUpdates
 from skilldeck.select import History, Selector
 from skilldeck.serving._policy import Caller
 
@@ -135,28 +139,36 @@ class HeldHistory:
         monkeypatch.setattr(Selector, "set_history", held)
 
 
+@asynccontextmanager
+async def learned_before(tmp_path: Path) -> AsyncIterator[tuple[SqliteLedgerStore, str]]:
+    """A ledger and an upstream served on loopback (one for every gateway the test starts, as one
+    configuration gives), after one gateway's session found :data:`NEW`, loaded and called the forecast."""
+    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
+    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    try:
+        with serving_in_thread(app) as url:
+            async with gateway_learning_in(store, url=url) as learning:
+                session = SkillSession(learning.service)
+                session.find(NEW)
+                await session.load(["up/forecast"])
+                assert not (await session.call("up/forecast", {"city": "Paris"})).get("isError")
+            yield store, url
+    finally:
+        store.close()
+
+
 async def test_after_a_restart_the_first_find_waits_for_the_history_and_answers_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A new gateway on the ledger of a past one: its first ``find`` is the first time its index is built, and
     its ranker reads the whole history on a thread; the find waits for it, so the question that worked
     before is answered with its card; past the wait it is answered without and says so."""
-    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
-    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    try:
-        with serving_in_thread(app) as url:  # one upstream for the three gateways, as one configuration gives
-            await restarted(store, url, HeldHistory(monkeypatch))
-    finally:
-        store.close()
+    async with learned_before(tmp_path) as (store, url):
+        await restarted(store, url, HeldHistory(monkeypatch))
 
 
 async def restarted(store: SqliteLedgerStore, url: str, held: HeldHistory) -> None:
-    """The past gateway's use, then the two restarts (see the test above)."""
-    async with gateway_learning_in(store, url=url) as learning, client(learning.gateway, "modern") as c:
-        await c.call_tool("find", {"query": NEW})
-        await c.call_tool("load", {"ids": ["up/forecast"]})
-        assert not (await c.call_tool("call", {"tool": "up/forecast", "arguments": {"city": "Paris"}})).is_error
-        assert learning.history()
+    """The two restarts of the test above."""
     async with gateway_learning_in(store, url=url) as learning, client(learning.gateway, "modern") as c:
         found: dict[str, Any] = {}
 
@@ -190,30 +202,74 @@ async def test_in_process_afind_waits_for_the_history_and_find_does_not(
 ) -> None:
     """A ``SkillSession`` of a new service on a past one's ledger: ``afind`` (what the agent frameworks'
     ``find`` tools ask) waits for the history its ranker is reading; ``find`` answers with what it holds."""
-    store = SqliteLedgerStore(tmp_path / "ledger.sqlite3")
-    app = usage_server().streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     held = HeldHistory(monkeypatch)
-    try:
-        with serving_in_thread(app) as url:
-            async with gateway_learning_in(store, url=url) as learning:
-                session = SkillSession(learning.service)
-                session.find(NEW)
-                await session.load(["up/forecast"])
-                assert not (await session.call("up/forecast", {"city": "Paris"})).get("isError")
-            async with gateway_learning_in(store, url=url) as learning:
-                session = SkillSession(learning.service)
-                found: dict[str, Any] = {}
+    async with learned_before(tmp_path) as (store, url), gateway_learning_in(store, url=url) as learning:
+        session = SkillSession(learning.service)
+        found: dict[str, Any] = {}
 
-                async def ask() -> None:
-                    found.update(await session.afind(NEW))
+        async def ask() -> None:
+            found.update(await session.afind(NEW))
 
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(ask)
-                    assert await anyio.to_thread.run_sync(held.entered.wait, 60)
-                    assert "worked_before" not in session.find(NEW)  # the history is still being read
-                    assert not found  # afind waits for it
-                    held.release.set()
-                assert found["worked_before"] == NEW, found
-                assert found["cards"][0]["id"] == "up/forecast"
-    finally:
-        store.close()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            assert await anyio.to_thread.run_sync(held.entered.wait, 60)
+            assert "worked_before" not in session.find(NEW)  # the history is still being read
+            assert not found  # afind waits for it
+            held.release.set()
+        assert found["worked_before"] == NEW, found
+        assert found["cards"][0]["id"] == "up/forecast"
+
+
+FLOOD = 50
+
+
+async def all_waiting(updates: HistoryUpdates, selector: Selector) -> None:
+    """Until :data:`FLOOD` finds wait for ``selector``'s history (the bound is a guard only)."""
+    with anyio.fail_after(60):
+        while updates.waiters(selector) < FLOOD:
+            await anyio.lowlevel.checkpoint()
+
+
+async def test_a_flood_of_finds_waiting_for_the_history_holds_no_thread_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FLOOD finds wait at once while the history is read: no thread each (the worker wakes them through the
+    loop), all answered with it; then FLOOD finds that give up (no wait, or cancelled) leave no wake-up behind."""
+    held = HeldHistory(monkeypatch)
+    async with learned_before(tmp_path) as (store, url), gateway_learning_in(store, url=url) as learning:
+        updates = learning.service.usage.history_updates
+        selector = learning.service.index_for(Caller()).selector  # its whole history: being read
+        assert await anyio.to_thread.run_sync(held.entered.wait, 60)
+        threads = threading.active_count()
+        answers: list[dict[str, Any]] = []
+
+        async def ask() -> None:
+            answers.append(await SkillSession(learning.service).afind(NEW))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(FLOOD):
+                tg.start_soon(ask)
+            await all_waiting(updates, selector)
+            # the ledger's reader may have started; a thread per waiting find would be 40 more (anyio's pool)
+            assert threading.active_count() <= threads + 2
+            assert not answers
+            held.release.set()
+        assert len(answers) == FLOOD
+        assert all(a.get("worked_before") == NEW for a in answers), answers[0]
+        assert updates.waiters(selector) == 0
+        # finds that give up: the wait over at once, or the request cancelled
+        held.entered.clear()
+        held.release.clear()
+        learning.service.usage.history_updates.submit(selector, {})  # read again: held
+        assert await anyio.to_thread.run_sync(held.entered.wait, 60)
+        learning.service.usage.history_wait = 0.0
+        for _ in range(FLOOD):
+            assert (await SkillSession(learning.service).afind(NEW))["reason"].endswith(HISTORY_UNREAD)
+        learning.service.usage.history_wait = 60.0
+        async with anyio.create_task_group() as tg:
+            for _ in range(FLOOD):
+                tg.start_soon(ask)
+            await all_waiting(updates, selector)
+            tg.cancel_scope.cancel()
+        assert updates.waiters(selector) == 0
+        held.release.set()

@@ -10,11 +10,14 @@ ledger that cannot be reached never fails a request: it is logged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-import anyio.to_thread
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from skilldeck.gateway._activation import ActivationStore, ActivationTable, credited
 from skilldeck.gateway._indexes import AudienceIndex, AudienceIndexes
@@ -132,26 +135,36 @@ class UsageRecorder:
                 self.history_updates.submit_changes(index.selector, changes)
 
     async def history_read(self, caller: Caller) -> bool:
-        """Wait, off the event loop and at most :attr:`history_wait` seconds, until the ranker of ``caller``'s
+        """Wait, at most :attr:`history_wait` seconds and holding no thread, until the ranker of ``caller``'s
         index has read the history given to it (a new index's whole history, the use just recorded);
         whether it has. So the first ``find`` after a restart is answered with what was learned."""
         if self.learning is None:
             return True
         selector = self.service.indexes.index_for(caller).selector
-        if not self.history_updates.pending(selector):
+        read = anyio.Event()
+        token = anyio.lowlevel.current_token()
+
+        def wake() -> None:  # on the history worker's thread
+            with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits any more
+                anyio.from_thread.run_sync(read.set, token=token)
+
+        if not self.history_updates.when_settled(selector, wake):
             return True
-        read = await anyio.to_thread.run_sync(
-            self.history_updates.settled, selector, self.history_wait, abandon_on_cancel=True
+        try:
+            with anyio.move_on_after(self.history_wait):
+                await read.wait()
+                return True
+        finally:  # timed out, or the request cancelled: nothing is left behind for the worker to call
+            self.history_updates.forget(selector, wake)
+        logger.warning(
+            "a find waited %.0f s for its ranker to read the usage history and was answered without it",
+            self.history_wait,
         )
-        if not read:
-            logger.warning(
-                "a find waited %.0f s for its ranker to read the usage history and was answered without it",
-                self.history_wait,
-            )
-        return read
+        return False
 
     def history_settled(self, timeout: float | None = None) -> bool:
-        """Block until every ranker reads the newest history it was given; whether it did within ``timeout``."""
+        """Block until every ranker reads the newest history it was given; whether it did within ``timeout``.
+        Not on the event loop while a ``find`` waits there (:meth:`history_read`): the worker wakes it through the loop."""
         return self.history_updates.wait(timeout)
 
     async def refresh_history(self, caller: Caller) -> None:

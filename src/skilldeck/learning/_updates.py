@@ -10,17 +10,19 @@ on one worker thread, so a ``call`` returns as soon as its use is recorded and a
 one update per selector, not one per use. Meanwhile each selector ranks with the history it has (a selector's
 ``set_history`` swaps a new index in whole, so a ranking under way never sees half of one).
 
-:meth:`HistoryUpdates.settled` lets a ranking that must not go without its history wait for it, a
-bounded time: the gateway's ``find`` waits for its selector's (a new index's whole history after a
-restart, the use its caller just made), so the first question after a restart is answered with what
-was learned, and a question asked right after a successful call with that call counted.
+A ranking that must not go without its history waits for its own selector's, a bounded time:
+:meth:`HistoryUpdates.settled` blocks a thread, :meth:`HistoryUpdates.when_settled` has a callback
+called on the worker thread instead (the gateway's ``find`` sets an event of its loop with it, so a
+flood of waiting finds holds no thread). So the first question after a restart is answered with
+what was learned (a new index's whole history), and a question asked right after a successful call
+with that call counted.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skilldeck.select import History, Selector
 
@@ -40,6 +42,8 @@ class HistoryUpdates:
         """Per selector: a whole history to take (or none), then the cards whose questions changed since."""
         self._reading: int | None = None
         """The selector the worker hands a history to now (by id)."""
+        self._callbacks: dict[int, list[Callable[[], None]]] = {}
+        """Per selector (by id): what to call once it holds every history submitted for it (:meth:`when_settled`)."""
         self._worker: threading.Thread | None = None
         self._idle = threading.Event()
         self._idle.set()
@@ -80,20 +84,57 @@ class HistoryUpdates:
         with self._changed:
             return self._changed.wait_for(lambda: not self._waits(key), timeout)
 
+    def when_settled(self, selector: Selector, callback: Callable[[], None]) -> bool:
+        """Have ``callback`` called, on the worker thread, once every history submitted for ``selector`` so
+        far is in it (or failed to be indexed); ``False``, and never called, when none is waiting now.
+        A waiter that gives up first takes its callback back with :meth:`forget`."""
+        key = id(selector)
+        with self._lock:
+            if not self._waits(key):
+                return False
+            self._callbacks.setdefault(key, []).append(callback)
+            return True
+
+    def waiters(self, selector: Selector) -> int:
+        """How many callbacks of :meth:`when_settled` wait for ``selector`` now."""
+        with self._lock:
+            return len(self._callbacks.get(id(selector), ()))
+
+    def forget(self, selector: Selector, callback: Callable[[], None]) -> None:
+        """Take back a callback of :meth:`when_settled` not called yet."""
+        key = id(selector)
+        with self._lock:
+            waiting = self._callbacks.get(key, [])
+            if callback in waiting:
+                waiting.remove(callback)
+            if not waiting:
+                self._callbacks.pop(key, None)
+
     def _waits(self, key: int) -> bool:
         return key in self._pending or self._reading == key
 
     def _run(self) -> None:
         while True:
             with self._lock:
-                self._reading = None
+                finished, self._reading = self._reading, None
+                done = (
+                    self._callbacks.pop(finished, []) if finished is not None and finished not in self._pending else []
+                )
                 self._changed.notify_all()
-                if not self._pending:
+                more = bool(self._pending)
+                if more:
+                    key, (selector, history, changes) = self._pending.popitem()
+                    self._reading = key
+                else:  # a submit from here on starts another worker
                     self._worker = None
                     self._idle.set()
-                    return
-                key, (selector, history, changes) = self._pending.popitem()
-                self._reading = key
+            for call in done:
+                try:
+                    call()
+                except Exception:  # a waiter's wake-up failing never stops the others'
+                    logger.exception("a wait for a usage history could not be ended")
+            if not more:
+                return
             try:
                 if history is not None:
                     selector.set_history(history)
