@@ -82,8 +82,9 @@ class SkillSession:
         return self.service.find(self.caller, self.client, query, limit, needs=needs)
 
     async def afind(self, query: str, limit: int | None = None, *, needs: list[str] | None = None) -> dict[str, Any]:
-        """:meth:`find` once this session's ranker has read what was learned from past uses (off the event
-        loop, bounded: :meth:`~skilldeck.gateway.GatewayService.find_learned`), as the gateway's ``find`` does."""
+        """:meth:`find` once this session's ranker has read what was learned from past uses (holding neither
+        the event loop nor a thread, bounded: :meth:`~skilldeck.gateway.GatewayService.find_learned`), as the
+        gateway's ``find`` does."""
         return await self.service.find_learned(self.caller, self.client, query, limit, needs=needs)
 
     async def load(self, ids: Iterable[str]) -> dict[str, Any]:

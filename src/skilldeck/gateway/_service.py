@@ -334,8 +334,8 @@ class GatewayService:
     ) -> dict[str, Any]:
         """:meth:`find` once the caller's ranker has read what was learned: the ledger's changes made
         elsewhere (another replica, ``skilldeck history --clear``), a new index's whole history, the use
-        just recorded (:meth:`~skilldeck.gateway._usage.UsageRecorder.history_read`, off the event loop and
-        bounded; past the bound the answer says it does not count the history yet)."""
+        just recorded (:meth:`~skilldeck.gateway._usage.UsageRecorder.history_read`: holding neither the event
+        loop nor a thread, and bounded; past the bound the answer says it does not count the history yet)."""
         await self.usage.refresh_history(caller)
         read = await self.usage.history_read(caller)
         found = self.find(caller, client, query, limit, needs=needs)
