@@ -11,9 +11,9 @@ one update per selector, not one per use. Meanwhile each selector ranks with the
 ``set_history`` swaps a new index in whole, so a ranking under way never sees half of one).
 
 A ranking that must not go without its history waits for its own selector's, a bounded time:
-:meth:`HistoryUpdates.settled` blocks a thread, :meth:`HistoryUpdates.when_settled` has a callback
-called on the worker thread instead (the gateway's ``find`` sets an event of its loop with it, so a
-flood of waiting finds holds no thread). So the first question after a restart is answered with
+:meth:`HistoryUpdates.when_settled` has a callback called on the worker thread once it is in (the
+gateway's ``find`` sets an event of its loop with it, so a flood of waiting finds holds no thread;
+:meth:`HistoryUpdates.settled` blocks a thread on such a callback). So the first question after a restart is answered with
 what was learned (a new index's whole history), and a question asked right after a successful call
 with that call counted.
 """
@@ -36,8 +36,6 @@ class HistoryUpdates:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        """Notified each time the worker has handed a selector its history."""
         self._pending: dict[int, tuple[Selector, History | None, dict[str, Sequence[str]]]] = {}
         """Per selector: a whole history to take (or none), then the cards whose questions changed since."""
         self._reading: int | None = None
@@ -80,9 +78,13 @@ class HistoryUpdates:
     def settled(self, selector: Selector, timeout: float) -> bool:
         """Block until every history submitted for ``selector`` so far is in it (or failed to be indexed,
         which leaves the one it had); whether that happened within ``timeout`` seconds."""
-        key = id(selector)
-        with self._changed:
-            return self._changed.wait_for(lambda: not self._waits(key), timeout)
+        done = threading.Event()
+        if not self.when_settled(selector, done.set):
+            return True
+        try:
+            return done.wait(timeout)
+        finally:
+            self.forget(selector, done.set)
 
     def when_settled(self, selector: Selector, callback: Callable[[], None]) -> bool:
         """Have ``callback`` called, on the worker thread, once every history submitted for ``selector`` so
@@ -120,7 +122,6 @@ class HistoryUpdates:
                 done = (
                     self._callbacks.pop(finished, []) if finished is not None and finished not in self._pending else []
                 )
-                self._changed.notify_all()
                 more = bool(self._pending)
                 if more:
                     key, (selector, history, changes) = self._pending.popitem()
